@@ -1,0 +1,51 @@
+"""Query-biased excerpts: ~220 characters of a document around the first query-term match.
+
+Matching is by word prefix (the first 4+ letters of each query word), a light stand-in for
+the Lucene stemmer that avoids a JVM round trip per preview; stopwords never anchor a snippet.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+EXCERPT_CHARS = 220
+_WORD = re.compile(r"\w+", re.UNICODE)
+STOPWORDS = frozenset(
+    "a an and are as at be but by for from has have i if in into is it its of on or such that the their then "
+    "there these they this to was were what which who will with about after all also any been before can did "
+    "do does how i'd i'm me my not no nor our should so some than them those through under up we when where "
+    "while would you your like find articles article papers paper studies study interested especially".split()
+)
+
+
+def query_terms(query: str) -> list[str]:
+    """Content words of a query, lowercased, in order, without repeats."""
+    words = (w.lower() for w in _WORD.findall(query or ""))
+    return list(dict.fromkeys(w for w in words if w not in STOPWORDS and (len(w) > 1 or not w.isascii())))
+
+
+@lru_cache(maxsize=256)
+def _pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    stems = sorted({t if len(t) <= 4 else t[: max(4, len(t) - 3)] for t in terms}, key=len, reverse=True)
+    if not stems:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, stems)) + r")\w*", re.IGNORECASE)
+
+
+def excerpt(text: str, query: str, width: int = EXCERPT_CHARS) -> str:
+    """A window of `width` characters centred on the first query-term match (else the start)."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    pattern = _pattern(tuple(query_terms(query)))
+    match = pattern.search(text) if pattern else None
+    centre = match.start() if match else 0
+    start = max(0, min(centre - width // 3, len(text) - width))
+    end = min(len(text), start + width)
+    if start > 0:  # do not cut a word in half
+        space = text.find(" ", start)
+        start = space + 1 if 0 <= space < centre else start
+    if end < len(text):
+        space = text.rfind(" ", start, end)
+        end = space if space > (match.end() if match else start) else end
+    return ("…" if start > 0 else "") + text[start:end].strip() + ("…" if end < len(text) else "")

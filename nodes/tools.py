@@ -1,0 +1,192 @@
+"""The agent-facing tools: `search`, `read_search_results`, `read_document`.
+
+Agents see a corpus only through these calls (the Pi-Serini interface): a search retrieves a
+deep ranking (default depth 1000), caches it under a `search_id` and shows five previews; more
+of the same ranking is paged without searching again; documents are read by numbered lines.
+Every tool takes `reason` first and answers misuse with a `ToolError` that says how to repair
+the call, never an exception.
+"""
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from nodes.excerpts import excerpt
+from nodes.tool_results import DocumentPage, HitView, SearchPage, ToolError
+from stores.records import DocRecord
+
+DEFAULT_DEPTH = 1000
+PREVIEW_COUNT = 5
+PAGE_LIMIT_MAX = 50
+READ_LIMIT_MAX = 500
+CACHE_SIZE = 32
+MAX_QUERY_CHARS = 20_000
+
+ToolResult = SearchPage | DocumentPage | ToolError
+
+
+class Searcher(Protocol):
+    def search(self, text: str, k: int = ...) -> Sequence[Any]: ...
+
+
+class Corpus(Protocol):
+    def get_many(self, docids: Sequence[str]) -> dict[str, DocRecord]: ...
+    def lines(self, docid: str) -> list[str] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CachedRanking:
+    """A deep ranking kept behind a search_id: parallel (docid, score) arrays."""
+
+    query: str
+    docids: tuple[str, ...]
+    scores: tuple[float, ...]
+
+
+class RankingCache:
+    """Least-recently-used cache of rankings, at most `capacity` per session."""
+
+    def __init__(self, capacity: int = CACHE_SIZE) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[str, CachedRanking] = OrderedDict()
+
+    def put(self, search_id: str, ranking: CachedRanking) -> None:
+        self._items[search_id] = ranking
+        self._items.move_to_end(search_id)
+        while len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+
+    def get(self, search_id: str) -> CachedRanking | None:
+        ranking = self._items.get(search_id)
+        if ranking is not None:
+            self._items.move_to_end(search_id)
+        return ranking
+
+    def ids(self) -> list[str]:
+        return list(self._items)
+
+
+@dataclass
+class Trajectory:
+    """Which documents the agent has surfaced, previewed and opened (cited is set at answer)."""
+
+    surfaced: set[str] = field(default_factory=set)
+    previewed: set[str] = field(default_factory=set)
+    opened: set[str] = field(default_factory=set)
+
+
+def _as_int(value: Any, minimum: int) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= minimum else None
+    if isinstance(value, float) and value.is_integer():
+        return int(value) if value >= minimum else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value) if int(value) >= minimum else None
+    return None
+
+
+class ToolSession:
+    """One agent's (one job's) tools over one collection, with its own ranking cache."""
+
+    def __init__(self, searcher: Searcher, corpus: Corpus, *, depth: int = DEFAULT_DEPTH,
+                 cache_size: int = CACHE_SIZE, id_prefix: str = "s",
+                 new_search_id: Callable[[], str] | None = None) -> None:
+        self.searcher = searcher
+        self.corpus = corpus
+        self.depth = depth
+        self.cache = RankingCache(cache_size)
+        self.trajectory = Trajectory()
+        counter = itertools.count(1)
+        self._new_id = new_search_id or (lambda: f"{id_prefix}{next(counter)}")
+
+    # -- tools -------------------------------------------------------------------------------
+
+    def search(self, reason: str = "", query: Any = None) -> ToolResult:
+        """Search the collection; cache the deep ranking; preview ranks 1–5."""
+        if not isinstance(query, str) or not query.strip():
+            return ToolError(tool="search", code="empty_query", message="the query is empty or not text",
+                             hint='give some words describing what to find, e.g. search(reason="…", query="dense retrieval")')
+        note = ""
+        if len(query) > MAX_QUERY_CHARS:
+            query, note = query[:MAX_QUERY_CHARS], f"query cut to its first {MAX_QUERY_CHARS} characters"
+        hits = self.searcher.search(query, k=self.depth)
+        search_id = self._new_id()
+        ranking = CachedRanking(query, tuple(h.docid for h in hits), tuple(float(h.score) for h in hits))
+        self.cache.put(search_id, ranking)
+        self.trajectory.surfaced.update(ranking.docids)
+        if not hits:
+            note = note or "no document contains a searchable word of this query"
+        return self._page(search_id, ranking, 1, PREVIEW_COUNT, note)
+
+    def read_search_results(self, reason: str = "", search_id: Any = None, offset: Any = 6, limit: Any = 10) -> ToolResult:
+        """Page through a cached ranking (1-based ranks) without searching again."""
+        tool = "read_search_results"
+        ranking = self.cache.get(search_id) if isinstance(search_id, str) else None
+        if ranking is None:
+            known = ", ".join(self.cache.ids()[-5:]) or "none yet"
+            return ToolError(tool=tool, code="unknown_search_id", message=f"no cached search {search_id!r}",
+                             hint=f"use a search_id returned by search (recent: {known}), or call search again")
+        start = _as_int(offset, 1)
+        count = _as_int(limit, 1)
+        if start is None:
+            return ToolError(tool=tool, code="bad_offset", message=f"offset must be a rank ≥ 1, got {offset!r}",
+                             hint=f"e.g. read_search_results(search_id=\"{search_id}\", offset=6, limit=10)")
+        if count is None:
+            return ToolError(tool=tool, code="bad_limit", message=f"limit must be a whole number ≥ 1, got {limit!r}",
+                             hint=f"use limit between 1 and {PAGE_LIMIT_MAX}")
+        total = len(ranking.docids)
+        if start > total:
+            return ToolError(tool=tool, code="offset_past_end",
+                             message=f"offset {start} is past the end of {search_id} ({total} results)",
+                             hint=f"use an offset between 1 and {total}" if total else "this search found nothing; search again with other words")
+        note = f"limit capped at {PAGE_LIMIT_MAX}" if count > PAGE_LIMIT_MAX else ""
+        return self._page(search_id, ranking, start, min(count, PAGE_LIMIT_MAX), note)
+
+    def read_document(self, reason: str = "", docid: Any = None, offset: Any = 1, limit: Any = 200) -> ToolResult:
+        """Numbered lines of one document, `limit` lines from line `offset`."""
+        tool = "read_document"
+        lines = self.corpus.lines(docid) if isinstance(docid, str) and docid else None
+        if lines is None:
+            return ToolError(tool=tool, code="unknown_docid", message=f"no document with docid {docid!r}",
+                             hint="use a docid exactly as shown in search results (docid=…)")
+        start = _as_int(offset, 1)
+        count = _as_int(limit, 1)
+        if start is None:
+            return ToolError(tool=tool, code="bad_offset", message=f"offset must be a line number ≥ 1, got {offset!r}",
+                             hint=f"e.g. read_document(docid=\"{docid}\", offset=1, limit=200)")
+        if count is None:
+            return ToolError(tool=tool, code="bad_limit", message=f"limit must be a whole number ≥ 1, got {limit!r}",
+                             hint=f"use limit between 1 and {READ_LIMIT_MAX}")
+        if start > len(lines):
+            return ToolError(tool=tool, code="offset_past_end",
+                             message=f"offset {start} is past the end of {docid} ({len(lines)} lines)",
+                             hint=f"use an offset between 1 and {len(lines)}")
+        note = f"limit capped at {READ_LIMIT_MAX}" if count > READ_LIMIT_MAX else ""
+        shown = lines[start - 1:start - 1 + min(count, READ_LIMIT_MAX)]
+        self.trajectory.opened.add(docid)
+        return DocumentPage(docid=docid, title=lines[0], offset=start, total_lines=len(lines), lines=shown, note=note)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _page(self, search_id: str, ranking: CachedRanking, start: int, count: int, note: str) -> SearchPage:
+        ids = ranking.docids[start - 1:start - 1 + count]
+        records = self.corpus.get_many(ids) if ids else {}
+        views = []
+        for rank, docid in enumerate(ids, start=start):
+            rec = records.get(docid)
+            views.append(HitView(rank=rank, docid=docid, score=round(ranking.scores[rank - 1], 4),
+                                 title=rec.title if rec else "", excerpt=preview_text(rec, ranking.query) if rec else ""))
+        self.trajectory.previewed.update(ids)
+        return SearchPage(search_id=search_id, query=ranking.query, total=len(ranking.docids), offset=start,
+                          hits=views, note=note)
+
+
+def preview_text(rec: DocRecord, query: str) -> str:
+    """The excerpt shown for a hit: from the body (plus keywords), else from the title."""
+    body = " ".join(p for p in (rec.text, ("keywords: " + ", ".join(rec.keywords)) if rec.keywords else "") if p)
+    return excerpt(body or rec.title, query)

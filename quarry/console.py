@@ -1,0 +1,47 @@
+"""Terminal output shared by the commands: rich console, progress bars, error exit."""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from stores.errors import QuarryError
+from stores.readers import ProgressFn
+
+console = Console(stderr=True)
+out = Console(soft_wrap=True)
+
+
+def fail(err: QuarryError) -> NoReturn:
+    console.print(f"[bold red]error[/] [dim]({err.code})[/]: {err.message}", highlight=False)
+    if err.hint:
+        console.print(f"[yellow]hint[/]: {err.hint}", highlight=False)
+    raise typer.Exit(2)
+
+
+def print_json(obj: Any) -> None:
+    """One JSON object on one line (the last line of output), for scripts."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+@contextmanager
+def progress_bar(enabled: bool = True) -> Iterator[ProgressFn]:
+    """A ProgressFn drawing one bar per stage on stderr (silent when output is not a TTY)."""
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=console, transient=False, disable=not enabled)
+    tasks: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int | None) -> None:
+        if stage not in tasks:
+            tasks[stage] = progress.add_task(stage, total=total)
+        progress.update(tasks[stage], completed=done, total=total)
+
+    with progress:
+        yield update

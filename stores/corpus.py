@@ -1,0 +1,191 @@
+"""SQLite corpus store: metadata, text and chunk layers, plus citations, queries and qrels.
+
+The store is written once per ingest into a fresh file and swapped in atomically, so readers
+never see a half-written corpus. Reads open one connection per thread (SQLite connections are
+not shareable across threads) in read-only mode.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from stores.errors import QuarryError
+from stores.readers import CorpusSource, ProgressFn
+from stores.records import Chunk, DocRecord, chunk_document, document_lines
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE docs (
+    ord INTEGER NOT NULL, docid TEXT PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL,
+    year INTEGER, venue TEXT, authors TEXT NOT NULL, keywords TEXT NOT NULL, extras TEXT NOT NULL,
+    lines TEXT NOT NULL
+);
+CREATE TABLE chunks (
+    docid TEXT NOT NULL, chunk_no INTEGER NOT NULL, line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (docid, chunk_no)
+);
+CREATE TABLE citations (citing TEXT NOT NULL, cited TEXT NOT NULL, PRIMARY KEY (citing, cited));
+CREATE TABLE queries (qid TEXT PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE qrels (split TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL, score INTEGER NOT NULL,
+    PRIMARY KEY (split, qid, docid));
+"""
+
+
+def source_fingerprint(src: CorpusSource) -> str:
+    """A content hash of everything ingested: equal hashes mean a re-ingest changes nothing."""
+    h = hashlib.sha256()
+    for rec in src.records:
+        h.update(rec.model_dump_json().encode())
+    h.update(json.dumps([src.citations, src.queries, src.qrels], sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: ProgressFn | None = None) -> str:
+    """Write a complete corpus database at `path` (which must not exist); return its fingerprint."""
+    fingerprint = source_fingerprint(src)
+    con = sqlite3.connect(path)
+    try:
+        con.executescript(SCHEMA)
+        total = len(src.records)
+        for start in range(0, total, 1000):
+            batch = src.records[start:start + 1000]
+            doc_rows, chunk_rows = [], []
+            for ord_, rec in enumerate(batch, start=start):
+                lines = document_lines(rec)
+                doc_rows.append((ord_, rec.docid, rec.title, rec.text, rec.year, rec.venue,
+                                 json.dumps(rec.authors), json.dumps(rec.keywords),
+                                 json.dumps(rec.extras, ensure_ascii=False), json.dumps(lines, ensure_ascii=False)))
+                chunk_rows.extend((c.docid, c.chunk_no, c.line_start, c.line_end, c.text)
+                                  for c in chunk_document(rec, lines))
+            con.executemany("INSERT INTO docs VALUES (?,?,?,?,?,?,?,?,?,?)", doc_rows)
+            con.executemany("INSERT INTO chunks VALUES (?,?,?,?,?)", chunk_rows)
+            if progress:
+                progress("storing", min(start + 1000, total), total)
+        con.executemany("INSERT INTO citations VALUES (?,?)", src.citations)
+        con.executemany("INSERT INTO queries VALUES (?,?)", sorted(src.queries.items()))
+        con.executemany("INSERT OR REPLACE INTO qrels VALUES (?,?,?,?)",
+                        [(split, q, d, s) for split, rows in src.qrels.items() for q, d, s in rows])
+        meta = {"name": name, "source": str(src.path), "kind": src.kind, "fingerprint": fingerprint,
+                "documents": str(total)}
+        con.executemany("INSERT INTO meta VALUES (?,?)", meta.items())
+        con.commit()
+    finally:
+        con.close()
+    return fingerprint
+
+
+def _record(row: sqlite3.Row) -> DocRecord:
+    return DocRecord(docid=row["docid"], title=row["title"], text=row["text"], year=row["year"],
+                     venue=row["venue"], authors=tuple(json.loads(row["authors"])),
+                     keywords=tuple(json.loads(row["keywords"])), extras=json.loads(row["extras"]))
+
+
+class CorpusStore:
+    """Read access to one collection's corpus database."""
+
+    def __init__(self, path: Path, name: str = "") -> None:
+        if not path.is_file():
+            raise QuarryError("no_collection", f"collection {name or path} does not exist",
+                              f"ingest it first: quarry ingest PATH --name {name or 'NAME'}")
+        self.path = path
+        self.name = name
+        self._local = threading.local()
+
+    def _con(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            con.row_factory = sqlite3.Row
+            self._local.con = con
+        return con
+
+    def meta(self) -> dict[str, str]:
+        return {r["key"]: r["value"] for r in self._con().execute("SELECT key, value FROM meta")}
+
+    @property
+    def fingerprint(self) -> str:
+        return self.meta()["fingerprint"]
+
+    def count(self) -> int:
+        return self._con().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
+
+    def has(self, docid: str) -> bool:
+        return self._con().execute("SELECT 1 FROM docs WHERE docid=?", (docid,)).fetchone() is not None
+
+    def get(self, docid: str) -> DocRecord | None:
+        row = self._con().execute("SELECT * FROM docs WHERE docid=?", (docid,)).fetchone()
+        return _record(row) if row else None
+
+    def get_many(self, docids: Iterable[str]) -> dict[str, DocRecord]:
+        ids = list(dict.fromkeys(docids))
+        out: dict[str, DocRecord] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            rows = self._con().execute(
+                f"SELECT * FROM docs WHERE docid IN ({','.join('?' * len(part))})", part)
+            out.update((r["docid"], _record(r)) for r in rows)
+        return out
+
+    def titles(self, docids: Iterable[str]) -> dict[str, str]:
+        ids = list(dict.fromkeys(docids))
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            out.update(self._con().execute(
+                f"SELECT docid, title FROM docs WHERE docid IN ({','.join('?' * len(part))})", part).fetchall())
+        return out
+
+    def lines(self, docid: str) -> list[str] | None:
+        row = self._con().execute("SELECT lines FROM docs WHERE docid=?", (docid,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def chunks(self, docid: str) -> list[Chunk]:
+        rows = self._con().execute(
+            "SELECT docid, chunk_no, line_start, line_end, text FROM chunks WHERE docid=? ORDER BY chunk_no", (docid,))
+        return [Chunk(**dict(r)) for r in rows]
+
+    def iter_records(self, batch: int = 1000) -> Iterator[DocRecord]:
+        cur = self._con().execute("SELECT * FROM docs ORDER BY ord")
+        while rows := cur.fetchmany(batch):
+            yield from (_record(r) for r in rows)
+
+    def iter_chunks(self, batch: int = 1000) -> Iterator[Chunk]:
+        cur = self._con().execute("SELECT docid, chunk_no, line_start, line_end, text FROM chunks ORDER BY docid, chunk_no")
+        while rows := cur.fetchmany(batch):
+            yield from (Chunk(**dict(r)) for r in rows)
+
+    def citations(self) -> list[tuple[str, str]]:
+        return [tuple(r) for r in self._con().execute("SELECT citing, cited FROM citations")]
+
+    def queries(self) -> dict[str, str]:
+        return dict(self._con().execute("SELECT qid, text FROM queries").fetchall())
+
+    def splits(self) -> list[str]:
+        return [r[0] for r in self._con().execute("SELECT DISTINCT split FROM qrels ORDER BY split")]
+
+    def qrels(self, split: str) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for qid, docid, score in self._con().execute("SELECT qid, docid, score FROM qrels WHERE split=?", (split,)):
+            out.setdefault(qid, {})[docid] = score
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        con = self._con()
+        return {
+            "documents": self.count(),
+            "chunks": con.execute("SELECT COUNT(*) FROM chunks").fetchone()[0],
+            "citations": con.execute("SELECT COUNT(*) FROM citations").fetchone()[0],
+            "queries": con.execute("SELECT COUNT(*) FROM queries").fetchone()[0],
+            "splits": self.splits(),
+        }
+
+    def close(self) -> None:
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None

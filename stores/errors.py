@@ -1,0 +1,34 @@
+"""Typed errors with a code and a repair hint.
+
+Every failure a user can cause (bad input, missing index, unknown docid) is raised as a
+`QuarryError` so the command line can print *what went wrong and what to do* and exit with a
+stable status, instead of a stack trace.
+"""
+from __future__ import annotations
+
+
+class QuarryError(Exception):
+    """A user-facing failure: `code` is stable for scripts, `hint` says how to repair it."""
+
+    def __init__(self, code: str, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
+
+
+class IngestError(QuarryError):
+    """Ingestion rejected the input; `problems` lists every bad record as `file:line: reason`."""
+
+    def __init__(self, problems: list[str], hint: str = "") -> None:
+        shown = "\n".join(f"  {p}" for p in problems[:50])
+        more = f"\n  … and {len(problems) - 50} more" if len(problems) > 50 else ""
+        super().__init__(
+            "bad_input",
+            f"ingest rejected {len(problems)} problem(s); nothing was changed:\n{shown}{more}",
+            hint or "fix the records named above (file:line) and run the ingest again",
+        )
+        self.problems = problems

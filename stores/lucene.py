@@ -1,0 +1,175 @@
+"""Lucene BM25 via Pyserini: build an index from the corpus store and search it.
+
+This is the only module that touches Pyserini/Lucene objects; everything it returns is plain
+Python (`Hit`). BM25 k1/b are stored with the index (`quarry-index.json`) and can be overridden
+per search, because good values are corpus-specific (see ../shared/DESIGN.md).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+from stores.errors import QuarryError
+from stores.jvm import JVM_OPTIONS, anserini_jar, java_executable, pyserini_lucene
+from stores.readers import ProgressFn
+from stores.records import DocRecord
+
+META_FILE = "quarry-index.json"
+DEFAULT_K1, DEFAULT_B = 0.9, 0.4
+# Lucene rejects Boolean queries with more than 1024 clauses; one clause per distinct term.
+MAX_QUERY_TERMS = 900
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    docid: str
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class IndexMeta:
+    k1: float
+    b: float
+    fingerprint: str
+    documents: int
+    built_seconds: float
+
+    def dump(self, folder: Path) -> None:
+        (folder / META_FILE).write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, folder: Path) -> "IndexMeta":
+        return cls(**json.loads((folder / META_FILE).read_text()))
+
+
+def bag_of_words(text: str) -> str:
+    """Make any user text safe for Anserini's bag-of-words query generator.
+
+    That generator does not parse Lucene syntax, so `title:(a AND`, `*` or `"` are harmless
+    and the text is passed on unchanged (its own analyzer tokenises best: possessives,
+    abbreviations). Two things still need care: Lucene rejects a query with more than 1024
+    clauses (one per distinct term), so the text is cut after `MAX_QUERY_TERMS` distinct words;
+    and control characters are replaced by spaces. Text with no word character yields "".
+    """
+    text = _CONTROL.sub(" ", text or "")
+    distinct: set[str] = set()
+    for match in _WORD.finditer(text):
+        distinct.add(match.group().lower())
+        if len(distinct) > MAX_QUERY_TERMS:
+            text = text[:match.start()]
+            break
+    return text.strip() if distinct else ""
+
+
+def build_index(records: Iterable[DocRecord], out_dir: Path, *, fingerprint: str, k1: float = DEFAULT_K1,
+                b: float = DEFAULT_B, threads: int | None = None, progress: ProgressFn | None = None,
+                total: int | None = None) -> IndexMeta:
+    """Build a Lucene index of title + text + keywords into `out_dir` (must not exist).
+
+    Anserini's `IndexCollection` runs in a child JVM: it indexes shards in parallel threads and
+    a failure there cannot take down the caller's JVM or leave a half-open index in-process.
+    """
+    threads = threads or max(1, min(4, os.cpu_count() or 1))
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="quarry-lucene-", dir=out_dir.parent) as tmp:
+        shards = [open(Path(tmp) / f"part{i:02d}.jsonl", "w", encoding="utf-8") for i in range(threads)]
+        count = 0
+        try:
+            for count, rec in enumerate(records, start=1):
+                shards[count % threads].write(json.dumps({"id": rec.docid, "contents": rec.index_contents()},
+                                                         ensure_ascii=False) + "\n")
+                if progress and count % 1000 == 0:
+                    progress("exporting", count, total)
+        finally:
+            for fh in shards:
+                fh.close()
+        if progress:
+            progress("exporting", count, total)
+        run_index_collection(Path(tmp), out_dir, threads)
+    meta = IndexMeta(k1=float(k1), b=float(b), fingerprint=fingerprint, documents=count,
+                     built_seconds=round(time.perf_counter() - started, 3))
+    meta.dump(out_dir)
+    return meta
+
+
+def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> None:
+    """Run Anserini's IndexCollection over a folder of JsonCollection shards."""
+    cmd = [str(java_executable()), *JVM_OPTIONS, "-cp", str(anserini_jar()), "io.anserini.index.IndexCollection",
+           "-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
+           "-input", str(input_dir), "-index", str(out_dir), "-threads", str(threads), "-optimize"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not list(out_dir.glob("segments_*")):
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
+        raise QuarryError("index_failed", f"Lucene indexing failed (exit {proc.returncode}):\n{tail}",
+                          "check free disk space under QUARRY_HOME and run `quarry index NAME` again")
+
+
+class LuceneIndex:
+    """Search one collection's BM25 index. Safe to share between threads."""
+
+    def __init__(self, folder: Path, name: str = "") -> None:
+        if not (folder / META_FILE).is_file():
+            raise QuarryError("no_index", f"collection {name or folder} has no Lucene index",
+                              f"build it: quarry index {name or 'NAME'}")
+        self.folder = folder
+        self.meta = IndexMeta.load(folder)
+
+    def search(self, text: str, k: int = 1000, *, k1: float | None = None, b: float | None = None) -> list[Hit]:
+        """Top-k hits for a bag-of-words query, ties broken by docid; [] if no searchable term."""
+        query = bag_of_words(text)
+        if not query:
+            return []
+        searcher = _searcher(str(self.folder), self.meta.k1 if k1 is None else float(k1),
+                             self.meta.b if b is None else float(b))
+        raw = searcher.search(query, k=int(k))
+        pairs = sorted(((h.docid, h.score) for h in raw), key=lambda p: (-p[1], p[0]))
+        return [Hit(d, float(s), i) for i, (d, s) in enumerate(pairs, start=1)]
+
+
+_searcher_lock = threading.Lock()
+
+
+@lru_cache(maxsize=32)
+def _searcher_cached(folder: str, k1: float, b: float):
+    searcher = pyserini_lucene().LuceneSearcher(folder)
+    searcher.set_bm25(k1, b)
+    return searcher
+
+
+def _searcher(folder: str, k1: float, b: float):
+    # One searcher per (index, k1, b): set_bm25 mutates the searcher, so sharing one across
+    # different settings would race between threads.
+    with _searcher_lock:
+        return _searcher_cached(folder, k1, b)
+
+
+def forget_searchers() -> None:
+    """Drop cached searchers (after an index is replaced on disk)."""
+    with _searcher_lock:
+        _searcher_cached.cache_clear()
+
+
+def replace_dir(new: Path, target: Path) -> None:
+    """Swap `new` into `target` so that `target` is either fully old or fully new."""
+    old = target.with_name(target.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        target.rename(old)
+    new.rename(target)
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+    forget_searchers()

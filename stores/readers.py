@@ -1,0 +1,243 @@
+"""Read a corpus from a BEIR folder, a JSONL file, or a folder of .txt/.md files.
+
+Readers validate every record and collect *all* problems as `file:line: reason` before anything
+is written, so a user fixes a bad file in one pass and a failed ingest changes nothing.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stores.errors import IngestError, QuarryError
+from stores.records import DocRecord
+
+ProgressFn = Callable[[str, int, int | None], None]
+"""Called as `progress(stage, done, total)`; the command line draws it as a bar."""
+
+_TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
+_MAX_PROBLEMS = 1000
+_KNOWN_META = {"year", "venue", "authors", "keywords"}
+
+
+@dataclass
+class CorpusSource:
+    """Everything read from one input: documents plus optional links, queries and judgements."""
+
+    kind: str
+    path: Path
+    records: list[DocRecord] = field(default_factory=list)
+    citations: list[tuple[str, str]] = field(default_factory=list)
+    queries: dict[str, str] = field(default_factory=dict)
+    qrels: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Problems(list):
+    def add(self, where: str, reason: str) -> None:
+        if len(self) < _MAX_PROBLEMS:
+            self.append(f"{where}: {reason}")
+
+
+def _year(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError("year must be a number such as 2019")
+    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+        year = int(value)
+        if 1 <= year <= 2999:
+            return year
+    raise ValueError(f"year must be a whole number such as 2019, got {value!r}")
+
+
+def _str_list(value: Any, name: str, split: str) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return tuple(p.strip() for p in re.split(split, value) if p.strip())
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(v.strip() for v in value if v.strip())
+    raise ValueError(f"{name} must be a string or a list of strings")
+
+
+def record_from_json(obj: Any) -> DocRecord:
+    """Validate one parsed JSON value as a document (raises ValueError with the reason)."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    raw_id = next((obj[k] for k in ("_id", "id", "docid") if k in obj), None)
+    if raw_id is None or isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
+        raise ValueError("missing document id: give each record an \"_id\" string")
+    docid = str(raw_id).strip()
+    if not docid or re.search(r"\s", docid) or len(docid) > 200:
+        raise ValueError(f"document id {raw_id!r} must be 1-200 characters without spaces")
+    title, text = obj.get("title", ""), obj.get("text", obj.get("contents", ""))
+    for name, value in (("title", title), ("text", text)):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name} must be a string, got {type(value).__name__}")
+    title, text = (title or "").strip(), (text or "").strip()
+    if not title and not text:
+        raise ValueError("record has neither title nor text")
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise ValueError("metadata must be a JSON object")
+    merged = {k: obj[k] for k in _KNOWN_META if k in obj} | meta
+    venue = merged.get("venue")
+    if venue is not None and not isinstance(venue, str):
+        raise ValueError("venue must be a string")
+    return DocRecord(
+        docid=docid,
+        title=title,
+        text=text,
+        year=_year(merged.get("year")),
+        venue=(venue or "").strip() or None,
+        authors=_str_list(merged.get("authors"), "authors", r";"),
+        keywords=_str_list(merged.get("keywords"), "keywords", r"[,;]"),
+        extras={k: v for k, v in merged.items() if k not in _KNOWN_META},
+    )
+
+
+def _read_jsonl(path: Path, problems: _Problems, progress: ProgressFn | None) -> Iterator[tuple[int, Any]]:
+    total = path.stat().st_size
+    done = 0
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            for no, line in enumerate(fh, start=1):
+                done += len(line.encode("utf-8"))
+                if progress and no % 500 == 0:
+                    progress("reading", done, total)
+                if not line.strip():
+                    continue
+                try:
+                    yield no, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    problems.add(f"{path}:{no}", f"not valid JSON ({exc.msg} at column {exc.colno})")
+    except UnicodeDecodeError as exc:
+        problems.add(f"{path}", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+    if progress:
+        progress("reading", total, total)
+
+
+def _read_documents(path: Path, problems: _Problems, progress: ProgressFn | None) -> list[DocRecord]:
+    records: list[DocRecord] = []
+    first_seen: dict[str, int] = {}
+    for no, obj in _read_jsonl(path, problems, progress):
+        try:
+            rec = record_from_json(obj)
+        except ValueError as exc:
+            problems.add(f"{path}:{no}", str(exc))
+            continue
+        if rec.docid in first_seen:
+            problems.add(f"{path}:{no}", f"duplicate document id {rec.docid!r} (first at line {first_seen[rec.docid]})")
+            continue
+        first_seen[rec.docid] = no
+        records.append(rec)
+    return records
+
+
+def _read_tsv(path: Path, problems: _Problems, columns: int) -> Iterator[tuple[int, list[str]]]:
+    with path.open("r", encoding="utf-8", newline="") as fh:
+        for no, row in enumerate(csv.reader(fh, delimiter="\t"), start=1):
+            if not row or not "".join(row).strip():
+                continue
+            if no == 1 and not row[-1].strip().lstrip("-").isdigit() and columns == 3:
+                continue  # header line
+            if no == 1 and columns == 2 and [c.strip().lower() for c in row] == ["citing", "cited"]:
+                continue
+            if len(row) != columns:
+                problems.add(f"{path}:{no}", f"expected {columns} tab-separated columns, got {len(row)}")
+                continue
+            yield no, [c.strip() for c in row]
+
+
+def _read_beir_extras(folder: Path, src: CorpusSource, problems: _Problems) -> None:
+    known = {r.docid for r in src.records}
+    cites = folder / "citations.tsv"
+    if cites.is_file():
+        dropped, seen = 0, set()
+        for _, (citing, cited) in _read_tsv(cites, problems, 2):
+            if citing not in known or cited not in known:
+                dropped += 1
+            elif citing != cited and (citing, cited) not in seen:
+                seen.add((citing, cited))
+                src.citations.append((citing, cited))
+        if dropped:
+            src.warnings.append(f"{cites}: {dropped} citation(s) name documents not in the corpus; skipped")
+    queries = folder / "queries.jsonl"
+    if queries.is_file():
+        for no, obj in _read_jsonl(queries, problems, None):
+            qid = obj.get("_id") if isinstance(obj, dict) else None
+            text = obj.get("text") if isinstance(obj, dict) else None
+            if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not isinstance(text, str) or not text.strip():
+                problems.add(f"{queries}:{no}", "a query needs an \"_id\" and a non-empty \"text\"")
+                continue
+            src.queries[str(qid)] = text.strip()
+    qrels_dir = folder / "qrels"
+    if qrels_dir.is_dir():
+        for tsv in sorted(qrels_dir.glob("*.tsv")):
+            rows, unknown = [], 0
+            for no, (qid, docid, score) in _read_tsv(tsv, problems, 3):
+                try:
+                    rows.append((qid, docid, int(score)))
+                except ValueError:
+                    problems.add(f"{tsv}:{no}", f"relevance score must be an integer, got {score!r}")
+                    continue
+                unknown += docid not in known
+            if unknown:
+                src.warnings.append(f"{tsv}: {unknown} judgement(s) name documents not in the corpus")
+            src.qrels[tsv.stem] = rows
+
+
+def _read_text_folder(folder: Path, problems: _Problems, progress: ProgressFn | None) -> list[DocRecord]:
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in _TEXT_SUFFIXES)
+    records: list[DocRecord] = []
+    for i, path in enumerate(files, start=1):
+        docid = re.sub(r"\s+", "_", path.relative_to(folder).with_suffix("").as_posix())
+        try:
+            content = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            problems.add(f"{path}:1", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+            continue
+        lines = content.splitlines()
+        first = next((n for n, line in enumerate(lines) if line.strip()), None)
+        if first is None:
+            problems.add(f"{path}:1", "file is empty")
+            continue
+        title = lines[first].strip().lstrip("#").strip() if path.suffix.lower() != ".txt" else lines[first].strip()
+        records.append(DocRecord(docid=docid, title=title, text="\n".join(lines[first + 1:]).strip()))
+        if progress:
+            progress("reading", i, len(files))
+    if not files:
+        problems.add(str(folder), "no .txt or .md files found")
+    return records
+
+
+def read_corpus(path: str | Path, progress: ProgressFn | None = None) -> CorpusSource:
+    """Read and validate a corpus; raise `IngestError` listing every bad record."""
+    path = Path(path).expanduser()
+    problems = _Problems()
+    if path.is_dir() and (path / "corpus.jsonl").is_file():
+        src = CorpusSource("beir", path)
+        src.records = _read_documents(path / "corpus.jsonl", problems, progress)
+        _read_beir_extras(path, src, problems)
+    elif path.is_file() and path.suffix.lower() in {".jsonl", ".json", ".ndjson"}:
+        src = CorpusSource("jsonl", path)
+        src.records = _read_documents(path, problems, progress)
+    elif path.is_dir():
+        src = CorpusSource("folder", path)
+        src.records = _read_text_folder(path, problems, progress)
+    elif not path.exists():
+        raise QuarryError("not_found", f"no such file or folder: {path}",
+                          "give a BEIR folder (with corpus.jsonl), a .jsonl file, or a folder of .txt/.md files")
+    else:
+        raise QuarryError("bad_input", f"cannot ingest {path}: unsupported file type {path.suffix!r}",
+                          "give a BEIR folder (with corpus.jsonl), a .jsonl file, or a folder of .txt/.md files")
+    if problems:
+        raise IngestError(list(problems))
+    if not src.records:
+        raise IngestError([f"{path}: no documents found"])
+    return src
