@@ -14,7 +14,9 @@ STOPWORDS = frozenset(
     "a an and are as at be but by for from has have i if in into is it its of on or such that the their then "
     "there these they this to was were what which who will with about after all also any been before can did "
     "do does how i'd i'm me my not no nor our should so some than them those through under up we when where "
-    "while would you your like find articles article papers paper studies study interested especially".split()
+    "while would you your like find articles article papers paper interested especially exist exists deal deals "
+    "describing describe describes discuss discussing want need looking information concerning regarding "
+    "please any anything something".split()
 )
 
 

@@ -95,11 +95,11 @@ class ToolSession:
 
     def __init__(self, searcher: Searcher, corpus: Corpus, *, depth: int = DEFAULT_DEPTH,
                  cache_size: int = CACHE_SIZE, id_prefix: str = "s",
-                 new_search_id: Callable[[], str] | None = None) -> None:
+                 new_search_id: Callable[[], str] | None = None, cache: RankingCache | None = None) -> None:
         self.searcher = searcher
         self.corpus = corpus
         self.depth = depth
-        self.cache = RankingCache(cache_size)
+        self.cache = cache if cache is not None else RankingCache(cache_size)
         self.trajectory = Trajectory()
         counter = itertools.count(1)
         self._new_id = new_search_id or (lambda: f"{id_prefix}{next(counter)}")

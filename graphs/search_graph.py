@@ -1,0 +1,115 @@
+"""The search graph: navigator → retrieval → verification → reflection → (retrieval | answer).
+
+`make_search_graph()` returns an *uncompiled* StateGraph: the worker registers it with the
+Temporal LangGraph plugin, which runs I/O nodes as activities (timeouts, retries, heartbeats)
+and routers in the workflow; tests and evaluation compile it directly and run it in-process.
+Routers consult `current_control()` for the stop signal and the budget's submit-now steer.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+from temporalio.common import RetryPolicy
+
+from graphs.control import current_control
+from graphs.state import JobState
+from nodes import answer as answer_mod
+from nodes import navigator as navigator_mod
+from nodes import reflection as reflection_mod
+from nodes import retrieval as retrieval_mod
+from nodes import verification as verification_mod
+from nodes.heartbeat import with_heartbeats
+from nodes.planning import make_plan
+
+GRAPH_NAME = "quarry-search"
+
+
+# Async shells: the blocking node bodies run in a thread while the activity heartbeats.
+async def navigator(state: JobState) -> dict:
+    return await with_heartbeats(navigator_mod.navigator, state)
+
+
+async def retrieval(state: JobState) -> dict:
+    return await with_heartbeats(retrieval_mod.retrieval, state)
+
+
+async def verification(state: JobState) -> dict:
+    return await with_heartbeats(verification_mod.verification, state)
+
+
+async def reflection(state: JobState) -> dict:
+    return await with_heartbeats(reflection_mod.reflection, state)
+
+
+async def answer(state: JobState) -> dict:
+    return await with_heartbeats(answer_mod.answer, state)
+
+
+def _activity(timeout_s: int) -> dict:
+    return {"execute_in": "activity", "start_to_close_timeout": timedelta(seconds=timeout_s),
+            "heartbeat_timeout": timedelta(seconds=30),
+            "retry_policy": RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1),
+                                        non_retryable_error_types=["QuarryError"])}
+
+
+def _must_answer(state: JobState) -> bool:
+    stats = state.get("stats", {})
+    return bool(current_control().answer_reason()) or stats.get("tool_calls", 0) >= state.get("max_tool_calls", 10**9)
+
+
+async def route_start(state: JobState) -> Literal["navigator", "retrieval", "answer"]:
+    if not state.get("plan"):
+        return "navigator"
+    return "answer" if _must_answer(state) or state.get("stop_reason") else "retrieval"
+
+
+async def route_after_retrieval(state: JobState) -> Literal["verification", "answer"]:
+    return "verification"
+
+
+async def route_after_verification(state: JobState) -> Literal["reflection", "answer"]:
+    return "answer" if _must_answer(state) else "reflection"
+
+
+async def route_after_reflection(state: JobState) -> Literal["steer", "retrieval", "answer", "__end__"]:
+    control = current_control()
+    if _must_answer(state):
+        return "answer"
+    if control.pending_steering:
+        return "steer"
+    if state.get("stop_reason"):
+        return "answer"
+    if control.pause_requested:
+        return END  # the workflow continues-as-new with this state and resumes at retrieval
+    return "retrieval"
+
+
+async def steer(state: JobState) -> dict:
+    """Fold steering notes received mid-job into the plan (runs in the workflow: pure code)."""
+    notes = current_control().take_steering()
+    steering = list(state.get("steering", [])) + notes
+    plan = make_plan(state["intent"], [s["text"] for s in steering])
+    core = plan.get("core") or state["intent"]
+    queries = [f"{core} {s['text']}" for s in notes]
+    return {"plan": plan, "steering": steering, "queries": queries, "stop_reason": "",
+            "round": int(state.get("round", 1)) + 1, "top_ids": [], "node": "steer"}
+
+
+def make_search_graph() -> StateGraph:
+    g = StateGraph(JobState)
+    g.add_node("navigator", navigator, metadata=_activity(60))
+    g.add_node("retrieval", retrieval, metadata=_activity(300))
+    g.add_node("verification", verification, metadata=_activity(300))
+    g.add_node("reflection", reflection, metadata=_activity(120))
+    g.add_node("steer", steer, metadata={"execute_in": "workflow"})
+    g.add_node("answer", answer, metadata=_activity(120))
+    g.add_conditional_edges(START, route_start)
+    g.add_edge("navigator", "retrieval")
+    g.add_conditional_edges("retrieval", route_after_retrieval)
+    g.add_conditional_edges("verification", route_after_verification)
+    g.add_conditional_edges("reflection", route_after_reflection)
+    g.add_edge("steer", "retrieval")
+    g.add_edge("answer", END)
+    return g

@@ -1,0 +1,94 @@
+"""The job state that flows through the graph and crosses Temporal and LangGraph checkpoints.
+
+Everything here is plain JSON (dicts, lists, strings, numbers) so it serialises unchanged into
+Temporal payloads and the job store. Document text never lives in state — only docids, scores
+and short evidence snippets; deep rankings live in the job store behind their search_id.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+Mode = Literal["list", "answer"]
+Status = Literal["running", "completed", "budget_exhausted", "stopped", "failed"]
+
+
+class ChecklistItem(TypedDict):
+    id: str
+    kind: Literal["topic", "method", "application", "metadata", "exclusion"]
+    text: str
+    weight: float
+
+
+class Plan(TypedDict, total=False):
+    key_terms: list[str]
+    core: str
+    checklist: list[ChecklistItem]
+    year_min: int | None
+    year_max: int | None
+    exclusions: list[str]
+    version: int
+
+
+class Evidence(TypedDict):
+    item_id: str
+    score: float
+    chunk: str
+    line_start: int
+    line_end: int
+
+
+class Candidate(TypedDict, total=False):
+    docid: str
+    ranks: dict[str, int]
+    fused: float
+    p: float
+    score: float
+    evidence: list[Evidence]
+    excluded: str
+    verified_version: int
+
+
+class JobState(TypedDict, total=False):
+    job_id: str
+    collection: str
+    intent: str
+    mode: Mode
+    policy: str
+    plan: Plan
+    queries: list[str]
+    searches: list[dict[str, Any]]
+    candidates: dict[str, Candidate]
+    round: int
+    max_rounds: int
+    max_tool_calls: int
+    node: str
+    stop_reason: str
+    steering: list[dict[str, Any]]
+    new_high: int
+    top_ids: list[str]
+    previewed: list[str]
+    opened: list[str]
+    stats: dict[str, int]
+    result: dict[str, Any]
+
+
+def initial_state(job_id: str, collection: str, intent: str, *, mode: Mode = "list", policy: str = "heuristic",
+                  max_rounds: int = 3, max_tool_calls: int = 200) -> JobState:
+    return JobState(job_id=job_id, collection=collection, intent=intent, mode=mode, policy=policy, plan={},
+                    queries=[], searches=[], candidates={}, round=0, max_rounds=max_rounds,
+                    max_tool_calls=max_tool_calls, node="start", stop_reason="", steering=[], new_high=0, top_ids=[],
+                    previewed=[], opened=[], stats={"tool_calls": 0, "searches": 0, "reads": 0}, result={})
+
+
+def bump(stats: dict[str, int], **deltas: int) -> dict[str, int]:
+    """A new stats dict with counters increased (state is never mutated in place)."""
+    out = dict(stats)
+    for key, delta in deltas.items():
+        out[key] = out.get(key, 0) + delta
+    return out
+
+
+def ranked_candidates(state: JobState) -> list[Candidate]:
+    """Candidates not excluded, best first: verified score, then fused retrieval score, then docid."""
+    pool = [c for c in state.get("candidates", {}).values() if not c.get("excluded")]
+    return sorted(pool, key=lambda c: (-c.get("score", 0.0), -c.get("fused", 0.0), c["docid"]))

@@ -1,0 +1,62 @@
+"""Answer node: the ranked list with per-requirement evidence, or a cited answer.
+
+Every docid in the output comes from the job's candidate pool, which only ever holds ids a store
+returned; every citation in an answer points at an evidence chunk Quarry actually read.
+"""
+from __future__ import annotations
+
+import re
+
+from graphs.state import JobState, ranked_candidates
+from nodes.runtime import runtime
+
+MAX_RANKED = 20
+RUN_DEPTH = 1000
+
+
+def _extractive_answer(ranked: list[dict]) -> tuple[str, list[str]]:
+    """Heuristic answer: the best evidence sentence of each top document, cited inline."""
+    parts, cited = [], []
+    for item in ranked[:3]:
+        ev = max(item["evidence"], key=lambda e: e["score"], default=None)
+        if not ev or not ev["chunk"]:
+            continue
+        sentence = re.split(r"(?<=[.!?])\s+", ev["chunk"])[0].strip()
+        parts.append(f"{sentence} [{item['docid']}]")
+        cited.append(item["docid"])
+    return " ".join(parts), cited
+
+
+def answer(state: JobState) -> dict:
+    rt = runtime()
+    policy = rt.policy(state)
+    corpus = rt.collection(state["collection"]).corpus
+    plan = state.get("plan", {})
+    items = {i["id"]: i for i in plan.get("checklist", [])}
+    ranked_all = ranked_candidates(state)
+    top = ranked_all[:MAX_RANKED]
+    records = corpus.get_many([c["docid"] for c in top])
+    ranked = []
+    for cand in top:
+        rec = records.get(cand["docid"])
+        if rec is None:  # cannot happen for ids from a store; never output an unknown id
+            continue
+        ranked.append({
+            "docid": cand["docid"], "title": rec.title, "year": rec.year, "score": round(cand.get("score", 0.0), 4),
+            "evidence": [{"item": items.get(e["item_id"], {}).get("text", e["item_id"]), "score": e["score"],
+                          "chunk": e["chunk"], "lines": [e["line_start"], e["line_end"]]} for e in cand.get("evidence", [])],
+            "reason": policy.reason(plan, cand),
+        })
+    # The deep run (for evaluation): verified order first, then the rest of the pool by fusion.
+    run = [c["docid"] for c in ranked_all[:RUN_DEPTH]]
+    result = {
+        "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
+        "mode": state.get("mode", "list"), "ranked": ranked, "run": run,
+        "checklist": plan.get("checklist", []), "stop_reason": state.get("stop_reason", ""),
+        "rounds": state.get("round", 0), "queries": [s["query"] for s in state.get("searches", [])],
+    }
+    cited = [r["docid"] for r in ranked]
+    if state.get("mode") == "answer":
+        result["answer"], cited = _extractive_answer(ranked)
+    result["cited"] = cited
+    return {"result": result, "node": "answer"}

@@ -1,0 +1,25 @@
+"""Run blocking node code in a thread while the activity heartbeats from the event loop.
+
+Temporal's heartbeat must be called on the activity's event loop, and heartbeats are how a
+cancelled activity (hard budget stop) learns about it promptly; node bodies are blocking
+(Lucene, SQLite), so they run in a worker thread. Outside an activity this is just a thread.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+
+HEARTBEAT_EVERY_S = 5.0
+
+
+async def with_heartbeats(fn: Callable[..., Any], *args: Any) -> Any:
+    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY_S)
+        if done:
+            return task.result()
+        if activity.in_activity():
+            activity.heartbeat(getattr(fn, "__name__", "node"))

@@ -1,0 +1,128 @@
+"""Turn a research intent into a plan: key terms, constraints, a checklist and first queries.
+
+Pure functions (no I/O, deterministic) so they run anywhere — inside activities, inside the
+workflow for steering, and in table-driven tests. The user's own words are always kept:
+queries only ever add terms.
+"""
+from __future__ import annotations
+
+import re
+
+from graphs.state import ChecklistItem, Plan
+from nodes.excerpts import STOPWORDS, query_terms
+
+_DASH = r"(?:-|–|—|to|until|through)"
+_YEAR = r"((?:1[5-9]|20)\d\d)"
+_RANGE = re.compile(rf"\b(?:from\s+|between\s+)?{_YEAR}\s*{_DASH}\s*{_YEAR}\b|\bbetween\s+{_YEAR}\s+and\s+{_YEAR}\b", re.I)
+_AFTER = re.compile(rf"\b(after|since|from|post|later than|newer than|not before)\s+{_YEAR}\b", re.I)
+_BEFORE = re.compile(rf"\b(before|until|prior to|earlier than|older than|up to|not after)\s+{_YEAR}\b", re.I)
+_IN_YEAR = re.compile(rf"\b(?:in|published in|from the year)\s+{_YEAR}\b", re.I)
+# Conservative on purpose: "not" only counts at the start of a clause ("…, not surveys",
+# "but not X"), since "do not use" inside a sentence is part of the topic, not an exclusion.
+_EXCLUDE = re.compile(r"(?:(?:^|(?<=[,;(]))\s*(?:and\s+|but\s+)?not\s+|\bbut\s+not\s+|\bexclud(?:e|ing)\s+|\bexcept(?:\s+for)?\s+)([^,;.()]+)", re.I)
+_SPLIT = re.compile(r"[,;]|\s+(?:for|using|with|via|based on|applied to|across)\s+", re.I)
+_METHOD_CUE = re.compile(r"\b(?:using|with|via|based on)\s*$", re.I)
+_MAX_ITEMS = 6
+
+
+def parse_years(text: str) -> tuple[int | None, int | None, str]:
+    """(year_min, year_max, text without the year phrases). 'after 2015' means ≥ 2016."""
+    year_min = year_max = None
+    m = _RANGE.search(text)
+    if m:
+        a, b = [int(g) for g in m.groups() if g]
+        year_min, year_max = min(a, b), max(a, b)
+        text = text[:m.start()] + " " + text[m.end():]
+    for m in list(_AFTER.finditer(text)):
+        word, year = m.group(1).lower(), int(m.group(2))
+        year_min = year if word in ("since", "from", "not before") else year + 1
+        text = text.replace(m.group(0), " ")
+    for m in list(_BEFORE.finditer(text)):
+        word, year = m.group(1).lower(), int(m.group(2))
+        year_max = year if word in ("until", "up to", "not after") else year - 1
+        text = text.replace(m.group(0), " ")
+    if year_min is None and year_max is None:
+        m = _IN_YEAR.search(text)
+        if m:
+            year_min = year_max = int(m.group(1))
+            text = text[:m.start()] + " " + text[m.end():]
+    return year_min, year_max, " ".join(text.split())
+
+
+def parse_exclusions(text: str) -> tuple[list[str], str]:
+    """Phrases after 'not', 'excluding', 'except', 'without'; and the text without them."""
+    found: list[str] = []
+    for m in _EXCLUDE.finditer(text):
+        phrase = " ".join(w for w in m.group(1).split() if w.lower() not in STOPWORDS)
+        phrase = phrase.strip(" .")
+        if phrase and query_terms(phrase):
+            found.append(phrase)
+    cleaned = _EXCLUDE.sub(" ", text) if found else text
+    return found, " ".join(cleaned.split()).strip(" ,;.")
+
+
+def _items_from_core(core: str) -> list[ChecklistItem]:
+    items: list[ChecklistItem] = []
+    pieces = _SPLIT.split(core)
+    cues = [m.group(0) for m in _SPLIT.finditer(core)]
+    for i, piece in enumerate(pieces):
+        piece = piece.strip(" ,;.")
+        if not query_terms(piece):
+            continue
+        cue = cues[i - 1].strip().lower() if i > 0 and i - 1 < len(cues) else ""
+        kind = "topic" if not items else ("method" if cue in ("using", "with", "via", "based on") else "application")
+        items.append(ChecklistItem(id=f"c{len(items) + 1}", kind=kind, text=piece, weight=1.0 if kind == "topic" else 0.8))
+        if len(items) >= _MAX_ITEMS:
+            break
+    if not items and query_terms(core):
+        items.append(ChecklistItem(id="c1", kind="topic", text=core, weight=1.0))
+    return items
+
+
+def make_plan(intent: str, steering: list[str] | None = None) -> Plan:
+    """The navigator's heuristic plan for an intent plus any steering notes received so far."""
+    year_min, year_max, rest = parse_years(intent)
+    exclusions, core = parse_exclusions(rest)
+    checklist = _items_from_core(core)
+    for note in steering or []:
+        checklist, exclusions, year_min, year_max = apply_steering(checklist, exclusions, year_min, year_max, note)
+    if year_min is not None or year_max is not None:
+        span = f"{year_min or '…'}–{year_max or '…'}"
+        checklist.append(ChecklistItem(id="y", kind="metadata", text=f"published {span}", weight=0.0))
+    for n, phrase in enumerate(exclusions, start=1):
+        checklist.append(ChecklistItem(id=f"x{n}", kind="exclusion", text=f"not {phrase}", weight=0.0))
+    return Plan(key_terms=query_terms(intent), core=core or intent, checklist=checklist, year_min=year_min,
+                year_max=year_max, exclusions=exclusions, version=1 + len(steering or []))
+
+
+def apply_steering(checklist: list[ChecklistItem], exclusions: list[str], year_min: int | None,
+                   year_max: int | None, note: str):
+    """Fold one steering note into the plan parts: a requirement, an exclusion or a year range."""
+    y_min, y_max, rest = parse_years(note)
+    new_excl, rest = parse_exclusions(rest)
+    checklist = [i for i in checklist if i["kind"] not in ("metadata", "exclusion")]
+    if query_terms(rest):
+        checklist = checklist + [ChecklistItem(id=f"s{len(checklist) + 1}", kind="application" if checklist else "topic",
+                                               text=rest, weight=0.8 if checklist else 1.0)]
+    return (checklist, exclusions + new_excl, y_min if y_min is not None else year_min,
+            y_max if y_max is not None else year_max)
+
+
+def validate_steering(note: object) -> str:
+    """Return the cleaned note or raise ValueError saying how to phrase it."""
+    if not isinstance(note, str) or not note.strip():
+        raise ValueError("steering text is empty; say e.g. 'must use hospital data' or 'not surveys'")
+    note = " ".join(note.split())
+    if len(note) > 500:
+        raise ValueError("steering text is longer than 500 characters; state one requirement at a time")
+    y_min, y_max, rest = parse_years(note)
+    excl, rest = parse_exclusions(rest)
+    if not query_terms(rest) and not excl and y_min is None and y_max is None:
+        raise ValueError(f"no requirement found in {note!r}; use content words, 'not X', or a year range like 2019-2023")
+    return note
+
+
+def first_queries(plan: Plan, intent: str) -> list[str]:
+    """Round-one queries: the intent without its constraint phrases — every content word the
+    user typed, none of the excluded ones (searching for 'surveys' would find surveys)."""
+    return [plan.get("core") or intent]

@@ -1,0 +1,88 @@
+"""The policy interface — plan, judge, reflect, answer — and the default heuristic policy.
+
+Nodes own the control flow and the tool calls; a policy owns the decisions. The heuristic
+policy is deterministic and offline; an LLM policy implements the same four methods with a
+LangChain chat model, so graph, state and tools are shared.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Protocol
+
+from graphs.state import Candidate, ChecklistItem, Evidence, Plan
+from nodes.planning import first_queries, make_plan
+from nodes.scoring import combine, feedback_terms, locate_evidence, violated_constraint
+from stores.records import Chunk, DocRecord
+
+HIGH_SCORE = 0.5
+FEEDBACK_DOCS = 8
+FEEDBACK_TERMS = 10
+
+
+class Policy(Protocol):
+    name: str
+
+    def plan(self, intent: str, steering: list[str]) -> tuple[Plan, list[str]]:
+        """Checklist, constraints and the first queries for an intent."""
+
+    def judge(self, plan: Plan, rec: DocRecord, chunks: Sequence[Chunk], p: float) -> tuple[float, list[Evidence], str]:
+        """(S, evidence per checklist item, exclusion reason or '') for one candidate."""
+
+    def reflect(self, plan: Plan, intent: str, best: Sequence[DocRecord], pool: Sequence[DocRecord],
+                weakest: ChecklistItem | None) -> list[str]:
+        """Next round's queries (each keeps the user's words and only adds terms)."""
+
+    def reason(self, plan: Plan, cand: Candidate) -> str:
+        """A one-line reason for a ranked document."""
+
+
+class HeuristicPolicy:
+    name = "heuristic"
+
+    def plan(self, intent: str, steering: list[str]) -> tuple[Plan, list[str]]:
+        plan = make_plan(intent, steering)
+        return plan, first_queries(plan, intent)
+
+    def judge(self, plan: Plan, rec: DocRecord, chunks: Sequence[Chunk], p: float) -> tuple[float, list[Evidence], str]:
+        items = [i for i in plan.get("checklist", []) if i["kind"] in ("topic", "method", "application")]
+        evidence = [locate_evidence(item, chunks, rec.title) for item in items]
+        excluded = violated_constraint(plan, rec)
+        score = combine(((e["score"], i["weight"]) for e, i in zip(evidence, items)), p)
+        return (0.0 if excluded else score), evidence, excluded
+
+    def reflect(self, plan: Plan, intent: str, best: Sequence[DocRecord], pool: Sequence[DocRecord],
+                weakest: ChecklistItem | None) -> list[str]:
+        core = plan.get("core") or intent
+        df: Counter = Counter()
+        for rec in pool:
+            df.update({w.lower() for w in f"{rec.title} {rec.text} {' '.join(rec.keywords)}".split()})
+        texts = [f"{r.title} {r.text} {' '.join(r.keywords)}" for r in best[:FEEDBACK_DOCS]]
+        terms = feedback_terms(texts, df, max(len(pool), 1), exclude=[*core.split(), *plan.get("exclusions", [])],
+                               k=FEEDBACK_TERMS)
+        queries = []
+        if terms:
+            queries.append(f"{core} {' '.join(terms)}")
+        if weakest is not None:
+            queries.append(f"{core} {weakest['text']}")  # repeat the weakest item's words to weight them
+        return list(dict.fromkeys(queries))
+
+    def reason(self, plan: Plan, cand: Candidate) -> str:
+        items = {i["id"]: i for i in plan.get("checklist", [])}
+        ev = sorted(cand.get("evidence", []), key=lambda e: -e["score"])
+        if not ev:
+            return "ranked by retrieval score (not verified)"
+        met = [items[e["item_id"]]["text"] for e in ev if e["score"] >= 3 and e["item_id"] in items]
+        if met:
+            return f"meets: {'; '.join(met[:3])} (S={cand.get('score', 0):.2f})"
+        return f"partial match; best item '{items.get(ev[0]['item_id'], {}).get('text', '?')}' scored {ev[0]['score']:.1f}/5"
+
+
+POLICIES: dict[str, type] = {"heuristic": HeuristicPolicy}
+
+
+def get_policy(name: str) -> Policy:
+    try:
+        return POLICIES[name]()
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; choose one of {sorted(POLICIES)}") from None

@@ -1,0 +1,45 @@
+"""Reflection node: decide whether another round is worth it, and with which queries.
+
+A round is worth it while it brings new documents into the top ten; the next queries add
+relevance-feedback terms from the best-verified documents and weight the weakest checklist item.
+"""
+from __future__ import annotations
+
+from graphs.state import JobState, ranked_candidates
+from nodes.runtime import runtime
+
+TOP = 10
+
+
+def _weakest_item(state: JobState, top: list[dict]):
+    items = [i for i in state.get("plan", {}).get("checklist", []) if i["kind"] in ("topic", "method", "application")]
+    if not items or not top:
+        return None
+    def mean_score(item_id: str) -> float:
+        vals = [e["score"] for c in top for e in c.get("evidence", []) if e["item_id"] == item_id]
+        return sum(vals) / len(vals) if vals else 0.0
+    return min(items, key=lambda i: (mean_score(i["id"]), i["id"]))
+
+
+def reflection(state: JobState) -> dict:
+    rt = runtime()
+    policy = rt.policy(state)
+    ranked = ranked_candidates(state)
+    top = ranked[:TOP]
+    top_ids = [c["docid"] for c in top]
+    new_high = len(set(top_ids) - set(state.get("top_ids", [])))
+    round_no = int(state.get("round", 1))
+    update: dict = {"top_ids": top_ids, "new_high": new_high, "node": "reflection"}
+    if round_no > 1 and new_high == 0:
+        return update | {"stop_reason": "converged"}
+    if round_no >= int(state.get("max_rounds", 3)):
+        return update | {"stop_reason": "max_rounds"}
+    corpus = rt.collection(state["collection"]).corpus
+    records = corpus.get_many([c["docid"] for c in ranked[:60]])
+    best = [records[d] for d in top_ids[:8] if d in records]
+    pool = [records[c["docid"]] for c in ranked[:60] if c["docid"] in records]
+    done = {s["query"] for s in state.get("searches", [])}
+    queries = [q for q in policy.reflect(state["plan"], state["intent"], best, pool, _weakest_item(state, top)) if q not in done]
+    if not queries:
+        return update | {"stop_reason": "no_new_queries"}
+    return update | {"queries": queries, "round": round_no + 1}

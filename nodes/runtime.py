@@ -1,0 +1,118 @@
+"""What nodes may touch: stores and tools through one narrow runtime, configured by the worker.
+
+Nodes never open files; they ask the runtime for a collection's corpus, the job's tools (whose
+rankings persist in the job store so a retried or resumed node sees the same search_ids) and
+the policy. Tool calls go through `JobTools`, which traces each one as an OpenTelemetry span.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from graphs.state import JobState
+from nodes.policy import Policy, get_policy
+from nodes.tool_results import SearchPage, ToolError
+from nodes.tools import CachedRanking, RankingCache, ToolResult, ToolSession
+from observability.tool_spans import tool_span
+from stores.collection import Collection
+from stores.home import quarry_home
+from stores.jobs import JobStore
+
+
+class StoredRankingCache(RankingCache):
+    """Rankings kept in the job store, so they survive activity retries and worker restarts."""
+
+    def __init__(self, jobs: JobStore, job_id: str) -> None:
+        super().__init__()
+        self.jobs, self.job_id = jobs, job_id
+
+    def put(self, search_id: str, ranking: CachedRanking) -> None:
+        self.jobs.save_ranking(self.job_id, search_id, ranking.query, list(ranking.docids), list(ranking.scores))
+
+    def get(self, search_id: str) -> CachedRanking | None:
+        row = self.jobs.load_ranking(self.job_id, search_id)
+        return CachedRanking(row[0], tuple(row[1]), tuple(row[2])) if row else None
+
+    def ids(self) -> list[str]:
+        return self.jobs.ranking_ids(self.job_id)
+
+
+class JobTools:
+    """The three tools for one job, each call traced as `execute_tool {name}` and counted."""
+
+    def __init__(self, session: ToolSession, job_id: str) -> None:
+        self.session, self.job_id = session, job_id
+        self.calls = 0
+
+    def _traced(self, name: str, fn, **kwargs: Any) -> ToolResult:
+        self.calls += 1
+        attrs = {k: v for k, v in kwargs.items() if k in ("search_id", "docid", "offset", "limit")}
+        if "query" in kwargs:
+            attrs["query"] = str(kwargs["query"])[:500]
+        with tool_span(name, job_id=self.job_id, **attrs) as span:
+            result = fn(**kwargs)
+            if isinstance(result, SearchPage):
+                span.set_attribute("quarry.search_id", result.search_id)
+                span.set_attribute("quarry.hits", result.total)
+            elif isinstance(result, ToolError):
+                span.set_attribute("quarry.error", result.code)
+            return result
+
+    def search(self, reason: str, query: str) -> ToolResult:
+        return self._traced("search", self.session.search, reason=reason, query=query)
+
+    def read_search_results(self, reason: str, search_id: str, offset: int = 6, limit: int = 10) -> ToolResult:
+        return self._traced("read_search_results", self.session.read_search_results, reason=reason,
+                            search_id=search_id, offset=offset, limit=limit)
+
+    def read_document(self, reason: str, docid: str, offset: int = 1, limit: int = 200) -> ToolResult:
+        return self._traced("read_document", self.session.read_document, reason=reason, docid=docid,
+                            offset=offset, limit=limit)
+
+    def ranking(self, search_id: str) -> CachedRanking | None:
+        return self.session.cache.get(search_id)
+
+
+class NodeRuntime:
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = home or quarry_home()
+        self.jobs = JobStore(self.home / "jobs.sqlite")
+        self._collections: dict[str, Collection] = {}
+        self._lock = threading.Lock()
+
+    def collection(self, name: str) -> Collection:
+        with self._lock:
+            if name not in self._collections:
+                col = Collection(name, self.home)
+                col.lucene  # fail early (missing or stale index) with a clear message
+                self._collections[name] = col
+            return self._collections[name]
+
+    def tools(self, state: JobState) -> JobTools:
+        col = self.collection(state["collection"])
+        counter = iter(range(int(state.get("stats", {}).get("searches", 0)) + 1, 10**9))
+        session = ToolSession(col.lucene, col.corpus, cache=StoredRankingCache(self.jobs, state["job_id"]),
+                              new_search_id=lambda: f"s{next(counter)}")
+        return JobTools(session, state["job_id"])
+
+    def policy(self, state: JobState) -> Policy:
+        return get_policy(state.get("policy", "heuristic"))
+
+
+_runtime: NodeRuntime | None = None
+_runtime_lock = threading.Lock()
+
+
+def configure_runtime(runtime: NodeRuntime | None) -> None:
+    global _runtime
+    with _runtime_lock:
+        _runtime = runtime
+
+
+def runtime() -> NodeRuntime:
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = NodeRuntime()
+        return _runtime

@@ -1,0 +1,96 @@
+"""Evidence location and per-requirement scoring (heuristic policy, no LLM).
+
+For every checklist item the best-matching chunk of a candidate is the one covering most of the
+item's (prefix-stemmed) content words; the item score c_i in [0, 5] is that coverage scaled.
+The combined score follows PaSaMaster: S = (mean_i c_i + p) / 6, where p is the candidate's
+relevance probability from retrieval. Hard constraints (years, exclusions) are checked against
+store metadata and text, not guessed.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from graphs.state import ChecklistItem, Evidence, Plan
+from nodes.excerpts import STOPWORDS, query_terms
+from stores.records import Chunk, DocRecord
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+EVIDENCE_CHARS = 300
+
+
+def stem(word: str) -> str:
+    """Crude prefix stem (the first 4+ letters) — enough to match plural/verb forms."""
+    word = word.lower()
+    return word if len(word) <= 4 else word[: max(4, len(word) - 3)]
+
+
+def stems(text: str) -> set[str]:
+    return {stem(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS}
+
+
+def locate_evidence(item: ChecklistItem, chunks: Sequence[Chunk], title: str = "") -> Evidence:
+    """The chunk that best covers the item's words, with its line range and a 0–5 score."""
+    wanted = {stem(t) for t in query_terms(item["text"])}
+    best, best_cov = (chunks[0] if chunks else None), -1.0
+    for chunk in chunks:
+        have = stems(chunk.text)
+        cov = len(wanted & have) / len(wanted) if wanted else 0.0
+        if cov > best_cov:
+            best, best_cov = chunk, cov
+    if best is None:
+        return Evidence(item_id=item["id"], score=0.0, chunk=title[:EVIDENCE_CHARS], line_start=1, line_end=1)
+    return Evidence(item_id=item["id"], score=round(5.0 * max(best_cov, 0.0), 3),
+                    chunk=" ".join(best.text.split())[:EVIDENCE_CHARS], line_start=best.line_start,
+                    line_end=best.line_end)
+
+
+def violated_constraint(plan: Plan, rec: DocRecord) -> str:
+    """A reason the document fails a hard constraint, or ''."""
+    y_min, y_max = plan.get("year_min"), plan.get("year_max")
+    if (y_min is not None or y_max is not None):
+        if rec.year is None:
+            return "year unknown but the intent requires a year range"
+        if y_min is not None and rec.year < y_min:
+            return f"published {rec.year}, before {y_min}"
+        if y_max is not None and rec.year > y_max:
+            return f"published {rec.year}, after {y_max}"
+    head = stems(" ".join([rec.title, " ".join(rec.keywords)]))
+    for phrase in plan.get("exclusions", []):
+        words = {stem(t) for t in query_terms(phrase)}
+        if words and words <= head:
+            return f"matches the exclusion {phrase!r}"
+    return ""
+
+
+def combine(item_scores: Iterable[tuple[float, float]], p: float) -> float:
+    """S = (weighted mean of c_i + p) / 6, in [0, 1]."""
+    pairs = [(c, w) for c, w in item_scores if w > 0]
+    mean_c = sum(c * w for c, w in pairs) / sum(w for _, w in pairs) if pairs else 0.0
+    return round((mean_c + p) / 6.0, 6)
+
+
+def feedback_terms(texts: Sequence[str], background_df: Counter, n_docs: int, exclude: Iterable[str], k: int = 10) -> list[str]:
+    """Relevance-feedback terms: frequent in the best documents, rare in the candidate pool."""
+    excluded = {stem(w) for w in exclude}
+    tf: Counter = Counter()
+    for text in texts:
+        words = [w.lower() for w in _WORD.findall(text) if len(w) > 2 and not w.isdigit()]
+        tf.update(w for w in set(words) if w not in STOPWORDS)
+    scored = []
+    for word, df_top in tf.items():
+        if stem(word) in excluded or df_top < 2:
+            continue
+        idf = math.log((n_docs + 1) / (background_df.get(word, 0) + 1)) + 1.0
+        scored.append((df_top * idf, word))
+    out: list[str] = []
+    seen: set[str] = set()
+    for _, word in sorted(scored, key=lambda p: (-p[0], p[1])):
+        if stem(word) not in seen:
+            seen.add(stem(word))
+            out.append(word)
+        if len(out) >= k:
+            break
+    return out

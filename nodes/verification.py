@@ -1,0 +1,39 @@
+"""Verification node: read the best candidates, locate evidence per checklist item, score them.
+
+S = (mean_i c_i + p) / 6 with p the candidate's retrieval strength relative to the pool's best;
+hard constraints (years, exclusions) zero a candidate and record why.
+"""
+from __future__ import annotations
+
+from graphs.state import JobState, bump
+from nodes.runtime import runtime
+
+VERIFY_TOP = 60
+
+
+def verification(state: JobState) -> dict:
+    rt = runtime()
+    tools, policy = rt.tools(state), rt.policy(state)
+    corpus = rt.collection(state["collection"]).corpus
+    plan = state.get("plan", {})
+    version = plan.get("version", 1)
+    candidates = {d: dict(c) for d, c in state.get("candidates", {}).items()}
+    pool = sorted(candidates.values(), key=lambda c: (-c.get("fused", 0.0), c["docid"]))[:VERIFY_TOP]
+    best_fused = pool[0]["fused"] if pool else 1.0
+    opened = list(state.get("opened", []))
+    opened_set = set(opened)
+    records = corpus.get_many([c["docid"] for c in pool])
+    for cand in pool:
+        docid = cand["docid"]
+        p = round(cand["fused"] / best_fused, 6) if best_fused else 0.0
+        rec = records.get(docid)
+        if rec is None:
+            continue
+        if docid not in opened_set:
+            tools.read_document("verify candidate against the checklist", docid)
+            opened.append(docid)
+            opened_set.add(docid)
+        score, evidence, excluded = policy.judge(plan, rec, corpus.chunks(docid), p)
+        cand.update(p=p, score=score, evidence=evidence, excluded=excluded, verified_version=version)
+    return {"candidates": candidates, "opened": opened, "node": "verification",
+            "stats": bump(state.get("stats", {}), tool_calls=tools.calls, reads=tools.calls)}

@@ -1,0 +1,121 @@
+"""The job store: one SQLite file under QUARRY_HOME holding every job's latest checkpoint,
+its final result, and the deep rankings behind its search_ids.
+
+Temporal history is the source of truth while a job runs; this store is what lets a finished
+or interrupted job always be shown (even after the dev server's database is gone) and keeps
+large rankings out of workflow payloads. WAL mode lets the worker write while the CLI reads.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from stores.errors import QuarryError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY, collection TEXT NOT NULL, intent TEXT NOT NULL, status TEXT NOT NULL,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, round INTEGER NOT NULL DEFAULT 0,
+    trace_id TEXT, workflow_id TEXT, state TEXT, result TEXT, error TEXT
+);
+CREATE TABLE IF NOT EXISTS rankings (
+    job_id TEXT NOT NULL, search_id TEXT NOT NULL, query TEXT NOT NULL, docids TEXT NOT NULL,
+    scores TEXT NOT NULL, used INTEGER NOT NULL, PRIMARY KEY (job_id, search_id)
+);
+CREATE TABLE IF NOT EXISTS surfaced (job_id TEXT NOT NULL, docid TEXT NOT NULL, PRIMARY KEY (job_id, docid));
+"""
+RANKINGS_PER_JOB = 32
+
+
+class JobStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._con() as con:
+            con.executescript(SCHEMA)
+
+    def _con(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            con.row_factory = sqlite3.Row
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA busy_timeout=30000")
+            self._local.con = con
+        return con
+
+    # -- jobs ----------------------------------------------------------------------------------
+
+    def create(self, job_id: str, collection: str, intent: str, *, workflow_id: str, trace_id: str | None) -> None:
+        now = time.time()
+        self._con().execute(
+            "INSERT OR IGNORE INTO jobs (job_id, collection, intent, status, created_at, updated_at, trace_id, workflow_id)"
+            " VALUES (?,?,?,?,?,?,?,?)", (job_id, collection, intent, "running", now, now, trace_id, workflow_id))
+
+    def checkpoint(self, job_id: str, state: dict[str, Any], status: str = "running") -> None:
+        """Save the latest state between rounds (creates the row if the job was started elsewhere)."""
+        now = time.time()
+        self._con().execute(
+            "INSERT INTO jobs (job_id, collection, intent, status, created_at, updated_at, round, state)"
+            " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(job_id) DO UPDATE SET status=excluded.status,"
+            " updated_at=excluded.updated_at, round=excluded.round, state=excluded.state",
+            (job_id, state.get("collection", ""), state.get("intent", ""), status, now, now,
+             int(state.get("round", 0)), json.dumps(state)))
+
+    def finish(self, job_id: str, result: dict[str, Any], state: dict[str, Any] | None = None) -> None:
+        now = time.time()
+        self.checkpoint(job_id, state or {"collection": result.get("collection", ""), "intent": result.get("intent", "")},
+                        status=result["status"])
+        self._con().execute("UPDATE jobs SET result=?, status=?, updated_at=?, error=? WHERE job_id=?",
+                            (json.dumps(result), result["status"], now, result.get("error"), job_id))
+
+    def set_trace(self, job_id: str, trace_id: str) -> None:
+        self._con().execute("UPDATE jobs SET trace_id=COALESCE(trace_id, ?) WHERE job_id=?", (trace_id, job_id))
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        row = self._con().execute("SELECT * FROM jobs WHERE job_id=?", (job_id,)).fetchone()
+        if row is None:
+            raise QuarryError("unknown_job", f"no job {job_id!r} in {self.path}",
+                              "list jobs with: quarry job list")
+        out = dict(row)
+        for key in ("state", "result"):
+            out[key] = json.loads(out[key]) if out[key] else None
+        return out
+
+    def list(self, limit: int = 50) -> list[dict[str, Any]]:
+        rows = self._con().execute(
+            "SELECT job_id, collection, intent, status, created_at, updated_at, round FROM jobs"
+            " ORDER BY created_at DESC LIMIT ?", (limit,))
+        return [dict(r) for r in rows]
+
+    # -- rankings behind search_ids ------------------------------------------------------------
+
+    def save_ranking(self, job_id: str, search_id: str, query: str, docids: list[str], scores: list[float]) -> None:
+        con = self._con()
+        used = time.time_ns()
+        con.execute("INSERT OR REPLACE INTO rankings VALUES (?,?,?,?,?,?)",
+                    (job_id, search_id, query, json.dumps(docids), json.dumps(scores), used))
+        con.executemany("INSERT OR IGNORE INTO surfaced VALUES (?,?)", [(job_id, d) for d in docids])
+        con.execute("DELETE FROM rankings WHERE job_id=? AND search_id NOT IN (SELECT search_id FROM rankings"
+                    " WHERE job_id=? ORDER BY used DESC LIMIT ?)", (job_id, job_id, RANKINGS_PER_JOB))
+
+    def load_ranking(self, job_id: str, search_id: str) -> tuple[str, list[str], list[float]] | None:
+        con = self._con()
+        row = con.execute("SELECT query, docids, scores FROM rankings WHERE job_id=? AND search_id=?",
+                          (job_id, search_id)).fetchone()
+        if row is None:
+            return None
+        con.execute("UPDATE rankings SET used=? WHERE job_id=? AND search_id=?", (time.time_ns(), job_id, search_id))
+        return row["query"], json.loads(row["docids"]), json.loads(row["scores"])
+
+    def ranking_ids(self, job_id: str) -> list[str]:
+        return [r[0] for r in self._con().execute(
+            "SELECT search_id FROM rankings WHERE job_id=? ORDER BY used", (job_id,))]
+
+    def surfaced(self, job_id: str) -> set[str]:
+        return {r[0] for r in self._con().execute("SELECT docid FROM surfaced WHERE job_id=?", (job_id,))}

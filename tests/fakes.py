@@ -1,0 +1,76 @@
+"""Shared test fixtures-as-code: small corpora written to disk in the layouts Quarry reads.
+
+Everything here is deterministic and tiny, so each test module can build its own collection
+(one Lucene index build, ~1-2 s) and know exactly what is in it.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+# Filler vocabulary: no stopwords, and no word shares a 4-letter prefix with a query word used
+# in the tests ("retrieval", "ranking", "zebra", "ocelot"), so excerpts can only anchor on the
+# real query term.
+FILLER = ("granite", "harbor", "lantern", "meadow", "orchid", "pebble", "quiver", "saddle",
+          "timber", "velvet", "willow", "yonder", "copper", "dusk", "ember", "fjord")
+
+
+def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
+    """Write one JSON value per line (strings are written verbatim, for malformed lines)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write((row if isinstance(row, str) else json.dumps(row, ensure_ascii=False)) + "\n")
+    return path
+
+
+def write_beir(folder: Path, docs: Iterable[Mapping[str, Any]], *, queries: Mapping[str, str] | None = None,
+               qrels: Mapping[str, Iterable[tuple[str, str, int]]] | None = None,
+               citations: Iterable[tuple[str, str]] | None = None) -> Path:
+    """A BEIR folder: corpus.jsonl, optional queries.jsonl, qrels/<split>.tsv, citations.tsv."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_jsonl(folder / "corpus.jsonl", docs)
+    if queries is not None:
+        write_jsonl(folder / "queries.jsonl", [{"_id": q, "text": t} for q, t in queries.items()])
+    for split, rows in (qrels or {}).items():
+        (folder / "qrels").mkdir(exist_ok=True)
+        lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{s}" for q, d, s in rows]
+        (folder / "qrels" / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if citations is not None:
+        lines = ["citing\tcited"] + [f"{a}\t{b}" for a, b in citations]
+        (folder / "citations.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def filler(seed: int, words: int) -> str:
+    """`words` deterministic filler words (never a query term)."""
+    return " ".join(FILLER[(seed * 7 + j * 3 + j // len(FILLER)) % len(FILLER)] for j in range(words))
+
+
+def topic_docs(n: int, term: str = "retrieval") -> list[dict[str, Any]]:
+    """`n` documents that all mention `term`, with varying term frequency and length.
+
+    The term first appears after ~40 filler words (well past an excerpt's 220 characters), so
+    an excerpt that contains it must have found it. Doc ids are zero-padded (`t001` …).
+    """
+    docs = []
+    for i in range(1, n + 1):
+        tf = 1 + i % 4
+        lead = filler(i, 40)
+        middle = " ".join([term] * tf)
+        tail = filler(i + 1, 5 + (i * 5) % 23)
+        docs.append({"_id": f"t{i:03d}", "title": f"Report {i} {FILLER[i % len(FILLER)]}",
+                     "text": f"{lead} {middle} {tail}", "metadata": {"year": 1990 + i % 30}})
+    return docs
+
+
+def long_doc(docid: str = "long1", paragraphs: int = 300) -> tuple[dict[str, Any], list[str]]:
+    """A document whose numbered lines are known in advance (short paragraphs = one line each).
+
+    Returns the record and its expected lines: title, metadata line, then one line per paragraph.
+    """
+    paras = [f"paragraph {p:03d} {filler(p, 3)}" for p in range(1, paragraphs + 1)]
+    rec = {"_id": docid, "title": "A long handbook", "text": "\n".join(paras), "metadata": {"year": 2001}}
+    return rec, ["A long handbook", "year: 2001", *paras]

@@ -1,0 +1,220 @@
+"""Ingest and collections: all-or-nothing replacement, idempotence, names, missing/stale indexes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import stores.collection as collection_module
+from stores.collection import Collection, ingest, reindex
+from stores.errors import IngestError, QuarryError
+from stores.lucene import DEFAULT_B, DEFAULT_K1, IndexMeta
+from tests.fakes import filler, long_doc, topic_docs, write_beir, write_jsonl
+
+QUERY = "retrieval"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ingest-home")
+
+
+@pytest.fixture(scope="module")
+def src(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ingest-src")
+
+
+def snapshot(name: str, home: Path) -> tuple[str, int, list[tuple[str, float]]]:
+    """What a reader sees of a collection: fingerprint, size and the full ranking for QUERY."""
+    col = Collection(name, home)
+    return col.corpus.fingerprint, col.corpus.count(), [(h.docid, h.score) for h in col.lucene.search(QUERY)]
+
+
+def leftovers(name: str, home: Path) -> list[str]:
+    root = home / "collections" / name
+    return sorted(p.name for p in root.iterdir() if p.name.startswith(".staging") or p.name.endswith(".old"))
+
+
+@pytest.fixture(scope="module")
+def base(home: Path, src: Path) -> Path:
+    """Collection `base`: 20 topic documents, indexed once for the read-mostly tests below."""
+    path = write_jsonl(src / "base.jsonl", topic_docs(20))
+    report = ingest(path, "base", home=home)
+    assert (report.documents, report.unchanged, report.indexed) == (20, False, True)
+    return path
+
+
+def test_ingest_then_search_finds_every_document(base: Path, home: Path) -> None:
+    fingerprint, count, ranking = snapshot("base", home)
+    assert count == 20
+    assert sorted(d for d, _ in ranking) == [f"t{i:03d}" for i in range(1, 21)]
+    assert len(fingerprint) == 64
+
+
+def test_bad_reingest_changes_nothing(base: Path, home: Path, src: Path) -> None:
+    before = snapshot("base", home)
+    bad = write_jsonl(src / "bad.jsonl", [{"_id": "new1", "title": "brand new retrieval"}, {"_id": "x", "title": 3}])
+    with pytest.raises(IngestError) as info:
+        ingest(bad, "base", home=home)
+    assert any(p.startswith(f"{bad}:2: ") for p in info.value.problems)
+    assert snapshot("base", home) == before
+    assert Collection("base", home).corpus.get("new1") is None
+    assert leftovers("base", home) == []
+
+
+def test_failed_index_build_keeps_the_old_corpus(base: Path, home: Path, src: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    before = snapshot("base", home)
+    changed = write_jsonl(src / "changed-fails.jsonl", topic_docs(5))
+
+    def broken_build(*args, **kwargs):
+        raise QuarryError("index_failed", "simulated Lucene failure", "retry")
+
+    monkeypatch.setattr(collection_module, "build_index", broken_build)
+    with pytest.raises(QuarryError) as info:
+        ingest(changed, "base", home=home)
+    assert info.value.code == "index_failed"
+    assert snapshot("base", home) == before
+    assert leftovers("base", home) == []
+
+
+def test_reingest_of_the_same_input_is_a_no_op(base: Path, home: Path) -> None:
+    lucene_dir = home / "collections" / "base" / "lucene"
+    before_inode, before_fp = lucene_dir.stat().st_ino, Collection("base", home).corpus.fingerprint
+    report = ingest(base, "base", home=home)
+    assert report.unchanged is True and report.indexed is True and report.documents == 20
+    assert Collection("base", home).corpus.fingerprint == before_fp
+    assert lucene_dir.stat().st_ino == before_inode  # the index was not rebuilt
+
+
+def test_collection_names_are_validated(home: Path, base: Path, tmp_path: Path) -> None:
+    for name in ["../x", "a/b", "", ".hidden", "a..b", "x" * 65, "spa ce", "-dash"]:
+        with pytest.raises(QuarryError) as info:
+            ingest(base, name, home=home / "sub")
+        assert info.value.code == "bad_name", name
+        assert info.value.hint
+        with pytest.raises(QuarryError) as info:
+            Collection(name, home)
+        assert info.value.code == "bad_name", name
+    assert not (home / "sub").exists()  # nothing was written for a rejected name
+
+
+def test_missing_collection(home: Path) -> None:
+    with pytest.raises(QuarryError) as info:
+        Collection("never-ingested", home)
+    assert info.value.code == "no_collection"
+    assert "quarry ingest" in info.value.hint
+
+
+def test_missing_index_then_reindex(home: Path, src: Path) -> None:
+    path = write_jsonl(src / "noindex.jsonl", topic_docs(6))
+    report = ingest(path, "noindex", home=home, build_lucene=False)
+    assert report.indexed is False
+    col = Collection("noindex", home)
+    assert col.corpus.count() == 6  # the corpus itself is usable
+    with pytest.raises(QuarryError) as info:
+        col.lucene
+    assert info.value.code == "no_index" and "quarry index noindex" in info.value.hint
+    meta = reindex("noindex", home=home)  # the remedy the hint names
+    assert (meta.k1, meta.b, meta.documents) == (DEFAULT_K1, DEFAULT_B, 6)
+    assert len(Collection("noindex", home).lucene.search(QUERY)) == 6
+
+
+def test_stale_index_is_detected_and_reindex_repairs_it(home: Path, src: Path) -> None:
+    v1 = write_jsonl(src / "stale-v1.jsonl", topic_docs(4))
+    ingest(v1, "stale", home=home)
+    v2 = write_jsonl(src / "stale-v2.jsonl", [*topic_docs(4), {"_id": "fresh", "title": "fresh retrieval notes"}])
+    ingest(v2, "stale", home=home, build_lucene=False)
+    with pytest.raises(QuarryError) as info:
+        Collection("stale", home).lucene
+    assert info.value.code == "stale_index" and "quarry index stale" in info.value.hint
+    reindex("stale", home=home)
+    assert "fresh" in {h.docid for h in Collection("stale", home).lucene.search(QUERY)}
+
+
+def test_reingest_with_changed_content_replaces_documents(home: Path, src: Path) -> None:
+    v1 = write_jsonl(src / "swap-v1.jsonl", [
+        {"_id": "keep", "title": "kept retrieval note", "text": "unchanged"},
+        {"_id": "gone", "title": "removed retrieval note", "text": "will disappear"},
+        {"_id": "edit", "title": "edited note", "text": "old wording about retrieval"},
+    ])
+    ingest(v1, "swap", home=home, k1=1.5, b=0.6)
+    v2 = write_jsonl(src / "swap-v2.jsonl", [
+        {"_id": "keep", "title": "kept retrieval note", "text": "unchanged"},
+        {"_id": "edit", "title": "edited note", "text": "new wording about zeppelins"},
+        {"_id": "added", "title": "added retrieval note", "text": "arrived later"},
+    ])
+    old_fp = Collection("swap", home).corpus.fingerprint
+    report = ingest(v2, "swap", home=home)
+    assert report.unchanged is False and report.documents == 3
+    col = Collection("swap", home)
+    assert col.corpus.fingerprint != old_fp
+    assert col.corpus.get("gone") is None
+    assert col.corpus.get("edit").text == "new wording about zeppelins"
+    assert {h.docid for h in col.lucene.search(QUERY)} == {"keep", "added"}
+    assert [h.docid for h in col.lucene.search("zeppelins")] == ["edit"]
+    # a re-ingest keeps the BM25 parameters stored with the previous index
+    assert (col.lucene.meta.k1, col.lucene.meta.b) == (1.5, 0.6)
+
+
+def test_reindex_with_new_bm25_parameters_rescores_the_same_documents(home: Path, src: Path) -> None:
+    # Same term frequency, different lengths: b controls how much length matters.
+    docs = [{"_id": f"len{n:02d}", "title": "retrieval", "text": filler(n, n)} for n in (2, 8, 20)]
+    ingest(write_jsonl(src / "params.jsonl", docs), "params", home=home)
+    lucene_dir = home / "collections" / "params" / "lucene"
+    inode = lucene_dir.stat().st_ino
+    default = {h.docid: h.score for h in Collection("params", home).lucene.search(QUERY)}
+    # default b=0.4: shorter documents score strictly higher
+    assert default["len02"] > default["len08"] > default["len20"]
+
+    meta = reindex("params", home=home, k1=1.2, b=0.0)
+    assert (meta.k1, meta.b) == (1.2, 0.0)
+    assert IndexMeta.load(lucene_dir) == meta
+    assert lucene_dir.stat().st_ino == inode  # same documents: parameters only, no rebuild
+    no_length = {h.docid: h.score for h in Collection("params", home).lucene.search(QUERY)}
+    assert set(no_length) == set(default)
+    assert no_length != default
+    # b=0 switches length normalisation off: equal tf gives equal scores (up to Anserini's
+    # 4-decimal rounding and its 1e-6 tie-breaking perturbation)
+    assert no_length["len02"] == pytest.approx(no_length["len08"], abs=1e-4)
+    assert no_length["len02"] == pytest.approx(no_length["len20"], abs=1e-4)
+
+    reindex("params", home=home, b=1.0)  # k1 is kept when not given
+    full = {h.docid: h.score for h in Collection("params", home).lucene.search(QUERY)}
+    assert IndexMeta.load(lucene_dir).k1 == 1.2
+    assert full["len02"] / full["len20"] > default["len02"] / default["len20"]
+
+
+def test_chunks_are_contiguous_and_cover_every_line(home: Path, src: Path) -> None:
+    rec, lines = long_doc("book", paragraphs=120)
+    short = {"_id": "short", "title": "Only a title"}
+    ingest(write_jsonl(src / "chunks.jsonl", [rec, short, *topic_docs(3)]), "chunks", home=home, build_lucene=False)
+    corpus = Collection("chunks", home).corpus
+    assert corpus.lines("book") == lines
+    for docid in ("book", "short", "t001", "t002", "t003"):
+        doc_lines = corpus.lines(docid)
+        chunks = corpus.chunks(docid)
+        assert chunks, docid
+        assert [c.chunk_no for c in chunks] == list(range(len(chunks)))
+        assert chunks[0].line_start == 1 and chunks[-1].line_end == len(doc_lines)
+        for prev, nxt in zip(chunks, chunks[1:]):
+            assert nxt.line_start == prev.line_end + 1
+        for c in chunks:
+            assert c.line_start <= c.line_end
+            assert c.text == "\n".join(doc_lines[c.line_start - 1:c.line_end])
+            assert len(c.text) <= 600
+    assert len(corpus.chunks("book")) > 1
+
+
+def test_beir_ingest_stores_queries_qrels_citations_and_warnings(home: Path, src: Path) -> None:
+    folder = write_beir(src / "beir", topic_docs(3), queries={"q1": "retrieval"},
+                        qrels={"test": [("q1", "t001", 1), ("q1", "nobody", 1)]},
+                        citations=[("t001", "t002"), ("t002", "ghost")])
+    report = ingest(folder, "beirx", home=home, build_lucene=False)
+    assert (report.documents, report.citations, report.queries, report.splits) == (3, 1, 1, ["test"])
+    assert len(report.warnings) == 2
+    corpus = Collection("beirx", home).corpus
+    assert corpus.queries() == {"q1": "retrieval"}
+    assert corpus.qrels("test") == {"q1": {"t001": 1, "nobody": 1}}
+    assert corpus.citations() == [("t001", "t002")]
+    assert corpus.stats()["splits"] == ["test"]

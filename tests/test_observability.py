@@ -1,0 +1,312 @@
+"""Observability: GenAI span names/attributes, JSONL trace files, trace views, exporter choice.
+
+Every test builds its own TracerProvider (never the process-global one), so tests stay
+independent of each other and of whatever else in the suite sets up tracing.
+"""
+from __future__ import annotations
+
+import http.server
+import json
+import multiprocessing
+import threading
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+import observability.setup as obs_setup
+from observability import (
+    JsonlSpanExporter,
+    build_provider,
+    current_trace_id,
+    get_tracer,
+    llm_span,
+    load_spans,
+    record_usage,
+    setup_tracing,
+    span_tree_lines,
+    temporal_plugin,
+    tool_span,
+    tool_summary,
+)
+from stores.errors import QuarryError
+
+
+@pytest.fixture()
+def traced(tmp_path: Path):
+    """A private provider writing JSONL under tmp_path/traces; yields (tracer, folder)."""
+    folder = tmp_path / "traces"
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(JsonlSpanExporter(folder)))
+    yield get_tracer(provider), folder
+    provider.shutdown()
+
+
+def _exporters(provider: TracerProvider) -> list[object]:
+    """The exporters behind a provider's processors (SDK internals: inspection only)."""
+    found = []
+    for proc in provider._active_span_processor._span_processors:
+        if isinstance(proc, BatchSpanProcessor):
+            found.append(("batch", proc._batch_processor._exporter))
+        elif isinstance(proc, SimpleSpanProcessor):
+            found.append(("simple", proc.span_exporter))
+    return found
+
+
+def test_tool_span_has_genai_name_and_attributes(traced) -> None:
+    tracer, folder = traced
+    with tool_span("search", call_id="c1", job_id="j1", tracer=tracer, query="bm25", search_id="s1",
+                   skipped=None, **{"gen_ai.tool.type": "function"}) as span:
+        span.set_attribute("quarry.hits", 1000)
+        trace_id = current_trace_id()
+    assert trace_id is not None and len(trace_id) == 32
+    (rec,) = load_spans(folder, trace_id)
+    assert rec["name"] == "execute_tool search"
+    assert rec["attributes"] == {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
+        "gen_ai.tool.call.id": "c1", "quarry.job_id": "j1", "quarry.query": "bm25",
+        "quarry.search_id": "s1", "gen_ai.tool.type": "function", "quarry.hits": 1000,
+    }
+    assert rec["status"] == "UNSET" and rec["kind"] == "INTERNAL" and rec["parent_span_id"] is None
+    assert len(rec["span_id"]) == 16 and rec["end_ns"] >= rec["start_ns"]
+
+
+def test_call_id_defaults_to_fresh_uuid_hex(traced) -> None:
+    tracer, folder = traced
+    with tool_span("read_document", tracer=tracer):
+        trace_id = current_trace_id()
+    with tool_span("read_document", tracer=tracer):
+        pass
+    (rec,) = load_spans(folder, trace_id)
+    call_id = rec["attributes"]["gen_ai.tool.call.id"]
+    assert len(call_id) == 32 and int(call_id, 16) >= 0
+
+
+def test_nested_spans_share_one_file_with_parent_ids(traced) -> None:
+    tracer, folder = traced
+    with tracer.start_as_current_span("job") as job:
+        with tool_span("search", tracer=tracer, search_id="s1") as search:
+            search.set_attribute("quarry.hits", 1000)
+        with llm_span("gpt-x", tracer=tracer) as chat:
+            record_usage(chat, 120, 30)
+            with tool_span("read_document", tracer=tracer, docid="d7"):
+                pass
+        trace_id = current_trace_id()
+    assert trace_id == format(job.get_span_context().trace_id, "032x")
+    assert [p.name for p in folder.iterdir()] == [f"{trace_id}.jsonl"]
+    spans = {s["name"]: s for s in load_spans(folder, trace_id)}
+    assert set(spans) == {"job", "execute_tool search", "chat gpt-x", "execute_tool read_document"}
+    job_id = spans["job"]["span_id"]
+    assert spans["execute_tool search"]["parent_span_id"] == job_id
+    assert spans["chat gpt-x"]["parent_span_id"] == job_id
+    assert spans["execute_tool read_document"]["parent_span_id"] == spans["chat gpt-x"]["span_id"]
+    chat_attrs = spans["chat gpt-x"]["attributes"]
+    assert chat_attrs["gen_ai.operation.name"] == "chat"
+    assert chat_attrs["gen_ai.request.model"] == "gpt-x"
+    assert (chat_attrs["gen_ai.usage.input_tokens"], chat_attrs["gen_ai.usage.output_tokens"]) == (120, 30)
+
+    lines = span_tree_lines(list(spans.values()))
+    assert [line.lstrip().split("  ")[0] for line in lines] == [
+        "job", "execute_tool search", "chat gpt-x", "execute_tool read_document"]
+    assert lines[0].startswith("job  ") and lines[0].endswith(" ms")
+    assert lines[1].startswith("  execute_tool search  ") and lines[1].endswith("ms  search_id=s1 hits=1000")
+    assert lines[2].startswith("  chat gpt-x  ") and lines[2].endswith("in=120 out=30")
+    assert lines[3].startswith("    execute_tool read_document  ") and lines[3].endswith("docid=d7")
+
+
+def test_exception_marks_span_error_and_reraises(traced) -> None:
+    tracer, folder = traced
+    with pytest.raises(ValueError, match="boom"):
+        with tracer.start_as_current_span("job"):
+            trace_id = current_trace_id()
+            with tool_span("search", tracer=tracer):
+                raise ValueError("boom")
+    spans = {s["name"]: s for s in load_spans(folder, trace_id)}
+    failed = spans["execute_tool search"]
+    assert failed["status"] == "ERROR" and failed["status_message"] == "ValueError: boom"
+    assert failed["attributes"]["error.type"] == "ValueError"
+    assert [e["name"] for e in failed["events"]] == ["exception"]
+    assert failed["events"][0]["attributes"]["exception.message"] == "boom"
+    assert "ERROR ValueError: boom" in span_tree_lines(list(spans.values()))[1]
+
+
+def test_current_trace_id_is_none_outside_spans() -> None:
+    assert current_trace_id() is None
+
+
+def _span(name: str, span_id: str, parent: str | None, start: int, ms: float, **attrs) -> dict:
+    return {"name": name, "span_id": span_id, "parent_span_id": parent, "start_ns": start,
+            "duration_ms": ms, "status": "UNSET", "attributes": attrs}
+
+
+def _tool(span_id: str, tool: str, start: int, ms: float) -> dict:
+    return _span(f"execute_tool {tool}", span_id, "root", start, ms,
+                 **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool})
+
+
+def test_tool_summary_counts_totals_and_median() -> None:
+    spans = [
+        _span("job", "root", None, 0, 100.0),
+        _tool("a", "search", 1, 10.0), _tool("b", "search", 2, 30.0), _tool("c", "search", 3, 20.0),
+        _tool("d", "read_document", 4, 50.0), _tool("e", "read_document", 5, 60.0),
+        _span("chat m", "f", "root", 6, 500.0, **{"gen_ai.operation.name": "chat"}),
+    ]
+    assert tool_summary(spans) == [
+        {"tool": "read_document", "count": 2, "total_ms": 110.0, "p50_ms": 55.0},
+        {"tool": "search", "count": 3, "total_ms": 60.0, "p50_ms": 20.0},
+    ]
+    assert tool_summary([]) == []
+
+
+def test_tree_orders_children_by_start_and_treats_orphans_as_roots() -> None:
+    spans = [
+        _span("late child", "c2", "r", 30, 1.0),
+        _span("orphan", "o", "missing-parent", 5, 2.0),
+        _span("root", "r", None, 0, 40.0),
+        _span("early child", "c1", "r", 10, 1.0),
+    ]
+    assert span_tree_lines(spans) == [
+        "root  40.0 ms", "  early child  1.0 ms", "  late child  1.0 ms", "orphan  2.0 ms",
+    ]
+
+
+def test_load_spans_errors_are_repairable(tmp_path: Path) -> None:
+    with pytest.raises(QuarryError) as missing:
+        load_spans(tmp_path, "0" * 32)
+    assert missing.value.code == "no_trace" and missing.value.hint
+    with pytest.raises(QuarryError) as bad:
+        load_spans(tmp_path, "../etc/passwd")
+    assert bad.value.code == "bad_trace_id"
+
+
+def _append_many(folder: Path, worker: int) -> None:
+    """Child process: append big lines through the exporter's single-write path."""
+    from observability.jsonl_exporter import _append_line
+
+    for i in range(50):
+        line = json.dumps({"worker": worker, "i": i, "pad": "x" * 100_000}) + "\n"
+        _append_line(folder / "shared.jsonl", line.encode())
+
+
+def test_concurrent_processes_append_whole_lines(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_append_many, args=(tmp_path, w)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=20)
+        assert p.exitcode == 0
+    rows = [json.loads(line) for line in (tmp_path / "shared.jsonl").read_text().splitlines()]
+    assert sorted((r["worker"], r["i"]) for r in rows) == [(w, i) for w in range(4) for i in range(50)]
+
+
+def test_build_provider_without_endpoint_writes_jsonl(tmp_path: Path) -> None:
+    provider = build_provider("quarry-test", tmp_path, env={})
+    try:
+        ((mode, exporter),) = _exporters(provider)
+        assert mode == "simple" and isinstance(exporter, JsonlSpanExporter)
+        assert exporter.folder == tmp_path / "traces"
+        assert provider.resource.attributes["service.name"] == "quarry-test"
+    finally:
+        provider.shutdown()
+
+
+@pytest.mark.parametrize(("protocol", "module", "endpoint"), [
+    (None, "opentelemetry.exporter.otlp.proto.http.trace_exporter", "http://127.0.0.1:9/v1/traces"),
+    ("http/protobuf", "opentelemetry.exporter.otlp.proto.http.trace_exporter", "http://127.0.0.1:9/v1/traces"),
+    ("grpc", "opentelemetry.exporter.otlp.proto.grpc.trace_exporter", None),
+])
+def test_build_provider_with_endpoint_uses_otlp(tmp_path: Path, monkeypatch, protocol, module, endpoint) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.delenv("QUARRY_TRACE_FILES", raising=False)
+    if protocol:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+    else:
+        monkeypatch.delenv("OTEL_EXPORTER_OTLP_PROTOCOL", raising=False)
+    provider = build_provider("quarry-test", tmp_path)
+    try:
+        ((mode, exporter),) = _exporters(provider)
+        assert mode == "batch"
+        assert type(exporter).__name__ == "OTLPSpanExporter" and type(exporter).__module__ == module
+        if endpoint:
+            assert exporter._endpoint == endpoint
+    finally:
+        provider.shutdown()
+    assert not (tmp_path / "traces").exists()
+
+
+def test_trace_files_flag_keeps_files_beside_otlp(tmp_path: Path) -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "QUARRY_TRACE_FILES": "1"}
+    provider = build_provider("quarry-test", tmp_path, env=env)
+    try:
+        assert [mode for mode, _ in _exporters(provider)] == ["batch", "simple"]
+    finally:
+        provider.shutdown()
+
+
+def test_unknown_protocol_is_a_config_error(tmp_path: Path) -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}
+    with pytest.raises(QuarryError) as err:
+        build_provider("quarry-test", tmp_path, env=env)
+    assert err.value.code == "bad_config"
+
+
+def test_setup_tracing_is_idempotent_and_replay_safe(tmp_path: Path, monkeypatch) -> None:
+    from temporalio.contrib.opentelemetry import OpenTelemetryPlugin, ReplaySafeTracerProvider
+
+    installed: list[object] = []
+    monkeypatch.setattr(obs_setup, "_provider", None)
+    monkeypatch.setattr("opentelemetry.trace.set_tracer_provider", installed.append)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    first = setup_tracing("quarry-test", tmp_path)
+    try:
+        assert setup_tracing("other", tmp_path / "elsewhere") is first
+        (global_provider,) = installed
+        assert isinstance(global_provider, ReplaySafeTracerProvider)
+        assert isinstance(temporal_plugin(), OpenTelemetryPlugin)
+    finally:
+        first.shutdown()
+
+
+class _Collector(http.server.BaseHTTPRequestHandler):
+    received: list[tuple[str, str, int]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.received.append((self.command, self.path, len(body)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_otlp_http_export_really_posts_to_v1_traces(tmp_path: Path) -> None:
+    _Collector.received = []
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Collector)
+    server.timeout = 0.5
+
+    def serve() -> None:  # bounded: a few requests or ~5 s, whichever comes first
+        for _ in range(10):
+            server.handle_request()
+            if _Collector.received:
+                return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}"}
+    provider = build_provider("quarry-test", tmp_path, env=env)
+    try:
+        with tool_span("search", tracer=get_tracer(provider), search_id="s1"):
+            pass
+        assert provider.force_flush(5_000)
+    finally:
+        provider.shutdown()
+        thread.join(timeout=6)
+        server.server_close()
+    assert _Collector.received and _Collector.received[0][:2] == ("POST", "/v1/traces")
+    assert _Collector.received[0][2] > 0

@@ -1,0 +1,241 @@
+"""Corpus readers: the three input layouts, and validation that names every bad record by file:line."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from stores.errors import IngestError, QuarryError
+from stores.readers import read_corpus
+from tests.fakes import write_beir, write_jsonl
+
+
+def problems_of(path: Path) -> list[str]:
+    with pytest.raises(IngestError) as info:
+        read_corpus(path)
+    assert info.value.code == "bad_input"
+    assert info.value.hint  # every rejection says how to repair it
+    return info.value.problems
+
+
+GOOD = {"_id": "ok1", "title": "A good record", "text": "with some text"}
+
+
+# -- the three layouts ------------------------------------------------------------------------
+
+
+def test_beir_folder_reads_documents_queries_qrels_and_citations(tmp_path: Path) -> None:
+    folder = write_beir(
+        tmp_path / "beir",
+        [{"_id": "d1", "title": "First", "text": "alpha", "metadata": {"year": 1999, "authors": "Ann Lee; Bo Chan",
+                                                                       "keywords": "x, y; z", "venue": "CACM"}},
+         {"_id": 2, "title": "Second", "text": "beta", "metadata": {"authors": ["Cy"], "sentences": ["s1"]}}],
+        queries={"q1": "what is alpha", "q2": "beta?"},
+        qrels={"test": [("q1", "d1", 1), ("q2", "2", 2)], "dev": [("q1", "2", 0)]},
+        citations=[("d1", "2"), ("2", "d1")],
+    )
+    src = read_corpus(folder)
+    assert src.kind == "beir"
+    assert [r.docid for r in src.records] == ["d1", "2"]  # ids are strings, in file order
+    d1, d2 = src.records
+    assert (d1.title, d1.text, d1.year, d1.venue) == ("First", "alpha", 1999, "CACM")
+    assert d1.authors == ("Ann Lee", "Bo Chan")
+    assert d1.keywords == ("x", "y", "z")
+    assert d2.authors == ("Cy",) and d2.extras == {"sentences": ["s1"]}
+    assert src.queries == {"q1": "what is alpha", "q2": "beta?"}
+    assert src.qrels == {"test": [("q1", "d1", 1), ("q2", "2", 2)], "dev": [("q1", "2", 0)]}
+    assert sorted(src.citations) == [("2", "d1"), ("d1", "2")]  # header line skipped
+    assert src.warnings == []
+
+
+def test_jsonl_file_accepts_id_aliases_and_contents(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [
+        {"id": "a", "contents": "body a"},
+        {"docid": "b", "title": "Title b"},
+        "",  # blank lines are allowed
+        {"_id": "c", "title": "  padded  ", "text": "  t  ", "year": "2020"},
+    ])
+    src = read_corpus(path)
+    assert src.kind == "jsonl"
+    assert [(r.docid, r.title, r.text) for r in src.records] == [("a", "", "body a"), ("b", "Title b", ""),
+                                                                ("c", "padded", "t")]
+    assert src.records[2].year == 2020
+
+
+def test_text_folder_uses_paths_as_ids_and_first_line_as_title(tmp_path: Path) -> None:
+    (tmp_path / "docs" / "sub dir").mkdir(parents=True)
+    (tmp_path / "docs" / "a.md").write_text("\n\n# Heading A\nbody line 1\n\nbody line 2\n", encoding="utf-8")
+    (tmp_path / "docs" / "sub dir" / "b.txt").write_text("# not a heading in txt\nbody b\n", encoding="utf-8")
+    (tmp_path / "docs" / "ignored.csv").write_text("x,y\n", encoding="utf-8")
+    src = read_corpus(tmp_path / "docs")
+    assert src.kind == "folder"
+    by_id = {r.docid: r for r in src.records}
+    assert set(by_id) == {"a", "sub_dir/b"}  # whitespace in paths becomes "_"; .csv ignored
+    assert by_id["a"].title == "Heading A"
+    assert by_id["a"].text == "body line 1\n\nbody line 2"
+    assert by_id["sub_dir/b"].title == "# not a heading in txt"
+    assert by_id["sub_dir/b"].text == "body b"
+
+
+# -- validation: file:line for every problem ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("bad_line", "reason"), [
+    ('{"_id": "x", "title": ', r"not valid JSON"),
+    ('{"title": "no id here"}', r"missing document id"),
+    ('{"_id": true, "title": "bool id"}', r"missing document id"),
+    ('{"_id": "x", "title": 42}', r"title must be a string"),
+    ('{"_id": "x", "title": "t", "text": ["list"]}', r"text must be a string"),
+    ('{"_id": "x", "title": "  ", "text": ""}', r"neither title nor text"),
+    ('{"_id": "x", "title": "t", "metadata": {"year": "19x9"}}', r"year must be a whole number"),
+    ('{"_id": "x", "title": "t", "year": 5000}', r"year must be a whole number"),
+    ('{"_id": "x", "title": "t", "metadata": "not an object"}', r"metadata must be a JSON object"),
+    ('{"_id": "x", "title": "t", "metadata": {"authors": 7}}', r"authors must be a string or a list"),
+    ('{"_id": "x", "title": "t", "venue": 3}', r"venue must be a string"),
+    ('{"_id": "two words", "title": "t"}', r"without spaces"),
+    ('{"_id": "tab\\there", "title": "t"}', r"without spaces"),
+    ('[1, 2]', r"expected a JSON object"),
+])
+def test_jsonl_validation_names_file_and_line(tmp_path: Path, bad_line: str, reason: str) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [GOOD, "", bad_line])
+    problems = problems_of(path)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{path}:3: ")
+    assert re.search(reason, problems[0])
+
+
+def test_all_problems_are_collected_in_one_pass(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [
+        {"_id": "a", "title": "t"},
+        {"_id": "b", "title": 1},
+        "not json",
+        {"_id": "a", "title": "again"},
+        {"_id": "c", "title": "fine"},
+    ])
+    problems = problems_of(path)
+    assert [p.split(": ", 1)[0] for p in problems] == [f"{path}:2", f"{path}:3", f"{path}:4"]
+
+
+def test_duplicate_id_mentions_the_first_line(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [{"_id": "x", "title": "a"}, {"_id": "y", "title": "b"},
+                                              {"_id": "x", "title": "c"}])
+    (problem,) = problems_of(path)
+    assert problem.startswith(f"{path}:3: ")
+    assert "duplicate" in problem and "'x'" in problem and "first at line 1" in problem
+
+
+def test_integer_and_string_ids_that_collide_are_duplicates(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [{"_id": 7, "title": "a"}, {"_id": "7", "title": "b"}])
+    (problem,) = problems_of(path)
+    assert problem.startswith(f"{path}:2: ") and "first at line 1" in problem
+
+
+def test_non_utf8_jsonl_is_rejected_with_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    good = b'{"_id": "a", "title": "fine"}\n'
+    path.write_bytes(good * 400 + b'{"_id": "b", "title": "caf\xe9"}\n' + good.replace(b'"a"', b'"c"'))
+    problems = problems_of(path)
+    assert any("UTF-8" in p for p in problems)
+    # The bad byte is on line 401: the problem must say so, like every other problem does.
+    assert any(p.startswith(f"{path}:401: ") for p in problems), problems
+
+
+def test_non_utf8_text_file_is_rejected_with_file_and_line(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\nbody\n", encoding="utf-8")
+    (folder / "bad.txt").write_bytes(b"Caf\xe9 society\n")
+    (problem,) = problems_of(folder)
+    assert problem.startswith(f"{folder / 'bad.txt'}:1: ") and "UTF-8" in problem
+
+
+def test_empty_markdown_file_is_rejected(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\nbody\n", encoding="utf-8")
+    (folder / "empty.md").write_text("\n   \n", encoding="utf-8")
+    (problem,) = problems_of(folder)
+    assert problem.startswith(f"{folder / 'empty.md'}:1: ") and "empty" in problem
+
+
+def test_folder_without_text_files_is_rejected(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "data.csv").write_text("a,b\n", encoding="utf-8")
+    (problem,) = problems_of(tmp_path / "docs")
+    assert "no .txt or .md files" in problem
+
+
+def test_text_files_mapping_to_the_same_id_are_rejected(tmp_path: Path) -> None:
+    # "notes.md" and "notes.txt" both become docid "notes": two documents cannot share an id.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.md").write_text("# Notes in markdown\nbody\n", encoding="utf-8")
+    (folder / "notes.txt").write_text("Notes in text\nbody\n", encoding="utf-8")
+    with pytest.raises(IngestError) as info:
+        read_corpus(folder)
+    assert any("notes" in p and "duplicate" in p for p in info.value.problems)
+
+
+def test_nonexistent_path(tmp_path: Path) -> None:
+    with pytest.raises(QuarryError) as info:
+        read_corpus(tmp_path / "nope.jsonl")
+    assert info.value.code == "not_found"
+    assert str(tmp_path / "nope.jsonl") in info.value.message
+    assert "BEIR" in info.value.hint
+
+
+def test_unsupported_file_type(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.csv"
+    path.write_text("_id,title\na,b\n", encoding="utf-8")
+    with pytest.raises(QuarryError) as info:
+        read_corpus(path)
+    assert info.value.code == "bad_input"
+    assert "'.csv'" in info.value.message and info.value.hint
+
+
+def test_empty_jsonl_has_no_documents(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", ["", "  "])
+    (problem,) = problems_of(path)
+    assert "no documents" in problem
+
+
+# -- BEIR extras -------------------------------------------------------------------------------
+
+
+def test_citations_and_qrels_naming_unknown_documents_give_warnings(tmp_path: Path) -> None:
+    folder = write_beir(
+        tmp_path / "beir",
+        [{"_id": "d1", "title": "one"}, {"_id": "d2", "title": "two"}],
+        queries={"q1": "one"},
+        qrels={"test": [("q1", "d1", 1), ("q1", "ghost", 1), ("q1", "phantom", 0)]},
+        citations=[("d1", "d2"), ("d1", "ghost"), ("ghost", "d2"), ("d1", "d1"), ("d1", "d2")],
+    )
+    src = read_corpus(folder)
+    assert src.citations == [("d1", "d2")]  # unknown ends, self-citations and repeats are dropped
+    assert len(src.warnings) == 2
+    cite_warning = next(w for w in src.warnings if "citations.tsv" in w)
+    qrels_warning = next(w for w in src.warnings if "test.tsv" in w)
+    assert cite_warning.startswith(str(folder / "citations.tsv")) and "2 citation(s)" in cite_warning
+    assert "2 judgement(s)" in qrels_warning
+
+
+def test_bad_qrels_and_queries_rows_name_file_and_line(tmp_path: Path) -> None:
+    folder = write_beir(tmp_path / "beir", [{"_id": "d1", "title": "one"}],
+                        qrels={"test": [("q1", "d1", 1), ("q1", "d1", "high")]}, citations=[])
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "one"}\n{"_id": "q2", "text": "  "}\n',
+                                          encoding="utf-8")
+    with (folder / "citations.tsv").open("a", encoding="utf-8") as fh:
+        fh.write("d1\td1\textra\n")
+    problems = problems_of(folder)
+    assert any(p.startswith(f"{folder / 'qrels' / 'test.tsv'}:3: ") and "integer" in p for p in problems)
+    assert any(p.startswith(f"{folder / 'queries.jsonl'}:2: ") for p in problems)
+    assert any(p.startswith(f"{folder / 'citations.tsv'}:2: ") and "columns" in p for p in problems)
+
+
+def test_non_utf8_qrels_file_is_an_ingest_error(tmp_path: Path) -> None:
+    folder = write_beir(tmp_path / "beir", [{"_id": "d1", "title": "one"}], qrels={"test": [("q1", "d1", 1)]})
+    with (folder / "qrels" / "test.tsv").open("ab") as fh:
+        fh.write(b"q\xe9\td1\t1\n")
+    problems = problems_of(folder)  # a typed, repairable error, not a UnicodeDecodeError
+    assert any(str(folder / "qrels" / "test.tsv") in p and "UTF-8" in p for p in problems)

@@ -1,0 +1,134 @@
+"""The `SearchJob` workflow: runs the search graph durably, with budgets, steering and progress.
+
+Budgets are workflow timers: at 0.7·T a "submit now" steer makes the graph go to answer at its
+next router; at T the running activity is cancelled and the answer is built from the best state
+seen so far (status `budget_exhausted`). A `stop` signal answers now, a `steer` update adds a
+requirement or exclusion (validated), and a `progress` query reports where the job is. State is
+checkpointed into the job store after every round, and the run continues as new with its state
+when the history grows large.
+"""
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from temporalio.langgraph import graph
+
+    from graphs.control import Control
+    from graphs.search_graph import GRAPH_NAME
+    from graphs.state import initial_state, ranked_candidates
+    from nodes.planning import validate_steering
+    from workflows.activities import answer_from_state, checkpoint_job, finish_job
+    from workflows.shared import STEER_FRACTION, JobInput
+
+_QUICK = {"start_to_close_timeout": timedelta(seconds=60),
+          "retry_policy": RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1))}
+
+
+@workflow.defn
+class SearchJob:
+    def __init__(self) -> None:
+        self.control = Control()
+        self.state: dict[str, Any] = {}
+        self.status = "running"
+        self.started_at = 0.0
+        self.budget_s = 0.0
+
+    # -- handlers ------------------------------------------------------------------------------
+
+    @workflow.query
+    def progress(self) -> dict[str, Any]:
+        used = max(0.0, workflow.now().timestamp() - self.started_at) if self.started_at else 0.0
+        top = ranked_candidates(self.state)[:5] if self.state else []
+        return {
+            "job_id": self.state.get("job_id"), "status": self.status, "round": self.state.get("round", 0),
+            "node": self.state.get("node", "start"), "candidates": len(self.state.get("candidates", {})),
+            "top": [{"docid": c["docid"], "score": round(c.get("score", 0.0), 4)} for c in top],
+            "budget": {"seconds": self.budget_s, "used": round(used, 1), "left": round(max(0.0, self.budget_s - used), 1),
+                       "submit_now": self.control.submit_now},
+            "tool_calls": self.state.get("stats", {}).get("tool_calls", 0),
+            "stop_requested": self.control.stop_requested,
+        }
+
+    @workflow.signal
+    def stop(self) -> None:
+        self.control.stop_requested = True
+
+    @workflow.update
+    def steer(self, text: str) -> dict[str, Any]:
+        note = {"text": validate_steering(text), "round": self.state.get("round", 0)}
+        self.control.pending_steering.append(note)
+        return {"accepted": note["text"], "applies_from_round": note["round"] + 1}
+
+    @steer.validator
+    def _validate_steer(self, text: str) -> None:
+        if self.status != "running" or self.control.answer_reason() or self.state.get("node") == "answer":
+            raise ValueError("the job is already answering or finished; start a new job to change its requirements")
+        validate_steering(text)
+
+    # -- run -----------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, inp: JobInput) -> dict[str, Any]:
+        now = workflow.now().timestamp()
+        self.started_at = inp.started_at or now
+        self.budget_s = float(inp.budget_seconds)
+        self.control.submit_now = inp.steer_fired
+        self.control.pending_steering = list(inp.pending_steering or [])
+        self.state = inp.state or dict(initial_state(inp.job_id, inp.collection, inp.intent, mode=inp.mode,
+                                                     policy=inp.policy, max_rounds=inp.max_rounds,
+                                                     max_tool_calls=inp.max_tool_calls))
+        steer_task = asyncio.create_task(self._submit_now_at(self.started_at + STEER_FRACTION * self.budget_s))
+        drive = asyncio.create_task(self._drive(self.state))
+        error: str | None = None
+        try:
+            await workflow.wait_condition(drive.done, timeout=max(0.0, self.started_at + self.budget_s - now))
+            await drive  # re-raises a graph failure
+        except asyncio.TimeoutError:
+            self.status = "budget_exhausted"
+            drive.cancel()
+            try:
+                await drive
+            except asyncio.CancelledError:
+                pass
+        except Exception as exc:  # the graph failed after Temporal's retries: keep what we have
+            self.status = "failed"
+            error = f"{type(exc).__name__}: {exc}"
+            workflow.logger.warning("search graph failed: %s", error)
+        finally:
+            steer_task.cancel()
+
+        result = self.state.get("result") if self.state.get("node") == "answer" else None
+        if self.status == "running" and result is None:
+            # The graph paused for continue-as-new: carry the state, the budget and the flags over.
+            workflow.continue_as_new(JobInput(
+                job_id=inp.job_id, collection=inp.collection, intent=inp.intent, mode=inp.mode, policy=inp.policy,
+                budget_seconds=inp.budget_seconds, max_rounds=inp.max_rounds, max_tool_calls=inp.max_tool_calls,
+                started_at=self.started_at, steer_fired=self.control.submit_now, state=self.state,
+                pending_steering=self.control.pending_steering))
+        if result is None:
+            result = await workflow.execute_activity(answer_from_state, self.state, **_QUICK)
+        if self.status == "running":
+            self.status = "stopped" if self.control.stop_requested else "completed"
+        final = await workflow.execute_activity(finish_job, args=[self.state, result, self.status, error], **_QUICK)
+        return final
+
+    async def _submit_now_at(self, at: float) -> None:
+        delay = at - workflow.now().timestamp()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        self.control.submit_now = True
+
+    async def _drive(self, state: dict[str, Any]) -> None:
+        app = graph(GRAPH_NAME).compile()
+        async for value in app.astream(state, stream_mode="values"):
+            self.state = value
+            if value.get("node") == "reflection":
+                await workflow.execute_activity(checkpoint_job, value, **_QUICK)
+                if workflow.info().is_continue_as_new_suggested():
+                    self.control.pause_requested = True
