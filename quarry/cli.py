@@ -149,3 +149,8 @@ def collections_cmd() -> None:
     from stores.home import list_collections
     for name in list_collections():
         out.print(name)
+
+
+from quarry import cli_jobs as _cli_jobs  # noqa: E402  (registers the job commands)
+
+_cli_jobs.register(app)

@@ -74,3 +74,48 @@ def long_doc(docid: str = "long1", paragraphs: int = 300) -> tuple[dict[str, Any
     paras = [f"paragraph {p:03d} {filler(p, 3)}" for p in range(1, paragraphs + 1)]
     rec = {"_id": docid, "title": "A long handbook", "text": "\n".join(paras), "metadata": {"year": 2001}}
     return rec, ["A long handbook", "year: 2001", *paras]
+
+
+# -- a small literature corpus for search jobs (graph and workflow tests) ----------------------
+
+# (topic key, title stem, body sentences). Titles vary by a per-document angle; bodies repeat the
+# topic's vocabulary so BM25 separates topics cleanly.
+SEARCH_TOPICS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "gnn": ("graph neural networks for molecular property prediction", (
+        "We study graph neural networks that predict molecular properties such as solubility and toxicity.",
+        "Atoms are nodes and chemical bonds are edges; message passing aggregates neighbour features.",
+        "Experiments on molecular benchmarks show accurate property prediction for drug discovery.")),
+    "lm": ("transformer language models for machine translation", (
+        "We train transformer language models with attention for machine translation between languages.",
+        "Subword vocabularies and beam search decoding improve translation quality on news text.",
+        "The encoder and decoder share embeddings; BLEU scores rise with model size.")),
+    "rl": ("reinforcement learning for robot arm control", (
+        "Reinforcement learning agents learn robot arm control policies from reward signals.",
+        "A simulated manipulator grasps objects; policy gradients and replay buffers stabilise training.",
+        "Sim-to-real transfer moves the learned controller onto a physical robot.")),
+    "fl": ("federated learning with differential privacy on phones", (
+        "Federated learning trains models on phones without collecting raw user data.",
+        "Differential privacy adds calibrated noise to client updates before secure aggregation.",
+        "Communication rounds and client sampling trade accuracy against privacy budgets.")),
+}
+SEARCH_ANGLES = ("a new approach to", "scalable", "an empirical study of", "revisiting", "efficient",
+                 "a benchmark of", "robust", "a survey of", "interpretable", "a review and survey of")
+SEARCH_YEARS = (2012, 2016, 2018, 2019, 2022, 2017, 2015, 2018, 2020, 2021)
+
+
+def search_docs() -> list[dict[str, Any]]:
+    """40 short papers: 10 per topic (ids `gnn00`…`fl09`), some titled as surveys or benchmarks.
+
+    Document k (0–9) of every topic has angle SEARCH_ANGLES[k] and year SEARCH_YEARS[k]: within
+    2015–2020 each topic has six non-survey papers (one a benchmark, k=5) and one survey (k=7);
+    k=0, 4 and 9 (a survey) fall outside that range.
+    """
+    docs = []
+    for t_no, (key, (stem_title, sentences)) in enumerate(SEARCH_TOPICS.items()):
+        for k, angle in enumerate(SEARCH_ANGLES):
+            year = SEARCH_YEARS[k]
+            body = "\n".join([sentences[k % 3], sentences[(k + 1) % 3], sentences[(k + 2) % 3],
+                              f"Variant {k} {filler(k + t_no, 6)}."])
+            docs.append({"_id": f"{key}{k:02d}", "title": f"{angle.capitalize()} {stem_title}",
+                         "text": body, "metadata": {"year": year}})
+    return docs

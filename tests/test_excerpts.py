@@ -36,11 +36,10 @@ def words(*parts: str | tuple[str, int]) -> str:
     (words("zebra", (A, 100)), "zebra", words("zebra", (A, 35)) + "…"),
     # case-insensitive, and matched by prefix ("zebras" -> "zebr")
     (words((A, 50), "Zebra", (O, 50)), "ZEBRAS", "…" + words((A, 12), "Zebra", (O, 23)) + "…"),
-    # stopwords never anchor: "the" at 0 is ignored, "zebra" at 300 anchors
-    (words("the", (A, 49), "zebra", (O, 50)).replace("the alpha", "the__ alpha")[:0]
-     + words("their", (A, 49), "zebra", (O, 50)), "their zebra", "…" + words((A, 12), "zebra", (O, 23)) + "…"),
-    # a term never matches inside a word: "cat" skips "bobcat" at 0 and anchors on "catty" at 300
-    (words("bobca", (A, 49), "catty", (O, 50)), "cat", "…" + words((A, 12), "catty", (O, 23)) + "…"),
+    # stopwords never anchor: "their" at 0 is ignored, "zebra" at 300 anchors
+    (words("their", (A, 49), "zebra", (O, 50)), "their zebra", "…" + words((A, 12), "zebra", (O, 23)) + "…"),
+    # a term never matches inside a word: "cat" skips "scats" at 0 and anchors on "catty" at 300
+    (words("scats", (A, 49), "catty", (O, 50)), "cat", "…" + words((A, 12), "catty", (O, 23)) + "…"),
     # the first match in the text wins, whatever the order of the query words
     (words((A, 50), "zebra", (O, 49), "quail"), "quail zebra", "…" + words((A, 12), "zebra", (O, 23)) + "…"),
 ])
@@ -51,7 +50,7 @@ def test_excerpt(text: str, query: str, expected: str) -> None:
 @pytest.mark.parametrize(("query", "term", "stem_len"), [
     ("retrieval", "retrieving", 6),  # long words match on all but their last 3 letters
     ("indexing", "indexes", 5),
-    ("cats", "catalogue", 4),        # words of 4 letters or fewer must match whole as a prefix
+    ("cats", "catsuit", 4),          # words of 4 letters or fewer must match whole as a prefix
 ])
 def test_prefix_matching_finds_inflected_forms(query: str, term: str, stem_len: int) -> None:
     text = words((A, 60), term, (O, 60))

@@ -1,0 +1,3 @@
+from quarry.cli import app
+
+app(prog_name="quarry")

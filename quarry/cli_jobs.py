@@ -1,0 +1,320 @@
+"""Job commands: server, worker, run, job list/show/progress/stop/steer/result, trace, down."""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from quarry.console import console, fail, out, print_json
+from quarry.jobs_render import render_progress, render_result
+from stores.errors import QuarryError
+from stores.home import quarry_home
+from workflows.shared import DEFAULT_BUDGET_S, UI_PORT_DEFAULT
+
+AddressOpt = Annotated[Optional[str], typer.Option("--temporal-address", envvar="QUARRY_TEMPORAL_ADDRESS",
+                                                   help="Temporal frontend host:port (default 127.0.0.1:7233)")]
+job_app = typer.Typer(no_args_is_help=True, help="Inspect and steer jobs.")
+
+
+def _set_address(address: str | None) -> None:
+    if address:
+        os.environ["QUARRY_TEMPORAL_ADDRESS"] = address
+
+
+def _trace_file(trace_id: str | None) -> str:
+    from observability import traces_dir
+    return str(traces_dir(quarry_home()) / f"{trace_id}.jsonl") if trace_id else ""
+
+
+def _ui_port() -> int:
+    return int(os.environ.get("QUARRY_UI_PORT", UI_PORT_DEFAULT))
+
+
+def _is_loopback(address: str) -> bool:
+    return address.rsplit(":", 1)[0] in ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def _run(coro):
+    try:
+        return asyncio.run(coro)
+    except QuarryError as err:
+        fail(err)
+    except RuntimeError as err:
+        if "connect" in str(err).lower():
+            fail(QuarryError("no_server", f"cannot reach Temporal: {err}",
+                             "start it with `quarry server`, or set --temporal-address / QUARRY_TEMPORAL_ADDRESS"))
+        raise
+
+
+async def _client():
+    from workflows.client import connect
+    from workflows.shared import temporal_address
+    try:
+        return await connect()
+    except RuntimeError as err:
+        raise QuarryError("no_server", f"cannot reach Temporal at {temporal_address()}: {err}",
+                          "start it with `quarry server` (or `quarry run`, which starts it), or set --temporal-address")
+
+
+def _worker_alive(home: Path) -> bool:
+    pidfile = home / "run" / "worker.pid"
+    try:
+        os.kill(int(pidfile.read_text()), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def ensure_infrastructure(home: Path) -> None:
+    """Start the embedded dev server and a worker when none is there (embedded defaults)."""
+    from workflows.dev_server import reachable, spawn_detached, start_server
+    from workflows.shared import temporal_address
+    address = temporal_address()
+    if not reachable(address):
+        if not _is_loopback(address):
+            raise QuarryError("no_server", f"no Temporal server at {address}",
+                              "check the address, or unset QUARRY_TEMPORAL_ADDRESS to use the embedded server")
+        port = int(address.rsplit(":", 1)[1])
+        console.print(f"starting the embedded Temporal dev server on {address} (Web UI :{_ui_port()}) …")
+        start_server(home, port, _ui_port())
+    if not _worker_alive(home):
+        console.print("starting a Quarry worker in the background (logs: "
+                      f"{home / 'logs' / 'worker.log'}; stop both with `quarry down`) …")
+        spawn_detached(home, "worker", [sys.executable, "-m", "quarry", "worker"])
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(job_app, name="job")
+
+    @app.command()
+    def server(port: Annotated[int, typer.Option(help="gRPC port")] = 7233,
+               ui_port: Annotated[int, typer.Option(help="Web UI port")] = UI_PORT_DEFAULT,
+               foreground: Annotated[bool, typer.Option(help="Run in this terminal instead of the background")] = False) -> None:
+        """Start the embedded Temporal dev server (SQLite and Web UI under QUARRY_HOME)."""
+        from workflows.dev_server import server_command, start_server
+        home = quarry_home()
+        home.mkdir(parents=True, exist_ok=True)
+        if foreground:
+            os.execv(server_command(home, port, ui_port)[0], server_command(home, port, ui_port))
+        try:
+            pid = start_server(home, port, ui_port)
+        except QuarryError as err:
+            fail(err)
+        out.print(("already running" if pid == 0 else f"started (pid {pid})") +
+                  f": 127.0.0.1:{port}, Web UI http://127.0.0.1:{ui_port}, database {home / 'temporal.db'}")
+
+    @app.command()
+    def worker(address: AddressOpt = None) -> None:
+        """Run a worker for search jobs in this terminal (Ctrl+C stops it)."""
+        _set_address(address)
+        from observability import setup_tracing
+        from workflows.worker import build_worker
+        setup_tracing("quarry-worker", quarry_home())
+
+        async def main() -> None:
+            client = await _client()
+            console.print(f"worker polling {os.environ.get('QUARRY_TASK_QUEUE', 'quarry-jobs')} …")
+            await build_worker(client, home=quarry_home()).run()
+        try:
+            _run(main())
+        except KeyboardInterrupt:
+            pass
+
+    @app.command()
+    def down() -> None:
+        """Stop the background server and worker that Quarry started."""
+        from workflows.dev_server import stop_detached
+        home = quarry_home()
+        for name in ("worker", "temporal-server"):
+            out.print(f"{name}: {'stopped' if stop_detached(home, name) else 'not running'}")
+
+    @app.command()
+    def run(name: str, intent: str,
+            budget: Annotated[float, typer.Option(min=1.0, help="Wall-clock budget in seconds")] = DEFAULT_BUDGET_S,
+            rounds: Annotated[int, typer.Option(min=1, max=20, help="Maximum rounds")] = 3,
+            mode: Annotated[str, typer.Option(help="list (ranked documents) or answer (cited answer)")] = "list",
+            wait: Annotated[bool, typer.Option("--wait", help="Wait for the result")] = False,
+            json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False,
+            address: AddressOpt = None) -> None:
+        """Submit a durable search job (starts the embedded server and a worker if needed)."""
+        _set_address(address)
+        if mode not in ("list", "answer"):
+            fail(QuarryError("bad_mode", f"unknown mode {mode!r}", "use --mode list or --mode answer"))
+        if not intent.strip():
+            fail(QuarryError("empty_intent", "the intent is empty", 'describe what to find, e.g. "dense retrieval, not surveys"'))
+        from observability import current_trace_id, get_tracer, setup_tracing, shutdown_tracing
+        from stores.collection import Collection
+        from stores.jobs import JobStore
+        from workflows.client import new_job_id, submit, web_ui_url
+        from workflows.shared import JobInput
+        home = quarry_home()
+        try:
+            Collection(name).lucene  # clear error now rather than a failed job later
+        except QuarryError as err:
+            fail(err)
+        setup_tracing("quarry-cli", home)
+
+        async def main() -> dict[str, Any]:
+            ensure_infrastructure(home)
+            client = await _client()
+            job_id = new_job_id()
+            with get_tracer().start_as_current_span("quarry run", attributes={"quarry.job_id": job_id}):
+                trace_id = current_trace_id()
+                JobStore(home / "jobs.sqlite").create(job_id, name, intent, workflow_id=job_id, trace_id=trace_id)
+                handle = await submit(client, JobInput(job_id=job_id, collection=name, intent=intent.strip(), mode=mode,
+                                                       budget_seconds=budget, max_rounds=rounds))
+            info = {"job_id": job_id, "web_ui": web_ui_url(job_id, _ui_port()), "trace_file": _trace_file(trace_id)}
+            if not wait:
+                return info
+            console.print(f"job {job_id} running — progress: quarry job progress {job_id}")
+            return await handle.result() | info
+
+        result = _run(main())
+        shutdown_tracing()
+        if json_out:
+            print_json(result)
+        elif wait:
+            render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"])
+        else:
+            out.print(f"submitted {result['job_id']}\nWeb UI: {result['web_ui']}\n"
+                      f"result: quarry job result {result['job_id']} --wait")
+
+    @app.command()
+    def trace(job_id: str) -> None:
+        """Print a job's span tree and a per-tool summary (count, total and p50 time)."""
+        from observability import load_spans, span_tree_lines, tool_summary, traces_dir
+        from stores.jobs import JobStore
+        try:
+            row = JobStore(quarry_home() / "jobs.sqlite").get(job_id)
+            if not row.get("trace_id"):
+                raise QuarryError("no_trace", f"job {job_id} has no recorded trace id", "it was submitted without tracing")
+            spans = load_spans(traces_dir(quarry_home()), row["trace_id"])
+        except QuarryError as err:
+            fail(err)
+        out.print(f"trace {row['trace_id']} · {len(spans)} spans · {_trace_file(row['trace_id'])}", highlight=False)
+        for line in span_tree_lines(spans):
+            out.print(line, highlight=False, markup=False)
+        table = Table(title="tool calls")
+        for col in ("tool", "count", "total_ms", "p50_ms"):
+            table.add_column(col, justify="left" if col == "tool" else "right")
+        for row_ in tool_summary(spans):
+            table.add_row(row_["tool"], str(row_["count"]), f"{row_['total_ms']:.1f}", f"{row_['p50_ms']:.1f}")
+        out.print(table)
+
+
+def _store():
+    from stores.jobs import JobStore
+    return JobStore(quarry_home() / "jobs.sqlite")
+
+
+@job_app.command("list")
+def job_list(limit: int = 20) -> None:
+    """Recent jobs from the job store."""
+    import datetime as dt
+    table = Table()
+    for col in ("job", "status", "collection", "round", "created", "intent"):
+        table.add_column(col, no_wrap=col != "intent", overflow="fold")
+    for j in _store().list(limit):
+        table.add_row(j["job_id"], j["status"], j["collection"], str(j["round"]),
+                      dt.datetime.fromtimestamp(j["created_at"]).strftime("%Y-%m-%d %H:%M:%S"), j["intent"][:60])
+    out.print(table)
+
+
+@job_app.command("show")
+def job_show(job_id: str, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """A job's stored record: status, plan, latest checkpoint or result, Web UI and trace file."""
+    from workflows.client import web_ui_url
+    try:
+        row = _store().get(job_id)
+    except QuarryError as err:
+        fail(err)
+    if json_out:
+        print_json({k: v for k, v in row.items() if k != "state"} | {"web_ui": web_ui_url(job_id, _ui_port())})
+        return
+    if row.get("result"):
+        render_result(row["result"], web_ui=web_ui_url(job_id, _ui_port()), trace_file=_trace_file(row.get("trace_id")))
+        return
+    state = row.get("state") or {}
+    out.print(f"{job_id} · {row['status']} · {row['collection']} · round {row['round']}\nintent: {row['intent']}", highlight=False)
+    for item in state.get("plan", {}).get("checklist", []):
+        out.print(f"  [{item['kind']}] {item['text']}", highlight=False)
+    out.print(f"Web UI: {web_ui_url(job_id, _ui_port())}\ntrace:  {_trace_file(row.get('trace_id'))}", highlight=False)
+
+
+@job_app.command("progress")
+def job_progress(job_id: str, address: AddressOpt = None,
+                 json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Ask a running job where it is (round, node, top 5, budget)."""
+    _set_address(address)
+
+    async def main():
+        client = await _client()
+        return await client.get_workflow_handle(job_id).query("progress")
+    p = _run(main())
+    try:
+        col = p.get("job_id") and _store().get(job_id)["collection"]
+        from stores.collection import Collection
+        titles = Collection(col).corpus.titles([t["docid"] for t in p["top"]]) if col else {}
+        for t in p["top"]:
+            t["title"] = titles.get(t["docid"], "")
+    except QuarryError:
+        pass
+    print_json(p) if json_out else render_progress(p)
+
+
+@job_app.command("stop")
+def job_stop(job_id: str, address: AddressOpt = None) -> None:
+    """Ask a job to answer now with what it has."""
+    _set_address(address)
+
+    async def main():
+        client = await _client()
+        await client.get_workflow_handle(job_id).signal("stop")
+    _run(main())
+    out.print(f"stop sent to {job_id}; it answers at its next step")
+
+
+@job_app.command("steer")
+def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
+    """Add a requirement or exclusion to a running job (e.g. "not surveys", "2019-2023")."""
+    _set_address(address)
+    from temporalio.client import WorkflowUpdateFailedError
+
+    async def main():
+        client = await _client()
+        try:
+            return await client.get_workflow_handle(job_id).execute_update("steer", text)
+        except WorkflowUpdateFailedError as err:
+            cause = getattr(err, "cause", None)
+            raise QuarryError("steer_rejected", f"steering rejected: {getattr(cause, 'message', None) or cause or err}",
+                              'phrase one requirement, e.g. "must use hospital data" or "not surveys"') from None
+    accepted = _run(main())
+    out.print(f"accepted: {accepted['accepted']!r} (applies from round {accepted['applies_from_round']})", highlight=False)
+
+
+@job_app.command("result")
+def job_result(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = False,
+               json_out: Annotated[bool, typer.Option("--json")] = False, address: AddressOpt = None) -> None:
+    """A job's final result (from the job store, or wait for it)."""
+    _set_address(address)
+    from workflows.client import web_ui_url
+    try:
+        row = _store().get(job_id)
+    except QuarryError as err:
+        fail(err)
+    result = row.get("result")
+    if result is None and wait:
+        async def main():
+            client = await _client()
+            return await client.get_workflow_handle(job_id).result()
+        result = _run(main())
+    if result is None:
+        fail(QuarryError("not_finished", f"job {job_id} is {row['status']} (round {row['round']})",
+                         f"wait for it: quarry job result {job_id} --wait"))
+    result = result | {"web_ui": web_ui_url(job_id, _ui_port()), "trace_file": _trace_file(row.get("trace_id"))}
+    print_json(result) if json_out else render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"])
