@@ -16,7 +16,7 @@ setup: $(BIN)/quarry
 
 demo: setup
 	$(BIN)/quarry ingest examples/corpus --name sample
-	$(BIN)/quarry search sample "dense passage retrieval for open-domain question answering"
+	$(BIN)/quarry run sample "dense passage retrieval with dual encoders for open-domain question answering, not surveys" --wait
 
 test: setup
 	$(BIN)/pytest -q

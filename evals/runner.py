@@ -18,7 +18,7 @@ from stores.collection import Collection
 from stores.errors import QuarryError
 
 RankFn = Callable[[str], list[tuple[str, float]]]
-SYSTEMS = ("bm25",)
+SYSTEMS = ("bm25", "agent")
 
 
 @dataclass
@@ -68,8 +68,10 @@ def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None,
         qids = qids[:limit_queries]
     if not qids:
         raise QuarryError("no_queries", f"split {split!r} has no judged queries with text", "check queries.jsonl")
-    rank = system_ranker(col, system, k1, b, depth)
     col.lucene  # open (and validate) before fanning out to threads
+    if system == "agent":
+        return _evaluate_agent(col, split, qids, texts, qrels, run_file, on_query)
+    rank = system_ranker(col, system, k1, b, depth)
 
     def timed(qid: str) -> tuple[list[tuple[str, float]], float]:
         started = time.perf_counter()
@@ -89,3 +91,19 @@ def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None,
     write_run(path, run, f"quarry-{system}")
     return EvalResult(col.name, system, split, len(qids), mean_metrics(judged, run), per_query(judged, run), path,
                       {"mean_latency_s": round(elapsed / len(qids), 4)})
+
+
+def _evaluate_agent(col: Collection, split: str, qids: list[str], texts: dict[str, str], qrels,
+                    run_file: Path | None, on_query: Callable[[int, int], None] | None) -> EvalResult:
+    from evals.agent_system import agent_runs
+
+    started = time.perf_counter()
+    ranked, stats = agent_runs(col, {q: texts[q] for q in qids}, on_done=on_query)
+    elapsed = time.perf_counter() - started
+    run = {q: dict(r) for q, r in ranked.items()}
+    judged = {q: qrels[q] for q in qids}
+    path = run_file or col.paths.runs_dir / f"agent-{split}.trec"
+    write_run(path, run, "quarry-agent")
+    extras = {"hallucination_rate": stats["hallucination_rate"], "tool_calls_per_query": stats["tool_calls_per_query"],
+              "mean_latency_s": round(elapsed / max(len(qids), 1), 4)}
+    return EvalResult(col.name, "agent", split, len(qids), mean_metrics(judged, run), per_query(judged, run), path, extras)

@@ -89,6 +89,12 @@ def bump(stats: dict[str, int], **deltas: int) -> dict[str, int]:
 
 
 def ranked_candidates(state: JobState) -> list[Candidate]:
-    """Candidates not excluded, best first: verified score, then fused retrieval score, then docid."""
+    """Candidates that pass the hard constraints, best first.
+
+    Order is the fused retrieval score, then the verification score S, then docid. Sorting by
+    the heuristic S itself was measured to hurt (CACM nDCG@20 0.403 vs 0.490 for BM25): its
+    term-coverage item scores are too coarse to reorder; S filters, explains and breaks ties
+    until evidence is located by embeddings (dense channel).
+    """
     pool = [c for c in state.get("candidates", {}).values() if not c.get("excluded")]
-    return sorted(pool, key=lambda c: (-c.get("score", 0.0), -c.get("fused", 0.0), c["docid"]))
+    return sorted(pool, key=lambda c: (-c.get("fused", 0.0), -c.get("score", 0.0), c["docid"]))

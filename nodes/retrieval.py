@@ -13,8 +13,16 @@ POOL_DEPTH = 100
 RRF_K = 60
 
 
-def rrf(ranks: dict[str, int], k: int = RRF_K) -> float:
-    return sum(1.0 / (k + r) for r in ranks.values())
+USER_WORDS_WEIGHT = 4.0
+
+
+def rrf(ranks: dict[str, int], weights: dict[str, float] | None = None, k: int = RRF_K) -> float:
+    """Weighted Reciprocal Rank Fusion; the search of the user's own words counts four times,
+    so feedback queries add documents without drowning the user's intent. Measured on CACM
+    (BM25 0.9/0.4 nDCG@20 0.477): equal weights 0.449, weight 4 0.458 — feedback terms from
+    the heuristic policy still cost a little there; see the issue notes."""
+    weights = weights or {}
+    return sum(weights.get(sid, 1.0) / (k + r) for sid, r in ranks.items())
 
 
 def retrieval(state: JobState) -> dict:
@@ -31,13 +39,15 @@ def retrieval(state: JobState) -> dict:
         if not isinstance(page, SearchPage):
             searches.append({"search_id": "", "query": query, "total": 0, "round": state.get("round", 1), "error": page.message})
             continue
-        searches.append({"search_id": page.search_id, "query": query, "total": page.total, "round": state.get("round", 1)})
+        searches.append({"search_id": page.search_id, "query": query, "total": page.total, "round": state.get("round", 1),
+                         "weight": USER_WORDS_WEIGHT if not searches else 1.0})
         previewed.extend(h.docid for h in page.hits if h.docid not in seen_preview)
         seen_preview.update(h.docid for h in page.hits)
+        weights = {x["search_id"]: x.get("weight", 1.0) for x in searches}
         ranking = tools.ranking(page.search_id)
         for rank, docid in enumerate(ranking.docids[:POOL_DEPTH] if ranking else (), start=1):
             cand = candidates.setdefault(docid, Candidate(docid=docid, ranks={}, fused=0.0, score=0.0))
             cand["ranks"] = {**cand.get("ranks", {}), page.search_id: rank}
-            cand["fused"] = round(rrf(cand["ranks"]), 8)
+            cand["fused"] = round(rrf(cand["ranks"], weights), 8)
     return {"candidates": candidates, "searches": searches, "previewed": previewed, "queries": [],
             "stats": bump(state.get("stats", {}), tool_calls=tools.calls, searches=tools.calls), "node": "retrieval"}

@@ -57,7 +57,8 @@ def violated_constraint(plan: Plan, rec: DocRecord) -> str:
             return f"published {rec.year}, before {y_min}"
         if y_max is not None and rec.year > y_max:
             return f"published {rec.year}, after {y_max}"
-    head = stems(" ".join([rec.title, " ".join(rec.keywords)]))
+    first_sentence = re.split(r"(?<=[.!?])\s", rec.text, maxsplit=1)[0] if rec.text else ""
+    head = stems(" ".join([rec.title, " ".join(rec.keywords), first_sentence]))
     for phrase in plan.get("exclusions", []):
         words = {stem(t) for t in query_terms(phrase)}
         if words and words <= head:

@@ -116,7 +116,7 @@ def read(name: str, docid: str,
 
 @app.command("eval")
 def eval_cmd(name: str,
-             system: Annotated[str, typer.Option(help="bm25")] = "bm25",
+             system: Annotated[str, typer.Option(help="bm25 or agent (durable jobs on a local dev server)")] = "bm25",
              split: Annotated[Optional[str], typer.Option(help="qrels split (default: test, else the only one)")] = None,
              queries: Annotated[Optional[int], typer.Option(min=1, help="Only the first N judged queries")] = None,
              k1: Optional[float] = None, b: Optional[float] = None,

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes import long_doc, topic_docs, write_jsonl
+from tests.fakes import long_doc, search_docs, topic_docs, write_jsonl
 
 SHARED = "shared"
 SHARED_TOPIC_DOCS = 70  # > 50 so that the page-limit cap of read_search_results is observable
+LITERATURE = "lit"  # the 40-paper corpus of tests.fakes.search_docs, for search jobs
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +36,18 @@ def shared_collection(quarry_home: Path, tmp_path_factory: pytest.TempPathFactor
                       [*topic_docs(SHARED_TOPIC_DOCS), long_rec])
     ingest(src, SHARED, home=quarry_home)
     return Collection(SHARED, home=quarry_home)
+
+
+@pytest.fixture(scope="session")
+def literature(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory):
+    """`lit`: the 40 short papers of `search_docs()` (four topics, years, surveys, a benchmark).
+
+    One warm-up search starts the JVM here, so jobs with small budgets do not pay for it.
+    """
+    from stores.collection import Collection, ingest
+
+    src = write_jsonl(tmp_path_factory.mktemp("lit-src") / "lit.jsonl", search_docs())
+    ingest(src, LITERATURE, home=quarry_home)
+    col = Collection(LITERATURE, home=quarry_home)
+    assert col.lucene.search("graph neural networks", k=5)
+    return col

@@ -5,8 +5,10 @@ Everything here is deterministic and tiny, so each test module can build its own
 """
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +121,57 @@ def search_docs() -> list[dict[str, Any]]:
             docs.append({"_id": f"{key}{k:02d}", "title": f"{angle.capitalize()} {stem_title}",
                          "text": body, "metadata": {"year": year}})
     return docs
+
+
+class NodeGate:
+    """A stand-in node body that holds chosen calls until the test releases them.
+
+    `wrap(fn)` returns a node body (state -> update) that records each call's round in `calls`,
+    blocks the calls that `hold(call_no, state)` selects (call_no counts from 0) on an event the
+    test controls, then runs `fn`. Patch it over a node module's function (e.g.
+    `nodes.verification.verification`): the graph's async shells look it up at call time, so
+    the job is deterministically mid-run while a call is held.
+    """
+
+    def __init__(self, hold: Callable[[int, Mapping[str, Any]], bool], max_hold_s: float = 120.0) -> None:
+        self.hold = hold
+        self.max_hold_s = max_hold_s
+        self.calls: list[int] = []
+        self.entered = threading.Event()
+        self.released = threading.Event()
+        self._lock = threading.Lock()
+
+    def wrap(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def gated(state):
+            with self._lock:
+                call_no = len(self.calls)
+                self.calls.append(int(state.get("round", 0)))
+            if self.hold(call_no, state):
+                self.entered.set()
+                if not self.released.wait(self.max_hold_s):
+                    raise TimeoutError("NodeGate was never released")
+            return fn(state)
+
+        gated.__name__ = getattr(fn, "__name__", "gated")
+        return gated
+
+    async def wait_entered(self, timeout_s: float = 60.0) -> None:
+        if not await asyncio.to_thread(self.entered.wait, timeout_s):
+            raise AssertionError(f"no held call within {timeout_s}s (calls so far: {self.calls})")
+
+    def release(self) -> None:
+        self.released.set()
+
+
+async def poll_until(probe: Callable[[], Awaitable[Any]], ok: Callable[[Any], bool], timeout_s: float = 30.0,
+                     every_s: float = 0.05) -> Any:
+    """Call `probe` until `ok(value)`; fail after `timeout_s` showing the last value seen."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        value = await probe()
+        if ok(value):
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout_s}s; last value: {value!r}")
+        await asyncio.sleep(every_s)

@@ -15,6 +15,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from temporalio.langgraph import graph
@@ -27,7 +28,17 @@ with workflow.unsafe.imports_passed_through():
     from workflows.shared import STEER_FRACTION, JobInput
 
 _QUICK = {"start_to_close_timeout": timedelta(seconds=60),
-          "retry_policy": RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1))}
+          "retry_policy": RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1),
+                                      non_retryable_error_types=["QuarryError"])}
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost cause of a failure (an activity's own error, not 'Activity task failed')."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    if isinstance(exc, ApplicationError) and exc.type:
+        return f"{exc.type}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 @workflow.defn
@@ -94,11 +105,11 @@ class SearchJob:
             drive.cancel()
             try:
                 await drive
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, ActivityError):  # the running node activity was cancelled
                 pass
         except Exception as exc:  # the graph failed after Temporal's retries: keep what we have
             self.status = "failed"
-            error = f"{type(exc).__name__}: {exc}"
+            error = _root_cause(exc)
             workflow.logger.warning("search graph failed: %s", error)
         finally:
             steer_task.cancel()
@@ -112,7 +123,16 @@ class SearchJob:
                 started_at=self.started_at, steer_fired=self.control.submit_now, state=self.state,
                 pending_steering=self.control.pending_steering))
         if result is None:
-            result = await workflow.execute_activity(answer_from_state, self.state, **_QUICK)
+            try:
+                result = await workflow.execute_activity(answer_from_state, self.state, **_QUICK)
+            except ActivityError as exc:  # nothing to answer from (e.g. the collection is gone)
+                if self.status != "failed":
+                    raise
+                result = {"job_id": inp.job_id, "collection": inp.collection, "intent": inp.intent, "mode": inp.mode,
+                          "ranked": [], "run": [], "cited": [], "rounds": self.state.get("round", 0)}
+        if not result.get("stop_reason"):  # answered because of a stop, the budget steer or the hard stop
+            reason = "budget_exhausted" if self.status == "budget_exhausted" else self.control.answer_reason()
+            result = dict(result) | {"stop_reason": reason}
         if self.status == "running":
             self.status = "stopped" if self.control.stop_requested else "completed"
         final = await workflow.execute_activity(finish_job, args=[self.state, result, self.status, error], **_QUICK)

@@ -1,0 +1,66 @@
+"""The `agent` system for evaluation: real SearchJob workflows on a local dev server + worker.
+
+Evaluation goes through the same workflow code path as users; jobs run several at a time. The
+agent's run is its ranked pool followed by the rest of the user-words BM25 ranking, so depth
+metrics (Recall@1000) compare like with like.
+"""
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from stores.collection import Collection
+
+CONCURRENCY = 4
+
+
+async def _run_jobs(col: Collection, texts: dict[str, str], home: Path, budget_s: float, rounds: int,
+                    on_done: Callable[[int, int], None] | None) -> dict[str, dict]:
+    from temporalio.testing import WorkflowEnvironment
+
+    from workflows.client import submit
+    from workflows.dev_server import temporal_binary
+    from workflows.shared import JobInput
+    from workflows.worker import build_worker
+
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
+                                                dev_server_extra_args=["--log-level", "error"])
+    results: dict[str, dict] = {}
+    async with env:
+        queue = f"quarry-eval-{uuid.uuid4().hex[:8]}"
+        async with build_worker(env.client, home=home, queue=queue):
+            gate = asyncio.Semaphore(CONCURRENCY)
+
+            async def one(qid: str) -> None:
+                async with gate:
+                    inp = JobInput(job_id=f"eval-{col.name}-{qid}-{uuid.uuid4().hex[:6]}", collection=col.name,
+                                   intent=texts[qid], budget_seconds=budget_s, max_rounds=rounds)
+                    handle = await submit(env.client, inp, queue=queue)
+                    results[qid] = await handle.result()
+                    if on_done:
+                        on_done(len(results), len(texts))
+            await asyncio.gather(*(one(q) for q in texts))
+    return results
+
+
+def agent_runs(col: Collection, texts: dict[str, str], *, budget_s: float = 300.0, rounds: int = 3,
+               depth: int = 1000, on_done: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[tuple[str, float]]], dict]:
+    """Run one job per query; return runs (docid, pseudo-score) and job statistics."""
+    results = asyncio.run(_run_jobs(col, texts, col.paths.root.parent.parent, budget_s, rounds, on_done))
+    runs: dict[str, list[tuple[str, float]]] = {}
+    unknown = outputs = tool_calls = 0
+    for qid, res in results.items():
+        order = list(res.get("run", []))
+        seen = set(order)
+        order += [h.docid for h in col.lucene.search(texts[qid], depth) if h.docid not in seen]
+        order = order[:depth]
+        outputs += len(order)
+        unknown += sum(1 for d in order if not col.corpus.has(d))
+        tool_calls += res.get("stats", {}).get("tool_calls", 0)
+        runs[qid] = [(d, float(depth - i)) for i, d in enumerate(order)]
+    stats = {"hallucination_rate": unknown / outputs if outputs else 0.0,
+             "tool_calls_per_query": round(tool_calls / max(len(results), 1), 2),
+             "statuses": sorted({r.get("status", "?") for r in results.values()})}
+    return runs, stats

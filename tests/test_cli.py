@@ -1,0 +1,159 @@
+"""The `quarry` command line end to end (typer's CliRunner, real Lucene, a private --home)."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from quarry.cli import app
+from stores.collection import Collection
+from tests.fakes import topic_docs, write_beir, write_jsonl
+
+NAME = "cli"
+EVAL_KEYS = {"ndcg@10", "ndcg@20", "recall@20", "precision@20", "f1@20", "recall@1000", "map"}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(home, BEIR folder): 28 topic docs + 2 animal docs; q1 finds its one relevant doc at
+    rank 1, q2's relevant doc does not contain the query word at all."""
+    home = tmp_path_factory.mktemp("cli-home")
+    folder = write_beir(
+        tmp_path_factory.mktemp("cli-src") / "beir",
+        [*topic_docs(28),
+         {"_id": "zeb", "title": "Zebra stripes", "text": "zebra herd ecology"},
+         {"_id": "oce", "title": "Ocelot", "text": "ocelot habitat"}],
+        queries={"q1": "zebra", "q2": "ocelot", "q3": "unjudged retrieval"},
+        qrels={"test": [("q1", "zeb", 1), ("q2", "t001", 1)]},
+    )
+    # the app's --home callback exports QUARRY_HOME; keep that out of the other test modules
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("QUARRY_HOME", str(home))
+        yield home, folder
+
+
+def run(home: Path, *args: str):
+    return CliRunner().invoke(app, ["--home", str(home), *args])
+
+
+def last_json(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def ingested(env) -> Path:
+    home, folder = env
+    result = run(home, "ingest", str(folder), "--name", NAME)
+    assert result.exit_code == 0, result.output
+    assert "30 documents" in result.stdout and "2 queries" not in result.stdout
+    assert "3 queries" in result.stdout and "test" in result.stdout and "BM25 index built" in result.stdout
+    return home
+
+
+def test_reingest_is_unchanged_and_listed(ingested: Path, env) -> None:
+    result = run(ingested, "ingest", str(env[1]), "--name", NAME)
+    assert result.exit_code == 0 and "unchanged" in result.stdout
+    assert run(ingested, "collections").stdout.split() == [NAME]
+
+
+def test_search_json_previews_five_hits(ingested: Path) -> None:
+    data = last_json(run(ingested, "search", NAME, "retrieval", "--json"))
+    assert set(data) == {"search_id", "total", "hits"}
+    assert data["search_id"] and data["total"] == 28
+    assert [h["rank"] for h in data["hits"]] == [1, 2, 3, 4, 5]
+    assert all(h["excerpt"] and "retrieval" in h["excerpt"] and h["title"] for h in data["hits"])
+    deep = Collection(NAME, ingested).lucene.search("retrieval")
+    assert [h["docid"] for h in data["hits"]] == [h.docid for h in deep[:5]]
+
+
+def test_search_offset_and_limit_page_the_deep_ranking(ingested: Path) -> None:
+    data = last_json(run(ingested, "search", NAME, "retrieval", "--offset", "6", "--limit", "10", "--json"))
+    assert [h["rank"] for h in data["hits"]] == list(range(6, 16))
+    deep = Collection(NAME, ingested).lucene.search("retrieval")
+    assert [h["docid"] for h in data["hits"]] == [h.docid for h in deep[5:15]]
+    assert data["total"] == 28
+
+
+def test_search_text_output(ingested: Path) -> None:
+    result = run(ingested, "search", NAME, "zebra")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith("1 results for 'zebra'; ranks 1–1:")
+    assert lines[1].startswith("1. docid=zeb score=")
+    assert lines[-1] == "End of this ranking."
+
+
+def test_read_prints_numbered_lines(ingested: Path) -> None:
+    result = run(ingested, "read", NAME, "zeb")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["[docid=zeb lines 1–2 of 2]", "1  Zebra stripes", "2  zebra herd ecology",
+                                          "End of document."]
+    result = run(ingested, "read", NAME, "t003", "--offset", "2", "--limit", "1")
+    assert result.stdout.splitlines()[0].startswith("[docid=t003 lines 2–2 of ")
+
+
+def test_eval_json(ingested: Path, tmp_path: Path) -> None:
+    run_file = tmp_path / "bm25.trec"
+    data = last_json(run(ingested, "eval", NAME, "--json", "--run", str(run_file)))
+    assert EVAL_KEYS <= set(data)
+    assert data["queries"] == 2 and data["split"] == "test" and data["system"] == "bm25"
+    # q1: its only relevant doc at rank 1 (every metric 1, P@20 = 1/20); q2: nothing relevant found
+    expected = {"ndcg@10": 0.5, "ndcg@20": 0.5, "recall@20": 0.5, "recall@1000": 0.5, "map": 0.5,
+                "precision@20": (1 / 20) / 2, "f1@20": (2 * (1 / 20) * 1 / (1 / 20 + 1)) / 2}
+    for key, value in expected.items():
+        assert data[key] == pytest.approx(value, abs=1e-4), key
+    lines = run_file.read_text().splitlines()
+    assert lines[0].split()[:4] == ["q1", "Q0", "zeb", "1"]
+    assert {line.split()[0] for line in lines} == {"q2"} | {"q1"}
+
+
+# -- errors: exit 2 with the code and a hint on stderr -------------------------------------------------
+
+
+def assert_fails(result, code: str) -> str:
+    assert result.exit_code == 2, result.output
+    assert f"({code})" in result.stderr and "hint:" in result.stderr, result.stderr
+    assert result.stdout == ""
+    return result.stderr
+
+
+def test_unknown_collection(env) -> None:
+    stderr = assert_fails(run(env[0], "search", "nope", "retrieval"), "no_collection")
+    assert "quarry ingest" in stderr
+
+
+def test_unknown_docid(ingested: Path) -> None:
+    assert_fails(run(ingested, "read", NAME, "no-such-doc"), "unknown_docid")
+
+
+def test_empty_query(ingested: Path) -> None:
+    assert_fails(run(ingested, "search", NAME, "   "), "empty_query")
+
+
+def test_bad_collection_name(env) -> None:
+    assert_fails(run(env[0], "ingest", str(env[1]), "--name", "../escape"), "bad_name")
+    assert not (env[0].parent / "escape").exists()
+
+
+def test_nonexistent_input(env, tmp_path: Path) -> None:
+    assert_fails(run(env[0], "ingest", str(tmp_path / "missing.jsonl"), "--name", "x"), "not_found")
+
+
+def test_bad_ingest_file_names_file_and_line(env, tmp_path: Path) -> None:
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"_id": "a", "title": "fine"}, '{"_id": "b" "title": "x"}',
+                                                {"_id": "a", "title": "dup"}])
+    stderr = assert_fails(run(env[0], "ingest", str(bad), "--name", "badone"), "bad_input")
+    assert f"{bad}:2:" in stderr and f"{bad}:3:" in stderr
+    assert not (env[0] / "collections" / "badone" / "corpus.sqlite").exists()
+
+
+def test_error_lines_are_not_hard_wrapped(env, tmp_path: Path) -> None:
+    # stderr is often a log file or a pipe: a file:line must stay on one line whatever its length
+    deep_dir = tmp_path / ("a_fairly_long_folder_name_" * 3) / "and_another_level_of_nesting"
+    bad = write_jsonl(deep_dir / "bad.jsonl", ['{"_id": "b" "title": "x"}'])
+    stderr = assert_fails(run(env[0], "ingest", str(bad), "--name", "badtwo"), "bad_input")
+    assert f"{bad}:1:" in stderr, stderr
