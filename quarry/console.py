@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from stores.errors import QuarryError
 from stores.readers import ProgressFn
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # never hard-wrap paths in error messages
 out = Console(soft_wrap=True)
 
 

@@ -28,8 +28,9 @@ META_FILE = "quarry-index.json"
 DEFAULT_K1, DEFAULT_B = 0.9, 0.4
 # Lucene rejects Boolean queries with more than 1024 clauses; one clause per distinct term.
 MAX_QUERY_TERMS = 900
-_WORD = re.compile(r"\w+", re.UNICODE)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Lucene's tokenizer splits CJK text into single characters, so each counts as a term here.
+_WORD = re.compile(r"[\u2E80-\u9FFF\uAC00-\uD7AF\uF900-\uFAFF]|\w+", re.UNICODE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")  # control chars and lone surrogates
 
 
 @dataclass(frozen=True, slots=True)

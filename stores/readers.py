@@ -104,22 +104,28 @@ def record_from_json(obj: Any) -> DocRecord:
 def _read_jsonl(path: Path, problems: _Problems, progress: ProgressFn | None) -> Iterator[tuple[int, Any]]:
     total = path.stat().st_size
     done = 0
-    try:
-        with path.open("r", encoding="utf-8") as fh:
-            for no, line in enumerate(fh, start=1):
-                done += len(line.encode("utf-8"))
-                if progress and no % 500 == 0:
-                    progress("reading", done, total)
-                if not line.strip():
-                    continue
-                try:
-                    yield no, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    problems.add(f"{path}:{no}", f"not valid JSON ({exc.msg} at column {exc.colno})")
-    except UnicodeDecodeError as exc:
-        problems.add(f"{path}", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+    for no, line in _utf8_lines(path, problems):
+        done += len(line)
+        if progress and no % 500 == 0:
+            progress("reading", done, total)
+        if not line.strip():
+            continue
+        try:
+            yield no, json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.add(f"{path}:{no}", f"not valid JSON ({exc.msg} at column {exc.colno})")
     if progress:
         progress("reading", total, total)
+
+
+def _utf8_lines(path: Path, problems: _Problems) -> Iterator[tuple[int, str]]:
+    """Lines decoded one by one, so a bad byte is reported with its line number."""
+    with path.open("rb") as fh:
+        for no, raw in enumerate(fh, start=1):
+            try:
+                yield no, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.add(f"{path}:{no}", f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)")
 
 
 def _read_documents(path: Path, problems: _Problems, progress: ProgressFn | None) -> list[DocRecord]:
@@ -140,8 +146,8 @@ def _read_documents(path: Path, problems: _Problems, progress: ProgressFn | None
 
 
 def _read_tsv(path: Path, problems: _Problems, columns: int) -> Iterator[tuple[int, list[str]]]:
-    with path.open("r", encoding="utf-8", newline="") as fh:
-        for no, row in enumerate(csv.reader(fh, delimiter="\t"), start=1):
+    for no, line in _utf8_lines(path, problems):
+        for row in csv.reader([line.rstrip("\r\n")], delimiter="\t"):
             if not row or not "".join(row).strip():
                 continue
             if no == 1 and not row[-1].strip().lstrip("-").isdigit() and columns == 3:
@@ -195,8 +201,13 @@ def _read_beir_extras(folder: Path, src: CorpusSource, problems: _Problems) -> N
 def _read_text_folder(folder: Path, problems: _Problems, progress: ProgressFn | None) -> list[DocRecord]:
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in _TEXT_SUFFIXES)
     records: list[DocRecord] = []
+    first_file: dict[str, Path] = {}
     for i, path in enumerate(files, start=1):
         docid = re.sub(r"\s+", "_", path.relative_to(folder).with_suffix("").as_posix())
+        if docid in first_file:
+            problems.add(f"{path}:1", f"duplicate document id {docid!r} (also the id of {first_file[docid]}); rename one file")
+            continue
+        first_file[docid] = path
         try:
             content = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:

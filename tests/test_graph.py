@@ -1,0 +1,221 @@
+"""The search graph: its shape, an in-process run on a fixture corpus, and routing under Control.
+
+In-process runs use the same nodes, tools and policy as a Temporal job; routers read the
+control installed with `use_local_control` instead of a workflow's signal/update state.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphs.control import Control, reset_local_control, use_local_control
+from graphs.search_graph import (
+    make_search_graph,
+    route_after_reflection,
+    route_after_retrieval,
+    route_after_verification,
+    route_start,
+)
+from graphs.state import initial_state
+from nodes.runtime import NodeRuntime, configure_runtime
+from tests.conftest import LITERATURE
+
+INTENT = "graph neural networks for molecular property prediction, 2015-2020, not surveys"
+NODES = {"navigator", "retrieval", "verification", "reflection", "steer", "answer"}
+# (source, target, conditional): the design's loop plus the control exits and the steer detour.
+EDGES = {
+    ("__start__", "navigator", True), ("__start__", "retrieval", True), ("__start__", "answer", True),
+    ("navigator", "retrieval", False),
+    ("retrieval", "verification", True), ("retrieval", "answer", True),
+    ("verification", "reflection", True), ("verification", "answer", True),
+    ("reflection", "retrieval", True), ("reflection", "steer", True), ("reflection", "answer", True),
+    ("reflection", "__end__", True),
+    ("steer", "retrieval", False),
+    ("answer", "__end__", False),
+}
+
+
+@pytest.fixture(scope="module")
+def runtime(literature, quarry_home: Path) -> Iterator[NodeRuntime]:
+    rt = NodeRuntime(quarry_home)
+    configure_runtime(rt)
+    yield rt
+    configure_runtime(None)
+
+
+@pytest.fixture()
+def control() -> Iterator[Control]:
+    """A fresh Control installed for the test (routers read it in-process)."""
+    ctl = Control()
+    token = use_local_control(ctl)
+    yield ctl
+    reset_local_control(token)
+
+
+async def run_graph(job_id: str, intent: str = INTENT, **kwargs: Any) -> tuple[dict, list[str]]:
+    """Run the compiled graph in-process; return the final state and the nodes in the order run."""
+    app = make_search_graph().compile()
+    state: dict = dict(initial_state(job_id, LITERATURE, intent, **kwargs))
+    order: list[str] = []
+    async for update in app.astream(state, stream_mode="updates"):
+        for node, delta in update.items():
+            order.append(node)
+            state = state | (delta or {})
+    return state, order
+
+
+# -- shape -------------------------------------------------------------------------------------
+
+
+def test_graph_shape_snapshot() -> None:
+    drawn = make_search_graph().compile().get_graph()
+    assert set(drawn.nodes) == NODES | {"__start__", "__end__"}
+    assert {(e.source, e.target, e.conditional) for e in drawn.edges} == EDGES
+    mermaid = drawn.draw_mermaid()
+    for node in NODES:
+        assert f"\t{node}(" in mermaid
+    # Conditional edges are drawn dotted, fixed ones solid.
+    assert "verification -.-> reflection;" in mermaid and "navigator --> retrieval;" in mermaid
+    assert "steer --> retrieval;" in mermaid and "answer --> __end__;" in mermaid
+
+
+def test_nodes_declare_where_they_run() -> None:
+    g = make_search_graph()
+    where = {name: spec.metadata["execute_in"] for name, spec in g.nodes.items()}
+    assert where == {"navigator": "activity", "retrieval": "activity", "verification": "activity",
+                     "reflection": "activity", "steer": "workflow", "answer": "activity"}
+    assert all(spec.metadata["start_to_close_timeout"] for n, spec in g.nodes.items() if n != "steer")
+
+
+# -- an in-process run -------------------------------------------------------------------------
+
+
+async def test_run_in_process_ranks_real_documents_with_evidence(runtime: NodeRuntime, literature, control) -> None:
+    state, order = await run_graph("graph-run-1")
+    result = state["result"]
+    corpus = literature.corpus
+    assert order[:3] == ["navigator", "retrieval", "verification"] and order[-1] == "answer"
+    assert state["node"] == "answer" and result["stop_reason"] in ("converged", "max_rounds", "no_new_queries")
+
+    ranked = result["ranked"]
+    assert len(ranked) >= 5
+    records = corpus.get_many([r["docid"] for r in ranked])
+    assert set(records) == {r["docid"] for r in ranked}, "every ranked docid is in the corpus store"
+    # The six on-topic papers inside 2015-2020 that are not surveys lead the list.
+    assert {r["docid"] for r in ranked[:6]} == {"gnn01", "gnn02", "gnn03", "gnn05", "gnn06", "gnn08"}
+    for r in ranked:
+        lines = corpus.lines(r["docid"])
+        assert r["evidence"], f"{r['docid']} was verified, so it has evidence"
+        for ev in r["evidence"]:
+            start, end = ev["lines"]
+            assert 1 <= start <= end <= len(lines)
+            # The evidence chunk is text of those lines (whitespace-normalised, maybe cut).
+            assert ev["chunk"][:40] in " ".join(" ".join(lines[start - 1:end]).split())
+        assert records[r["docid"]].title == r["title"]
+
+    # Hard constraints: nothing outside 2015-2020, nothing whose title says survey ...
+    assert all(2015 <= r["year"] <= 2020 for r in ranked)
+    assert not [r["title"] for r in ranked if "survey" in r["title"].lower()]
+    # ... although such papers were retrieved and rejected with a reason.
+    cands = state["candidates"]
+    assert "published 2012, before 2015" == cands["gnn00"]["excluded"]
+    assert "after 2020" in cands["gnn04"]["excluded"]
+    assert "surveys" in cands["gnn07"]["excluded"]
+    checklist = {(i["kind"], i["text"]) for i in result["checklist"]}
+    assert ("exclusion", "not surveys") in checklist and ("metadata", "published 2015–2020") in checklist
+
+
+async def test_in_process_run_is_deterministic(runtime: NodeRuntime, control) -> None:
+    first, _ = await run_graph("graph-det-1")
+    second, _ = await run_graph("graph-det-2")
+    key = lambda s: [(r["docid"], r["score"]) for r in s["result"]["ranked"]]  # noqa: E731
+    assert key(first) == key(second) and first["result"]["queries"] == second["result"]["queries"]
+
+
+# -- routers honour Control ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag, reason", [("stop_requested", "stopped"), ("submit_now", "budget_steer")])
+async def test_control_sends_the_run_to_answer_after_first_verification(runtime: NodeRuntime, control, flag,
+                                                                         reason) -> None:
+    setattr(control, flag, True)
+    assert control.answer_reason() == reason
+    state, order = await run_graph(f"graph-{flag}")
+    assert order == ["navigator", "retrieval", "verification", "answer"]
+    assert state["round"] == 1 and state["result"]["rounds"] == 1
+    assert state["result"]["ranked"], "answers from what round 1 verified"
+    assert state["stop_reason"] == "", "reflection never ran, so no reflection stop reason"
+
+
+async def test_pending_steering_detours_through_steer(runtime: NodeRuntime, control) -> None:
+    control.pending_steering.append({"text": "not benchmark", "round": 1})
+    state, order = await run_graph("graph-steer")
+    assert order[:6] == ["navigator", "retrieval", "verification", "reflection", "steer", "retrieval"]
+    assert control.pending_steering == [], "the steer node took the notes"
+    plan = state["plan"]
+    assert plan["exclusions"] == ["surveys", "benchmark"] and plan["version"] == 2
+    assert state["steering"] == [{"text": "not benchmark", "round": 1}]
+    ranked = state["result"]["ranked"]
+    assert ranked and not [r for r in ranked if "benchmark" in r["title"].lower()]
+    assert "benchmark" in state["candidates"]["gnn05"]["excluded"]
+
+
+async def test_pause_ends_the_graph_after_reflection_without_answering(runtime: NodeRuntime, control) -> None:
+    control.pause_requested = True
+    state, order = await run_graph("graph-pause")
+    assert order == ["navigator", "retrieval", "verification", "reflection"]
+    assert state["node"] == "reflection" and not state["result"]
+
+
+async def test_tool_call_cap_forces_answer(runtime: NodeRuntime, control) -> None:
+    state, order = await run_graph("graph-cap", max_tool_calls=1)
+    assert order == ["navigator", "retrieval", "verification", "answer"]
+    assert state["stats"]["tool_calls"] >= 1
+
+
+@pytest.mark.parametrize("state, ctl, expected", [
+    ({}, Control(), "navigator"),
+    ({"plan": {"core": "x"}}, Control(), "retrieval"),
+    ({"plan": {"core": "x"}}, Control(stop_requested=True), "answer"),
+    ({"plan": {"core": "x"}, "stop_reason": "converged"}, Control(), "answer"),
+    ({"plan": {"core": "x"}, "stats": {"tool_calls": 5}, "max_tool_calls": 5}, Control(), "answer"),
+])
+async def test_route_start(state, ctl, expected) -> None:
+    token = use_local_control(ctl)
+    try:
+        assert await route_start(state) == expected
+    finally:
+        reset_local_control(token)
+
+
+@pytest.mark.parametrize("state, ctl, expected", [
+    ({}, Control(), "reflection"),
+    ({}, Control(submit_now=True), "answer"),
+    ({"stats": {"tool_calls": 9}, "max_tool_calls": 9}, Control(), "answer"),
+])
+async def test_route_after_verification(state, ctl, expected) -> None:
+    token = use_local_control(ctl)
+    try:
+        assert await route_after_verification(state) == expected
+        assert await route_after_retrieval(state) == "verification"  # always verify what was retrieved
+    finally:
+        reset_local_control(token)
+
+
+@pytest.mark.parametrize("state, ctl, expected", [
+    ({}, Control(), "retrieval"),
+    ({"stop_reason": "converged"}, Control(), "answer"),
+    ({"stop_reason": "converged"}, Control(pending_steering=[{"text": "x", "round": 1}]), "steer"),
+    ({}, Control(stop_requested=True, pending_steering=[{"text": "x", "round": 1}]), "answer"),
+    ({}, Control(pause_requested=True), "__end__"),
+    ({"stop_reason": "max_rounds"}, Control(pause_requested=True), "answer"),
+])
+async def test_route_after_reflection(state, ctl, expected) -> None:
+    token = use_local_control(ctl)
+    try:
+        assert await route_after_reflection(state) == expected
+    finally:
+        reset_local_control(token)

@@ -1,0 +1,313 @@
+"""SearchJob on a real Temporal dev server: results, progress, stop, steering, budgets,
+worker restarts, replay and failures.
+
+One dev server (in-memory) serves the module; every test runs its own worker on a uuid task
+queue. To have a job deterministically mid-run, a test holds one node call on an event it
+controls (`NodeGate` patched over `nodes.verification.verification`) instead of sleeping.
+
+Budgets use small real budgets: time skipping (`start_time_skipping_v2`) only skips while no
+activity is outstanding, and a budget test needs a node activity in flight when the timers fire.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.langgraph import LangGraphPlugin
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
+
+import nodes.verification as verification_mod
+from graphs.search_graph import GRAPH_NAME, make_search_graph
+from graphs.state import initial_state
+from stores.jobs import JobStore
+from tests.conftest import LITERATURE
+from tests.fakes import NodeGate, poll_until
+from workflows.client import new_job_id, submit
+from workflows.dev_server import temporal_binary
+from workflows.search_job import SearchJob
+from workflows.shared import JobInput
+from workflows.worker import build_worker
+
+INTENT = "graph neural networks for molecular property prediction, 2015-2020, not surveys"
+ON_TOPIC_IN_RANGE = {"gnn01", "gnn02", "gnn03", "gnn05", "gnn06", "gnn08"}  # gnn05 is the benchmark paper
+RESULT_TIMEOUT_S = 60.0
+_verification = verification_mod.verification
+
+
+# -- fixtures and helpers ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def env() -> Any:
+    environment = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()))
+    yield environment
+    await environment.shutdown()
+
+
+@pytest.fixture()
+def queue() -> str:
+    return f"quarry-test-{uuid.uuid4().hex}"
+
+
+@pytest.fixture()
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., NodeGate]]:
+    """`gate(hold)` patches the verification node body with a NodeGate; all gates open at teardown."""
+    gates: list[NodeGate] = []
+
+    def install(hold: Callable[[int, Any], bool]) -> NodeGate:
+        g = NodeGate(hold)
+        monkeypatch.setattr(verification_mod, "verification", g.wrap(_verification))
+        gates.append(g)
+        return g
+
+    yield install
+    for g in gates:
+        g.release()
+
+
+def first_call(call_no: int, state: Any) -> bool:
+    return call_no == 0
+
+
+async def start_job(client: Client, queue: str, *, collection: str = LITERATURE, intent: str = INTENT,
+                    **options: Any) -> WorkflowHandle:
+    return await submit(client, JobInput(job_id=new_job_id(), collection=collection, intent=intent, **options),
+                        queue=queue)
+
+
+async def result_of(handle: WorkflowHandle) -> dict[str, Any]:
+    return await asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S)
+
+
+def ranked_key(result: dict[str, Any]) -> list[tuple[str, float]]:
+    return [(r["docid"], r["score"]) for r in result["ranked"]]
+
+
+def titles(result: dict[str, Any]) -> list[str]:
+    return [r["title"].lower() for r in result["ranked"]]
+
+
+async def assert_replays(handle: WorkflowHandle) -> None:
+    """Replay the job's history with a fresh plugin and graph: raises on nondeterminism."""
+    history = await handle.fetch_history()
+    replayer = Replayer(workflows=[SearchJob], plugins=[LangGraphPlugin(graphs={GRAPH_NAME: make_search_graph()})])
+    outcome = await replayer.replay_workflow(history)
+    assert outcome.replay_failure is None
+
+
+@pytest.fixture(scope="module")
+async def baseline(env: WorkflowEnvironment, literature, quarry_home: Path) -> tuple[WorkflowHandle, dict[str, Any]]:
+    """Job A: the intent run uninterrupted; its worker stays up so the job can still be queried."""
+    q = f"quarry-test-{uuid.uuid4().hex}"
+    async with build_worker(env.client, home=quarry_home, queue=q):
+        handle = await start_job(env.client, q)
+        yield handle, await result_of(handle)
+
+
+# -- 1. a job completes ------------------------------------------------------------------------
+
+
+async def test_job_completes_through_temporal(baseline, literature, quarry_home: Path) -> None:
+    handle, result = baseline
+    assert result["status"] == "completed" and result["error"] is None
+    assert result["stop_reason"] in ("converged", "max_rounds", "no_new_queries")
+    ranked = result["ranked"]
+    assert {r["docid"] for r in ranked[:6]} == ON_TOPIC_IN_RANGE
+    records = literature.corpus.get_many([r["docid"] for r in ranked])
+    assert set(records) == {r["docid"] for r in ranked}
+    for r in ranked:
+        assert 2015 <= r["year"] <= 2020 and "survey" not in r["title"].lower()
+        assert r["evidence"] and all(1 <= e["lines"][0] <= e["lines"][1] <= len(literature.corpus.lines(r["docid"]))
+                                     for e in r["evidence"])
+
+    stored = JobStore(quarry_home / "jobs.sqlite").get(handle.id)
+    assert stored["status"] == "completed" and stored["result"] == result
+    assert stored["round"] == result["stats"]["rounds"] == result["rounds"]
+
+    # Trajectory tiers: previewed and opened documents were surfaced; cited ones were read.
+    traj = result["trajectory"]
+    surfaced = JobStore(quarry_home / "jobs.sqlite").surfaced(handle.id)
+    assert traj["surfaced"] == len(surfaced) > 0
+    assert 0 < len(traj["previewed"]) <= traj["surfaced"] and set(traj["previewed"]) <= surfaced
+    assert set(traj["opened"]) <= surfaced and len(set(traj["opened"])) == len(traj["opened"])
+    assert traj["cited"] == [r["docid"] for r in ranked]
+    assert set(traj["cited"]) <= set(traj["opened"]) | set(traj["previewed"])
+    assert result["stats"]["tool_calls"] == result["stats"]["searches"] + result["stats"]["reads"]
+
+    # The durable job and an in-process run of the same graph rank identically.
+    app = make_search_graph().compile()
+    local = await app.ainvoke(initial_state("in-process-twin", LITERATURE, INTENT, max_rounds=3, max_tool_calls=400))
+    assert ranked_key(local["result"]) == ranked_key(result)
+
+    progress = await handle.query(SearchJob.progress)
+    assert progress["status"] == "completed" and progress["node"] == "answer"
+
+
+# -- 2. progress while running -----------------------------------------------------------------
+
+
+async def test_progress_query_answers_mid_job(env, literature, quarry_home, queue, gate) -> None:
+    held = gate(first_call)
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        handle = await start_job(env.client, queue, budget_seconds=120)
+        await held.wait_entered()
+        progress = await handle.query(SearchJob.progress)
+        assert progress["job_id"] == handle.id and progress["status"] == "running"
+        assert progress["node"] == "retrieval" and progress["round"] == 1  # round 1 is being verified
+        assert progress["candidates"] > 0 and len(progress["top"]) == 5
+        assert progress["tool_calls"] == 1, "one search so far, no document read yet"
+        assert progress["budget"]["seconds"] == 120 and progress["budget"]["left"] > 0
+        assert not progress["budget"]["submit_now"] and not progress["stop_requested"]
+        held.release()
+        result = await result_of(handle)
+        done = await handle.query(SearchJob.progress)
+    assert result["status"] == "completed"
+    assert done["status"] == "completed" and done["node"] == "answer" and done["round"] == result["rounds"]
+
+
+# -- 3. stop signal ------------------------------------------------------------------------------
+
+
+async def test_stop_signal_answers_from_best_state(env, literature, quarry_home, queue, gate) -> None:
+    held = gate(first_call)
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        handle = await start_job(env.client, queue)
+        await held.wait_entered()
+        await handle.signal(SearchJob.stop)
+        await poll_until(lambda: handle.query(SearchJob.progress), lambda p: p["stop_requested"])
+        held.release()
+        result = await result_of(handle)
+    assert result["status"] == "stopped" and result["stop_reason"] == "stopped"
+    assert result["rounds"] == 1 and held.calls == [1], "answered right after round 1's verification"
+    assert {r["docid"] for r in result["ranked"]} == ON_TOPIC_IN_RANGE
+    assert all(r["evidence"] for r in result["ranked"])
+    assert JobStore(quarry_home / "jobs.sqlite").get(handle.id)["status"] == "stopped"
+
+
+# -- 4. steering ---------------------------------------------------------------------------------
+
+
+async def test_steer_update_adds_an_exclusion(env, baseline, literature, quarry_home, queue, gate) -> None:
+    assert any("benchmark" in t for t in titles(baseline[1])), "unsteered, the benchmark paper ranks"
+    held = gate(first_call)
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        handle = await start_job(env.client, queue)
+        await held.wait_entered()
+        for bad in ("", "   ", "the of and"):
+            with pytest.raises(WorkflowUpdateFailedError) as info:
+                await handle.execute_update(SearchJob.steer, bad)
+            assert "steering text is empty" in str(info.value.cause) or "no requirement found" in str(info.value.cause)
+        accepted = await handle.execute_update(SearchJob.steer, "  not   benchmark ")
+        assert accepted == {"accepted": "not benchmark", "applies_from_round": 2}
+        held.release()
+        result = await result_of(handle)
+        await assert_replays(handle)
+    assert result["status"] == "completed"
+    checklist = {(i["kind"], i["text"]) for i in result["checklist"]}
+    assert {("exclusion", "not surveys"), ("exclusion", "not benchmark")} <= checklist
+    assert result["ranked"] and not [t for t in titles(result) if "benchmark" in t]
+    assert {r["docid"] for r in result["ranked"][:5]} == ON_TOPIC_IN_RANGE - {"gnn05"}
+    assert any(q.endswith("not benchmark") for q in result["queries"]), "the steer node planned a query"
+
+
+# -- 5. budgets ----------------------------------------------------------------------------------
+
+
+async def test_budget_submit_now_steer_answers_early(env, literature, quarry_home, queue, gate) -> None:
+    budget = 8.0  # the steer fires at 5.6 s; the hard stop would come at 8 s
+    held = gate(first_call)
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        began = time.monotonic()
+        handle = await start_job(env.client, queue, budget_seconds=budget)
+        await held.wait_entered()
+        progress = await poll_until(lambda: handle.query(SearchJob.progress), lambda p: p["budget"]["submit_now"],
+                                    timeout_s=budget + 10)
+        assert progress["status"] == "running" and progress["node"] == "retrieval"
+        assert time.monotonic() - began >= 0.7 * budget - 0.5
+        held.release()
+        result = await result_of(handle)
+        after = await handle.query(SearchJob.progress)
+    assert result["status"] == "completed" and result["stop_reason"] == "budget_steer"
+    assert result["rounds"] == 1 and held.calls == [1]
+    assert {r["docid"] for r in result["ranked"]} == ON_TOPIC_IN_RANGE and all(r["evidence"] for r in result["ranked"])
+    assert after["status"] == "completed" and after["budget"]["submit_now"]
+
+
+async def test_budget_hard_stop_answers_from_best_state(env, literature, quarry_home, queue, gate) -> None:
+    budget = 3.0
+    held = gate(lambda call_no, state: True)  # verification never finishes before the budget ends
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        began = time.monotonic()
+        handle = await start_job(env.client, queue, budget_seconds=budget)
+        await held.wait_entered()
+        result = await result_of(handle)
+        elapsed = time.monotonic() - began
+    assert result["status"] == "budget_exhausted" and result["stop_reason"] == "budget_exhausted"
+    assert elapsed >= budget and result["rounds"] == 1
+    # Best state so far: round 1's retrieval pool, unverified (verification was cancelled).
+    hits = {h.docid for h in literature.lucene.search("graph neural networks for molecular property prediction")}
+    ranked = [r["docid"] for r in result["ranked"]]
+    assert ranked and set(ranked) <= hits
+    assert set(literature.corpus.get_many(ranked)) == set(ranked)
+    assert not [r for r in result["ranked"] if r["evidence"]] and result["trajectory"]["opened"] == []
+    assert JobStore(quarry_home / "jobs.sqlite").get(handle.id)["status"] == "budget_exhausted"
+    events = [e async for e in handle.fetch_history_events()]
+    assert any(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED for e in events)
+
+
+# -- 6. a worker dies mid-job ----------------------------------------------------------------------
+
+
+async def test_worker_killed_mid_job_resumes_with_same_result(env, baseline, literature, quarry_home, queue,
+                                                              gate) -> None:
+    held = gate(first_call)
+    first = build_worker(env.client, home=quarry_home, queue=queue)
+    running = asyncio.create_task(first.run())
+    handle = await start_job(env.client, queue)
+    await held.wait_entered()
+    running.cancel()  # the worker goes away while round 1's verification is in flight
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
+    assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        held.release()
+        result = await result_of(handle)
+        await assert_replays(handle)
+    assert held.calls.count(1) == 2, "round 1's verification ran again on the new worker"
+    expected = baseline[1]
+    assert result["status"] == "completed" and handle.id != baseline[0].id
+    assert ranked_key(result) == ranked_key(expected)
+    assert result["run"] == expected["run"] and result["queries"] == expected["queries"]
+
+
+# -- 7. replay -----------------------------------------------------------------------------------
+
+
+async def test_history_replays_without_nondeterminism(baseline) -> None:
+    await assert_replays(baseline[0])
+
+
+# -- 8. failure ----------------------------------------------------------------------------------
+
+
+async def test_missing_collection_fails_fast_with_a_named_error(env, literature, quarry_home, queue) -> None:
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        handle = await start_job(env.client, queue, collection="no-such-collection")
+        result = await result_of(handle)
+    assert result["status"] == "failed" and result["ranked"] == []
+    assert "QuarryError" in result["error"] and "'no-such-collection' does not exist" in result["error"]
+    stored = JobStore(quarry_home / "jobs.sqlite").get(handle.id)
+    assert stored["status"] == "failed" and "no-such-collection" in stored["error"]
+    # Non-retryable: every activity ran exactly once.
+    attempts = [e.activity_task_started_event_attributes.attempt async for e in handle.fetch_history_events()
+                if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
+    assert attempts and set(attempts) == {1}
