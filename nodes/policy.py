@@ -6,17 +6,16 @@ LangChain chat model, so graph, state and tools are shared.
 """
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
 from graphs.state import Candidate, ChecklistItem, Evidence, Plan
 from nodes.planning import first_queries, make_plan
-from nodes.scoring import combine, feedback_terms, locate_evidence, violated_constraint
+from nodes.scoring import combine, locate_evidence, relevance_model_query, violated_constraint
 from stores.records import Chunk, DocRecord
 
 HIGH_SCORE = 0.5
-FEEDBACK_DOCS = 8
+FEEDBACK_DOCS = 10
 FEEDBACK_TERMS = 10
 
 
@@ -54,18 +53,9 @@ class HeuristicPolicy:
     def reflect(self, plan: Plan, intent: str, best: Sequence[DocRecord], pool: Sequence[DocRecord],
                 weakest: ChecklistItem | None) -> list[str]:
         core = plan.get("core") or intent
-        df: Counter = Counter()
-        for rec in pool:
-            df.update({w.lower() for w in f"{rec.title} {rec.text} {' '.join(rec.keywords)}".split()})
         texts = [f"{r.title} {r.text} {' '.join(r.keywords)}" for r in best[:FEEDBACK_DOCS]]
-        terms = feedback_terms(texts, df, max(len(pool), 1), exclude=[*core.split(), *plan.get("exclusions", [])],
-                               k=FEEDBACK_TERMS)
-        queries = []
-        if terms:
-            queries.append(f"{core} {' '.join(terms)}")
-        if weakest is not None:
-            queries.append(f"{core} {weakest['text']}")  # repeat the weakest item's words to weight them
-        return list(dict.fromkeys(queries))
+        queries = [relevance_model_query(core, texts, [1.0] * len(texts), n_terms=FEEDBACK_TERMS)]
+        return [q for q in dict.fromkeys(queries) if q != core]
 
     def reason(self, plan: Plan, cand: Candidate) -> str:
         items = {i["id"]: i for i in plan.get("checklist", [])}

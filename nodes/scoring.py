@@ -95,3 +95,43 @@ def feedback_terms(texts: Sequence[str], background_df: Counter, n_docs: int, ex
         if len(out) >= k:
             break
     return out
+
+
+def relevance_model_query(core: str, texts: Sequence[str], doc_weights: Sequence[float], *, n_terms: int = 10,
+                          original_weight: float = 0.5, max_repeat: int = 10) -> str:
+    """An RM3-style feedback query written as plain words (Pi-Serini/Anserini's RM3, offline).
+
+    P(t|R) = sum_d w_d * tf(t, d) / |d| over the feedback documents; the query mixes the
+    original words' distribution (weight `original_weight`) with the top `n_terms` of P(t|R).
+    Weights become word repeats because Anserini's bag-of-words generator boosts a term by its
+    count in the query — so the tool keeps taking plain text (never Lucene syntax), every user
+    word stays in the query, and feedback only adds words.
+    """
+    q_words = [w.lower() for w in _WORD.findall(core) if w.lower() not in STOPWORDS]
+    if not q_words or not texts:
+        return core
+    p_q = Counter(q_words)
+    total_w = sum(doc_weights) or 1.0
+    p_r: Counter = Counter()
+    for text, weight in zip(texts, doc_weights):
+        words = [w.lower() for w in _WORD.findall(text) if len(w) > 2 and w.isalpha() and w.lower() not in STOPWORDS]
+        if not words:
+            continue
+        for word, tf in Counter(words).items():
+            p_r[word] += (weight / total_w) * tf / len(words)
+    expansion = [w for w, _ in sorted(p_r.items(), key=lambda p: (-p[1], p[0]))[:n_terms]]
+    mixed: dict[str, float] = {}
+    for word, count in p_q.items():
+        mixed[word] = original_weight * count / len(q_words)
+    r_norm = sum(p_r[w] for w in expansion) or 1.0
+    for word in expansion:
+        mixed[word] = mixed.get(word, 0.0) + (1 - original_weight) * p_r[word] / r_norm
+    top = max(mixed.values())
+    parts = []
+    for word in q_words:  # the user's words first, in their order, each at least once
+        if word in mixed:
+            parts.extend([word] * max(1, round(mixed.pop(word) / top * max_repeat)))
+    for word in expansion:
+        if word in mixed:
+            parts.extend([word] * round(mixed.pop(word) / top * max_repeat))
+    return " ".join(parts)
