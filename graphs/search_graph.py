@@ -21,7 +21,8 @@ from nodes import reflection as reflection_mod
 from nodes import retrieval as retrieval_mod
 from nodes import verification as verification_mod
 from nodes.heartbeat import with_heartbeats
-from nodes.planning import make_plan
+from nodes.excerpts import query_terms
+from nodes.planning import make_plan, parse_exclusions, parse_years
 
 GRAPH_NAME = "quarry-search"
 
@@ -66,6 +67,9 @@ async def route_start(state: JobState) -> Literal["navigator", "retrieval", "ans
 
 
 async def route_after_retrieval(state: JobState) -> Literal["verification", "answer"]:
+    # Verification also applies the hard constraints, so it runs at least once before answering.
+    if _must_answer(state) and any(c.get("verified_version") for c in state.get("candidates", {}).values()):
+        return "answer"
     return "verification"
 
 
@@ -92,7 +96,9 @@ async def steer(state: JobState) -> dict:
     steering = list(state.get("steering", [])) + notes
     plan = make_plan(state["intent"], [s["text"] for s in steering])
     core = plan.get("core") or state["intent"]
-    queries = [f"{core} {s['text']}" for s in notes]
+    # Only the positive part of a note is searched: "not benchmark" must not search for "benchmark".
+    positive = [parse_exclusions(parse_years(s["text"])[2])[1] for s in notes]
+    queries = [f"{core} {p}" for p in positive if query_terms(p)] or [core]
     return {"plan": plan, "steering": steering, "queries": queries, "stop_reason": "",
             "round": int(state.get("round", 1)) + 1, "top_ids": [], "node": "steer"}
 

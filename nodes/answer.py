@@ -9,6 +9,7 @@ import re
 
 from graphs.state import JobState, ranked_candidates
 from nodes.runtime import runtime
+from nodes.scoring import violated_constraint
 
 MAX_RANKED = 20
 RUN_DEPTH = 1000
@@ -33,9 +34,13 @@ def answer(state: JobState) -> dict:
     corpus = rt.collection(state["collection"]).corpus
     plan = state.get("plan", {})
     items = {i["id"]: i for i in plan.get("checklist", [])}
-    ranked_all = ranked_candidates(state)
+    pool = ranked_candidates(state)
+    records = corpus.get_many([c["docid"] for c in pool[:RUN_DEPTH]])
+    # Hard constraints hold for every output, verified or not (after an early stop, candidates
+    # from the last retrieval may not have been verified yet).
+    ranked_all = [c for c in pool[:RUN_DEPTH] if c["docid"] in records
+                  and not violated_constraint(plan, records[c["docid"]])]
     top = ranked_all[:MAX_RANKED]
-    records = corpus.get_many([c["docid"] for c in top])
     ranked = []
     for cand in top:
         rec = records.get(cand["docid"])

@@ -12,6 +12,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from stores.citations import CitationGraph
 from stores.corpus import CorpusStore, source_fingerprint, write_corpus_db
 from stores.errors import QuarryError
 from stores.home import CollectionPaths, collection_paths, quarry_home
@@ -42,6 +43,7 @@ class Collection:
                               f"ingest it first: quarry ingest PATH --name {name}")
         self._corpus: CorpusStore | None = None
         self._lucene: LuceneIndex | None = None
+        self._citations: CitationGraph | None = None
 
     @property
     def corpus(self) -> CorpusStore:
@@ -58,6 +60,13 @@ class Collection:
                                   f"rebuild it: quarry index {self.name}")
             self._lucene = index
         return self._lucene
+
+    @property
+    def citations(self) -> CitationGraph:
+        """The citation graph (built on first use, shared per corpus version; empty without links)."""
+        if self._citations is None:
+            self._citations = CitationGraph.from_store(self.corpus)
+        return self._citations
 
 
 def _staging(paths: CollectionPaths) -> Path:
@@ -81,6 +90,8 @@ def ingest(path: str | Path, name: str, *, home: Path | None = None, build_lucen
         index_ok = (paths.lucene_dir / "quarry-index.json").is_file() and \
             IndexMeta.load(paths.lucene_dir).fingerprint == fingerprint
         if same and (index_ok or not build_lucene):
+            if index_ok and (k1 is not None or b is not None):
+                reindex(name, home=home, k1=k1, b=b)  # same documents: only the stored BM25 parameters change
             return replace(report, unchanged=True, indexed=index_ok)
     staging = _staging(paths)
     try:

@@ -82,7 +82,8 @@ def record_from_json(obj: Any) -> DocRecord:
     title, text = (title or "").strip(), (text or "").strip()
     if not title and not text:
         raise ValueError("record has neither title nor text")
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata")
+    meta = {} if meta is None else meta
     if not isinstance(meta, dict):
         raise ValueError("metadata must be a JSON object")
     merged = {k: obj[k] for k in _KNOWN_META if k in obj} | meta

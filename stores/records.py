@@ -60,7 +60,7 @@ def _meta_line(rec: DocRecord) -> str:
 
 def document_lines(rec: DocRecord) -> list[str]:
     """The numbered lines `read_document` shows: title, metadata, wrapped text, keywords."""
-    lines = [rec.title or "(untitled)"]
+    lines = [" ".join(rec.title.split()) or "(untitled)"]  # a title is always exactly line 1
     meta = _meta_line(rec)
     if meta:
         lines.append(meta)

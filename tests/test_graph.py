@@ -121,7 +121,7 @@ async def test_run_in_process_ranks_real_documents_with_evidence(runtime: NodeRu
     assert not [r["title"] for r in ranked if "survey" in r["title"].lower()]
     # ... although such papers were retrieved and rejected with a reason.
     cands = state["candidates"]
-    assert "published 2012, before 2015" == cands["gnn00"]["excluded"]
+    assert "2012" in cands["gnn00"]["excluded"] and "before 2015" in cands["gnn00"]["excluded"]
     assert "after 2020" in cands["gnn04"]["excluded"]
     assert "surveys" in cands["gnn07"]["excluded"]
     checklist = {(i["kind"], i["text"]) for i in result["checklist"]}

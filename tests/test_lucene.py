@@ -165,10 +165,15 @@ def test_other_scripts_never_raise(index, query: str) -> None:
     assert all(isinstance(h, Hit) for h in hits)
 
 
-def test_long_cjk_text_never_raises(index) -> None:
+@pytest.mark.parametrize("first", [
+    pytest.param(0x4E00, id="cjk-unified"),
+    pytest.param(0x3400, id="cjk-extension-a"),
+    pytest.param(0x20000, id="cjk-extension-b"),  # outside the BMP
+])
+def test_long_cjk_text_never_raises(index, first: int) -> None:
     # 2,000 distinct ideographs without spaces: one "word" for a \w+ count, but 2,000 terms for
     # Lucene's analyzer (each ideograph is a token), over Lucene's 1,024-clause limit.
-    query = "".join(chr(0x4E00 + i) for i in range(2000)) + " 检索"
+    query = "".join(chr(first + i) for i in range(2000)) + " 检索"
     hits = index.search(query)
     assert all(isinstance(h, Hit) for h in hits)
 

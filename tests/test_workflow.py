@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -216,7 +217,7 @@ async def test_steer_update_adds_an_exclusion(env, baseline, literature, quarry_
     assert {("exclusion", "not surveys"), ("exclusion", "not benchmark")} <= checklist
     assert result["ranked"] and not [t for t in titles(result) if "benchmark" in t]
     assert {r["docid"] for r in result["ranked"][:5]} == ON_TOPIC_IN_RANGE - {"gnn05"}
-    assert any(q.endswith("not benchmark") for q in result["queries"]), "the steer node planned a query"
+    assert not any("benchmark" in q for q in result["queries"]), "an exclusion is never searched for"
 
 
 # -- 5. budgets ----------------------------------------------------------------------------------
@@ -267,6 +268,11 @@ async def test_budget_hard_stop_answers_from_best_state(env, literature, quarry_
 # -- 6. a worker dies mid-job ----------------------------------------------------------------------
 
 
+# Evicting a running workflow from a stopped worker's cache leaves LangGraph's `astream` generator
+# to be finalised by the garbage collector outside any event loop, which Python reports as an
+# "Exception ignored" (unraisable) message; collected here so it is attributed to this test.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning",
+                            "ignore:coroutine .* was never awaited:RuntimeWarning")
 async def test_worker_killed_mid_job_resumes_with_same_result(env, baseline, literature, quarry_home, queue,
                                                               gate) -> None:
     held = gate(first_call)
@@ -274,7 +280,7 @@ async def test_worker_killed_mid_job_resumes_with_same_result(env, baseline, lit
     running = asyncio.create_task(first.run())
     handle = await start_job(env.client, queue)
     await held.wait_entered()
-    running.cancel()  # the worker goes away while round 1's verification is in flight
+    await first.shutdown()  # the worker goes away while round 1's verification is in flight
     with contextlib.suppress(asyncio.CancelledError):
         await running
     assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
@@ -282,6 +288,8 @@ async def test_worker_killed_mid_job_resumes_with_same_result(env, baseline, lit
         held.release()
         result = await result_of(handle)
         await assert_replays(handle)
+    del first, running
+    gc.collect()
     assert held.calls.count(1) == 2, "round 1's verification ran again on the new worker"
     expected = baseline[1]
     assert result["status"] == "completed" and handle.id != baseline[0].id
