@@ -2,7 +2,9 @@
 
 Systems are plain functions `query text -> [(docid, score)]`; the runner runs the judged
 queries (threads: one Lucene searcher is safe to share), writes a TREC run and scores it with
-pytrec_eval.
+pytrec_eval. Systems: `bm25` (stored or given k1/b), `bm25-tuned` (the setting `quarry tune`
+chose), `dense` (MiniLM chunk vectors), `hybrid` (RRF of bm25 and dense) and `agent` (durable
+search jobs, see agent_system.py).
 """
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ from pathlib import Path
 
 from evals.metrics import mean_metrics, per_query
 from evals.trec import write_run
+from nodes.fusion import reciprocal_rank_fusion
 from stores.collection import Collection
 from stores.errors import QuarryError
 
 RankFn = Callable[[str], list[tuple[str, float]]]
-SYSTEMS = ("bm25", "agent")
+SYSTEMS = ("bm25", "bm25-tuned", "dense", "hybrid", "agent")
 
 
 @dataclass
@@ -31,6 +34,7 @@ class EvalResult:
     per_query: dict[str, dict[str, float]]
     run_file: Path
     extras: dict[str, float] = field(default_factory=dict)
+    run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)  # qid -> docid -> score
 
     def summary(self) -> dict[str, float | int | str]:
         return {**{k: round(v, 4) for k, v in self.metrics.items()}, **self.extras,
@@ -50,24 +54,86 @@ def pick_split(col: Collection, split: str | None) -> str:
     return split
 
 
+def parse_systems(values: list[str] | str | None) -> list[str]:
+    """System names from repeated and/or comma-separated values, in order, without repeats."""
+    raw = [values] if isinstance(values, str) else list(values or ["bm25"])
+    names = list(dict.fromkeys(n.strip() for v in raw for n in v.split(",") if n.strip()))
+    for name in names:
+        if name not in SYSTEMS:
+            raise QuarryError("bad_system", f"unknown system {name!r}", f"choose from: {', '.join(SYSTEMS)}")
+    return names or ["bm25"]
+
+
+def judged_queries(col: Collection, split: str | None, limit: int | None = None
+                   ) -> tuple[str, list[str], dict[str, str], dict[str, dict[str, int]]]:
+    """(split, judged query ids in a stable order, query texts, qrels) — the queries every
+    system and the BM25 grid search are scored on."""
+    split = pick_split(col, split)
+    qrels = col.corpus.qrels(split)
+    texts = col.corpus.queries()
+    qids = sorted((q for q in qrels if q in texts), key=lambda q: (len(q), q))
+    if limit:
+        qids = qids[:limit]
+    if not qids:
+        raise QuarryError("no_queries", f"split {split!r} has no judged queries with text", "check queries.jsonl")
+    return split, qids, texts, qrels
+
+
+def dense_index(col: Collection):
+    """The collection's dense index (`search(text, k) -> list[Hit]`), or a clear error."""
+    if not hasattr(type(col), "dense"):
+        raise QuarryError("no_dense", "this Quarry build has no dense retrieval (stores.dense / Collection.dense)",
+                          "use --system bm25, or update Quarry to a version with dense indexes")
+    try:
+        return col.dense
+    except ImportError as exc:
+        raise QuarryError("no_dense", f"dense retrieval is unavailable: {exc}",
+                          "install the embedding dependencies (sentence-transformers, chromadb)") from exc
+
+
 def system_ranker(col: Collection, system: str, k1: float | None, b: float | None, depth: int) -> RankFn:
+    lucene = col.lucene
     if system == "bm25":
-        return lambda text: [(h.docid, h.score) for h in col.lucene.search(text, depth, k1=k1, b=b)]
+        return lambda text: [(h.docid, h.score) for h in lucene.search(text, depth, k1=k1, b=b)]
+    if system == "bm25-tuned":
+        if k1 is not None or b is not None:
+            raise QuarryError("bad_option", "bm25-tuned uses the tuned k1/b; --k1/--b apply to bm25 and hybrid",
+                              "drop --k1/--b, or use --system bm25 --k1 K --b B")
+        from evals.tuning import tuned_params
+        tk1, tb = tuned_params(col)
+        return lambda text: [(h.docid, h.score) for h in lucene.search(text, depth, k1=tk1, b=tb)]
+    if system == "dense":
+        dense = dense_index(col)
+        return lambda text: [(h.docid, h.score) for h in dense.search(text, depth)]
+    if system == "hybrid":
+        dense = dense_index(col)
+
+        def fused(text: str) -> list[tuple[str, float]]:
+            lexical = [h.docid for h in lucene.search(text, depth, k1=k1, b=b)]
+            semantic = [h.docid for h in dense.search(text, depth)]
+            return reciprocal_rank_fusion([lexical, semantic])[:depth]
+        return fused
     raise QuarryError("bad_system", f"unknown system {system!r}", f"choose one of: {', '.join(SYSTEMS)}")
+
+
+def _bm25_setting(col: Collection, system: str, k1: float | None, b: float | None) -> dict[str, float]:
+    """The BM25 k1/b a system's run used (recorded with its metrics)."""
+    if system == "bm25-tuned":
+        from evals.tuning import tuned_params
+        k1, b = tuned_params(col)
+    elif system not in ("bm25", "hybrid"):
+        return {}
+    meta = col.lucene.meta
+    return {"k1": meta.k1 if k1 is None else float(k1), "b": meta.b if b is None else float(b)}
 
 
 def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None, k1: float | None = None,
              b: float | None = None, limit_queries: int | None = None, depth: int = 1000,
              run_file: Path | None = None, threads: int = 2,
              on_query: Callable[[int, int], None] | None = None) -> EvalResult:
-    split = pick_split(col, split)
-    qrels = col.corpus.qrels(split)
-    texts = col.corpus.queries()
-    qids = sorted((q for q in qrels if q in texts), key=lambda q: (len(q), q))
-    if limit_queries:
-        qids = qids[:limit_queries]
-    if not qids:
-        raise QuarryError("no_queries", f"split {split!r} has no judged queries with text", "check queries.jsonl")
+    if system not in SYSTEMS:
+        raise QuarryError("bad_system", f"unknown system {system!r}", f"choose one of: {', '.join(SYSTEMS)}")
+    split, qids, texts, qrels = judged_queries(col, split, limit_queries)
     col.lucene  # open (and validate) before fanning out to threads
     if system == "agent":
         return _evaluate_agent(col, split, qids, texts, qrels, run_file, on_query)
@@ -89,13 +155,14 @@ def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None,
     judged = {q: qrels[q] for q in qids}
     path = run_file or col.paths.runs_dir / f"{system}-{split}.trec"
     write_run(path, run, f"quarry-{system}")
+    extras: dict[str, float] = {"mean_latency_s": round(elapsed / len(qids), 4)} | _bm25_setting(col, system, k1, b)
     return EvalResult(col.name, system, split, len(qids), mean_metrics(judged, run), per_query(judged, run), path,
-                      {"mean_latency_s": round(elapsed / len(qids), 4)})
+                      extras, run)
 
 
 def _evaluate_agent(col: Collection, split: str, qids: list[str], texts: dict[str, str], qrels,
                     run_file: Path | None, on_query: Callable[[int, int], None] | None) -> EvalResult:
-    from evals.agent_system import agent_runs
+    from evals.agent_system import TIERS, agent_runs, trajectory_tiers
 
     started = time.perf_counter()
     ranked, stats = agent_runs(col, {q: texts[q] for q in qids}, on_done=on_query)
@@ -104,6 +171,11 @@ def _evaluate_agent(col: Collection, split: str, qids: list[str], texts: dict[st
     judged = {q: qrels[q] for q in qids}
     path = run_file or col.paths.runs_dir / f"agent-{split}.trec"
     write_run(path, run, "quarry-agent")
-    extras = {"hallucination_rate": stats["hallucination_rate"], "tool_calls_per_query": stats["tool_calls_per_query"],
+    rows = per_query(judged, run)
+    tiers = trajectory_tiers(judged, stats["trajectories"])
+    for qid, row in rows.items():
+        row.update(tiers.get(qid, {}))
+    extras = {**{f"tier_{t}": round(sum(v[t] for v in tiers.values()) / max(len(tiers), 1), 4) for t in TIERS},
+              "hallucination_rate": stats["hallucination_rate"], "tool_calls_per_query": stats["tool_calls_per_query"],
               "mean_latency_s": round(elapsed / max(len(qids), 1), 4)}
-    return EvalResult(col.name, "agent", split, len(qids), mean_metrics(judged, run), per_query(judged, run), path, extras)
+    return EvalResult(col.name, "agent", split, len(qids), mean_metrics(judged, run), rows, path, extras, run)

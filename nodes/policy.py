@@ -11,7 +11,8 @@ from typing import Protocol
 
 from graphs.state import Candidate, ChecklistItem, Evidence, Plan
 from nodes.planning import first_queries, make_plan
-from nodes.scoring import combine, locate_evidence, relevance_model_query, violated_constraint
+from nodes.scoring import (combine, locate_evidence, locate_evidence_dense, relevance_model_query,
+                            violated_constraint)
 from stores.records import Chunk, DocRecord
 
 HIGH_SCORE = 0.5
@@ -25,8 +26,10 @@ class Policy(Protocol):
     def plan(self, intent: str, steering: list[str]) -> tuple[Plan, list[str]]:
         """Checklist, constraints and the first queries for an intent."""
 
-    def judge(self, plan: Plan, rec: DocRecord, chunks: Sequence[Chunk], p: float) -> tuple[float, list[Evidence], str]:
-        """(S, evidence per checklist item, exclusion reason or '') for one candidate."""
+    def judge(self, plan: Plan, rec: DocRecord, chunks: Sequence[Chunk], p: float,
+              item_vecs: dict | None = None, chunk_vecs: list | None = None) -> tuple[float, list[Evidence], str]:
+        """(S, evidence per checklist item, exclusion reason or '') for one candidate; with
+        embeddings (item id → vector, the candidate's chunk vectors) evidence is located by cosine."""
 
     def reflect(self, plan: Plan, intent: str, best: Sequence[DocRecord], pool: Sequence[DocRecord],
                 weakest: ChecklistItem | None) -> list[str]:
@@ -43,9 +46,21 @@ class HeuristicPolicy:
         plan = make_plan(intent, steering)
         return plan, first_queries(plan, intent)
 
-    def judge(self, plan: Plan, rec: DocRecord, chunks: Sequence[Chunk], p: float) -> tuple[float, list[Evidence], str]:
+    def judge(self, plan: Plan, rec: DocRecord, chunks: Sequence[Chunk], p: float,
+              item_vecs: dict | None = None, chunk_vecs: list | None = None) -> tuple[float, list[Evidence], str]:
         items = [i for i in plan.get("checklist", []) if i["kind"] in ("topic", "method", "application")]
-        evidence = [locate_evidence(item, chunks, rec.title) for item in items]
+        evidence = []
+        for item in items:
+            lexical = locate_evidence(item, chunks, rec.title)
+            dense = (locate_evidence_dense(item, item_vecs[item["id"]], chunk_vecs, chunks)
+                     if item_vecs and chunk_vecs and item["id"] in item_vecs else [])
+            # With embeddings, the semantic match decides where the evidence is and half the score.
+            if dense:
+                best = dense[0]
+                best["score"] = round((best["score"] + lexical["score"]) / 2, 3)
+                evidence.append(best)
+            else:
+                evidence.append(lexical)
         excluded = violated_constraint(plan, rec)
         score = combine(((e["score"], i["weight"]) for e, i in zip(evidence, items)), p)
         return (0.0 if excluded else score), evidence, excluded

@@ -1,53 +1,73 @@
-"""Retrieval node: run the round's queries through the `search` tool and pool candidates.
+"""Retrieval node: run the round's queries through the tools, channel by channel, and pool.
 
-Each query's deep ranking stays in the job store behind its search_id; the pool keeps the top
-`POOL_DEPTH` of each ranking and fuses them with Reciprocal Rank Fusion (k=60).
+Channels: `lexical` (BM25 via the `search` tool), `semantic` (MiniLM chunks via `search` with
+channel="semantic", skipped when the collection has no dense index) and `citations` (citation
+expansion from seed documents). Every ranking's top `POOL_DEPTH` enters the pool, fused by
+weighted Reciprocal Rank Fusion (k=60); deep rankings stay in the job store behind search_ids.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from graphs.state import Candidate, JobState, bump
+from nodes.fusion import rrf_score
 from nodes.runtime import runtime
-from nodes.tool_results import SearchPage
+from nodes.tool_results import SearchPage, ToolError
 
 POOL_DEPTH = 100
-RRF_K = 60
+CITATION_POOL = 100
 
 
-USER_WORDS_WEIGHT = 2.0
+def as_query(q: Any) -> dict[str, Any]:
+    """Queries in state are plain strings (lexical) or dicts with channel, weight and seeds."""
+    if isinstance(q, str):
+        return {"text": q, "channel": "lexical", "weight": 1.0}
+    return {"channel": "lexical", "weight": 1.0, **q}
 
 
-def rrf(ranks: dict[str, int], weights: dict[str, float] | None = None, k: int = RRF_K) -> float:
-    """Weighted Reciprocal Rank Fusion; the search of the user's own words counts double, so
-    feedback queries add and reorder documents without drowning the user's intent. Measured on
-    CACM with RM3-style feedback (BM25 nDCG@20 0.477): weight 1 → 0.482, weight 2 → 0.484,
-    weight 4 → 0.477; the feedback ranking alone → 0.451."""
-    weights = weights or {}
-    return sum(weights.get(sid, 1.0) / (k + r) for sid, r in ranks.items())
+def query_key(q: dict[str, Any]) -> str:
+    return f"{q['channel']}|{q.get('text', '')}|{','.join(q.get('seeds', []))}"
 
 
 def retrieval(state: JobState) -> dict:
     tools = runtime().tools(state)
+    round_no = state.get("round", 1)
     candidates: dict[str, Candidate] = {d: dict(c) for d, c in state.get("candidates", {}).items()}
     searches = list(state.get("searches", []))
     previewed = list(state.get("previewed", []))
     seen_preview = set(previewed)
-    done = {s["query"] for s in searches}
-    for query in state.get("queries", []):
-        if query in done:
+    done = {s.get("key", s["query"]) for s in searches}
+    n_search = n_cite = 0
+    for q in map(as_query, state.get("queries", [])):
+        key = query_key(q)
+        if key in done:
             continue
-        page = tools.search(f"round {state.get('round', 1)}: planned query", query)
-        if not isinstance(page, SearchPage):
-            searches.append({"search_id": "", "query": query, "total": 0, "round": state.get("round", 1), "error": page.message})
-            continue
-        searches.append({"search_id": page.search_id, "query": query, "total": page.total, "round": state.get("round", 1),
-                         "weight": USER_WORDS_WEIGHT if not searches else 1.0})
-        previewed.extend(h.docid for h in page.hits if h.docid not in seen_preview)
-        seen_preview.update(h.docid for h in page.hits)
-        weights = {x["search_id"]: x.get("weight", 1.0) for x in searches}
-        ranking = tools.ranking(page.search_id)
-        for rank, docid in enumerate(ranking.docids[:POOL_DEPTH] if ranking else (), start=1):
+        done.add(key)
+        entry = {"query": q.get("text", ""), "channel": q["channel"], "weight": q["weight"], "round": round_no, "key": key}
+        if q["channel"] == "citations":
+            n_cite += 1
+            hits = tools.expand_seeds(f"round {round_no}: neighbours of the best-verified documents",
+                                      q.get("seeds", []), CITATION_POOL)
+            ranked = [d for d, _ in hits]
+            entry |= {"search_id": f"c{round_no}.{n_cite}", "total": len(ranked), "seeds": q.get("seeds", [])}
+        else:
+            n_search += 1
+            page = tools.search(f"round {round_no}: planned {q['channel']} query", q["text"], q["channel"])
+            if isinstance(page, ToolError) or not isinstance(page, SearchPage):
+                searches.append(entry | {"search_id": "", "total": 0, "error": getattr(page, "code", "error")})
+                continue
+            entry |= {"search_id": page.search_id, "total": page.total}
+            previewed.extend(h.docid for h in page.hits if h.docid not in seen_preview)
+            seen_preview.update(h.docid for h in page.hits)
+            ranking = tools.ranking(page.search_id)
+            ranked = list(ranking.docids[:POOL_DEPTH]) if ranking else []
+        searches.append(entry)
+        weights = {s["search_id"]: s.get("weight", 1.0) for s in searches if s.get("search_id")}
+        for rank, docid in enumerate(ranked, start=1):
             cand = candidates.setdefault(docid, Candidate(docid=docid, ranks={}, fused=0.0, score=0.0))
-            cand["ranks"] = {**cand.get("ranks", {}), page.search_id: rank}
-            cand["fused"] = round(rrf(cand["ranks"], weights), 8)
+            cand["ranks"] = {**cand.get("ranks", {}), entry["search_id"]: rank}
+        for cand in candidates.values():
+            cand["fused"] = round(rrf_score(cand.get("ranks", {}), weights), 8)
     return {"candidates": candidates, "searches": searches, "previewed": previewed, "queries": [],
-            "stats": bump(state.get("stats", {}), tool_calls=tools.calls, searches=tools.calls), "node": "retrieval"}
+            "stats": bump(state.get("stats", {}), tool_calls=tools.calls, searches=n_search, citations=n_cite),
+            "node": "retrieval"}

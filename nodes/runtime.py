@@ -12,10 +12,11 @@ from typing import Any
 
 from graphs.state import JobState
 from nodes.policy import Policy, get_policy
-from nodes.tool_results import SearchPage, ToolError
+from nodes.tool_results import CitationPage, SearchPage, ToolError
 from nodes.tools import CachedRanking, RankingCache, ToolResult, ToolSession
 from observability.tool_spans import tool_span
 from stores.collection import Collection
+from stores.errors import QuarryError
 from stores.home import quarry_home
 from stores.jobs import JobStore
 
@@ -39,7 +40,7 @@ class StoredRankingCache(RankingCache):
 
 
 class JobTools:
-    """The three tools for one job, each call traced as `execute_tool {name}` and counted."""
+    """The four tools for one job, each call traced as `execute_tool {name}` and counted."""
 
     def __init__(self, session: ToolSession, job_id: str) -> None:
         self.session, self.job_id = session, job_id
@@ -47,7 +48,7 @@ class JobTools:
 
     def _traced(self, name: str, fn, **kwargs: Any) -> ToolResult:
         self.calls += 1
-        attrs = {k: v for k, v in kwargs.items() if k in ("search_id", "docid", "offset", "limit")}
+        attrs = {k: v for k, v in kwargs.items() if k in ("search_id", "docid", "direction", "offset", "limit", "channel")}
         if "query" in kwargs:
             attrs["query"] = str(kwargs["query"])[:500]
         with tool_span(name, job_id=self.job_id, **attrs) as span:
@@ -55,12 +56,14 @@ class JobTools:
             if isinstance(result, SearchPage):
                 span.set_attribute("quarry.search_id", result.search_id)
                 span.set_attribute("quarry.hits", result.total)
+            elif isinstance(result, CitationPage):
+                span.set_attribute("quarry.hits", result.total)
             elif isinstance(result, ToolError):
                 span.set_attribute("quarry.error", result.code)
             return result
 
-    def search(self, reason: str, query: str) -> ToolResult:
-        return self._traced("search", self.session.search, reason=reason, query=query)
+    def search(self, reason: str, query: str, channel: str = "lexical") -> ToolResult:
+        return self._traced("search", self.session.search, reason=reason, query=query, channel=channel)
 
     def read_search_results(self, reason: str, search_id: str, offset: int = 6, limit: int = 10) -> ToolResult:
         return self._traced("read_search_results", self.session.read_search_results, reason=reason,
@@ -69,6 +72,21 @@ class JobTools:
     def read_document(self, reason: str, docid: str, offset: int = 1, limit: int = 200) -> ToolResult:
         return self._traced("read_document", self.session.read_document, reason=reason, docid=docid,
                             offset=offset, limit=limit)
+
+    def expand_citations(self, reason: str, docid: str, direction: str = "both", limit: int = 10) -> ToolResult:
+        return self._traced("expand_citations", self.session.expand_citations, reason=reason, docid=docid,
+                            direction=direction, limit=limit)
+
+    def expand_seeds(self, reason: str, seeds: list[str], limit: int = 100) -> list[tuple[str, float]]:
+        """Citation expansion from several seeds at once (personalised PageRank plus direct links),
+        traced like the `expand_citations` tool it generalises."""
+        self.calls += 1
+        with tool_span("expand_citations", job_id=self.job_id, docid=",".join(seeds)[:500], direction="expand") as span:
+            graph = self.session.citations
+            hits = graph.expand(list(seeds), limit) if graph is not None and len(graph) else []
+            self.session.trajectory.surfaced.update(d for d, _ in hits)
+            span.set_attribute("quarry.hits", len(hits))
+            return hits
 
     def ranking(self, search_id: str) -> CachedRanking | None:
         return self.session.cache.get(search_id)
@@ -93,8 +111,26 @@ class NodeRuntime:
         col = self.collection(state["collection"])
         counter = iter(range(int(state.get("stats", {}).get("searches", 0)) + 1, 10**9))
         session = ToolSession(col.lucene, col.corpus, cache=StoredRankingCache(self.jobs, state["job_id"]),
-                              new_search_id=lambda: f"s{next(counter)}")
+                              new_search_id=lambda: f"s{next(counter)}", citations=col.citations,
+                              semantic=self.dense(state["collection"]))
         return JobTools(session, state["job_id"])
+
+    def dense(self, name: str):
+        """The collection's semantic index if it is built and current, else None (lexical only)."""
+        try:
+            return self.collection(name).dense
+        except QuarryError:
+            return None
+
+    def channels(self, name: str) -> set[str]:
+        """Which retrieval channels this collection offers (planners only ask for those)."""
+        col = self.collection(name)
+        out = {"lexical"}
+        if self.dense(name) is not None:
+            out.add("semantic")
+        if len(col.citations):
+            out.add("citations")
+        return out
 
     def policy(self, state: JobState) -> Policy:
         return get_policy(state.get("policy", "heuristic"))

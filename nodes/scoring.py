@@ -47,6 +47,38 @@ def locate_evidence(item: ChecklistItem, chunks: Sequence[Chunk], title: str = "
                     line_end=best.line_end)
 
 
+# MiniLM cosine between a requirement and a passage: ~0.2 is unrelated text, ~0.7 a paraphrase.
+COSINE_FLOOR, COSINE_CEIL = 0.2, 0.7
+
+
+def cosine_to_score(cosine: float) -> float:
+    """Map a MiniLM cosine similarity onto the 0–5 item scale (linear between floor and ceiling)."""
+    return round(5.0 * min(1.0, max(0.0, (cosine - COSINE_FLOOR) / (COSINE_CEIL - COSINE_FLOOR))), 3)
+
+
+def locate_evidence_dense(item: ChecklistItem, item_vec, chunk_vecs, chunks: Sequence[Chunk], top_m: int = 1) -> list[Evidence]:
+    """The `top_m` chunks most similar to the item (cosine of unit vectors), with line ranges.
+
+    `chunk_vecs` is `[(span, vector)]` from the dense index; the chunk text comes from the corpus
+    store so the evidence quotes exactly what Quarry read.
+    """
+    import numpy as np
+
+    if not chunk_vecs:
+        return []
+    matrix = np.stack([v for _, v in chunk_vecs])
+    sims = matrix @ item_vec
+    by_no = {c.chunk_no: c for c in chunks}
+    out: list[Evidence] = []
+    for idx in np.argsort(-sims, kind="stable")[:top_m]:
+        span = chunk_vecs[int(idx)][0]
+        chunk = by_no.get(span.chunk_no)
+        text = " ".join(chunk.text.split())[:EVIDENCE_CHARS] if chunk else ""
+        out.append(Evidence(item_id=item["id"], score=cosine_to_score(float(sims[idx])), chunk=text,
+                            line_start=span.line_start, line_end=span.line_end))
+    return out
+
+
 def violated_constraint(plan: Plan, rec: DocRecord) -> str:
     """A reason the document fails a hard constraint, or ''."""
     y_min, y_max = plan.get("year_min"), plan.get("year_max")

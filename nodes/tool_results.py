@@ -73,6 +73,41 @@ class DocumentPage(BaseModel):
         return "\n".join(out)
 
 
+class CitationHit(HitView):
+    """A document related to the seed by citation; `relation` says how (for direction "both")."""
+
+    relation: str = ""
+
+
+class CitationPage(BaseModel):
+    kind: Literal["citation_page"] = "citation_page"
+    docid: str
+    title: str
+    direction: str
+    total: int
+    hits: list[CitationHit]
+    note: str = ""
+
+    def render(self) -> str:
+        head = f"[citations of docid={self.docid} direction={self.direction}]"
+        if self.total == 0:
+            return (f"{head} no documents for {self.title!r}." + (f"\nNote: {self.note}" if self.note else "")
+                    + '\nHint: try direction="both" or "ppr", or search(query=…) with words from the document.')
+        out = [f"{head} {self.total} documents for {self.title!r}; ranks 1–{len(self.hits)}:"]
+        for h in self.hits:
+            tag = f" [{h.relation}]" if self.direction == "both" and h.relation else ""
+            out.append(f"{h.rank}. docid={h.docid} score={h.score:.4g}{tag} | {h.title}")
+            if h.excerpt:
+                out.append(f"   {h.excerpt}")
+        if self.note:
+            out.append(f"Note: {self.note}")
+        more = (f'expand_citations(docid="{self.docid}", direction="{self.direction}", limit=…) shows up to 50; '
+                if len(self.hits) < self.total else "")
+        out.append(f"Hint: {more}read_document(docid=…) reads a document; other directions: "
+                   "references, cited_by, both, co_cited, coupled, ppr.")
+        return "\n".join(out)
+
+
 class ToolError(BaseModel):
     """A misuse of a tool: what was wrong and how to repair the call."""
 

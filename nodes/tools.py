@@ -1,10 +1,11 @@
-"""The agent-facing tools: `search`, `read_search_results`, `read_document`.
+"""The agent-facing tools: `search`, `read_search_results`, `read_document`, `expand_citations`.
 
 Agents see a corpus only through these calls (the Pi-Serini interface): a search retrieves a
 deep ranking (default depth 1000), caches it under a `search_id` and shows five previews; more
 of the same ranking is paged without searching again; documents are read by numbered lines.
 Every tool takes `reason` first and answers misuse with a `ToolError` that says how to repair
-the call, never an exception.
+the call, never an exception. `expand_citations` walks the collection's citation graph from
+one document (references, citing papers, co-citation, coupling, personalised PageRank).
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nodes.excerpts import excerpt
-from nodes.tool_results import DocumentPage, HitView, SearchPage, ToolError
+from nodes.tool_results import CitationHit, CitationPage, DocumentPage, HitView, SearchPage, ToolError
+from stores.citations import CitationGraph
 from stores.records import DocRecord
 
 DEFAULT_DEPTH = 1000
@@ -25,7 +27,10 @@ READ_LIMIT_MAX = 500
 CACHE_SIZE = 32
 MAX_QUERY_CHARS = 20_000
 
-ToolResult = SearchPage | DocumentPage | ToolError
+CITATION_DIRECTIONS = ("references", "cited_by", "both", "co_cited", "coupled", "ppr")
+CITATION_LIMIT_MAX = 50
+
+ToolResult = SearchPage | DocumentPage | CitationPage | ToolError
 
 
 class Searcher(Protocol):
@@ -95,9 +100,12 @@ class ToolSession:
 
     def __init__(self, searcher: Searcher, corpus: Corpus, *, depth: int = DEFAULT_DEPTH,
                  cache_size: int = CACHE_SIZE, id_prefix: str = "s",
-                 new_search_id: Callable[[], str] | None = None, cache: RankingCache | None = None) -> None:
+                 new_search_id: Callable[[], str] | None = None, cache: RankingCache | None = None,
+                 citations: CitationGraph | None = None, semantic: Searcher | None = None) -> None:
         self.searcher = searcher
+        self.semantic = semantic
         self.corpus = corpus
+        self.citations = citations
         self.depth = depth
         self.cache = cache if cache is not None else RankingCache(cache_size)
         self.trajectory = Trajectory()
@@ -106,15 +114,23 @@ class ToolSession:
 
     # -- tools -------------------------------------------------------------------------------
 
-    def search(self, reason: str = "", query: Any = None) -> ToolResult:
-        """Search the collection; cache the deep ranking; preview ranks 1–5."""
+    def search(self, reason: str = "", query: Any = None, channel: Any = "lexical") -> ToolResult:
+        """Search the collection (`lexical`: BM25, or `semantic`: MiniLM over chunks); cache the
+        deep ranking; preview ranks 1–5."""
         if not isinstance(query, str) or not query.strip():
             return ToolError(tool="search", code="empty_query", message="the query is empty or not text",
                              hint='give some words describing what to find, e.g. search(reason="…", query="dense retrieval")')
+        if channel not in ("lexical", "semantic"):
+            return ToolError(tool="search", code="bad_channel", message=f"unknown channel {channel!r}",
+                             hint='use channel="lexical" (BM25, default) or channel="semantic" (embeddings)')
+        searcher = self.searcher if channel == "lexical" else self.semantic
+        if searcher is None:
+            return ToolError(tool="search", code="no_dense_index", message="this collection has no semantic index",
+                             hint='use channel="lexical", or build it: quarry index NAME --dense')
         note = ""
         if len(query) > MAX_QUERY_CHARS:
             query, note = query[:MAX_QUERY_CHARS], f"query cut to its first {MAX_QUERY_CHARS} characters"
-        hits = self.searcher.search(query, k=self.depth)
+        hits = searcher.search(query, k=self.depth)
         search_id = self._new_id()
         ranking = CachedRanking(query, tuple(h.docid for h in hits), tuple(float(h.score) for h in hits))
         self.cache.put(search_id, ranking)
@@ -171,6 +187,44 @@ class ToolSession:
         self.trajectory.opened.add(docid)
         return DocumentPage(docid=docid, title=lines[0], offset=start, total_lines=len(lines), lines=shown, note=note)
 
+    def expand_citations(self, reason: str = "", docid: Any = None, direction: Any = "both",
+                         limit: Any = 10) -> ToolResult:
+        """Documents linked to `docid` by citation, best first; `limit` at most 50."""
+        tool = "expand_citations"
+        if self.citations is None or len(self.citations) == 0:
+            return ToolError(tool=tool, code="no_citations", message="this collection has no citation links",
+                             hint="use search(query=…) and read_search_results(search_id=…) to find related documents")
+        seed = self.corpus.get_many([docid]).get(docid) if isinstance(docid, str) and docid else None
+        if seed is None:
+            return ToolError(tool=tool, code="unknown_docid", message=f"no document with docid {docid!r}",
+                             hint="use a docid exactly as shown in search results (docid=…)")
+        how = direction.strip().lower().replace("-", "_") if isinstance(direction, str) else None
+        if how not in CITATION_DIRECTIONS:
+            return ToolError(tool=tool, code="bad_direction", message=f"unknown direction {direction!r}",
+                             hint=f"use one of {', '.join(CITATION_DIRECTIONS)}, "
+                                  f'e.g. expand_citations(docid="{docid}", direction="both")')
+        count = _as_int(limit, 1)
+        if count is None:
+            return ToolError(tool=tool, code="bad_limit", message=f"limit must be a whole number ≥ 1, got {limit!r}",
+                             hint=f"use limit between 1 and {CITATION_LIMIT_MAX}")
+        notes = [f"limit capped at {CITATION_LIMIT_MAX}"] if count > CITATION_LIMIT_MAX else []
+        if not self.citations.has(docid):
+            notes.append(f"{docid} has no citation links in this collection")
+        related = _related(self.citations, docid, how)
+        shown = related[:min(count, CITATION_LIMIT_MAX)]
+        records = self.corpus.get_many([d for d, _, _ in shown]) if shown else {}
+        hits = []
+        for rank, (did, score, relation) in enumerate(shown, start=1):
+            rec = records.get(did)
+            hits.append(CitationHit(rank=rank, docid=did, score=round(score, 6), relation=relation,
+                                    title=rec.title if rec else "",
+                                    excerpt=preview_text(rec, seed.title) if rec else ""))
+        ids = [h.docid for h in hits]
+        self.trajectory.surfaced.update(ids)
+        self.trajectory.previewed.update(ids)
+        return CitationPage(docid=docid, title=seed.title, direction=how, total=len(related), hits=hits,
+                            note="; ".join(notes))
+
     # -- helpers -----------------------------------------------------------------------------
 
     def _page(self, search_id: str, ranking: CachedRanking, start: int, count: int, note: str) -> SearchPage:
@@ -184,6 +238,22 @@ class ToolSession:
         self.trajectory.previewed.update(ids)
         return SearchPage(search_id=search_id, query=ranking.query, total=len(ranking.docids), offset=start,
                           hits=views, note=note)
+
+
+def _related(graph: CitationGraph, docid: str, direction: str) -> list[tuple[str, float, str]]:
+    """(docid, score, relation) of every document related to `docid` in `direction`, best first."""
+    if direction == "both":
+        relations: dict[str, list[str]] = {}
+        for did, _ in graph.references(docid):
+            relations.setdefault(did, []).append("reference")
+        for did, _ in graph.cited_by(docid):
+            relations.setdefault(did, []).append("citing")
+        return [(did, 1.0, ", ".join(relations[did])) for did in sorted(relations)]
+    scored = {"references": graph.references, "cited_by": graph.cited_by, "co_cited": graph.co_cited,
+              "coupled": graph.coupled}.get(direction)
+    pairs = scored(docid) if scored else graph.ppr([docid])
+    label = {"references": "reference", "cited_by": "citing", "co_cited": "co-cited"}.get(direction, direction)
+    return [(did, score, label) for did, score in pairs]
 
 
 def preview_text(rec: DocRecord, query: str) -> str:

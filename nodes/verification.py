@@ -8,7 +8,7 @@ from __future__ import annotations
 from graphs.state import JobState, bump
 from nodes.runtime import runtime
 
-VERIFY_TOP = 60
+VERIFY_TOP = 100
 
 
 def verification(state: JobState) -> dict:
@@ -23,6 +23,10 @@ def verification(state: JobState) -> dict:
     opened = list(state.get("opened", []))
     opened_set = set(opened)
     records = corpus.get_many([c["docid"] for c in pool])
+    dense = rt.dense(state["collection"])
+    items = [i for i in plan.get("checklist", []) if i["kind"] in ("topic", "method", "application")]
+    item_vecs = {i["id"]: dense.embed_query(i["text"]) for i in items} if dense is not None else None
+    chunk_vecs = dense.chunk_vectors([c["docid"] for c in pool]) if dense is not None else {}
     for cand in pool:
         docid = cand["docid"]
         p = round(cand["fused"] / best_fused, 6) if best_fused else 0.0
@@ -33,7 +37,7 @@ def verification(state: JobState) -> dict:
             tools.read_document("verify candidate against the checklist", docid)
             opened.append(docid)
             opened_set.add(docid)
-        score, evidence, excluded = policy.judge(plan, rec, corpus.chunks(docid), p)
+        score, evidence, excluded = policy.judge(plan, rec, corpus.chunks(docid), p, item_vecs, chunk_vecs.get(docid))
         cand.update(p=p, score=score, evidence=evidence, excluded=excluded, verified_version=version)
     return {"candidates": candidates, "opened": opened, "node": "verification",
             "stats": bump(state.get("stats", {}), tool_calls=tools.calls, reads=tools.calls)}

@@ -1,4 +1,4 @@
-"""`quarry` command line: ingest, index, search, read, eval (jobs live in cli_jobs.py)."""
+"""`quarry` command line: ingest, index, search, read, eval, tune (jobs live in cli_jobs.py)."""
 from __future__ import annotations
 
 import os
@@ -52,8 +52,10 @@ def ingest(path: Annotated[Path, typer.Argument(help="BEIR folder, .jsonl file, 
 @app.command()
 def index(name: str,
           k1: Annotated[Optional[float], typer.Option(min=0.0, help="BM25 k1 stored with the index")] = None,
-          b: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="BM25 b stored with the index")] = None) -> None:
-    """Build (or re-parameterise) the BM25 index of an ingested collection."""
+          b: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="BM25 b stored with the index")] = None,
+          dense: Annotated[bool, typer.Option("--dense", help="Also build the dense (MiniLM + Chroma) chunk index; "
+                                                            "reused while the corpus is unchanged")] = False) -> None:
+    """Build (or re-parameterise) the BM25 index of an ingested collection; --dense adds vectors."""
     from stores.collection import reindex
     try:
         with progress_bar(console.is_terminal) as progress:
@@ -61,6 +63,19 @@ def index(name: str,
     except QuarryError as err:
         fail(err)
     out.print(f"index [bold]{name}[/]: {meta.documents} documents, BM25 k1={meta.k1} b={meta.b}")
+    if dense:
+        from stores.dense import DenseIndex
+        try:
+            col = _collection(name)
+            with progress_bar(console.is_terminal) as progress:
+                dmeta, reused = DenseIndex(col.paths, name).ensure(col.corpus, progress=progress)
+        except QuarryError as err:
+            fail(err)
+        if reused:
+            out.print("dense index current; reused")
+        else:
+            out.print(f"dense index [bold]{name}[/]: {dmeta.chunks} chunks of {dmeta.documents} documents, "
+                      f"{dmeta.model}, built in {dmeta.built_seconds:.1f} s")
 
 
 def _tools(name: str, k1: float | None = None, b: float | None = None):
@@ -116,31 +131,82 @@ def read(name: str, docid: str,
 
 @app.command("eval")
 def eval_cmd(name: str,
-             system: Annotated[str, typer.Option(help="bm25 or agent (durable jobs on a local dev server)")] = "bm25",
+             system: Annotated[Optional[list[str]], typer.Option(
+                 help="bm25, bm25-tuned, dense, hybrid or agent (durable jobs on a local dev server); "
+                      "repeat or comma-separate for several, e.g. bm25,dense,hybrid,agent")] = None,
              split: Annotated[Optional[str], typer.Option(help="qrels split (default: test, else the only one)")] = None,
              queries: Annotated[Optional[int], typer.Option(min=1, help="Only the first N judged queries")] = None,
              k1: Optional[float] = None, b: Optional[float] = None,
-             run_file: Annotated[Optional[Path], typer.Option("--run", help="Where to write the TREC run")] = None,
+             run_file: Annotated[Optional[Path], typer.Option("--run", help="Where to write the TREC run (one system)")] = None,
+             report: Annotated[Optional[Path], typer.Option("--report", help="Write DIR/report.md with a table and plots")] = None,
              json_out: Annotated[bool, typer.Option("--json", help="Metrics as JSON on the last line")] = False) -> None:
-    """Evaluate a system on the collection's judged queries (pytrec_eval)."""
-    from evals.runner import evaluate
+    """Evaluate systems on the collection's judged queries (pytrec_eval)."""
+    from evals.runner import evaluate, parse_systems
+    try:
+        systems = parse_systems(system)
+        if run_file is not None and len(systems) > 1:
+            raise QuarryError("bad_option", "--run names one run file but several systems were given",
+                              "drop --run (runs go to the collection's runs folder) or evaluate one system")
+        col = _collection(name)
+        results = []
+        with progress_bar(console.is_terminal) as progress:
+            for sys_name in systems:
+                results.append(evaluate(col, sys_name, split=split, k1=k1, b=b, limit_queries=queries,
+                                        run_file=run_file,
+                                        on_query=lambda n, total, s=sys_name: progress(s, n, total)))
+        report_path = None
+        if report is not None:
+            from evals.report import write_report
+            report_path = write_report(report, col, results)
+    except QuarryError as err:
+        fail(err)
+    summaries = {r.system: r.summary() for r in results}
+    if json_out:
+        obj = next(iter(summaries.values())) if len(summaries) == 1 else {"systems": summaries}
+        print_json(obj | ({"report": str(report_path)} if report_path else {}))
+        return
+    first = results[0]
+    table = Table(title=f"{name} · {', '.join(systems)} · {first.split} · {first.queries} queries")
+    table.add_column("metric")
+    for sys_name in summaries:
+        table.add_column(sys_name, justify="right")
+    keys = [k for k in dict.fromkeys(k for s in summaries.values() for k in s) if k not in ("system", "split", "queries")]
+    for key in keys:
+        cells = [summaries[s].get(key) for s in summaries]
+        table.add_row(key, *("–" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v) for v in cells))
+    out.print(table)
+    if report_path:
+        out.print(f"report: {report_path}")
+
+
+@app.command()
+def tune(name: str,
+         split: Annotated[Optional[str], typer.Option(help="qrels split to tune on (default: test, else the only one)")] = None,
+         json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False) -> None:
+    """Grid-search BM25 k1/b by nDCG@20 and store the best with the index (default rule without qrels)."""
+    from evals.tuning import DefaultParams, tune as run_tune
     try:
         col = _collection(name)
         with progress_bar(console.is_terminal) as progress:
-            result = evaluate(col, system, split=split, k1=k1, b=b, limit_queries=queries, run_file=run_file,
-                              on_query=lambda n, total: progress("queries", n, total))
+            result = run_tune(col, split, progress=progress)
     except QuarryError as err:
         fail(err)
-    summary = result.summary()
     if json_out:
-        print_json(summary)
+        print_json(result.summary())
         return
-    table = Table(title=f"{name} · {system} · {result.split} · {result.queries} queries")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, value in summary.items():
-        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
-    out.print(table)
+    if isinstance(result, DefaultParams):
+        out.print(f"[bold]{name}[/] has no relevance judgements, so nothing to tune on: stored the [bold]default[/] "
+                  f"BM25 k1={result.k1} b={result.b} for a mean document length of {result.avg_doc_tokens:.0f} words "
+                  f"(was k1={result.baseline[0]} b={result.baseline[1]})")
+        return
+    best, base = result.best.brief(), result.baseline.brief()
+    out.print(f"tuned [bold]{name}[/] on {result.split} ({result.queries} queries, "
+              f"{len(result.cells)} settings, {result.seconds:.0f} s)")
+    out.print(f"best      k1={best['k1']:g} b={best['b']:g}  nDCG@20 {best['ndcg@20']:.4f}  MAP {best['map']:.4f}"
+              "  (stored with the index)")
+    out.print(f"baseline  k1={base['k1']:g} b={base['b']:g}  nDCG@20 {base['ndcg@20']:.4f}  MAP {base['map']:.4f}"
+              "  (the setting stored before)")
+    out.print(f"heatmap   {result.heatmap}", highlight=False)
 
 
 @app.command("collections")

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stores.citations import CitationGraph
 from stores.corpus import CorpusStore, source_fingerprint, write_corpus_db
@@ -18,6 +19,9 @@ from stores.errors import QuarryError
 from stores.home import CollectionPaths, collection_paths, quarry_home
 from stores.lucene import DEFAULT_B, DEFAULT_K1, IndexMeta, LuceneIndex, build_index, replace_dir
 from stores.readers import ProgressFn, read_corpus
+
+if TYPE_CHECKING:
+    from stores.dense import DenseIndex
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class Collection:
         self._corpus: CorpusStore | None = None
         self._lucene: LuceneIndex | None = None
         self._citations: CitationGraph | None = None
+        self._dense: DenseIndex | None = None
 
     @property
     def corpus(self) -> CorpusStore:
@@ -60,6 +65,17 @@ class Collection:
                                   f"rebuild it: quarry index {self.name}")
             self._lucene = index
         return self._lucene
+
+    @property
+    def dense(self) -> DenseIndex:
+        """The MiniLM/Chroma chunk index; `no_dense_index` / `stale_dense_index` if not current."""
+        if self._dense is None:
+            from stores.dense import DenseIndex  # chromadb and torch load only when used
+
+            index = DenseIndex(self.paths, self.name)
+            index.require_current(self.corpus.fingerprint)
+            self._dense = index
+        return self._dense
 
     @property
     def citations(self) -> CitationGraph:
