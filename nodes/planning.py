@@ -53,10 +53,11 @@ def parse_exclusions(text: str) -> tuple[list[str], str]:
     """Phrases after 'not', 'excluding', 'except', 'without'; and the text without them."""
     found: list[str] = []
     for m in _EXCLUDE.finditer(text):
-        phrase = " ".join(w for w in m.group(1).split() if w.lower() not in STOPWORDS)
-        phrase = phrase.strip(" .")
-        if phrase and query_terms(phrase):
-            found.append(phrase)
+        # "excluding surveys and tutorials" excludes either: one exclusion per alternative.
+        for part in re.split(r"\s+(?:and|or|nor)\s+|/", m.group(1)):
+            phrase = " ".join(part.split()).strip(" .")
+            if phrase and query_terms(phrase):
+                found.append(phrase)
     cleaned = _EXCLUDE.sub(" ", text) if found else text
     return found, " ".join(cleaned.split()).strip(" ,;.")
 

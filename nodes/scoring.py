@@ -22,9 +22,11 @@ EVIDENCE_CHARS = 300
 
 
 def stem(word: str) -> str:
-    """Crude prefix stem (the first 4+ letters) — enough to match plural/verb forms."""
+    """Crude stem: the first five letters, so that plural and verb forms of a word meet
+    (retrieval/retrieve, passage/passages, encoder/encoding). A Porter stemmer would need the
+    JVM or a new dependency for a signal that only locates evidence."""
     word = word.lower()
-    return word if len(word) <= 4 else word[: max(4, len(word) - 3)]
+    return word[:5]
 
 
 def stems(text: str) -> set[str]:

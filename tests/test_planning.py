@@ -1,0 +1,74 @@
+"""Table-driven tests of intent parsing: years, exclusions, checklist, steering validation."""
+from __future__ import annotations
+
+import pytest
+
+from nodes.planning import apply_steering, first_queries, make_plan, parse_exclusions, parse_years, validate_steering
+
+
+@pytest.mark.parametrize("text, year_min, year_max", [
+    ("federated learning 2019–2023", 2019, 2023),
+    ("federated learning 2019-2023", 2019, 2023),
+    ("federated learning from 2023 to 2019", 2019, 2023),
+    ("papers between 2001 and 2005 on ranking", 2001, 2005),
+    ("dense retrieval after 2015", 2016, None),
+    ("dense retrieval since 2015", 2015, None),
+    ("dense retrieval before 2010", None, 2009),
+    ("dense retrieval until 2010", None, 2010),
+    ("ranking published in 2020", 2020, 2020),
+    ("ranking with 300 features", None, None),
+])
+def test_year_constraints(text: str, year_min: int | None, year_max: int | None) -> None:
+    got_min, got_max, rest = parse_years(text)
+    assert (got_min, got_max) == (year_min, year_max)
+    if year_min or year_max:
+        assert str(year_min or year_max) not in rest
+
+
+@pytest.mark.parametrize("text, exclusions", [
+    ("dense retrieval, not surveys", ["surveys"]),
+    ("dense retrieval excluding surveys and tutorials", ["surveys", "tutorials"]),
+    ("query expansion, but not neural models", ["neural models"]),
+    ("ranking except for learning to rank", ["learning to rank"]),
+    ("programs that do not use recursion", []),  # "not" inside a clause is part of the topic
+    ("mechanisms for disjoint processes", []),
+])
+def test_exclusions(text: str, exclusions: list[str]) -> None:
+    found, rest = parse_exclusions(text)
+    assert found == exclusions
+    for phrase in found:
+        assert phrase not in rest
+
+
+def test_plan_keeps_every_user_word_in_the_first_query_but_not_excluded_ones() -> None:
+    intent = "empirical studies of federated learning across hospitals for medical imaging, 2023–2025, not surveys"
+    plan = make_plan(intent)
+    (query,) = first_queries(plan, intent)
+    for word in ("empirical", "studies", "federated", "learning", "hospitals", "medical", "imaging"):
+        assert word in query
+    assert "surveys" not in query
+    kinds = [i["kind"] for i in plan["checklist"]]
+    assert kinds[0] == "topic" and "metadata" in kinds and "exclusion" in kinds
+    assert (plan["year_min"], plan["year_max"]) == (2023, 2025)
+    assert plan["exclusions"] == ["surveys"]
+
+
+def test_steering_adds_requirement_exclusion_and_years() -> None:
+    plan = make_plan("dense retrieval")
+    checklist, excl, y_min, y_max = apply_steering(plan["checklist"], [], None, None, "must use hospital data")
+    assert any("hospital data" in i["text"] for i in checklist)
+    _, excl, _, _ = apply_steering(checklist, excl, None, None, "not surveys")
+    assert excl == ["surveys"]
+    _, _, y_min, y_max = apply_steering(checklist, excl, None, None, "2019-2021")
+    assert (y_min, y_max) == (2019, 2021)
+
+
+@pytest.mark.parametrize("note", ["", "   ", "the of and", None, 5, "x" * 501])
+def test_bad_steering_is_rejected_with_a_reason(note: object) -> None:
+    with pytest.raises(ValueError) as info:
+        validate_steering(note)
+    assert str(info.value)
+
+
+def test_good_steering_is_normalised() -> None:
+    assert validate_steering("  not   surveys ") == "not surveys"

@@ -1,0 +1,86 @@
+"""Evidence location, combination and feedback queries (pure functions)."""
+from __future__ import annotations
+
+import numpy as np
+
+from graphs.state import ranked_candidates
+from nodes.retrieval import as_query, query_key
+from nodes.scoring import (COSINE_CEIL, COSINE_FLOOR, combine, cosine_to_score, locate_evidence,
+                           locate_evidence_dense, relevance_model_query, violated_constraint)
+from stores.dense import ChunkSpan
+from stores.records import Chunk, DocRecord
+
+ITEM = {"id": "c1", "kind": "topic", "text": "dense passage retrieval", "weight": 1.0}
+
+
+def chunks() -> list[Chunk]:
+    return [Chunk(docid="d", chunk_no=0, line_start=1, line_end=2, text="Title about cooking pasta"),
+            Chunk(docid="d", chunk_no=1, line_start=3, line_end=5, text="We retrieve passages with dense encoders")]
+
+
+def test_lexical_evidence_picks_the_chunk_covering_most_item_words() -> None:
+    ev = locate_evidence(ITEM, chunks())
+    assert (ev["line_start"], ev["line_end"]) == (3, 5)
+    assert ev["score"] == 5.0  # dense, passage(s), retrieve(al) all match by prefix stem
+
+
+def test_cosine_maps_linearly_onto_zero_to_five() -> None:
+    assert cosine_to_score(COSINE_FLOOR) == 0.0
+    assert cosine_to_score(COSINE_CEIL) == 5.0
+    assert cosine_to_score((COSINE_FLOOR + COSINE_CEIL) / 2) == 2.5
+    assert cosine_to_score(-1.0) == 0.0 and cosine_to_score(1.0) == 5.0
+
+
+def test_dense_evidence_takes_the_most_similar_chunk_and_quotes_the_store_text() -> None:
+    item_vec = np.array([1.0, 0.0])
+    vecs = [(ChunkSpan(0, 1, 2), np.array([0.0, 1.0])), (ChunkSpan(1, 3, 5), np.array([0.8, 0.6]))]
+    (ev,) = locate_evidence_dense(ITEM, item_vec, vecs, chunks())
+    assert (ev["line_start"], ev["line_end"]) == (3, 5)
+    assert ev["chunk"] == "We retrieve passages with dense encoders"
+    assert ev["score"] == cosine_to_score(0.8)
+
+
+def test_combine_is_the_pasamaster_formula() -> None:
+    assert combine([(5.0, 1.0), (3.0, 1.0)], 1.0) == round((4.0 + 1.0) / 6, 6)
+    assert combine([(5.0, 1.0), (0.0, 0.0)], 0.5) == round((5.0 + 0.5) / 6, 6)  # weight 0 items ignored
+    assert combine([], 0.6) == 0.1
+
+
+def test_hard_constraints() -> None:
+    plan = {"year_min": 2019, "year_max": 2021, "exclusions": ["surveys"]}
+    assert violated_constraint(plan, DocRecord(docid="a", title="Dense retrieval", year=2020)) == ""
+    assert "2018" in violated_constraint(plan, DocRecord(docid="b", title="Dense retrieval", year=2018))
+    assert "unknown" in violated_constraint(plan, DocRecord(docid="c", title="Dense retrieval"))
+    assert "surveys" in violated_constraint(plan, DocRecord(docid="d", title="A survey of dense retrieval", year=2020))
+
+
+def test_feedback_query_keeps_every_user_word_and_only_adds() -> None:
+    core = "sparse matrix algorithms"
+    texts = ["graph partitioning for sparse matrices and elimination orderings",
+             "elimination orderings minimise fill in sparse factorisation"]
+    query = relevance_model_query(core, texts, [1.0, 1.0], n_terms=5)
+    words = query.split()
+    assert {"sparse", "matrix", "algorithms"} <= set(words)
+    assert "elimination" in words and "orderings" in words
+    assert words.count("sparse") > words.count("elimination")  # weight shows as repeats
+    assert relevance_model_query(core, [], []) == core
+
+
+def test_queries_in_state_accept_plain_text_and_dicts() -> None:
+    assert as_query("x") == {"text": "x", "channel": "lexical", "weight": 1.0}
+    q = as_query({"text": "", "channel": "citations", "seeds": ["a", "b"], "weight": 0.5})
+    assert query_key(q) == "citations||a,b" and q["weight"] == 0.5
+
+
+def test_final_order_fuses_verification_and_retrieval_and_drops_excluded() -> None:
+    cands = {
+        "a": {"docid": "a", "fused": 0.10, "score": 0.2, "verified_version": 1},
+        "b": {"docid": "b", "fused": 0.05, "score": 0.9, "verified_version": 1},
+        "c": {"docid": "c", "fused": 0.08, "score": 0.5, "verified_version": 1},
+        "x": {"docid": "x", "fused": 0.20, "score": 0.0, "verified_version": 1, "excluded": "published 1990"},
+        "u": {"docid": "u", "fused": 0.30, "score": 0.0},
+    }
+    order = [c["docid"] for c in ranked_candidates({"candidates": cands})]
+    # a: S-rank 3, F-rank 1; b: 1, 3; c: 2, 2. 1/61 + 1/63 > 2/62, so a and b (tied, by docid)
+    # come before c; the excluded x never appears; the unverified u follows the verified ones.
+    assert order == ["a", "b", "c", "u"]
