@@ -16,6 +16,7 @@ setup: $(BIN)/quarry
 
 demo: setup
 	$(BIN)/quarry ingest examples/corpus --name sample
+	$(BIN)/quarry index sample --dense
 	$(BIN)/quarry run sample "dense passage retrieval with dual encoders for open-domain question answering, not surveys" --wait
 
 test: setup

@@ -21,6 +21,7 @@ from stores.collection import Collection
 DEPTHS = (10, 20, 50, 100, 200, 500, 1000)
 REPORT_FILE = "report.md"
 DIFF_METRIC = "ndcg@20"
+SETTINGS = ("k1", "b")  # parameters, not measurements: printed as given
 
 
 def recall_at_depths(qrels: Qrels, run: Run, depths: Sequence[int] = DEPTHS) -> dict[int, float]:
@@ -47,7 +48,8 @@ def metrics_table(results: Sequence[EvalResult]) -> str:
     header = ["system", *BASE_METRICS, *extras]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
     for r in results:
-        values = [r.system, *(r.metrics.get(m) for m in BASE_METRICS), *(r.extras.get(k) for k in extras)]
+        values = [r.system, *(r.metrics.get(m) for m in BASE_METRICS),
+                  *(f"{r.extras[k]:g}" if k in SETTINGS and k in r.extras else r.extras.get(k) for k in extras)]
         lines.append("| " + " | ".join(_cell(v) for v in values) + " |")
     return "\n".join(lines)
 
