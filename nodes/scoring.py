@@ -91,8 +91,9 @@ def violated_constraint(plan: Plan, rec: DocRecord) -> str:
             return f"published {rec.year}, before {y_min}"
         if y_max is not None and rec.year > y_max:
             return f"published {rec.year}, after {y_max}"
-    first_sentence = re.split(r"(?<=[.!?])\s", rec.text, maxsplit=1)[0] if rec.text else ""
-    head = stems(" ".join([rec.title, " ".join(rec.keywords), first_sentence]))
+    # Title and keywords only: body text mentions excluded words in passing ("experiments on
+    # benchmarks"), and wrongly excluding a relevant document is worse than keeping a doubtful one.
+    head = stems(" ".join([rec.title, " ".join(rec.keywords)]))
     for phrase in plan.get("exclusions", []):
         words = {stem(t) for t in query_terms(phrase)}
         if words and words <= head:
