@@ -29,6 +29,11 @@ def query_key(q: dict[str, Any]) -> str:
     return f"{q['channel']}|{q.get('text', '')}|{','.join(q.get('seeds', []))}"
 
 
+def _rank_map(tools, search_id: str) -> dict[str, int]:
+    ranking = tools.ranking(search_id)
+    return {d: r for r, d in enumerate(ranking.docids, start=1)} if ranking else {}
+
+
 def retrieval(state: JobState) -> dict:
     tools = runtime().tools(state)
     round_no = state.get("round", 1)
@@ -38,6 +43,7 @@ def retrieval(state: JobState) -> dict:
     seen_preview = set(previewed)
     done = {s.get("key", s["query"]) for s in searches}
     n_search = n_cite = 0
+    citation_ranks: dict[str, dict[str, int]] = {}
     for q in map(as_query, state.get("queries", [])):
         key = query_key(q)
         if key in done:
@@ -62,12 +68,20 @@ def retrieval(state: JobState) -> dict:
             ranking = tools.ranking(page.search_id)
             ranked = list(ranking.docids[:POOL_DEPTH]) if ranking else []
         searches.append(entry)
-        weights = {s["search_id"]: s.get("weight", 1.0) for s in searches if s.get("search_id")}
-        for rank, docid in enumerate(ranked, start=1):
-            cand = candidates.setdefault(docid, Candidate(docid=docid, ranks={}, fused=0.0, score=0.0))
-            cand["ranks"] = {**cand.get("ranks", {}), entry["search_id"]: rank}
-        for cand in candidates.values():
-            cand["fused"] = round(rrf_score(cand.get("ranks", {}), weights), 8)
+        for docid in ranked:
+            candidates.setdefault(docid, Candidate(docid=docid, ranks={}, fused=0.0, score=0.0))
+        if q["channel"] == "citations":
+            citation_ranks[entry["search_id"]] = {d: r for r, d in enumerate(ranked, start=1)}
+    # Fuse with each ranking's full depth, not just its pooled top: a document at rank 30 in one
+    # ranking and 150 in another must get credit from both, exactly as plain RRF would.
+    weights = {x["search_id"]: x.get("weight", 1.0) for x in searches if x.get("search_id")}
+    deep = {sid: _rank_map(tools, sid) for sid in weights if not sid.startswith("c")}
+    deep |= citation_ranks | {sid: {d: r for d, r in ((c["docid"], c.get("ranks", {}).get(sid)) for c in candidates.values()) if r}
+                              for sid in weights if sid.startswith("c") and sid not in citation_ranks}
+    for cand in candidates.values():
+        ranks = {sid: rm[cand["docid"]] for sid, rm in deep.items() if cand["docid"] in rm}
+        cand["ranks"] = ranks
+        cand["fused"] = round(rrf_score(ranks, weights), 8)
     return {"candidates": candidates, "searches": searches, "previewed": previewed, "queries": [],
             "stats": bump(state.get("stats", {}), tool_calls=tools.calls, searches=n_search, citations=n_cite),
             "node": "retrieval"}
