@@ -24,8 +24,9 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
     table.add_column("score", justify="right")
     table.add_column("title / evidence")
     for rank, item in enumerate(result.get("ranked", []), start=1):
+        best = sorted(item.get("evidence", []), key=lambda e: -e["score"])[:2]
         ev = "\n".join(f"[dim]{e['item']} ({e['score']:.1f}/5, lines {e['lines'][0]}–{e['lines'][1]}):[/] "
-                       f"{e['chunk'][:160]}" for e in item.get("evidence", [])[:3])
+                       f"{e['chunk'][:120]}…" for e in best)
         table.add_row(str(rank), item["docid"], f"{item['score']:.3f}",
                       f"[bold]{item['title']}[/] ({item.get('year') or '—'})\n{item.get('reason', '')}\n{ev}")
     out.print(table)
