@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from graphs.state import JobState
+from nodes.planning import last_name, parse_authors, parse_venue
 from nodes.runtime import runtime
 
 
@@ -9,6 +10,25 @@ from nodes.runtime import runtime
 # documents without drowning the intent (CACM, BM25 + RM3-style feedback: weight 1 → nDCG@20
 # 0.482, 2 → 0.484, 4 → 0.477, feedback ranking alone 0.451; BM25 0.477).
 USER_WORDS_WEIGHT = 2.0
+
+
+def _with_metadata_constraints(plan: dict, intent: str, corpus) -> dict:
+    """Author and venue constraints, kept only when the store knows that author or venue."""
+    names, exclusive = parse_authors(intent)
+    found = corpus.docs_by_author([last_name(n) for n in names]) if names else {}
+    authors = [last_name(n) for n in names if found.get(last_name(n))]
+    venue = parse_venue(intent)
+    venues = {v.lower(): v for v in corpus.venues()} if venue else {}
+    venue = venues.get(venue.lower()) if venue else None
+    if not authors and not venue:
+        return plan
+    checklist = list(plan.get("checklist", []))
+    if authors:
+        checklist.append({"id": "a", "kind": "metadata", "text": "by " + " or ".join(names), "weight": 0.0})
+    if venue:
+        checklist.append({"id": "v", "kind": "metadata", "text": f"published in {venue}", "weight": 0.0})
+    return {**plan, "checklist": checklist, "authors": authors, "authors_exclusive": exclusive and bool(authors),
+            "venue": venue}
 
 
 def navigator(state: JobState) -> dict:
@@ -20,4 +40,8 @@ def navigator(state: JobState) -> dict:
     # Round one asks every query channel the collection offers with the user's own words.
     queries = [{"text": t, "channel": ch, "weight": USER_WORDS_WEIGHT} for t in texts
                for ch in ("lexical", "semantic") if ch in channels]
+    plan = _with_metadata_constraints(plan, state["intent"], rt.collection(state["collection"]).corpus)
+    if plan.get("authors"):
+        # Author names are metadata, not indexed text: ask the store for their papers directly.
+        queries.append({"text": "", "channel": "metadata", "weight": USER_WORDS_WEIGHT, "authors": plan["authors"]})
     return {"plan": plan, "queries": queries, "round": 1, "node": "navigator"}

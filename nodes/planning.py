@@ -20,6 +20,12 @@ _IN_YEAR = re.compile(rf"\b(?:in|published in|from the year)\s+{_YEAR}\b", re.I)
 # Conservative on purpose: "not" only counts at the start of a clause ("…, not surveys",
 # "but not X"), since "do not use" inside a sentence is part of the topic, not an exclusion.
 _EXCLUDE = re.compile(r"(?:(?:^|(?<=[,;(]))\s*(?:and\s+|but\s+)?not\s+|\bbut\s+not\s+|\bexclud(?:e|ing)\s+|\bexcept(?:\s+for)?\s+)([^,;.()]+)", re.I)
+_NAME = r"[A-Z][\w'\-]*\.?(?:,?\s+(?:[A-Z][\w'\-]*\.?|[A-Z]\.(?:\s?[A-Z]\.)*))*"
+_AUTHOR_CUE = re.compile(
+    rf"\b(?:(?:written|authored|co-authored|published)\s+(?:either\s+)?by|(?:articles|papers|publications|works)\s+"
+    rf"(?:written\s+)?(?:either\s+)?by)\s+({_NAME}(?:\s*(?:,|\bor\b|\band\b)\s*{_NAME})*)(\s+(?:or|and)\s+others)?")
+_VENUE_CUE = re.compile(r"\b(?:published in|appeared in|appearing in|presented at|in the proceedings of|venue:?)\s+"
+                        r"(?:the\s+)?([A-Z][\w&\-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w&\-]*)*)")
 _SPLIT = re.compile(r"[,;]|\s+(?:for|using|with|via|based on|applied to|across)\s+", re.I)
 _METHOD_CUE = re.compile(r"\b(?:using|with|via|based on)\s*$", re.I)
 _MAX_ITEMS = 6
@@ -60,6 +66,34 @@ def parse_exclusions(text: str) -> tuple[list[str], str]:
                 found.append(phrase)
     cleaned = _EXCLUDE.sub(" ", text) if found else text
     return found, " ".join(cleaned.split()).strip(" ,;.")
+
+
+def parse_authors(text: str) -> tuple[list[str], bool]:
+    """Names after "written by", "papers by" …; exclusive unless followed by "or others".
+
+    Only explicit authorship cues count ("an old article by X" is a reference, not a
+    requirement); the navigator keeps a name only if the store has an author of that name.
+    """
+    m = _AUTHOR_CUE.search(text)
+    if not m:
+        return [], False
+    names = [n.strip(" ,.") for n in re.split(r"\s*(?:\bor\b|\band\b|;)\s*", m.group(1)) if n.strip(" ,.")]
+    return names, m.group(2) is None
+
+
+def parse_venue(text: str) -> str | None:
+    """A venue named after "published in", "appeared in", "presented at" … (validated by the navigator)."""
+    m = _VENUE_CUE.search(text)
+    return m.group(1).strip() if m else None
+
+
+def last_name(name: str) -> str:
+    """'Udo Pooch' → 'pooch'; 'Pooch, U.W.' → 'pooch'; 'Heindel, L.E.' → 'heindel'."""
+    name = name.strip()
+    if "," in name:
+        return name.split(",", 1)[0].strip().lower()
+    words = [w for w in name.replace(".", ". ").split() if not re.fullmatch(r"[A-Z]\.?", w)]
+    return (words[-1] if words else name).strip(".").lower()
 
 
 def _items_from_core(core: str) -> list[ChecklistItem]:

@@ -26,7 +26,7 @@ def as_query(q: Any) -> dict[str, Any]:
 
 
 def query_key(q: dict[str, Any]) -> str:
-    return f"{q['channel']}|{q.get('text', '')}|{','.join(q.get('seeds', []))}"
+    return f"{q['channel']}|{q.get('text', '')}|{','.join(q.get('seeds', []) or q.get('authors', []))}"
 
 
 def _rank_map(tools, search_id: str) -> dict[str, int]:
@@ -50,7 +50,10 @@ def retrieval(state: JobState) -> dict:
             continue
         done.add(key)
         entry = {"query": q.get("text", ""), "channel": q["channel"], "weight": q["weight"], "round": round_no, "key": key}
-        if q["channel"] == "citations":
+        if q["channel"] == "metadata":
+            ranked = tools.find_by_metadata(f"round {round_no}: documents by the requested authors", q.get("authors", []))
+            entry |= {"search_id": f"m{round_no}", "total": len(ranked), "authors": q.get("authors", [])}
+        elif q["channel"] == "citations":
             n_cite += 1
             hits = tools.expand_seeds(f"round {round_no}: neighbours of the best-verified documents",
                                       q.get("seeds", []), CITATION_POOL)
@@ -70,14 +73,16 @@ def retrieval(state: JobState) -> dict:
         searches.append(entry)
         for docid in ranked:
             candidates.setdefault(docid, Candidate(docid=docid, ranks={}, fused=0.0, score=0.0))
-        if q["channel"] == "citations":
+        if q["channel"] in ("citations", "metadata"):
             citation_ranks[entry["search_id"]] = {d: r for r, d in enumerate(ranked, start=1)}
     # Fuse with each ranking's full depth, not just its pooled top: a document at rank 30 in one
     # ranking and 150 in another must get credit from both, exactly as plain RRF would.
     weights = {x["search_id"]: x.get("weight", 1.0) for x in searches if x.get("search_id")}
-    deep = {sid: _rank_map(tools, sid) for sid in weights if not sid.startswith("c")}
+    # Rankings behind a search_id ("s…") are reloaded at full depth; citation ("c…") and metadata
+    # ("m…") lists are short and live in the candidates' ranks.
+    deep = {sid: _rank_map(tools, sid) for sid in weights if sid.startswith("s")}
     deep |= citation_ranks | {sid: {d: r for d, r in ((c["docid"], c.get("ranks", {}).get(sid)) for c in candidates.values()) if r}
-                              for sid in weights if sid.startswith("c") and sid not in citation_ranks}
+                              for sid in weights if not sid.startswith("s") and sid not in citation_ranks}
     for cand in candidates.values():
         ranks = {sid: rm[cand["docid"]] for sid, rm in deep.items() if cand["docid"] in rm}
         cand["ranks"] = ranks

@@ -88,6 +88,16 @@ class JobTools:
             span.set_attribute("quarry.hits", len(hits))
             return hits
 
+    def find_by_metadata(self, reason: str, authors: list[str]) -> list[str]:
+        """Documents whose authors include one of these last names (store metadata, not text)."""
+        self.calls += 1
+        with tool_span("search", job_id=self.job_id, channel="metadata", query=" or ".join(authors)[:500]) as span:
+            found = self.session.corpus.docs_by_author(authors)
+            docids = list(dict.fromkeys(d for name in authors for d in found.get(name.lower(), [])))
+            self.session.trajectory.surfaced.update(docids)
+            span.set_attribute("quarry.hits", len(docids))
+            return docids
+
     def ranking(self, search_id: str) -> CachedRanking | None:
         return self.session.cache.get(search_id)
 

@@ -91,6 +91,14 @@ def violated_constraint(plan: Plan, rec: DocRecord) -> str:
             return f"published {rec.year}, before {y_min}"
         if y_max is not None and rec.year > y_max:
             return f"published {rec.year}, after {y_max}"
+    authors = plan.get("authors") or []
+    if authors and plan.get("authors_exclusive"):
+        have = {(a.split(",", 1)[0] if "," in a else a.split()[-1]).strip().lower() for a in rec.authors if a.strip()}
+        if not have & {a.lower() for a in authors}:
+            return f"not by {' or '.join(authors)}"
+    venue = plan.get("venue")
+    if venue and (rec.venue or "").lower() != venue.lower():
+        return f"not published in {venue}"
     # Title and keywords only: body text mentions excluded words in passing ("experiments on
     # benchmarks"), and wrongly excluding a relevant document is worse than keeping a doubtful one.
     head = stems(" ".join([rec.title, " ".join(rec.keywords)]))

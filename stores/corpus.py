@@ -140,6 +140,24 @@ class CorpusStore:
                 f"SELECT docid, title FROM docs WHERE docid IN ({','.join('?' * len(part))})", part).fetchall())
         return out
 
+    def venues(self) -> list[str]:
+        return [r[0] for r in self._con().execute("SELECT DISTINCT venue FROM docs WHERE venue IS NOT NULL")]
+
+    def docs_by_venue(self, venue: str) -> list[str]:
+        rows = self._con().execute("SELECT docid FROM docs WHERE lower(venue) = lower(?) ORDER BY ord", (venue,))
+        return [r[0] for r in rows]
+
+    def docs_by_author(self, last_names: list[str]) -> dict[str, list[str]]:
+        """Docids per requested last name (case-insensitive), from the authors metadata."""
+        wanted = {n.lower() for n in last_names}
+        out: dict[str, list[str]] = {n: [] for n in wanted}
+        for docid, authors in self._con().execute("SELECT docid, authors FROM docs WHERE authors != '[]' ORDER BY ord"):
+            for author in json.loads(authors):
+                last = author.split(",", 1)[0].strip().lower() if "," in author else author.split()[-1].lower()
+                if last in wanted:
+                    out[last].append(docid)
+        return out
+
     def lines(self, docid: str) -> list[str] | None:
         row = self._con().execute("SELECT lines FROM docs WHERE docid=?", (docid,)).fetchone()
         return json.loads(row[0]) if row else None

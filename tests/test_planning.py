@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.planning import apply_steering, first_queries, make_plan, parse_exclusions, parse_years, validate_steering
+from nodes.planning import (apply_steering, first_queries, last_name, make_plan, parse_authors, parse_exclusions,
+                            parse_venue, parse_years, validate_steering)
 
 
 @pytest.mark.parametrize("text, year_min, year_max", [
@@ -72,3 +73,31 @@ def test_bad_steering_is_rejected_with_a_reason(note: object) -> None:
 
 def test_good_steering_is_normalised() -> None:
     assert validate_steering("  not   surveys ") == "not surveys"
+
+
+@pytest.mark.parametrize("text, names, exclusive", [
+    ("I am interested in articles written either by Prieve or Udo Pooch", ["Prieve", "Udo Pooch"], True),
+    ("papers by Robertson and Zaragoza on BM25", ["Robertson", "Zaragoza"], True),
+    ("Information retrieval articles by Gerard Salton or others about clustering", ["Gerard Salton"], False),
+    ("there is an old article by Heindel, L.E. in J. ACM", [], False),  # a reference, not a requirement
+    ("shape recognition by computer", [], False),
+])
+def test_author_constraints(text: str, names: list[str], exclusive: bool) -> None:
+    assert parse_authors(text) == (names, exclusive)
+
+
+@pytest.mark.parametrize("text, venue", [
+    ("dense retrieval published in SIGIR", "SIGIR"),
+    ("query expansion papers that appeared in the Journal of the ACM after 1970", "Journal of the ACM"),
+    ("work presented at NeurIPS on retrieval", "NeurIPS"),
+    ("data types in the following languages: Pascal", None),
+    ("ranking in Python", None),
+])
+def test_venue_constraints(text: str, venue: str | None) -> None:
+    assert parse_venue(text) == venue
+
+
+@pytest.mark.parametrize("name, last", [("Udo Pooch", "pooch"), ("Pooch, U.W.", "pooch"), ("L. E. Heindel", "heindel"),
+                                        ("Prieve", "prieve")])
+def test_last_names(name: str, last: str) -> None:
+    assert last_name(name) == last

@@ -54,6 +54,16 @@ def test_hard_constraints() -> None:
     assert "surveys" in violated_constraint(plan, DocRecord(docid="d", title="A survey of dense retrieval", year=2020))
 
 
+def test_author_and_venue_constraints_use_store_metadata() -> None:
+    plan = {"authors": ["pooch", "prieve"], "authors_exclusive": True, "venue": "SIGIR"}
+    ok = DocRecord(docid="a", title="t", authors=("Chattergy, R.", "Pooch, U.W."), venue="sigir")
+    assert violated_constraint(plan, ok) == ""
+    assert "not by" in violated_constraint(plan, DocRecord(docid="b", title="t", authors=("Smith, J.",), venue="SIGIR"))
+    assert "SIGIR" in violated_constraint(plan, DocRecord(docid="c", title="t", authors=("Prieve, B. G.",), venue="CIKM"))
+    soft = {"authors": ["salton"], "authors_exclusive": False}
+    assert violated_constraint(soft, DocRecord(docid="d", title="t", authors=("Smith, J.",))) == ""
+
+
 def test_feedback_query_keeps_every_user_word_and_only_adds() -> None:
     core = "sparse matrix algorithms"
     texts = ["graph partitioning for sparse matrices and elimination orderings",
