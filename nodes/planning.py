@@ -111,6 +111,9 @@ def _items_from_core(core: str) -> list[ChecklistItem]:
             break
     if not items and query_terms(core):
         items.append(ChecklistItem(id="c1", kind="topic", text=core, weight=1.0))
+    elif len(items) > 1:
+        # The whole requirement as one more item: fragments lose how the parts relate.
+        items.insert(0, ChecklistItem(id="c0", kind="topic", text=core, weight=1.0))
     return items
 
 

@@ -101,3 +101,12 @@ def test_venue_constraints(text: str, venue: str | None) -> None:
                                         ("Prieve", "prieve")])
 def test_last_names(name: str, last: str) -> None:
     assert last_name(name) == last
+
+
+def test_multi_part_intent_keeps_the_whole_requirement_as_an_item() -> None:
+    plan = make_plan("graph neural networks for molecular property prediction")
+    texts = [i["text"] for i in plan["checklist"]]
+    assert texts[0] == "graph neural networks for molecular property prediction"
+    assert "graph neural networks" in texts and "molecular property prediction" in texts
+    single = make_plan("dense retrieval")
+    assert [i["text"] for i in single["checklist"]] == ["dense retrieval"]
