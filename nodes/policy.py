@@ -15,7 +15,6 @@ from nodes.scoring import (combine, locate_evidence, locate_evidence_dense, rele
                             violated_constraint)
 from stores.records import Chunk, DocRecord
 
-HIGH_SCORE = 0.5
 FEEDBACK_DOCS = 10
 FEEDBACK_TERMS = 10
 

@@ -8,7 +8,6 @@ store metadata and text, not guessed.
 """
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -114,30 +113,6 @@ def combine(item_scores: Iterable[tuple[float, float]], p: float) -> float:
     pairs = [(c, w) for c, w in item_scores if w > 0]
     mean_c = sum(c * w for c, w in pairs) / sum(w for _, w in pairs) if pairs else 0.0
     return round((mean_c + p) / 6.0, 6)
-
-
-def feedback_terms(texts: Sequence[str], background_df: Counter, n_docs: int, exclude: Iterable[str], k: int = 10) -> list[str]:
-    """Relevance-feedback terms: frequent in the best documents, rare in the candidate pool."""
-    excluded = {stem(w) for w in exclude}
-    tf: Counter = Counter()
-    for text in texts:
-        words = [w.lower() for w in _WORD.findall(text) if len(w) > 2 and not w.isdigit()]
-        tf.update(w for w in set(words) if w not in STOPWORDS)
-    scored = []
-    for word, df_top in tf.items():
-        if stem(word) in excluded or df_top < 2:
-            continue
-        idf = math.log((n_docs + 1) / (background_df.get(word, 0) + 1)) + 1.0
-        scored.append((df_top * idf, word))
-    out: list[str] = []
-    seen: set[str] = set()
-    for _, word in sorted(scored, key=lambda p: (-p[0], p[1])):
-        if stem(word) not in seen:
-            seen.add(stem(word))
-            out.append(word)
-        if len(out) >= k:
-            break
-    return out
 
 
 def relevance_model_query(core: str, texts: Sequence[str], doc_weights: Sequence[float], *, n_terms: int = 10,
