@@ -94,7 +94,11 @@ async def steer(state: JobState) -> dict:
     """Fold steering notes received mid-job into the plan (runs in the workflow: pure code)."""
     notes = current_control().take_steering()
     steering = list(state.get("steering", [])) + notes
-    plan = make_plan(state["intent"], [s["text"] for s in steering])
+    before = state.get("plan", {})
+    plan = make_plan(state["intent"], [s["text"] for s in steering], years=before.get("years_known", True))
+    # Author and venue constraints were validated against the store by the navigator; keep them.
+    kept = {k: before[k] for k in ("authors", "authors_exclusive", "venue", "years_known") if k in before}
+    plan = {**plan, **kept, "checklist": plan["checklist"] + [i for i in before.get("checklist", []) if i["id"] in ("a", "v")]}
     core = plan.get("core") or state["intent"]
     # Only the positive part of a note is searched: "not benchmark" must not search for "benchmark".
     positive = [parse_exclusions(parse_years(s["text"])[2])[1] for s in notes]

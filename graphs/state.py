@@ -27,6 +27,7 @@ class Plan(TypedDict, total=False):
     year_max: int | None
     exclusions: list[str]
     version: int
+    years_known: bool
 
 
 class Evidence(TypedDict):

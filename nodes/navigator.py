@@ -36,11 +36,13 @@ def navigator(state: JobState) -> dict:
     policy = rt.policy(state)
     channels = rt.channels(state["collection"])
     notes = [s["text"] for s in state.get("steering", [])]
-    plan, texts = policy.plan(state["intent"], notes)
+    corpus = rt.collection(state["collection"]).corpus
+    years_known = corpus.year_span() is not None
+    plan, texts = policy.plan(state["intent"], notes, years=years_known)
     # Round one asks every query channel the collection offers with the user's own words.
     queries = [{"text": t, "channel": ch, "weight": USER_WORDS_WEIGHT} for t in texts
                for ch in ("lexical", "semantic") if ch in channels]
-    plan = _with_metadata_constraints(plan, state["intent"], rt.collection(state["collection"]).corpus)
+    plan = _with_metadata_constraints({**plan, "years_known": years_known}, state["intent"], corpus)
     if plan.get("authors"):
         # Author names are metadata, not indexed text: ask the store for their papers directly.
         queries.append({"text": "", "channel": "metadata", "weight": USER_WORDS_WEIGHT, "authors": plan["authors"]})

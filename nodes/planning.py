@@ -117,9 +117,14 @@ def _items_from_core(core: str) -> list[ChecklistItem]:
     return items
 
 
-def make_plan(intent: str, steering: list[str] | None = None) -> Plan:
-    """The navigator's heuristic plan for an intent plus any steering notes received so far."""
-    year_min, year_max, rest = parse_years(intent)
+def make_plan(intent: str, steering: list[str] | None = None, *, years: bool = True) -> Plan:
+    """The navigator's heuristic plan for an intent plus any steering notes received so far.
+
+    With `years=False` (the store has no publication years) a year phrase is not a constraint
+    but part of the topic — "mortality rose from 2009 to 2014" is about those years, and a
+    filter no document can pass would empty the result.
+    """
+    year_min, year_max, rest = parse_years(intent) if years else (None, None, intent)
     exclusions, core = parse_exclusions(rest)
     checklist = _items_from_core(core)
     for note in steering or []:

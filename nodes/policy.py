@@ -22,8 +22,9 @@ FEEDBACK_TERMS = 10
 class Policy(Protocol):
     name: str
 
-    def plan(self, intent: str, steering: list[str]) -> tuple[Plan, list[str]]:
-        """Checklist, constraints and the first queries for an intent."""
+    def plan(self, intent: str, steering: list[str], *, years: bool = True) -> tuple[Plan, list[str]]:
+        """Checklist, constraints and the first queries for an intent; `years` says whether the
+        store knows publication years (without them a year range cannot be a constraint)."""
 
     def judge(self, plan: Plan, rec: DocRecord, chunks: Sequence[Chunk], p: float,
               item_vecs: dict | None = None, chunk_vecs: list | None = None) -> tuple[float, list[Evidence], str]:
@@ -41,8 +42,8 @@ class Policy(Protocol):
 class HeuristicPolicy:
     name = "heuristic"
 
-    def plan(self, intent: str, steering: list[str]) -> tuple[Plan, list[str]]:
-        plan = make_plan(intent, steering)
+    def plan(self, intent: str, steering: list[str], *, years: bool = True) -> tuple[Plan, list[str]]:
+        plan = make_plan(intent, steering, years=years)
         return plan, first_queries(plan, intent)
 
     def judge(self, plan: Plan, rec: DocRecord, chunks: Sequence[Chunk], p: float,

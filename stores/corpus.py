@@ -140,6 +140,11 @@ class CorpusStore:
                 f"SELECT docid, title FROM docs WHERE docid IN ({','.join('?' * len(part))})", part).fetchall())
         return out
 
+    def year_span(self) -> tuple[int, int] | None:
+        """(earliest, latest) publication year, or None when no document has a year."""
+        lo, hi = self._con().execute("SELECT MIN(year), MAX(year) FROM docs").fetchone()
+        return None if lo is None else (int(lo), int(hi))
+
     def venues(self) -> list[str]:
         return [r[0] for r in self._con().execute("SELECT DISTINCT venue FROM docs WHERE venue IS NOT NULL")]
 

@@ -128,6 +128,27 @@ async def test_run_in_process_ranks_real_documents_with_evidence(runtime: NodeRu
     assert ("exclusion", "not surveys") in checklist and ("metadata", "published 2015–2020") in checklist
 
 
+async def test_year_range_is_topic_when_the_store_has_no_years(runtime: NodeRuntime, quarry_home: Path,
+                                                             tmp_path_factory: pytest.TempPathFactory, control) -> None:
+    """Without publication years in the store, "2015-2020" cannot be a filter (no document could
+    pass it): the years stay words of the topic and the run still ranks documents."""
+    from stores.collection import ingest
+    from tests.fakes import search_docs, write_jsonl
+
+    docs = [{k: v for k, v in d.items() if k != "metadata"} for d in search_docs()]
+    ingest(write_jsonl(tmp_path_factory.mktemp("noyears") / "n.jsonl", docs), "noyears", home=quarry_home)
+    assert runtime.collection("noyears").corpus.year_span() is None
+    assert runtime.collection(LITERATURE).corpus.year_span() == (2012, 2022)
+    app = make_search_graph().compile()
+    state = await app.ainvoke(initial_state("graph-noyears", "noyears", INTENT))
+    plan = state["plan"]
+    assert plan["years_known"] is False and plan["year_min"] is None and plan["year_max"] is None
+    assert "2015-2020" in plan["core"] and plan["exclusions"] == ["surveys"]
+    assert not [i for i in plan["checklist"] if i["kind"] == "metadata"]
+    ranked = state["result"]["ranked"]
+    assert len(ranked) >= 5 and ranked[0]["docid"].startswith("gnn")
+
+
 async def test_in_process_run_is_deterministic(runtime: NodeRuntime, control) -> None:
     first, _ = await run_graph("graph-det-1")
     second, _ = await run_graph("graph-det-2")

@@ -54,6 +54,14 @@ def test_plan_keeps_every_user_word_in_the_first_query_but_not_excluded_ones() -
     assert plan["exclusions"] == ["surveys"]
 
 
+def test_without_store_years_a_year_phrase_is_part_of_the_topic() -> None:
+    intent = "Sepsis related mortality has risen from 2009 to 2014, not surveys"
+    plan = make_plan(intent, years=False)
+    assert plan["year_min"] is None and plan["year_max"] is None
+    assert "2009 to 2014" in first_queries(plan, intent)[0] and plan["exclusions"] == ["surveys"]
+    assert (make_plan(intent)["year_min"], make_plan(intent)["year_max"]) == (2009, 2014)
+
+
 def test_steering_adds_requirement_exclusion_and_years() -> None:
     plan = make_plan("dense retrieval")
     checklist, excl, y_min, y_max = apply_steering(plan["checklist"], [], None, None, "must use hospital data")
