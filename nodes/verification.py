@@ -11,6 +11,18 @@ from nodes.runtime import runtime
 VERIFY_TOP = 100
 
 
+def item_lexical_scores(lucene, items: list[dict], docids: list[str]) -> dict[str, dict[str, float]]:
+    """Per checklist item, each candidate's BM25 score for the item's words relative to the
+    best candidate's (0–1): how strongly a document states that requirement, on a scale that
+    does not depend on the collection's score range."""
+    out: dict[str, dict[str, float]] = {}
+    for item in items:
+        raw = lucene.score_documents(item["text"], docids)
+        top = max(raw.values(), default=0.0)
+        out[item["id"]] = {d: (s / top if top > 0 else 0.0) for d, s in raw.items()}
+    return out
+
+
 def verification(state: JobState) -> dict:
     rt = runtime()
     tools, policy = rt.tools(state), rt.policy(state)
@@ -27,6 +39,7 @@ def verification(state: JobState) -> dict:
     items = [i for i in plan.get("checklist", []) if i["kind"] in ("topic", "method", "application")]
     item_vecs = {i["id"]: dense.embed_query(i["text"]) for i in items} if dense is not None else None
     chunk_vecs = dense.chunk_vectors([c["docid"] for c in pool]) if dense is not None else {}
+    lexical = item_lexical_scores(rt.collection(state["collection"]).lucene, items, [c["docid"] for c in pool])
     for cand in pool:
         docid = cand["docid"]
         p = round(cand["fused"] / best_fused, 6) if best_fused else 0.0
@@ -37,7 +50,8 @@ def verification(state: JobState) -> dict:
             tools.read_document("verify candidate against the checklist", docid)
             opened.append(docid)
             opened_set.add(docid)
-        score, evidence, excluded = policy.judge(plan, rec, corpus.chunks(docid), p, item_vecs, chunk_vecs.get(docid))
+        score, evidence, excluded = policy.judge(plan, rec, corpus.chunks(docid), p, item_vecs, chunk_vecs.get(docid),
+                                                 {i: s[docid] for i, s in lexical.items()})
         cand.update(p=p, score=score, evidence=evidence, excluded=excluded, verified_version=version)
     return {"candidates": candidates, "opened": opened, "node": "verification",
             "stats": bump(state.get("stats", {}), tool_calls=tools.calls, reads=tools.calls)}

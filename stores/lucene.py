@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from stores.errors import QuarryError
-from stores.jvm import JVM_OPTIONS, anserini_jar, java_executable, pyserini_lucene
+from stores.jvm import JVM_OPTIONS, anserini_jar, autoclass, java_executable, pyserini_lucene
 from stores.readers import ProgressFn
 from stores.records import DocRecord
 
@@ -119,6 +119,9 @@ def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> None:
                           "check free disk space under QUARRY_HOME and run `quarry index NAME` again")
 
 
+_searcher_lock = threading.Lock()
+
+
 class LuceneIndex:
     """Search one collection's BM25 index. Safe to share between threads."""
 
@@ -148,8 +151,30 @@ class LuceneIndex:
             pairs.sort(key=lambda p: (-p[1], p[0]))
         return [Hit(d, float(s), i) for i, (d, s) in enumerate(pairs, start=1)]
 
+    def score_documents(self, text: str, docids: Iterable[str]) -> dict[str, float]:
+        """The BM25 score `search` would give each of these documents for `text` (0.0 when no
+        term matches or the docid is unknown), without ranking the whole collection — how well
+        one requirement's words match a candidate, on the same scale as the lexical channel."""
+        ids = list(dict.fromkeys(docids))
+        query = bag_of_words(text)
+        if not query or not ids:
+            return {d: 0.0 for d in ids}
+        reader, similarity = _scorer(str(self.folder), self.meta.k1, self.meta.b)
+        return {d: max(0.0, float(reader.compute_query_document_score(d, query, similarity=similarity))) for d in ids}
 
-_searcher_lock = threading.Lock()
+
+def _scorer(folder: str, k1: float, b: float):
+    """An index reader and the index's BM25 similarity, for scoring chosen documents."""
+    with _searcher_lock:
+        return _scorer_cached(folder, k1, b)
+
+
+@lru_cache(maxsize=32)
+def _scorer_cached(folder: str, k1: float, b: float):
+    pyserini_lucene()
+    from pyserini.index.lucene import LuceneIndexReader
+
+    return LuceneIndexReader(folder), autoclass("org.apache.lucene.search.similarities.BM25Similarity")(k1, b)
 
 
 @lru_cache(maxsize=32)
@@ -170,6 +195,7 @@ def forget_searchers() -> None:
     """Drop cached searchers (after an index is replaced on disk)."""
     with _searcher_lock:
         _searcher_cached.cache_clear()
+        _scorer_cached.cache_clear()
 
 
 def replace_dir(new: Path, target: Path) -> None:

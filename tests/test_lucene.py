@@ -99,6 +99,23 @@ def test_scores_match_lucene_bm25_with_per_search_parameters(index, k1: float, b
     assert_ranking(index.search(query, k1=k1, b=b), expected_ranking(query.split(), k1, b))
 
 
+@pytest.mark.parametrize("query", ["quartz granite", "basalt marble marble", "jasper obsidian"])
+def test_scoring_chosen_documents_gives_the_search_scores(index, query: str) -> None:
+    expected = dict(expected_ranking(query.split()))
+    scores = index.score_documents(query, [*DOCS, "no-such-doc"])
+    for docid in DOCS:
+        assert scores[docid] == pytest.approx(expected.get(docid, 0.0), abs=1e-4), docid
+    assert scores["no-such-doc"] == 0.0
+
+
+@pytest.mark.parametrize("query", ["", "AND OR ( ) : * ~", 'title:quartz^9 "granite', "\x00\ud800"])
+def test_scoring_chosen_documents_takes_untrusted_text_as_words(index, query: str) -> None:
+    # Syntax characters are separators, as in `search`: the same words, the same scores.
+    scores = index.score_documents(query, ["d1", "d2"])
+    searched = {h.docid: h.score for h in index.search(query)}
+    assert scores == pytest.approx({d: searched.get(d, 0.0) for d in ("d1", "d2")}, abs=1e-4)
+
+
 def test_case_and_inflection_are_normalised(index) -> None:
     assert [h.docid for h in index.search("QUARTZ Granites")] == [h.docid for h in index.search("quartz granite")]
 

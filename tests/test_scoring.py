@@ -40,6 +40,24 @@ def test_dense_evidence_takes_the_most_similar_chunk_and_quotes_the_store_text()
     assert ev["score"] == cosine_to_score(0.8)
 
 
+def test_judge_scores_each_item_by_semantic_and_relative_bm25_match() -> None:
+    from nodes.policy import HeuristicPolicy
+
+    plan = {"checklist": [ITEM]}
+    rec = DocRecord(docid="d", title="Title about cooking pasta", text="We retrieve passages with dense encoders")
+    item_vec = np.array([1.0, 0.0])
+    vecs = [(ChunkSpan(0, 1, 2), np.array([0.0, 1.0])), (ChunkSpan(1, 3, 5), np.array([0.8, 0.6]))]
+    judge = HeuristicPolicy().judge
+    s_best, (ev_best,), _ = judge(plan, rec, chunks(), 0.5, {"c1": item_vec}, vecs, {"c1": 1.0})
+    s_weak, (ev_weak,), _ = judge(plan, rec, chunks(), 0.5, {"c1": item_vec}, vecs, {"c1": 0.2})
+    assert ev_best["score"] == round((cosine_to_score(0.8) + 5.0) / 2, 3)
+    assert ev_weak["score"] == round((cosine_to_score(0.8) + 1.0) / 2, 3)
+    assert (ev_best["line_start"], ev_best["line_end"]) == (3, 5) and s_best > s_weak
+    # Without the BM25 match (or embeddings) the chunk's word coverage stands in.
+    _, (ev_plain,), _ = judge(plan, rec, chunks(), 0.5)
+    assert ev_plain["score"] == 5.0 and (ev_plain["line_start"], ev_plain["line_end"]) == (3, 5)
+
+
 def test_combine_is_the_pasamaster_formula() -> None:
     assert combine([(5.0, 1.0), (3.0, 1.0)], 1.0) == round((4.0 + 1.0) / 6, 6)
     assert combine([(5.0, 1.0), (0.0, 0.0)], 0.5) == round((5.0 + 0.5) / 6, 6)  # weight 0 items ignored
