@@ -213,21 +213,27 @@ def _free_port() -> int:
 
 @pytest.fixture
 def chroma_server_proc(tmp_path: Path):
+    """A real `chroma run` server (the CLI ships with chromadb, a project dependency). Failing to
+    start is a failure, not a skip: server mode is a feature users rely on."""
     cli = Path(sys.executable).parent / "chroma"
-    if not cli.is_file():
-        pytest.skip("the chroma CLI is not installed")
+    assert cli.is_file(), f"the chroma CLI is missing at {cli}; reinstall with the README's setup command"
     port = _free_port()
-    proc = subprocess.Popen([str(cli), "run", "--path", str(tmp_path / "server-db"), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "chroma-run.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(cli), "run", "--path", str(tmp_path / "server-db"), "--host", "127.0.0.1",
+                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 20
+        # Generous: the server's start-up imports are slow on a loaded 2-core CI machine. This
+        # waits for readiness; it asserts nothing about speed.
+        deadline = time.monotonic() + 120
         while True:
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).read()
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.skip("chroma run did not start within 20 s")
+                    tail = log.read_text(errors="replace")[-2000:]
+                    pytest.fail(f"chroma run did not come up (exit code {proc.poll()}); its output:\n{tail}")
                 time.sleep(0.2)
         yield port
     finally:
