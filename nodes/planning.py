@@ -128,7 +128,8 @@ def make_plan(intent: str, steering: list[str] | None = None, *, years: bool = T
     exclusions, core = parse_exclusions(rest)
     checklist = _items_from_core(core)
     for note in steering or []:
-        checklist, exclusions, year_min, year_max = apply_steering(checklist, exclusions, year_min, year_max, note)
+        checklist, exclusions, year_min, year_max = apply_steering(checklist, exclusions, year_min, year_max, note,
+                                                                   years=years)
     if year_min is not None or year_max is not None:
         span = f"{year_min or '…'}–{year_max or '…'}"
         checklist.append(ChecklistItem(id="y", kind="metadata", text=f"published {span}", weight=0.0))
@@ -139,9 +140,10 @@ def make_plan(intent: str, steering: list[str] | None = None, *, years: bool = T
 
 
 def apply_steering(checklist: list[ChecklistItem], exclusions: list[str], year_min: int | None,
-                   year_max: int | None, note: str):
-    """Fold one steering note into the plan parts: a requirement, an exclusion or a year range."""
-    y_min, y_max, rest = parse_years(note)
+                   year_max: int | None, note: str, *, years: bool = True):
+    """Fold one steering note into the plan parts: a requirement, an exclusion or a year range
+    (only when the store knows publication years)."""
+    y_min, y_max, rest = parse_years(note) if years else (None, None, note)
     new_excl, rest = parse_exclusions(rest)
     checklist = [i for i in checklist if i["kind"] not in ("metadata", "exclusion")]
     if query_terms(rest):
@@ -151,14 +153,18 @@ def apply_steering(checklist: list[ChecklistItem], exclusions: list[str], year_m
             y_max if y_max is not None else year_max)
 
 
-def validate_steering(note: object) -> str:
-    """Return the cleaned note or raise ValueError saying how to phrase it."""
+def validate_steering(note: object, *, years: bool = True) -> str:
+    """Return the cleaned note or raise ValueError saying how to phrase it; `years` says whether
+    the store knows publication years (a year range cannot filter a store without them)."""
     if not isinstance(note, str) or not note.strip():
         raise ValueError("steering text is empty; say e.g. 'must use hospital data' or 'not surveys'")
     note = " ".join(note.split())
     if len(note) > 500:
         raise ValueError("steering text is longer than 500 characters; state one requirement at a time")
     y_min, y_max, rest = parse_years(note)
+    if not years and (y_min is not None or y_max is not None):
+        raise ValueError(f"this collection's documents have no publication year, so {note!r} cannot filter by year; "
+                         "steer with a requirement or an exclusion instead")
     excl, rest = parse_exclusions(rest)
     if not query_terms(rest) and not excl and y_min is None and y_max is None:
         raise ValueError(f"no requirement found in {note!r}; use content words, 'not X', or a year range like 2019-2023")

@@ -72,6 +72,15 @@ def test_steering_adds_requirement_exclusion_and_years() -> None:
     assert (y_min, y_max) == (2019, 2021)
 
 
+def test_year_steering_on_a_store_without_years_is_refused_with_the_reason() -> None:
+    with pytest.raises(ValueError, match="no publication year"):
+        validate_steering("only 2019-2021", years=False)
+    assert validate_steering("not surveys", years=False) == "not surveys"
+    # Folded into a plan for such a store, a year phrase stays words and never becomes a filter.
+    plan = make_plan("sepsis mortality", ["rates between 2009 and 2014"], years=False)
+    assert plan["year_min"] is None and any("2009" in i["text"] for i in plan["checklist"])
+
+
 @pytest.mark.parametrize("note", ["", "   ", "the of and", None, 5, "x" * 501])
 def test_bad_steering_is_rejected_with_a_reason(note: object) -> None:
     with pytest.raises(ValueError) as info:

@@ -221,6 +221,28 @@ async def test_steer_update_adds_an_exclusion(env, baseline, literature, quarry_
     assert not any("benchmark" in q for q in result["queries"]), "an exclusion is never searched for"
 
 
+async def test_year_steering_is_refused_when_the_store_has_no_years(env, literature, quarry_home, queue, gate,
+                                                                   tmp_path: Path) -> None:
+    from stores.collection import ingest
+    from tests.fakes import search_docs, write_jsonl
+
+    ingest(write_jsonl(tmp_path / "noyears.jsonl", [{k: v for k, v in d.items() if k != "metadata"}
+                                                     for d in search_docs()]), "wf-noyears", home=quarry_home)
+    held = gate(first_call)
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        handle = await start_job(env.client, queue, collection="wf-noyears")
+        await held.wait_entered()
+        with pytest.raises(WorkflowUpdateFailedError) as info:
+            await handle.execute_update(SearchJob.steer, "only 2019-2021")
+        assert "no publication year" in str(info.value.cause)
+        accepted = await handle.execute_update(SearchJob.steer, "not benchmark")
+        assert accepted["accepted"] == "not benchmark"
+        held.release()
+        result = await result_of(handle)
+    assert result["status"] == "completed" and result["ranked"]
+    assert not [i for i in result["checklist"] if i["kind"] == "metadata"]
+
+
 # -- 5. budgets ----------------------------------------------------------------------------------
 
 

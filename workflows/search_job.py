@@ -72,7 +72,7 @@ class SearchJob:
 
     @workflow.update
     def steer(self, text: str) -> dict[str, Any]:
-        note = {"text": validate_steering(text), "round": self.state.get("round", 0)}
+        note = {"text": validate_steering(text, years=self._years_known()), "round": self.state.get("round", 0)}
         self.control.pending_steering.append(note)
         return {"accepted": note["text"], "applies_from_round": note["round"] + 1}
 
@@ -80,7 +80,11 @@ class SearchJob:
     def _validate_steer(self, text: str) -> None:
         if self.status != "running" or self.control.answer_reason() or self.state.get("node") == "answer":
             raise ValueError("the job is already answering or finished; start a new job to change its requirements")
-        validate_steering(text)
+        validate_steering(text, years=self._years_known())
+
+    def _years_known(self) -> bool:
+        """Whether the collection has publication years (the navigator records it in the plan)."""
+        return bool((self.state or {}).get("plan", {}).get("years_known", True))
 
     # -- run -----------------------------------------------------------------------------------
 
