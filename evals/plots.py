@@ -70,7 +70,9 @@ def recall_curves(curves: Mapping[str, Mapping[int, float]], path: Path, *, titl
 def per_query_differences(diffs: Mapping[str, float], path: Path, *, title: str, ylabel: str) -> Path:
     """One bar per query, sorted from largest loss to largest gain (green above zero)."""
     items = sorted(diffs.items(), key=lambda p: (p[1], p[0]))
-    fig = Figure(figsize=(max(6.4, 0.12 * len(items)), 4.2))
+    # Wide enough to read each labelled bar for a few dozen queries; capped so that hundreds of
+    # queries still give a figure a report page can show (the bars then merge into a profile).
+    fig = Figure(figsize=(min(14.0, max(6.4, 0.12 * len(items))), 4.2))
     ax = fig.add_subplot()
     heights = [v for _, v in items]
     ax.bar(range(len(items)), heights, color=["tab:green" if v > 0 else "tab:red" if v < 0 else "grey" for v in heights])
