@@ -65,6 +65,16 @@ def _str_list(value: Any, name: str, split: str) -> tuple[str, ...]:
     raise ValueError(f"{name} must be a string or a list of strings")
 
 
+class EmptyRecord(ValueError):
+    """A well-formed record with nothing to search (no title, no text). Readers skip it with a
+    warning instead of rejecting the collection: standard collections carry a few (Cranfield's
+    documents 471 and 995), and an empty document could never be found anyway."""
+
+    def __init__(self, docid: str) -> None:
+        super().__init__(f"document {docid!r} has neither title nor text")
+        self.docid = docid
+
+
 def record_from_json(obj: Any) -> DocRecord:
     """Validate one parsed JSON value as a document (raises ValueError with the reason)."""
     if not isinstance(obj, dict):
@@ -81,7 +91,7 @@ def record_from_json(obj: Any) -> DocRecord:
             raise ValueError(f"{name} must be a string, got {type(value).__name__}")
     title, text = (title or "").strip(), (text or "").strip()
     if not title and not text:
-        raise ValueError("record has neither title nor text")
+        raise EmptyRecord(docid)
     meta = obj.get("metadata")
     meta = {} if meta is None else meta
     if not isinstance(meta, dict):
@@ -129,12 +139,17 @@ def _utf8_lines(path: Path, problems: _Problems) -> Iterator[tuple[int, str]]:
                 problems.add(f"{path}:{no}", f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)")
 
 
-def _read_documents(path: Path, problems: _Problems, progress: ProgressFn | None) -> list[DocRecord]:
+def _read_documents(path: Path, problems: _Problems, progress: ProgressFn | None,
+                    warnings: list[str]) -> list[DocRecord]:
     records: list[DocRecord] = []
     first_seen: dict[str, int] = {}
+    empty: list[str] = []
     for no, obj in _read_jsonl(path, problems, progress):
         try:
             rec = record_from_json(obj)
+        except EmptyRecord as exc:
+            empty.append(f"line {no} ({exc.docid})")
+            continue
         except ValueError as exc:
             problems.add(f"{path}:{no}", str(exc))
             continue
@@ -143,6 +158,9 @@ def _read_documents(path: Path, problems: _Problems, progress: ProgressFn | None
             continue
         first_seen[rec.docid] = no
         records.append(rec)
+    if empty:
+        shown = ", ".join(empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
+        warnings.append(f"{path}: skipped {len(empty)} document(s) with neither title nor text (nothing to search): {shown}")
     return records
 
 
@@ -234,11 +252,11 @@ def read_corpus(path: str | Path, progress: ProgressFn | None = None) -> CorpusS
     problems = _Problems()
     if path.is_dir() and (path / "corpus.jsonl").is_file():
         src = CorpusSource("beir", path)
-        src.records = _read_documents(path / "corpus.jsonl", problems, progress)
+        src.records = _read_documents(path / "corpus.jsonl", problems, progress, src.warnings)
         _read_beir_extras(path, src, problems)
     elif path.is_file() and path.suffix.lower() in {".jsonl", ".json", ".ndjson"}:
         src = CorpusSource("jsonl", path)
-        src.records = _read_documents(path, problems, progress)
+        src.records = _read_documents(path, problems, progress, src.warnings)
     elif path.is_dir():
         src = CorpusSource("folder", path)
         src.records = _read_text_folder(path, problems, progress)

@@ -87,7 +87,6 @@ def test_text_folder_uses_paths_as_ids_and_first_line_as_title(tmp_path: Path) -
     ('{"_id": true, "title": "bool id"}', r"missing document id"),
     ('{"_id": "x", "title": 42}', r"title must be a string"),
     ('{"_id": "x", "title": "t", "text": ["list"]}', r"text must be a string"),
-    ('{"_id": "x", "title": "  ", "text": ""}', r"neither title nor text"),
     ('{"_id": "x", "title": "t", "metadata": {"year": "19x9"}}', r"year must be a whole number"),
     ('{"_id": "x", "title": "t", "year": 5000}', r"year must be a whole number"),
     ('{"_id": "x", "title": "t", "metadata": "not an object"}', r"metadata must be a JSON object"),
@@ -103,6 +102,21 @@ def test_jsonl_validation_names_file_and_line(tmp_path: Path, bad_line: str, rea
     assert len(problems) == 1
     assert problems[0].startswith(f"{path}:3: ")
     assert re.search(reason, problems[0])
+
+
+def test_empty_documents_are_skipped_with_a_warning_naming_them(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [GOOD, {"_id": "e1", "title": "  ", "text": ""},
+                                              {"_id": "e2", "metadata": {"authors": []}}])
+    src = read_corpus(path)
+    assert [r.docid for r in src.records] == ["ok1"]
+    (warning,) = src.warnings
+    assert warning.startswith(f"{path}: skipped 2 document(s) with neither title nor text")
+    assert "line 2 (e1)" in warning and "line 3 (e2)" in warning
+
+
+def test_a_corpus_of_only_empty_documents_is_rejected(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [{"_id": "e1", "title": "", "text": " "}])
+    assert any("no documents found" in p for p in problems_of(path))
 
 
 def test_all_problems_are_collected_in_one_pass(tmp_path: Path) -> None:
