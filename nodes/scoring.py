@@ -75,8 +75,10 @@ def locate_evidence_dense(item: ChecklistItem, item_vec, chunk_vecs, chunks: Seq
         span = chunk_vecs[int(idx)][0]
         chunk = by_no.get(span.chunk_no)
         text = " ".join(chunk.text.split())[:EVIDENCE_CHARS] if chunk else ""
+        # The store's chunk gives the quoted lines (it may quote less than the embedded span).
+        start, end = (chunk.line_start, chunk.line_end) if chunk else (span.line_start, span.line_end)
         out.append(Evidence(item_id=item["id"], score=cosine_to_score(float(sims[idx])), chunk=text,
-                            line_start=span.line_start, line_end=span.line_end))
+                            line_start=start, line_end=end))
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from graphs.state import JobState, bump
 from nodes.runtime import runtime
+from stores.records import quotable_chunks
 
 VERIFY_TOP = 100
 
@@ -50,7 +51,8 @@ def verification(state: JobState) -> dict:
             tools.read_document("verify candidate against the checklist", docid)
             opened.append(docid)
             opened_set.add(docid)
-        score, evidence, excluded = policy.judge(plan, rec, corpus.chunks(docid), p, item_vecs, chunk_vecs.get(docid),
+        score, evidence, excluded = policy.judge(plan, rec, quotable_chunks(rec, corpus.chunks(docid)), p, item_vecs,
+                                                 chunk_vecs.get(docid),
                                                  {i: s[docid] for i, s in lexical.items()})
         cand.update(p=p, score=score, evidence=evidence, excluded=excluded, verified_version=version)
     return {"candidates": candidates, "opened": opened, "node": "verification",

@@ -95,3 +95,20 @@ def chunk_document(rec: DocRecord, lines: list[str]) -> list[Chunk]:
     if buf:
         chunks.append(Chunk(docid=rec.docid, chunk_no=len(chunks), line_start=start, line_end=len(lines), text="\n".join(buf)))
     return chunks
+
+
+def quotable_chunks(rec: DocRecord, chunks: list[Chunk]) -> list[Chunk]:
+    """The chunks as evidence quotes them: the first chunk without its title and metadata lines
+    (a result shows those beside the quote; quoted, "year: 2021 | venue: …" crowded out the
+    passage), keeping its honest line range. A chunk that is only header stays whole, so a
+    title-only record still has evidence. Stored chunks, and the vectors built from them, are
+    unchanged."""
+    header = 1 + bool(_meta_line(rec))
+    out = []
+    for chunk in chunks:
+        if chunk.line_start == 1 and chunk.line_end > header:
+            body = chunk.text.split("\n")[header:]
+            chunk = chunk.model_copy(update={"line_start": header + 1, "text": "\n".join(body)})
+        out.append(chunk)
+    return out
+

@@ -206,6 +206,25 @@ def test_chunks_are_contiguous_and_cover_every_line(home: Path, src: Path) -> No
     assert len(corpus.chunks("book")) > 1
 
 
+def test_quoted_chunks_leave_out_title_and_metadata_but_keep_true_line_ranges(home: Path, src: Path) -> None:
+    from stores.records import quotable_chunks
+
+    docs = [{"_id": "m", "title": "Dense retrieval", "text": "We encode passages.\nThen we search them.",
+             "metadata": {"year": 2020, "authors": ["Karpukhin, V."]}},
+            {"_id": "p", "title": "Plain", "text": "No metadata here."},
+            {"_id": "t", "title": "Only a title", "metadata": {"year": 1999}}]
+    ingest(write_jsonl(src / "quotes.jsonl", docs), "quotes", home=home, build_lucene=False)
+    corpus = Collection("quotes", home).corpus
+    for docid, first_body_line in (("m", 3), ("p", 2)):
+        rec, lines = corpus.get(docid), corpus.lines(docid)
+        (quoted,) = quotable_chunks(rec, corpus.chunks(docid))
+        assert quoted.line_start == first_body_line and quoted.line_end == len(lines)
+        assert quoted.text == "\n".join(lines[first_body_line - 1:])
+        assert "year:" not in quoted.text and rec.title not in quoted.text
+    # A record that is only header keeps its one chunk whole: it still has something to quote.
+    assert quotable_chunks(corpus.get("t"), corpus.chunks("t")) == corpus.chunks("t")
+
+
 def test_beir_ingest_stores_queries_qrels_citations_and_warnings(home: Path, src: Path) -> None:
     folder = write_beir(src / "beir", topic_docs(3), queries={"q1": "retrieval"},
                         qrels={"test": [("q1", "t001", 1), ("q1", "nobody", 1)]},
