@@ -78,6 +78,10 @@ class HeuristicPolicy:
         core = plan.get("core") or intent
         texts = [f"{r.title} {r.text} {' '.join(r.keywords)}" for r in best[:FEEDBACK_DOCS]]
         queries = [relevance_model_query(core, texts, [1.0] * len(texts), n_terms=FEEDBACK_TERMS)]
+        if weakest is not None and weakest["text"] != core:
+            # The user's words with the weakest requirement's words said twice: Anserini weights a
+            # repeated word by its count, so the search leans toward what the top lacks.
+            queries.append(f"{core} {weakest['text']}")
         return [q for q in dict.fromkeys(queries) if q != core]
 
     def reason(self, plan: Plan, cand: Candidate) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphs.state import ranked_candidates
+from nodes.planning import make_plan
 from nodes.retrieval import as_query, query_key
 from nodes.scoring import (COSINE_CEIL, COSINE_FLOOR, combine, cosine_to_score, locate_evidence,
                            locate_evidence_dense, relevance_model_query, violated_constraint)
@@ -112,3 +113,25 @@ def test_final_order_fuses_verification_and_retrieval_and_drops_excluded() -> No
     # a: S-rank 3, F-rank 1; b: 1, 3; c: 2, 2. 1/61 + 1/63 > 2/62, so a and b (tied, by docid)
     # come before c; the excluded x never appears; the unverified u follows the verified ones.
     assert order == ["a", "b", "c", "u"]
+
+
+def test_reflection_adds_feedback_and_leans_toward_the_weakest_requirement() -> None:
+    from nodes.policy import HeuristicPolicy
+    from nodes.reflection import _weakest_item
+
+    plan = make_plan("graph neural networks for molecular property prediction")
+    items = [i for i in plan["checklist"] if i["kind"] != "metadata"]
+    assert [i["id"] for i in items] == ["c0", "c1", "c2"]
+    top = [{"evidence": [{"item_id": "c0", "score": 4.0}, {"item_id": "c1", "score": 4.5},
+                         {"item_id": "c2", "score": 1.0}]},
+           {"evidence": [{"item_id": "c0", "score": 3.0}, {"item_id": "c1", "score": 5.0},
+                         {"item_id": "c2", "score": 2.0}]}]
+    weakest = _weakest_item({"plan": plan}, top)
+    assert weakest["id"] == "c2" and weakest["text"] == "molecular property prediction"
+    best = [DocRecord(docid="a", title="Message passing for molecules", text="Graph networks predict molecular energies.")]
+    feedback, leaning = HeuristicPolicy().reflect(plan, plan["core"], best, best, weakest)
+    assert list(dict.fromkeys(feedback.split()))[:3] == ["graph", "neural", "networks"] and "message" in feedback.split()
+    assert leaning == f"{plan['core']} molecular property prediction"
+    # The whole requirement as the weakest item adds nothing beyond the user's own query.
+    only = HeuristicPolicy().reflect(plan, plan["core"], best, best, items[0])
+    assert len(only) == 1 and only[0] == feedback
