@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from graphs.state import JobState, ranked_candidates
+from nodes.fusion import reciprocal_rank_fusion
 from nodes.runtime import runtime
 from nodes.scoring import violated_constraint
 
@@ -26,6 +27,22 @@ def _extractive_answer(ranked: list[dict]) -> tuple[str, list[str]]:
         parts.append(f"{sentence} [{item['docid']}]")
         cited.append(item["docid"])
     return " ".join(parts), cited
+
+
+def _beyond_pool(state: JobState, pool: set[str], plan: dict, corpus, limit: int) -> list[str]:
+    """Documents outside the candidate pool, in the weighted RRF order of the job's deep search
+    rankings (the ids a store returned, kept behind search_ids), that pass the hard constraints."""
+    tools = runtime().tools(state)
+    searches = [s for s in state.get("searches", []) if str(s.get("search_id", "")).startswith("s")]
+    rankings, weights = [], []
+    for s in searches:
+        ranking = tools.ranking(s["search_id"])
+        if ranking is not None:
+            rankings.append([d for d in ranking.docids if d not in pool])
+            weights.append(float(s.get("weight", 1.0)))
+    order = [d for d, _ in reciprocal_rank_fusion(rankings, weights)] if rankings else []
+    records = corpus.get_many(order[: 2 * limit])
+    return [d for d in order[: 2 * limit] if d in records and not violated_constraint(plan, records[d])][:limit]
 
 
 def answer(state: JobState) -> dict:
@@ -52,8 +69,11 @@ def answer(state: JobState) -> dict:
                           "chunk": e["chunk"], "lines": [e["line_start"], e["line_end"]]} for e in cand.get("evidence", [])],
             "reason": policy.reason(plan, cand),
         })
-    # The deep run (for evaluation): verified order first, then the rest of the pool by fusion.
+    # The deep run (for evaluation): verified order first, then the rest of the pool by fusion,
+    # then what the job's full-depth rankings hold beyond the pool, fused the same way.
     run = [c["docid"] for c in ranked_all[:RUN_DEPTH]]
+    if len(run) < RUN_DEPTH:
+        run += _beyond_pool(state, {c["docid"] for c in pool}, plan, corpus, RUN_DEPTH - len(run))
     result = {
         "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
         "mode": state.get("mode", "list"), "ranked": ranked, "run": run,

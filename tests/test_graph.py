@@ -149,6 +149,25 @@ async def test_year_range_is_topic_when_the_store_has_no_years(runtime: NodeRunt
     assert len(ranked) >= 5 and ranked[0]["docid"].startswith("gnn")
 
 
+async def test_run_continues_past_the_pool_with_the_deep_rankings(runtime: NodeRuntime, literature, control,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evaluation run: the ranked pool, then the rest of the job's full-depth rankings fused
+    the same way — never a duplicate, never an id no store returned, never a constraint broken."""
+    import nodes.retrieval as retrieval_mod
+
+    monkeypatch.setattr(retrieval_mod, "POOL_DEPTH", 3)  # a small pool, so the deep rankings hold more
+    state, _ = await run_graph("graph-deep-run")
+    run, pool = state["result"]["run"], set(state["candidates"])
+    rankings = [runtime.jobs.load_ranking("graph-deep-run", s["search_id"]) for s in state["searches"]
+                if s.get("search_id", "").startswith("s")]
+    deep = {d for r in rankings if r for d in r[1]}
+    records = literature.corpus.get_many(deep)
+    passing = {d for d in deep if 2015 <= records[d].year <= 2020 and "survey" not in records[d].title.lower()}
+    assert len(run) == len(set(run)) and set(run) == passing
+    assert set(run) - pool, "documents beyond the pool are in the run"
+    assert [d for d in run if d in pool] == run[:len([d for d in run if d in pool])], "the pool comes first"
+
+
 async def test_in_process_run_is_deterministic(runtime: NodeRuntime, control) -> None:
     first, _ = await run_graph("graph-det-1")
     second, _ = await run_graph("graph-det-2")
