@@ -1,8 +1,9 @@
 """The `agent` system for evaluation: real SearchJob workflows on a local dev server + worker.
 
 Evaluation goes through the same workflow code path as users; jobs run several at a time. The
-agent's run is its ranked pool followed by the rest of the user-words BM25 ranking, so depth
-metrics (Recall@1000) compare like with like.
+agent's run is the job's own deep run (its ranked pool, then the rest of its full-depth rankings
+fused the same way), topped up from the user-words BM25 ranking only when shorter than the depth,
+so depth metrics (Recall@1000) compare like with like.
 
 Trajectory recall tiers (Pi-Serini): of a query's relevant documents, the share the job
 surfaced (in any cached ranking), previewed, opened and cited — where along the way relevant
