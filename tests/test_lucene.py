@@ -199,3 +199,24 @@ def test_lone_surrogate_never_raises(index) -> None:
     # json.loads('"\\ud83d"') yields a lone surrogate: a truncated emoji in a model's tool call.
     hits = index.search("quartz \ud83d granite")
     assert [h.docid for h in hits] == [d for d, _ in expected_ranking(["quartz", "granite"])]
+
+
+def test_lucene_boot_skips_pyserinis_neural_encoders() -> None:
+    """Booting Lucene must not import torch/transformers/openai (seconds per CLI process) nor set
+    any API key; `pyserini.encode` stays a normal, importable module afterwards."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import importlib.util, os, sys\n"
+            "from stores.jvm import pyserini_lucene\n"
+            "lucene = pyserini_lucene()\n"
+            "assert lucene.LuceneSearcher is not None\n"
+            "heavy = sorted(m for m in ('torch', 'transformers', 'sklearn', 'openai') if m in sys.modules)\n"
+            "print(heavy, 'pyserini.encode' in sys.modules, importlib.util.find_spec('pyserini.encode') is not None,"
+            " 'OPENAI_API_KEY' in os.environ)\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=Path(__file__).resolve().parents[1], timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[] False True False"
