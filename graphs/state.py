@@ -6,7 +6,7 @@ and short evidence snippets; deep rankings live in the job store behind their se
 """
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 Mode = Literal["list", "answer"]
 Status = Literal["running", "completed", "budget_exhausted", "stopped", "failed"]
@@ -36,6 +36,7 @@ class Evidence(TypedDict):
     chunk: str
     line_start: int
     line_end: int
+    also: NotRequired[list[dict[str, Any]]]  # the next-best chunks: line_start, line_end, cosine score
 
 
 class Candidate(TypedDict, total=False):

@@ -10,7 +10,7 @@ import re
 from graphs.state import JobState, ranked_candidates
 from nodes.fusion import reciprocal_rank_fusion
 from nodes.runtime import runtime
-from nodes.scoring import violated_constraint
+from nodes.scoring import EVIDENCE_CHARS, violated_constraint
 
 MAX_RANKED = 20
 RUN_DEPTH = 1000
@@ -27,6 +27,16 @@ def _extractive_answer(ranked: list[dict]) -> tuple[str, list[str]]:
         parts.append(f"{sentence} [{item['docid']}]")
         cited.append(item["docid"])
     return " ".join(parts), cited
+
+
+def _quotes(corpus, docid: str, spans: list[dict]) -> list[dict]:
+    """The runner-up evidence chunks of one item, quoted from the store by their line ranges."""
+    if not spans:
+        return []
+    lines = corpus.lines(docid) or []
+    return [{"lines": [s["line_start"], s["line_end"]], "score": s["score"],
+             "chunk": " ".join(" ".join(lines[s["line_start"] - 1:s["line_end"]]).split())[:EVIDENCE_CHARS]}
+            for s in spans]
 
 
 def _beyond_pool(state: JobState, pool: set[str], plan: dict, corpus, limit: int) -> list[str]:
@@ -66,7 +76,8 @@ def answer(state: JobState) -> dict:
         ranked.append({
             "docid": cand["docid"], "title": rec.title, "year": rec.year, "score": round(cand.get("score", 0.0), 4),
             "evidence": [{"item": items.get(e["item_id"], {}).get("text", e["item_id"]), "score": e["score"],
-                          "chunk": e["chunk"], "lines": [e["line_start"], e["line_end"]]} for e in cand.get("evidence", [])],
+                          "chunk": e["chunk"], "lines": [e["line_start"], e["line_end"]],
+                          "more": _quotes(corpus, cand["docid"], e.get("also", []))} for e in cand.get("evidence", [])],
             "reason": policy.reason(plan, cand),
         })
     # The deep run (for evaluation): verified order first, then the rest of the pool by fusion,

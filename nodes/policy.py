@@ -17,6 +17,8 @@ from stores.records import Chunk, DocRecord
 
 FEEDBACK_DOCS = 10
 FEEDBACK_TERMS = 10
+# Chunks kept per checklist item: the best one is quoted and scored, the next as line ranges.
+EVIDENCE_CHUNKS = 2
 
 
 class Policy(Protocol):
@@ -60,12 +62,15 @@ class HeuristicPolicy:
                 # BM25 weighs rare words and repeats where plain word coverage counts "method"
                 # like "Gaussian" (CACM nDCG@20 0.594 → 0.610; scifact-train 0.725 → 0.733).
                 lexical["score"] = round(5.0 * item_lexical[item["id"]], 3)
-            dense = (locate_evidence_dense(item, item_vecs[item["id"]], chunk_vecs, chunks)
+            dense = (locate_evidence_dense(item, item_vecs[item["id"]], chunk_vecs, chunks, top_m=EVIDENCE_CHUNKS)
                      if item_vecs and chunk_vecs and item["id"] in item_vecs else [])
             # With embeddings, the semantic match decides where the evidence is and half the score.
             if dense:
                 best = dense[0]
                 best["score"] = round((best["score"] + lexical["score"]) / 2, 3)
+                # The runners-up are kept as line ranges (their text stays in the store, not in state).
+                best["also"] = [{"line_start": e["line_start"], "line_end": e["line_end"], "score": e["score"]}
+                                for e in dense[1:]]
                 evidence.append(best)
             else:
                 evidence.append(lexical)

@@ -274,3 +274,25 @@ def test_real_chroma_server(home: Path, tmp_path: Path, chroma_server_proc: int,
     # the local sidecar only: no local Chroma files in server mode
     assert sorted(p.name for p in col.paths.chroma_dir.iterdir()) == ["dense.json"]
     assert os.environ["QUARRY_CHROMA_HOST"] == "127.0.0.1"
+
+
+def test_evidence_keeps_the_best_chunks_per_item_with_line_ranges(col: Collection) -> None:
+    """Top-m evidence (m=2) with real vectors: the best chunk is quoted and scored, the runner-up
+    kept as a line range and quoted from the store when a result is built."""
+    from nodes.answer import _quotes
+    from nodes.policy import HeuristicPolicy
+    from stores.records import quotable_chunks
+
+    rec, lines = col.corpus.get("long1"), col.corpus.lines("long1")
+    chunks = quotable_chunks(rec, col.corpus.chunks("long1"))
+    assert len(chunks) >= 3
+    item = {"id": "c1", "kind": "topic", "text": "penguins surviving the Antarctic winter", "weight": 1.0}
+    dense = col.dense
+    _, (ev,), _ = HeuristicPolicy().judge({"checklist": [item]}, rec, chunks, 0.5,
+                                          {"c1": dense.embed_query(item["text"])}, dense.chunk_vectors(["long1"])["long1"])
+    assert "penguins" in ev["chunk"] and ev["line_end"] == len(lines)
+    (runner,) = ev["also"]
+    assert runner["line_end"] < ev["line_start"]
+    (quote,) = _quotes(col.corpus, "long1", ev["also"])
+    assert quote["lines"] == [runner["line_start"], runner["line_end"]] and quote["score"] == runner["score"]
+    assert quote["chunk"] and quote["chunk"] in " ".join(" ".join(lines[runner["line_start"] - 1:runner["line_end"]]).split())

@@ -54,6 +54,8 @@ def test_judge_scores_each_item_by_semantic_and_relative_bm25_match() -> None:
     assert ev_best["score"] == round((cosine_to_score(0.8) + 5.0) / 2, 3)
     assert ev_weak["score"] == round((cosine_to_score(0.8) + 1.0) / 2, 3)
     assert (ev_best["line_start"], ev_best["line_end"]) == (3, 5) and s_best > s_weak
+    # The runner-up chunk is kept as a line range with its own semantic score (top-m, m=2).
+    assert ev_best["also"] == [{"line_start": 1, "line_end": 2, "score": cosine_to_score(0.0)}]
     # Without the BM25 match (or embeddings) the chunk's word coverage stands in.
     _, (ev_plain,), _ = judge(plan, rec, chunks(), 0.5)
     assert ev_plain["score"] == 5.0 and (ev_plain["line_start"], ev_plain["line_end"]) == (3, 5)
