@@ -34,7 +34,7 @@ ToolResult = SearchPage | DocumentPage | CitationPage | ToolError
 
 
 class Searcher(Protocol):
-    def search(self, text: str, k: int = ...) -> Sequence[Any]: ...
+    def ranking(self, text: str, k: int = ...) -> tuple[Sequence[str], Sequence[float]]: ...
 
 
 class Corpus(Protocol):
@@ -130,12 +130,12 @@ class ToolSession:
         note = ""
         if len(query) > MAX_QUERY_CHARS:
             query, note = query[:MAX_QUERY_CHARS], f"query cut to its first {MAX_QUERY_CHARS} characters"
-        hits = searcher.search(query, k=self.depth)
+        docids, scores = searcher.ranking(query, k=self.depth)
         search_id = self._new_id()
-        ranking = CachedRanking(query, tuple(h.docid for h in hits), tuple(float(h.score) for h in hits))
+        ranking = CachedRanking(query, tuple(docids), tuple(scores))
         self.cache.put(search_id, ranking)
         self.trajectory.surfaced.update(ranking.docids)
-        if not hits:
+        if not docids:
             note = note or "no document contains a searchable word of this query"
         return self._page(search_id, ranking, 1, PREVIEW_COUNT, note)
 

@@ -83,9 +83,9 @@ def _tools(name: str, k1: float | None = None, b: float | None = None):
     col = _collection(name)
     lucene = col.lucene
 
-    class _Searcher:
-        def search(self, text: str, k: int = 1000):
-            return lucene.search(text, k, k1=k1, b=b)
+    class _Searcher:  # the stored BM25 parameters unless --k1/--b override them
+        def ranking(self, text: str, k: int = 1000):
+            return lucene.ranking(text, k, k1=k1, b=b)
 
     return ToolSession(_Searcher(), col.corpus)
 

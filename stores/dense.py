@@ -351,6 +351,11 @@ class DenseIndex:
         """The unit-length query vector (shape `(384,)`)."""
         return MiniLMEmbedding().embed([text])[0]
 
+    def ranking(self, text: str, k: int = 1000) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """`search` as two parallel tuples (docids, scores), best first (the search tool's shape)."""
+        hits = self.search(text, k)
+        return tuple(h.docid for h in hits), tuple(h.score for h in hits)
+
     def search(self, text: str, k: int = 1000) -> list[Hit]:
         """Top-k documents by best-chunk cosine similarity, ties broken by docid; [] for blank text."""
         if not text or not text.strip() or k < 1:

@@ -134,9 +134,16 @@ class LuceneIndex:
 
     def search(self, text: str, k: int = 1000, *, k1: float | None = None, b: float | None = None) -> list[Hit]:
         """Top-k hits for a bag-of-words query, ties broken by docid; [] if no searchable term."""
+        docids, scores = self.ranking(text, k, k1=k1, b=b)
+        return [Hit(d, s, i) for i, (d, s) in enumerate(zip(docids, scores), start=1)]
+
+    def ranking(self, text: str, k: int = 1000, *, k1: float | None = None,
+                b: float | None = None) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """The same ranking as `search` as two parallel tuples (docids, scores), best first —
+        the search tool's hot path, without a `Hit` object per document (see bench/)."""
         query = bag_of_words(text)
         if not query:
-            return []
+            return (), ()
         searcher = _searcher(str(self.folder), self.meta.k1 if k1 is None else float(k1),
                              self.meta.b if b is None else float(b))
         try:
@@ -144,12 +151,10 @@ class LuceneIndex:
         except Exception as exc:  # jnius.JavaException; a term-count the analyzer saw differently
             if "TooManyClauses" not in str(exc):
                 raise
-            return self.search(query[: len(query) // 2], k, k1=k1, b=b)
-        pairs = [(h.docid, h.score) for h in raw]
-        # Anserini already returns (score desc, docid asc); only re-sort if that ever changes.
-        if any((-a[1], a[0]) > (-b_[1], b_[0]) for a, b_ in zip(pairs, pairs[1:])):
-            pairs.sort(key=lambda p: (-p[1], p[0]))
-        return [Hit(d, float(s), i) for i, (d, s) in enumerate(pairs, start=1)]
+            return self.ranking(query[: len(query) // 2], k, k1=k1, b=b)
+        # Anserini returns (score desc, docid asc) with ties already broken by docid (pinned by
+        # tests/test_lucene.py::test_ties_are_broken_by_docid), so the order is taken as given.
+        return tuple(h.docid for h in raw), tuple(float(h.score) for h in raw)
 
     def score_documents(self, text: str, docids: Iterable[str]) -> dict[str, float]:
         """The BM25 score `search` would give each of these documents for `text` (0.0 when no

@@ -56,7 +56,7 @@ def graph(col: Collection) -> CitationGraph:
 class NoSearch:
     """expand_citations needs no searcher; any search through this one is a test failure."""
 
-    def search(self, text: str, k: int = 10):
+    def ranking(self, text: str, k: int = 10):
         raise AssertionError("expand_citations must not search")
 
 
