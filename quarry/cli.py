@@ -78,16 +78,18 @@ def index(name: str,
                       f"{dmeta.model}, built in {dmeta.built_seconds:.1f} s")
 
 
-def _tools(name: str, k1: float | None = None, b: float | None = None):
+def _tools(name: str, k1: float | None = None, b: float | None = None, semantic: bool = False):
     from nodes.tools import ToolSession
     col = _collection(name)
     lucene = col.lucene
+    # The dense index (and its model) is only loaded when asked for: it costs seconds.
+    dense = col.dense if semantic else None
 
     class _Searcher:  # the stored BM25 parameters unless --k1/--b override them
         def ranking(self, text: str, k: int = 1000):
             return lucene.ranking(text, k, k1=k1, b=b)
 
-    return ToolSession(_Searcher(), col.corpus)
+    return ToolSession(_Searcher(), col.corpus, semantic=dense)
 
 
 @app.command()
@@ -95,12 +97,19 @@ def search(name: str, query: str,
            offset: Annotated[int, typer.Option(min=1, help="First rank to show")] = 1,
            limit: Annotated[int, typer.Option(min=1, help="How many ranks to show (max 50)")] = 5,
            k1: Optional[float] = None, b: Optional[float] = None,
+           channel: Annotated[str, typer.Option(
+               help="lexical (BM25) or semantic (MiniLM chunks; needs `quarry index NAME --dense`)")] = "lexical",
            json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False) -> None:
     """Search a collection (deep ranking, previews with excerpts)."""
     from nodes.tool_results import ToolError
+    if channel not in ("lexical", "semantic"):
+        fail(QuarryError("bad_option", f"unknown channel {channel!r}", "use --channel lexical or --channel semantic"))
+    if channel == "semantic" and (k1 is not None or b is not None):
+        fail(QuarryError("bad_option", "--k1/--b set BM25 parameters, which the semantic channel does not use",
+                         "drop --k1/--b, or search with --channel lexical"))
     try:
-        tools = _tools(name, k1, b)
-        page = tools.search("command line", query)
+        tools = _tools(name, k1, b, semantic=channel == "semantic")
+        page = tools.search("command line", query, channel)
         if not isinstance(page, ToolError) and (offset, limit) != (1, 5) and page.total:
             page = tools.read_search_results("command line", page.search_id, offset, limit)
     except QuarryError as err:

@@ -87,6 +87,26 @@ def test_search_text_output(ingested: Path) -> None:
     assert lines[-1] == "End of this ranking."
 
 
+def test_search_channel_options_are_checked(ingested: Path) -> None:
+    stderr = assert_fails(run(ingested, "search", NAME, "zebra", "--channel", "semantic"), "no_dense_index")
+    assert f"quarry index {NAME} --dense" in stderr
+    assert "--channel lexical or --channel semantic" in assert_fails(
+        run(ingested, "search", NAME, "zebra", "--channel", "fuzzy"), "bad_option")
+    assert "semantic channel does not use" in assert_fails(
+        run(ingested, "search", NAME, "zebra", "--channel", "semantic", "--k1", "2"), "bad_option")
+
+
+def test_semantic_search_after_building_the_dense_index(env, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    src = write_jsonl(tmp_path / "animals.jsonl", [*topic_docs(6),
+                                                   {"_id": "zeb", "title": "Zebra stripes", "text": "zebra herd ecology"}])
+    assert run(home, "ingest", str(src), "--name", "animals").exit_code == 0
+    built = run(home, "index", "animals", "--dense")
+    assert built.exit_code == 0 and "dense index animals" in built.stdout, built.output
+    found = last_json(run(home, "search", "animals", "striped horses of the savanna", "--channel", "semantic", "--json"))
+    assert found["total"] == 7 and found["hits"][0]["docid"] == "zeb"
+
+
 def test_read_prints_numbered_lines(ingested: Path) -> None:
     result = run(ingested, "read", NAME, "zeb")
     assert result.exit_code == 0, result.output
