@@ -39,7 +39,7 @@ def _quotes(corpus, docid: str, spans: list[dict]) -> list[dict]:
             for s in spans]
 
 
-def _beyond_pool(state: JobState, pool: set[str], plan: dict, corpus, limit: int) -> list[str]:
+def _beyond_pool(state: JobState, seen: set[str], plan: dict, corpus, limit: int) -> list[str]:
     """Documents outside the candidate pool, in the weighted RRF order of the job's deep search
     rankings (the ids a store returned, kept behind search_ids), that pass the hard constraints."""
     tools = runtime().tools(state)
@@ -48,7 +48,7 @@ def _beyond_pool(state: JobState, pool: set[str], plan: dict, corpus, limit: int
     for s in searches:
         ranking = tools.ranking(s["search_id"])
         if ranking is not None:
-            rankings.append([d for d in ranking.docids if d not in pool])
+            rankings.append([d for d in ranking.docids if d not in seen])
             weights.append(float(s.get("weight", 1.0)))
     order = [d for d, _ in reciprocal_rank_fusion(rankings, weights)] if rankings else []
     records = corpus.get_many(order[: 2 * limit])
@@ -84,7 +84,8 @@ def answer(state: JobState) -> dict:
     # then what the job's full-depth rankings hold beyond the pool, fused the same way.
     run = [c["docid"] for c in ranked_all[:RUN_DEPTH]]
     if len(run) < RUN_DEPTH:
-        run += _beyond_pool(state, {c["docid"] for c in pool}, plan, corpus, RUN_DEPTH - len(run))
+        # Every candidate was already placed or rejected (excluded ones stay out).
+        run += _beyond_pool(state, set(state.get("candidates", {})), plan, corpus, RUN_DEPTH - len(run))
     result = {
         "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
         "mode": state.get("mode", "list"), "ranked": ranked, "run": run,
