@@ -10,7 +10,7 @@ import re
 from graphs.state import JobState, ranked_candidates
 from nodes.fusion import reciprocal_rank_fusion
 from nodes.runtime import runtime
-from nodes.scoring import EVIDENCE_CHARS, violated_constraint
+from nodes.scoring import quote, violated_constraint
 
 MAX_RANKED = 20
 RUN_DEPTH = 1000
@@ -35,7 +35,7 @@ def _quotes(corpus, docid: str, spans: list[dict]) -> list[dict]:
         return []
     lines = corpus.lines(docid) or []
     return [{"lines": [s["line_start"], s["line_end"]], "score": s["score"],
-             "chunk": " ".join(" ".join(lines[s["line_start"] - 1:s["line_end"]]).split())[:EVIDENCE_CHARS]}
+             "chunk": quote(" ".join(lines[s["line_start"] - 1:s["line_end"]]))}
             for s in spans]
 
 

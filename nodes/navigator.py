@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from graphs.state import JobState
-from nodes.planning import last_name, parse_authors, parse_venue
+from nodes.planning import parse_authors, parse_venue
+from stores.records import last_name
 from nodes.runtime import runtime
 
 

@@ -87,15 +87,6 @@ def parse_venue(text: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
-def last_name(name: str) -> str:
-    """'Udo Pooch' → 'pooch'; 'Pooch, U.W.' → 'pooch'; 'Heindel, L.E.' → 'heindel'."""
-    name = name.strip()
-    if "," in name:
-        return name.split(",", 1)[0].strip().lower()
-    words = [w for w in name.replace(".", ". ").split() if not re.fullmatch(r"[A-Z]\.?", w)]
-    return (words[-1] if words else name).strip(".").lower()
-
-
 def _items_from_core(core: str) -> list[ChecklistItem]:
     items: list[ChecklistItem] = []
     pieces = _SPLIT.split(core)

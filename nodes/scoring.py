@@ -14,10 +14,15 @@ from collections.abc import Iterable, Sequence
 
 from graphs.state import ChecklistItem, Evidence, Plan
 from nodes.excerpts import STOPWORDS, query_terms
-from stores.records import Chunk, DocRecord
+from stores.records import Chunk, DocRecord, last_name
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 EVIDENCE_CHARS = 300
+
+
+def quote(text: str) -> str:
+    """Evidence text as results show it: whitespace collapsed, cut at EVIDENCE_CHARS."""
+    return " ".join(text.split())[:EVIDENCE_CHARS]
 
 
 def stem(word: str) -> str:
@@ -42,9 +47,9 @@ def locate_evidence(item: ChecklistItem, chunks: Sequence[Chunk], title: str = "
         if cov > best_cov:
             best, best_cov = chunk, cov
     if best is None:
-        return Evidence(item_id=item["id"], score=0.0, chunk=title[:EVIDENCE_CHARS], line_start=1, line_end=1)
+        return Evidence(item_id=item["id"], score=0.0, chunk=quote(title), line_start=1, line_end=1)
     return Evidence(item_id=item["id"], score=round(5.0 * max(best_cov, 0.0), 3),
-                    chunk=" ".join(best.text.split())[:EVIDENCE_CHARS], line_start=best.line_start,
+                    chunk=quote(best.text), line_start=best.line_start,
                     line_end=best.line_end)
 
 
@@ -74,7 +79,7 @@ def locate_evidence_dense(item: ChecklistItem, item_vec, chunk_vecs, chunks: Seq
     for idx in np.argsort(-sims, kind="stable")[:top_m]:
         span = chunk_vecs[int(idx)][0]
         chunk = by_no.get(span.chunk_no)
-        text = " ".join(chunk.text.split())[:EVIDENCE_CHARS] if chunk else ""
+        text = quote(chunk.text) if chunk else ""
         # The store's chunk gives the quoted lines (it may quote less than the embedded span).
         start, end = (chunk.line_start, chunk.line_end) if chunk else (span.line_start, span.line_end)
         out.append(Evidence(item_id=item["id"], score=cosine_to_score(float(sims[idx])), chunk=text,
@@ -94,7 +99,7 @@ def violated_constraint(plan: Plan, rec: DocRecord) -> str:
             return f"published {rec.year}, after {y_max}"
     authors = plan.get("authors") or []
     if authors and plan.get("authors_exclusive"):
-        have = {(a.split(",", 1)[0] if "," in a else a.split()[-1]).strip().lower() for a in rec.authors if a.strip()}
+        have = {last_name(a) for a in rec.authors if a.strip()}
         if not have & {a.lower() for a in authors}:
             return f"not by {' or '.join(authors)}"
     venue = plan.get("venue")

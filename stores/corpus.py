@@ -16,7 +16,7 @@ from typing import Any
 
 from stores.errors import QuarryError
 from stores.readers import CorpusSource, ProgressFn
-from stores.records import Chunk, DocRecord, chunk_document, document_lines
+from stores.records import Chunk, DocRecord, chunk_document, document_lines, last_name
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -158,7 +158,7 @@ class CorpusStore:
         out: dict[str, list[str]] = {n: [] for n in wanted}
         for docid, authors in self._con().execute("SELECT docid, authors FROM docs WHERE authors != '[]' ORDER BY ord"):
             for author in json.loads(authors):
-                last = author.split(",", 1)[0].strip().lower() if "," in author else author.split()[-1].lower()
+                last = last_name(author)
                 if last in wanted:
                     out[last].append(docid)
         return out

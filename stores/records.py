@@ -7,6 +7,7 @@ line numbers, which is what makes evidence line ranges reproducible.
 """
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Any
 
@@ -33,6 +34,16 @@ class DocRecord(BaseModel):
     def index_contents(self) -> str:
         """What BM25 sees: title + text + keywords (authors and venue stay metadata)."""
         return "\n".join(p for p in (self.title, self.text, ", ".join(self.keywords)) if p)
+
+
+def last_name(name: str) -> str:
+    """An author's last name, lower-cased — the one rule for stored authors and names in an
+    intent: 'Udo Pooch' → 'pooch'; 'Pooch, U.W.' → 'pooch'; 'Smith J.' → 'smith'."""
+    name = name.strip()
+    if "," in name:
+        return name.split(",", 1)[0].strip().lower()
+    words = [w for w in name.replace(".", ". ").split() if not re.fullmatch(r"[A-Z]\.?", w)]
+    return (words[-1] if words else name).strip(".").lower()
 
 
 class Chunk(BaseModel):

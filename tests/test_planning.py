@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.planning import (apply_steering, first_queries, last_name, make_plan, parse_authors, parse_exclusions,
+from nodes.planning import (apply_steering, first_queries, make_plan, parse_authors, parse_exclusions,
                             parse_venue, parse_years, validate_steering)
+from stores.records import last_name
 
 
 @pytest.mark.parametrize("text, year_min, year_max", [
