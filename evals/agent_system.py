@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from nodes.config import JobConfig
 from stores.collection import Collection
 from stores.jobs import JobStore
 
@@ -55,7 +56,7 @@ async def _run_jobs(col: Collection, texts: dict[str, str], home: Path, budget_s
             async def one(qid: str) -> None:
                 async with gate:
                     inp = JobInput(job_id=f"eval-{col.name}-{qid}-{uuid.uuid4().hex[:6]}", collection=col.name,
-                                   intent=texts[qid], budget_seconds=budget_s, max_rounds=rounds)
+                                   intent=texts[qid], budget_seconds=budget_s, config=JobConfig(max_rounds=rounds))
                     handle = await submit(env.client, inp, queue=queue)
                     results[qid] = {"job_id": inp.job_id, **(await handle.result())}
                     if on_done:

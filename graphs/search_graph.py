@@ -1,28 +1,35 @@
-"""The search graph: navigator → retrieval → verification → reflection → (retrieval | answer).
+"""The round graph: navigator → retrieval → verification → [librarians] → reflection → (retrieval | answer).
 
 `make_search_graph()` returns an *uncompiled* StateGraph: the worker registers it with the
 Temporal LangGraph plugin, which runs I/O nodes as activities (timeouts, retries, heartbeats)
-and routers in the workflow; tests and evaluation compile it directly and run it in-process.
-Routers consult `current_control()` for the stop signal and the budget's submit-now steer.
+and routers and pure nodes in the workflow; tests and evaluation compile it directly and run it
+in-process. Routers consult `current_control()` for the stop signal and the budget's steer.
+Under the `llm` policy, verification fans out to librarian activities (one per batch of
+candidates, a LangGraph `Send` each; the run's `max_concurrency` bounds how many run at once)
+and their judgements are folded in before reflection.
 """
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
 from temporalio.common import RetryPolicy
 
 from graphs.control import current_control
-from graphs.state import JobState
 from nodes import answer as answer_mod
+from nodes import librarian as librarian_mod
 from nodes import navigator as navigator_mod
 from nodes import reflection as reflection_mod
 from nodes import retrieval as retrieval_mod
 from nodes import verification as verification_mod
-from nodes.heartbeat import with_heartbeats
+from nodes.budget import budget_steer
+from nodes.config import MODEL_ATTEMPTS, config_of
 from nodes.excerpts import query_terms
+from nodes.heartbeat import with_heartbeats
 from nodes.planning import make_plan, parse_exclusions, parse_years
+from nodes.state import JobState
 
 GRAPH_NAME = "quarry-search"
 
@@ -40,6 +47,10 @@ async def verification(state: JobState) -> dict:
     return await with_heartbeats(verification_mod.verification, state)
 
 
+async def librarian(task: dict) -> dict:
+    return await with_heartbeats(librarian_mod.librarian, task)
+
+
 async def reflection(state: JobState) -> dict:
     return await with_heartbeats(reflection_mod.reflection, state)
 
@@ -48,38 +59,57 @@ async def answer(state: JobState) -> dict:
     return await with_heartbeats(answer_mod.answer, state)
 
 
-def _activity(timeout_s: int) -> dict:
+def activity_options(timeout_s: int, attempts: int = 3) -> dict[str, Any]:
+    """Node metadata for the Temporal plugin: an activity with a timeout, heartbeats and retries
+    (a `QuarryError` is the user's to fix, so it is never retried)."""
     return {"execute_in": "activity", "start_to_close_timeout": timedelta(seconds=timeout_s),
             "heartbeat_timeout": timedelta(seconds=30),
-            "retry_policy": RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1),
+            "retry_policy": RetryPolicy(maximum_attempts=attempts, initial_interval=timedelta(seconds=1),
                                         non_retryable_error_types=["QuarryError"])}
 
 
-def _must_answer(state: JobState) -> bool:
+def must_answer(state: JobState) -> bool:
+    """Stop, the submit-now steer (clock, tokens or dollars), or the tool-call cap."""
     stats = state.get("stats", {})
-    return bool(current_control().answer_reason()) or stats.get("tool_calls", 0) >= state.get("max_tool_calls", 10**9)
+    return (bool(current_control().answer_reason()) or bool(budget_steer(state))
+            or stats.get("tool_calls", 0) >= config_of(state).max_tool_calls)
 
 
 async def route_start(state: JobState) -> Literal["navigator", "retrieval", "answer"]:
     if not state.get("plan"):
         return "navigator"
-    return "answer" if _must_answer(state) or state.get("stop_reason") else "retrieval"
+    return "answer" if must_answer(state) or state.get("stop_reason") else "retrieval"
 
 
 async def route_after_retrieval(state: JobState) -> Literal["verification", "answer"]:
     # Verification also applies the hard constraints, so it runs at least once before answering.
-    if _must_answer(state) and any(c.get("verified_version") for c in state.get("candidates", {}).values()):
+    if must_answer(state) and any(c.get("verified_version") for c in state.get("candidates", {}).values()):
         return "answer"
     return "verification"
 
 
-async def route_after_verification(state: JobState) -> Literal["reflection", "answer"]:
-    return "answer" if _must_answer(state) else "reflection"
+async def route_after_verification(state: JobState) -> Any:
+    if must_answer(state):
+        return "answer"
+    if state.get("policy") == "llm":
+        tasks = librarian_mod.librarian_tasks(state)
+        if tasks:
+            return [Send("librarian", task) for task in tasks]
+    return "reflection"
+
+
+async def fold(state: JobState) -> dict:
+    """The librarians' judgements folded into the candidates (pure code, runs in the workflow)."""
+    return librarian_mod.fold_judgements(state)
+
+
+async def route_after_fold(state: JobState) -> Literal["reflection", "answer"]:
+    return "answer" if must_answer(state) else "reflection"
 
 
 async def route_after_reflection(state: JobState) -> Literal["steer", "retrieval", "answer", "__end__"]:
     control = current_control()
-    if _must_answer(state):
+    if must_answer(state):
         return "answer"
     if control.pending_steering:
         return "steer"
@@ -96,9 +126,11 @@ async def steer(state: JobState) -> dict:
     steering = list(state.get("steering", [])) + notes
     before = state.get("plan", {})
     plan = make_plan(state["intent"], [s["text"] for s in steering], years=before.get("years_known", True))
-    # Author and venue constraints were validated against the store by the navigator; keep them.
+    # Author and venue constraints were validated against the store by the navigator; keep them,
+    # and the items a model navigator wrote (they carry ids of their own).
     kept = {k: before[k] for k in ("authors", "authors_exclusive", "venue", "years_known") if k in before}
-    plan = {**plan, **kept, "checklist": plan["checklist"] + [i for i in before.get("checklist", []) if i["id"] in ("a", "v")]}
+    keep_items = [i for i in before.get("checklist", []) if i["id"] in ("a", "v") or i["id"][:1] in ("m", "r")]
+    plan = {**plan, **kept, "checklist": plan["checklist"] + keep_items}
     core = plan.get("core") or state["intent"]
     # Only the positive part of a note is searched: "not benchmark" must not search for "benchmark".
     positive = [parse_exclusions(parse_years(s["text"])[2])[1] for s in notes]
@@ -109,16 +141,20 @@ async def steer(state: JobState) -> dict:
 
 def make_search_graph() -> StateGraph:
     g = StateGraph(JobState)
-    g.add_node("navigator", navigator, metadata=_activity(60))
-    g.add_node("retrieval", retrieval, metadata=_activity(300))
-    g.add_node("verification", verification, metadata=_activity(300))
-    g.add_node("reflection", reflection, metadata=_activity(120))
+    g.add_node("navigator", navigator, metadata=activity_options(600, MODEL_ATTEMPTS))
+    g.add_node("retrieval", retrieval, metadata=activity_options(300))
+    g.add_node("verification", verification, metadata=activity_options(300))
+    g.add_node("librarian", librarian, metadata=activity_options(600, MODEL_ATTEMPTS))
+    g.add_node("fold", fold, metadata={"execute_in": "workflow"})
+    g.add_node("reflection", reflection, metadata=activity_options(600, MODEL_ATTEMPTS))
     g.add_node("steer", steer, metadata={"execute_in": "workflow"})
-    g.add_node("answer", answer, metadata=_activity(120))
+    g.add_node("answer", answer, metadata=activity_options(600, MODEL_ATTEMPTS))
     g.add_conditional_edges(START, route_start)
     g.add_edge("navigator", "retrieval")
     g.add_conditional_edges("retrieval", route_after_retrieval)
-    g.add_conditional_edges("verification", route_after_verification)
+    g.add_conditional_edges("verification", route_after_verification, ["librarian", "reflection", "answer"])
+    g.add_edge("librarian", "fold")
+    g.add_conditional_edges("fold", route_after_fold)
     g.add_conditional_edges("reflection", route_after_reflection)
     g.add_edge("steer", "retrieval")
     g.add_edge("answer", END)

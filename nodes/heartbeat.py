@@ -23,3 +23,15 @@ async def with_heartbeats(fn: Callable[..., Any], *args: Any) -> Any:
             return task.result()
         if activity.in_activity():
             activity.heartbeat(getattr(fn, "__name__", "node"))
+
+
+def final_attempt(max_attempts: int) -> bool:
+    """Whether this is the activity's last attempt (always true outside an activity).
+
+    Model steps raise on earlier attempts, so Temporal retries a transient failure visibly and
+    with backoff; on the last one they fall back to the heuristic decision instead of failing
+    the job.
+    """
+    if not activity.in_activity():
+        return True
+    return activity.info().attempt >= max_attempts

@@ -1,10 +1,11 @@
 """Navigator node: intent → plan (checklist, constraints) and the first round's queries."""
 from __future__ import annotations
 
-from graphs.state import JobState
 from nodes.planning import parse_authors, parse_venue
-from stores.records import last_name
+from nodes.policy import PlanRequest
 from nodes.runtime import runtime
+from nodes.state import JobState, model_step_update
+from stores.records import last_name
 
 
 # The user's own words count double in the fusion, so later feedback queries add and reorder
@@ -39,12 +40,14 @@ def navigator(state: JobState) -> dict:
     notes = [s["text"] for s in state.get("steering", [])]
     corpus = rt.collection(state["collection"]).corpus
     years_known = corpus.year_span() is not None
-    plan, texts = policy.plan(state["intent"], notes, years=years_known)
+    decision = policy.plan(PlanRequest(state["intent"], tuple(notes), years_known))
+    plan = decision.plan
     # Round one asks every query channel the collection offers with the user's own words.
-    queries = [{"text": t, "channel": ch, "weight": USER_WORDS_WEIGHT} for t in texts
+    queries = [{"text": t, "channel": ch, "weight": USER_WORDS_WEIGHT} for t in decision.queries
                for ch in ("lexical", "semantic") if ch in channels]
     plan = _with_metadata_constraints({**plan, "years_known": years_known}, state["intent"], corpus)
     if plan.get("authors"):
         # Author names are metadata, not indexed text: ask the store for their papers directly.
         queries.append({"text": "", "channel": "metadata", "weight": USER_WORDS_WEIGHT, "authors": plan["authors"]})
-    return {"plan": plan, "queries": queries, "round": 1, "node": "navigator"}
+    return {"plan": plan, "queries": queries, "round": 1, "node": "navigator",
+            **model_step_update(state, "navigator", decision.usage, decision.fallback)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from graphs.state import ChecklistItem, Plan
+from nodes.state import ChecklistItem, Plan
 from nodes.excerpts import STOPWORDS, query_terms
 
 _DASH = r"(?:-|–|—|to|until|through)"
@@ -166,3 +166,18 @@ def first_queries(plan: Plan, intent: str) -> list[str]:
     """Round-one queries: the intent without its constraint phrases — every content word the
     user typed, none of the excluded ones (searching for 'surveys' would find surveys)."""
     return [plan.get("core") or intent]
+
+
+def additive_query(core: str, proposed: str, max_added: int = 8) -> str:
+    """A rewritten query that keeps every word of `core` and only adds: the user's words first,
+    then the proposal's words that are new (at most `max_added`). A model's rewrite can therefore
+    sharpen a query but never drop what the user asked for."""
+    have = {t.lower() for t in query_terms(core)}
+    added: list[str] = []
+    for word in query_terms(proposed):
+        if word.lower() not in have:
+            have.add(word.lower())
+            added.append(word)
+        if len(added) >= max_added:
+            break
+    return " ".join([core, *added]).strip()

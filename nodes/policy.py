@@ -1,69 +1,169 @@
-"""The policy interface — plan, judge, reflect, answer — and the default heuristic policy.
+"""The policy seam — plan, judge, reflect, answer — and the default heuristic policy.
 
-Nodes own the control flow and the tool calls; a policy owns the decisions. The heuristic
-policy is deterministic and offline; an LLM policy implements the same four methods with a
-LangChain chat model, so graph, state and tools are shared.
+Nodes own the control flow and the tool calls; a policy owns the decisions. Each decision takes
+one typed request and returns one typed decision (with the model usage it cost and, when a model
+step fell back, why), and judging takes a batch of candidates at once, so a model-backed policy
+can score many documents per call. The heuristic policy is deterministic and offline; the `llm`
+policy (`nodes.llm_policy`) answers the same requests with chat models and falls back to this
+one per step. The `react` policy runs its own graph and uses this policy only to attach evidence.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from graphs.state import Candidate, ChecklistItem, Evidence, Plan
 from nodes.planning import first_queries, make_plan
 from nodes.scoring import (combine, locate_evidence, locate_evidence_dense, relevance_model_query,
-                            violated_constraint)
+                           violated_constraint)
+from nodes.state import Candidate, ChecklistItem, Evidence, Plan
+from nodes.usage import Usage
 from stores.records import Chunk, DocRecord
 
 FEEDBACK_DOCS = 10
 FEEDBACK_TERMS = 10
 # Chunks kept per checklist item: the best one is quoted and scored, the next as line ranges.
 EVIDENCE_CHUNKS = 2
+SCORED_KINDS = ("topic", "method", "application")
+
+
+# -- requests and decisions ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    intent: str
+    steering: tuple[str, ...] = ()
+    years_known: bool = True  # without publication years in the store a year range is no constraint
+
+
+@dataclass
+class PlanDecision:
+    plan: Plan
+    queries: list[str]
+    usage: Usage = field(default_factory=Usage)
+    fallback: str = ""
+
+
+@dataclass(frozen=True)
+class JudgeInput:
+    """One candidate to judge: its record and chunks, retrieval strength p (0–1), its chunk
+    vectors when the collection has a dense index, and each item's relative BM25 match."""
+
+    rec: DocRecord
+    chunks: Sequence[Chunk]
+    p: float
+    chunk_vecs: list | None = None
+    item_lexical: dict[str, float] | None = None
+
+
+@dataclass
+class Judgement:
+    score: float
+    evidence: list[Evidence]
+    excluded: str = ""
+
+
+@dataclass(frozen=True)
+class ReflectRequest:
+    plan: Plan
+    intent: str
+    best: Sequence[DocRecord]
+    pool: Sequence[DocRecord]
+    weakest: ChecklistItem | None
+    scored: Sequence[Candidate] = ()  # the current top, with evidence (what a model reflects on)
+    searched: Sequence[str] = ()      # the queries run so far
+
+
+@dataclass
+class ReflectDecision:
+    queries: list[str]
+    plan: Plan | None = None  # a refined plan (new checklist items), or None to keep it
+    done: bool = False        # the navigator judged the current top complete: no further round
+    usage: Usage = field(default_factory=Usage)
+    fallback: str = ""
+
+
+@dataclass(frozen=True)
+class Passage:
+    line_start: int
+    line_end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class AnswerDoc:
+    docid: str
+    title: str
+    passages: tuple[Passage, ...]
+
+
+@dataclass(frozen=True)
+class AnswerRequest:
+    intent: str
+    plan: Plan
+    docs: Sequence[AnswerDoc]
+
+
+@dataclass
+class AnswerDraft:
+    explanation: str
+    exact_answer: str = ""
+    confidence: int = 0
+    insufficient_evidence: bool = False
+
+
+@dataclass
+class AnswerDecision:
+    draft: AnswerDraft
+    usage: Usage = field(default_factory=Usage)
+    fallback: str = ""
 
 
 class Policy(Protocol):
     name: str
 
-    def plan(self, intent: str, steering: list[str], *, years: bool = True) -> tuple[Plan, list[str]]:
-        """Checklist, constraints and the first queries for an intent; `years` says whether the
-        store knows publication years (without them a year range cannot be a constraint)."""
+    def plan(self, req: PlanRequest) -> PlanDecision:
+        """Checklist, constraints and the first queries for an intent."""
 
-    def judge(self, plan: Plan, rec: DocRecord, chunks: Sequence[Chunk], p: float,
-              item_vecs: dict | None = None, chunk_vecs: list | None = None,
-              item_lexical: dict[str, float] | None = None) -> tuple[float, list[Evidence], str]:
-        """(S, evidence per checklist item, exclusion reason or '') for one candidate; with
-        embeddings (item id → vector, the candidate's chunk vectors) evidence is located by cosine;
-        `item_lexical` is each item's BM25 match with this document relative to the best
-        candidate's (0–1)."""
+    def judge(self, plan: Plan, batch: Sequence[JudgeInput], item_vecs: dict[str, Any] | None = None) -> list[Judgement]:
+        """S, evidence per checklist item and any violated constraint, for each candidate."""
 
-    def reflect(self, plan: Plan, intent: str, best: Sequence[DocRecord], pool: Sequence[DocRecord],
-                weakest: ChecklistItem | None) -> list[str]:
+    def reflect(self, req: ReflectRequest) -> ReflectDecision:
         """Next round's queries (each keeps the user's words and only adds terms)."""
+
+    def answer(self, req: AnswerRequest) -> AnswerDecision:
+        """An answer to the intent from the read documents, citing them as [docid]."""
 
     def reason(self, plan: Plan, cand: Candidate) -> str:
         """A one-line reason for a ranked document."""
 
 
+# -- the heuristic policy -------------------------------------------------------------------------
+
+
 class HeuristicPolicy:
     name = "heuristic"
 
-    def plan(self, intent: str, steering: list[str], *, years: bool = True) -> tuple[Plan, list[str]]:
-        plan = make_plan(intent, steering, years=years)
-        return plan, first_queries(plan, intent)
+    def plan(self, req: PlanRequest) -> PlanDecision:
+        plan = make_plan(req.intent, list(req.steering), years=req.years_known)
+        return PlanDecision(plan, first_queries(plan, req.intent))
 
-    def judge(self, plan: Plan, rec: DocRecord, chunks: Sequence[Chunk], p: float,
-              item_vecs: dict | None = None, chunk_vecs: list | None = None,
-              item_lexical: dict[str, float] | None = None) -> tuple[float, list[Evidence], str]:
-        items = [i for i in plan.get("checklist", []) if i["kind"] in ("topic", "method", "application")]
+    def judge(self, plan: Plan, batch: Sequence[JudgeInput], item_vecs: dict[str, Any] | None = None) -> list[Judgement]:
+        return [self._judge_one(plan, c, item_vecs) for c in batch]
+
+    def _judge_one(self, plan: Plan, cand: JudgeInput, item_vecs: dict[str, Any] | None) -> Judgement:
+        items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
         evidence = []
         for item in items:
-            lexical = locate_evidence(item, chunks, rec.title)
-            if item_lexical is not None and item["id"] in item_lexical:
+            lexical = locate_evidence(item, cand.chunks, cand.rec.title)
+            if cand.item_lexical is not None and item["id"] in cand.item_lexical:
                 # BM25 weighs rare words and repeats where plain word coverage counts "method"
                 # like "Gaussian" (CACM nDCG@20 0.594 → 0.610; scifact-train 0.725 → 0.733).
-                lexical["score"] = round(5.0 * item_lexical[item["id"]], 3)
-            dense = (locate_evidence_dense(item, item_vecs[item["id"]], chunk_vecs, chunks, top_m=EVIDENCE_CHUNKS)
-                     if item_vecs and chunk_vecs and item["id"] in item_vecs else [])
+                lexical["score"] = round(5.0 * cand.item_lexical[item["id"]], 3)
+            dense = (locate_evidence_dense(item, item_vecs[item["id"]], cand.chunk_vecs, cand.chunks, top_m=EVIDENCE_CHUNKS)
+                     if item_vecs and cand.chunk_vecs and item["id"] in item_vecs else [])
             # With embeddings, the semantic match decides where the evidence is and half the score.
             if dense:
                 best = dense[0]
@@ -74,20 +174,32 @@ class HeuristicPolicy:
                 evidence.append(best)
             else:
                 evidence.append(lexical)
-        excluded = violated_constraint(plan, rec)
-        score = combine(((e["score"], i["weight"]) for e, i in zip(evidence, items)), p)
-        return (0.0 if excluded else score), evidence, excluded
+        excluded = violated_constraint(plan, cand.rec)
+        score = combine(((e["score"], i["weight"]) for e, i in zip(evidence, items)), cand.p)
+        return Judgement(0.0 if excluded else score, evidence, excluded)
 
-    def reflect(self, plan: Plan, intent: str, best: Sequence[DocRecord], pool: Sequence[DocRecord],
-                weakest: ChecklistItem | None) -> list[str]:
-        core = plan.get("core") or intent
-        texts = [f"{r.title} {r.text} {' '.join(r.keywords)}" for r in best[:FEEDBACK_DOCS]]
+    def reflect(self, req: ReflectRequest) -> ReflectDecision:
+        core = req.plan.get("core") or req.intent
+        texts = [f"{r.title} {r.text} {' '.join(r.keywords)}" for r in req.best[:FEEDBACK_DOCS]]
         queries = [relevance_model_query(core, texts, [1.0] * len(texts), n_terms=FEEDBACK_TERMS)]
-        if weakest is not None and weakest["text"] != core:
+        if req.weakest is not None and req.weakest["text"] != core:
             # The user's words with the weakest requirement's words said twice: Anserini weights a
             # repeated word by its count, so the search leans toward what the top lacks.
-            queries.append(f"{core} {weakest['text']}")
-        return [q for q in dict.fromkeys(queries) if q != core]
+            queries.append(f"{core} {req.weakest['text']}")
+        return ReflectDecision([q for q in dict.fromkeys(queries) if q != core])
+
+    def answer(self, req: AnswerRequest) -> AnswerDecision:
+        """Extractive: the first sentence of the best passage of each of the top three documents,
+        cited inline; confidence is not estimated (0) because nothing here judges correctness."""
+        parts = []
+        for doc in req.docs[:3]:
+            if not doc.passages or not doc.passages[0].text.strip():
+                continue
+            sentence = re.split(r"(?<=[.!?])\s+", " ".join(doc.passages[0].text.split()))[0].strip()
+            parts.append(f"{sentence} [{doc.docid}]")
+        if not parts:
+            return AnswerDecision(AnswerDraft("No document in the collection answers this.", "", 0, True))
+        return AnswerDecision(AnswerDraft(" ".join(parts), "", 0, False))
 
     def reason(self, plan: Plan, cand: Candidate) -> str:
         items = {i["id"]: i for i in plan.get("checklist", [])}
@@ -98,13 +210,3 @@ class HeuristicPolicy:
         if met:
             return f"meets: {'; '.join(met[:3])} (S={cand.get('score', 0):.2f})"
         return f"partial match; best item '{items.get(ev[0]['item_id'], {}).get('text', '?')}' scored {ev[0]['score']:.1f}/5"
-
-
-POLICIES: dict[str, type] = {"heuristic": HeuristicPolicy}
-
-
-def get_policy(name: str) -> Policy:
-    try:
-        return POLICIES[name]()
-    except KeyError:
-        raise ValueError(f"unknown policy {name!r}; choose one of {sorted(POLICIES)}") from None

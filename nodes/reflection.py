@@ -5,9 +5,11 @@ relevance-feedback terms from the best-verified documents and weight the weakest
 """
 from __future__ import annotations
 
-from graphs.state import JobState, ranked_candidates
+from nodes.config import config_of
+from nodes.policy import SCORED_KINDS, ReflectRequest
 from nodes.retrieval import as_query, query_key
 from nodes.runtime import runtime
+from nodes.state import JobState, model_step_update, ranked_candidates
 
 TOP = 10
 CITATION_SEEDS = 5
@@ -20,7 +22,7 @@ FEEDBACK_WEIGHT = 0.25
 
 
 def _weakest_item(state: JobState, top: list[dict]):
-    items = [i for i in state.get("plan", {}).get("checklist", []) if i["kind"] in ("topic", "method", "application")]
+    items = [i for i in state.get("plan", {}).get("checklist", []) if i["kind"] in SCORED_KINDS]
     if not items or not top:
         return None
     def mean_score(item_id: str) -> float:
@@ -40,16 +42,22 @@ def reflection(state: JobState) -> dict:
     update: dict = {"top_ids": top_ids, "new_high": new_high, "node": "reflection"}
     if round_no > 1 and new_high == 0:
         return update | {"stop_reason": "converged"}
-    if round_no >= int(state.get("max_rounds", 3)):
+    if round_no >= config_of(state).max_rounds:
         return update | {"stop_reason": "max_rounds"}
     corpus = rt.collection(state["collection"]).corpus
     records = corpus.get_many([c["docid"] for c in ranked[:60]])
     best = [records[d] for d in top_ids[:8] if d in records]
     pool = [records[c["docid"]] for c in ranked[:60] if c["docid"] in records]
     done = {s.get("key", s["query"]) for s in state.get("searches", [])}
-    texts = policy.reflect(state["plan"], state["intent"], best, pool, _weakest_item(state, top))
+    decision = policy.reflect(ReflectRequest(state["plan"], state["intent"], best, pool, _weakest_item(state, top), top,
+                                             [s["query"] for s in state.get("searches", [])]))
+    update |= model_step_update(state, "reflection", decision.usage, decision.fallback)
+    if decision.plan is not None:
+        update["plan"] = decision.plan
+    if decision.done:
+        return update | {"stop_reason": "navigator_done"}
     channels = rt.channels(state["collection"])
-    queries = [{"text": t, "channel": "lexical", "weight": FEEDBACK_WEIGHT} for t in texts]
+    queries = [{"text": t, "channel": "lexical", "weight": FEEDBACK_WEIGHT} for t in decision.queries]
     seeds = top_ids[:CITATION_SEEDS]
     if seeds and "citations" in channels:
         queries.append({"text": "", "channel": "citations", "weight": CITATION_WEIGHT, "seeds": seeds})

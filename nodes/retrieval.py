@@ -2,20 +2,18 @@
 
 Channels: `lexical` (BM25 via the `search` tool), `semantic` (MiniLM chunks via `search` with
 channel="semantic", skipped when the collection has no dense index) and `citations` (citation
-expansion from seed documents). Every ranking's top `POOL_DEPTH` enters the pool, fused by
+expansion from seed documents). Every ranking's top `pool_depth` (nodes.config) enters the pool, fused by
 weighted Reciprocal Rank Fusion (k=60); deep rankings stay in the job store behind search_ids.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from graphs.state import Candidate, JobState, bump
+from nodes.config import config_of
 from nodes.fusion import rrf_score
 from nodes.runtime import runtime
+from nodes.state import Candidate, JobState, bump
 from nodes.tool_results import SearchPage, ToolError
-
-POOL_DEPTH = 100
-CITATION_POOL = 100
 
 
 def as_query(q: Any) -> dict[str, Any]:
@@ -36,6 +34,7 @@ def _rank_map(tools, search_id: str) -> dict[str, int]:
 
 def retrieval(state: JobState) -> dict:
     tools = runtime().tools(state)
+    cfg = config_of(state)
     round_no = state.get("round", 1)
     candidates: dict[str, Candidate] = {d: dict(c) for d, c in state.get("candidates", {}).items()}
     searches = list(state.get("searches", []))
@@ -56,7 +55,7 @@ def retrieval(state: JobState) -> dict:
         elif q["channel"] == "citations":
             n_cite += 1
             hits = tools.expand_seeds(f"round {round_no}: neighbours of the best-verified documents",
-                                      q.get("seeds", []), CITATION_POOL)
+                                      q.get("seeds", []), cfg.citation_pool)
             ranked = [d for d, _ in hits]
             entry |= {"search_id": f"c{round_no}.{n_cite}", "total": len(ranked), "seeds": q.get("seeds", [])}
         else:
@@ -69,7 +68,7 @@ def retrieval(state: JobState) -> dict:
             previewed.extend(h.docid for h in page.hits if h.docid not in seen_preview)
             seen_preview.update(h.docid for h in page.hits)
             ranking = tools.ranking(page.search_id)
-            ranked = list(ranking.docids[:POOL_DEPTH]) if ranking else []
+            ranked = list(ranking.docids[:cfg.pool_depth]) if ranking else []
         searches.append(entry)
         for docid in ranked:
             candidates.setdefault(docid, Candidate(docid=docid, ranks={}, fused=0.0, score=0.0))

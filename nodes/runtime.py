@@ -7,11 +7,17 @@ the policy. Tool calls go through `JobTools`, which traces each one as an OpenTe
 from __future__ import annotations
 
 import threading
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from graphs.state import JobState
-from nodes.policy import Policy, get_policy
+from pydantic import BaseModel
+
+from nodes.agent_tools import ExpandCitationsArgs, ReadDocumentArgs, ReadSearchResultsArgs, SearchArgs
+from nodes.config import POLICIES, ModelSettings
+from nodes.models import ModelFactory, make_chat_model
+from nodes.policy import HeuristicPolicy, Policy
+from nodes.state import JobState
 from nodes.tool_results import CitationPage, SearchPage, ToolError
 from nodes.tools import CachedRanking, RankingCache, ToolResult, ToolSession
 from observability.tool_spans import tool_span
@@ -42,15 +48,16 @@ class StoredRankingCache(RankingCache):
 class JobTools:
     """The four tools for one job, each call traced as `execute_tool {name}` and counted."""
 
-    def __init__(self, session: ToolSession, job_id: str) -> None:
-        self.session, self.job_id = session, job_id
+    def __init__(self, session: ToolSession, job_id: str, jobs: JobStore | None = None) -> None:
+        self.session, self.job_id, self.jobs = session, job_id, jobs
         self.calls = 0
 
     def _traced(self, name: str, fn, **kwargs: Any) -> ToolResult:
         self.calls += 1
         attrs = {k: v for k, v in kwargs.items() if k in ("search_id", "docid", "direction", "offset", "limit", "channel")}
-        if "query" in kwargs:
-            attrs["query"] = str(kwargs["query"])[:500]
+        for key in ("query", "reason"):
+            if key in kwargs:
+                attrs[key] = str(kwargs[key])[:500]
         with tool_span(name, job_id=self.job_id, **attrs) as span:
             result = fn(**kwargs)
             if isinstance(result, SearchPage):
@@ -74,8 +81,30 @@ class JobTools:
                             offset=offset, limit=limit)
 
     def expand_citations(self, reason: str, docid: str, direction: str = "both", limit: int = 10) -> ToolResult:
-        return self._traced("expand_citations", self.session.expand_citations, reason=reason, docid=docid,
-                            direction=direction, limit=limit)
+        result = self._traced("expand_citations", self.session.expand_citations, reason=reason, docid=docid,
+                              direction=direction, limit=limit)
+        if isinstance(result, CitationPage):
+            self._surfaced([h.docid for h in result.hits])
+        return result
+
+    def call(self, args: BaseModel) -> ToolResult:
+        """Run a retrieval tool from its validated arguments (a model's tool call)."""
+        match args:
+            case SearchArgs():
+                return self.search(args.reason, args.query, args.channel)
+            case ReadSearchResultsArgs():
+                return self.read_search_results(args.reason, args.search_id, args.offset, args.limit)
+            case ReadDocumentArgs():
+                return self.read_document(args.reason, args.docid, args.offset, args.limit)
+            case ExpandCitationsArgs():
+                return self.expand_citations(args.reason, args.docid, args.direction, args.limit)
+        raise TypeError(f"not a retrieval tool's arguments: {type(args).__name__}")
+
+    def _surfaced(self, docids: list[str]) -> None:
+        """Documents from channels without a cached ranking still count as surfaced."""
+        self.session.trajectory.surfaced.update(docids)
+        if self.jobs is not None and docids:
+            self.jobs.add_surfaced(self.job_id, docids)
 
     def expand_seeds(self, reason: str, seeds: list[str], limit: int = 100) -> list[tuple[str, float]]:
         """Citation expansion from several seeds at once (personalised PageRank plus direct links),
@@ -84,7 +113,7 @@ class JobTools:
         with tool_span("expand_citations", job_id=self.job_id, docid=",".join(seeds)[:500], direction="expand") as span:
             graph = self.session.citations
             hits = graph.expand(list(seeds), limit) if graph is not None and len(graph) else []
-            self.session.trajectory.surfaced.update(d for d, _ in hits)
+            self._surfaced([d for d, _ in hits])
             span.set_attribute("quarry.hits", len(hits))
             return hits
 
@@ -94,7 +123,7 @@ class JobTools:
         with tool_span("search", job_id=self.job_id, channel="metadata", query=" or ".join(authors)[:500]) as span:
             found = self.session.corpus.docs_by_author(authors)
             docids = list(dict.fromkeys(d for name in authors for d in found.get(name.lower(), [])))
-            self.session.trajectory.surfaced.update(docids)
+            self._surfaced(docids)
             span.set_attribute("quarry.hits", len(docids))
             return docids
 
@@ -103,11 +132,30 @@ class JobTools:
 
 
 class NodeRuntime:
-    def __init__(self, home: Path | None = None) -> None:
+    """Stores, tools, models and policies for the nodes of one worker (one QUARRY_HOME).
+
+    `models` builds a chat model from `provider:name` and the job's model settings; it is
+    `nodes.models.make_chat_model` unless the worker is given another factory (tests use that to
+    script a model). Built models are kept per (spec, settings) and shared by threads.
+    """
+
+    def __init__(self, home: Path | None = None, models: ModelFactory | None = None) -> None:
         self.home = home or quarry_home()
         self.jobs = JobStore(self.home / "jobs.sqlite")
+        self.models: ModelFactory = models or make_chat_model
         self._collections: dict[str, Collection] = {}
+        self._models: dict[tuple, Any] = {}
         self._lock = threading.Lock()
+
+    def model(self, spec: str, settings: ModelSettings) -> Any:
+        if not spec:
+            raise QuarryError("no_model", "this job's policy needs a model but none was given",
+                              "pass --model PROVIDER:NAME, e.g. --model openai:gpt-4o-mini")
+        key = (spec, tuple(sorted(asdict(settings).items())))
+        with self._lock:
+            if key not in self._models:
+                self._models[key] = self.models(spec, settings)
+            return self._models[key]
 
     def collection(self, name: str) -> Collection:
         with self._lock:
@@ -123,7 +171,7 @@ class NodeRuntime:
         session = ToolSession(col.lucene, col.corpus, cache=StoredRankingCache(self.jobs, state["job_id"]),
                               new_search_id=lambda: f"s{next(counter)}", citations=col.citations,
                               semantic=self.dense(state["collection"]))
-        return JobTools(session, state["job_id"])
+        return JobTools(session, state["job_id"], self.jobs)
 
     def dense(self, name: str):
         """The collection's semantic index if it is built and current, else None (lexical only)."""
@@ -142,8 +190,31 @@ class NodeRuntime:
             out.add("citations")
         return out
 
+    def similarity(self, name: str):
+        """`(text, docid) -> best cosine` against the document's chunk vectors, or None without
+        a dense index (citation checking then relies on word coverage alone)."""
+        dense = self.dense(name)
+        if dense is None:
+            return None
+
+        def best_cosine(text: str, docid: str) -> float | None:
+            vecs = dense.chunk_vectors([docid]).get(docid)
+            if not vecs or not text.strip():
+                return None
+            query = dense.embed_query(text)
+            return max(float(v @ query) for _, v in vecs)
+        return best_cosine
+
     def policy(self, state: JobState) -> Policy:
-        return get_policy(state.get("policy", "heuristic"))
+        """The job's decision maker: the LLM policy for `llm`, else the heuristic (the `react`
+        graph makes its own decisions and uses the heuristic only to attach evidence)."""
+        name = state.get("policy", "heuristic")
+        if name not in POLICIES:
+            raise QuarryError("bad_policy", f"unknown policy {name!r}", f"use one of: {', '.join(POLICIES)}")
+        if name == "llm":
+            from nodes.llm_policy import LLMPolicy
+            return LLMPolicy(self, state)
+        return HeuristicPolicy()
 
 
 _runtime: NodeRuntime | None = None

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from graphs.state import ChecklistItem, Evidence, Plan
+from nodes.state import ChecklistItem, Evidence, Plan
 from nodes.excerpts import STOPWORDS, query_terms
 from stores.records import Chunk, DocRecord, last_name
 

@@ -5,11 +5,11 @@ hard constraints (years, exclusions) zero a candidate and record why.
 """
 from __future__ import annotations
 
-from graphs.state import JobState, bump
+from nodes.config import config_of
+from nodes.policy import SCORED_KINDS, JudgeInput
 from nodes.runtime import runtime
+from nodes.state import JobState, bump
 from stores.records import quotable_chunks
-
-VERIFY_TOP = 100
 
 
 def item_lexical_scores(lucene, items: list[dict], docids: list[str]) -> dict[str, dict[str, float]]:
@@ -31,19 +31,19 @@ def verification(state: JobState) -> dict:
     plan = state.get("plan", {})
     version = plan.get("version", 1)
     candidates = {d: dict(c) for d, c in state.get("candidates", {}).items()}
-    pool = sorted(candidates.values(), key=lambda c: (-c.get("fused", 0.0), c["docid"]))[:VERIFY_TOP]
+    pool = sorted(candidates.values(), key=lambda c: (-c.get("fused", 0.0), c["docid"]))[:config_of(state).verify_top]
     best_fused = pool[0]["fused"] if pool else 1.0
     opened = list(state.get("opened", []))
     opened_set = set(opened)
     records = corpus.get_many([c["docid"] for c in pool])
     dense = rt.dense(state["collection"])
-    items = [i for i in plan.get("checklist", []) if i["kind"] in ("topic", "method", "application")]
+    items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
     item_vecs = {i["id"]: dense.embed_query(i["text"]) for i in items} if dense is not None else None
     chunk_vecs = dense.chunk_vectors([c["docid"] for c in pool]) if dense is not None else {}
     lexical = item_lexical_scores(rt.collection(state["collection"]).lucene, items, [c["docid"] for c in pool])
+    batch: list[JudgeInput] = []
     for cand in pool:
         docid = cand["docid"]
-        p = round(cand["fused"] / best_fused, 6) if best_fused else 0.0
         rec = records.get(docid)
         if rec is None:
             continue
@@ -51,9 +51,11 @@ def verification(state: JobState) -> dict:
             tools.read_document("verify candidate against the checklist", docid)
             opened.append(docid)
             opened_set.add(docid)
-        score, evidence, excluded = policy.judge(plan, rec, quotable_chunks(rec, corpus.chunks(docid)), p, item_vecs,
-                                                 chunk_vecs.get(docid),
-                                                 {i: s[docid] for i, s in lexical.items()})
-        cand.update(p=p, score=score, evidence=evidence, excluded=excluded, verified_version=version)
+        p = round(cand["fused"] / best_fused, 6) if best_fused else 0.0
+        batch.append(JudgeInput(rec, quotable_chunks(rec, corpus.chunks(docid)), p, chunk_vecs.get(docid),
+                                {i: s[docid] for i, s in lexical.items()}))
+    for inp, judged in zip(batch, policy.judge(plan, batch, item_vecs)):
+        candidates[inp.rec.docid].update(p=inp.p, score=judged.score, evidence=judged.evidence,
+                                         excluded=judged.excluded, verified_version=version, judged="")
     return {"candidates": candidates, "opened": opened, "node": "verification",
             "stats": bump(state.get("stats", {}), tool_calls=tools.calls, reads=tools.calls)}

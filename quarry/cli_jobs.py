@@ -151,6 +151,7 @@ def register(app: typer.Typer) -> None:
         from stores.collection import Collection
         from stores.jobs import JobStore
         from workflows.client import new_job_id, submit, web_ui_url
+        from nodes.config import JobConfig
         from workflows.shared import JobInput
         home = quarry_home()
         try:
@@ -167,7 +168,7 @@ def register(app: typer.Typer) -> None:
                 trace_id = current_trace_id()
                 JobStore(home / "jobs.sqlite").create(job_id, name, intent, workflow_id=job_id, trace_id=trace_id)
                 handle = await submit(client, JobInput(job_id=job_id, collection=name, intent=intent.strip(), mode=mode,
-                                                       budget_seconds=budget, max_rounds=rounds))
+                                                       budget_seconds=budget, config=JobConfig(max_rounds=rounds)))
             info = {"job_id": job_id, "web_ui": web_ui_url(job_id, _ui_port()), "trace_file": _trace_file(trace_id)}
             if not wait:
                 return info

@@ -3,7 +3,10 @@ its final result, and the deep rankings behind its search_ids.
 
 Temporal history is the source of truth while a job runs; this store is what lets a finished
 or interrupted job always be shown (even after the dev server's database is gone) and keeps
-large rankings out of workflow payloads. WAL mode lets the worker write while the CLI reads.
+large rankings out of workflow payloads. A ReAct job's conversation lives here too, one row per
+message (append-only, addressed by position), so the workflow state carries only its length.
+WAL mode lets the worker write while the CLI reads. Everything written passes through
+`redact`, so a credential echoed by an endpoint never lands on disk.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.errors import QuarryError
+from stores.redact import redact
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -27,8 +31,15 @@ CREATE TABLE IF NOT EXISTS rankings (
     scores TEXT NOT NULL, used INTEGER NOT NULL, PRIMARY KEY (job_id, search_id)
 );
 CREATE TABLE IF NOT EXISTS surfaced (job_id TEXT NOT NULL, docid TEXT NOT NULL, PRIMARY KEY (job_id, docid));
+CREATE TABLE IF NOT EXISTS messages (
+    job_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (job_id, seq)
+);
 """
 RANKINGS_PER_JOB = 32
+
+
+def _dumps(obj: Any) -> str:
+    return redact(json.dumps(obj, ensure_ascii=False))
 
 
 class JobStore:
@@ -65,14 +76,14 @@ class JobStore:
             " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(job_id) DO UPDATE SET status=excluded.status,"
             " updated_at=excluded.updated_at, round=excluded.round, state=excluded.state",
             (job_id, state.get("collection", ""), state.get("intent", ""), status, now, now,
-             int(state.get("round", 0)), json.dumps(state)))
+             int(state.get("round", 0)), _dumps(state)))
 
     def finish(self, job_id: str, result: dict[str, Any], state: dict[str, Any] | None = None) -> None:
         now = time.time()
         self.checkpoint(job_id, state or {"collection": result.get("collection", ""), "intent": result.get("intent", "")},
                         status=result["status"])
         self._con().execute("UPDATE jobs SET result=?, status=?, updated_at=?, error=? WHERE job_id=?",
-                            (json.dumps(result), result["status"], now, result.get("error"), job_id))
+                            (_dumps(result), result["status"], now, redact(result.get("error") or "") or None, job_id))
 
     def set_trace(self, job_id: str, trace_id: str) -> None:
         self._con().execute("UPDATE jobs SET trace_id=COALESCE(trace_id, ?) WHERE job_id=?", (trace_id, job_id))
@@ -117,5 +128,27 @@ class JobStore:
         return [r[0] for r in self._con().execute(
             "SELECT search_id FROM rankings WHERE job_id=? ORDER BY used", (job_id,))]
 
+    def add_surfaced(self, job_id: str, docids: list[str]) -> None:
+        """Record documents a store returned for this job outside a cached ranking (citation
+        and metadata channels), so the trajectory's "surfaced" tier counts every channel."""
+        self._con().executemany("INSERT OR IGNORE INTO surfaced VALUES (?,?)", [(job_id, d) for d in docids])
+
     def surfaced(self, job_id: str) -> set[str]:
         return {r[0] for r in self._con().execute("SELECT docid FROM surfaced WHERE job_id=?", (job_id,))}
+
+    # -- a ReAct conversation, append-only --------------------------------------------------------
+
+    def put_message(self, job_id: str, seq: int, message: dict[str, Any]) -> None:
+        """Write message number `seq` (0-based). Rewriting the same position is how a retried
+        activity stays idempotent: it writes what the failed attempt wrote, at the same place."""
+        self._con().execute("INSERT OR REPLACE INTO messages VALUES (?,?,?)", (job_id, seq, _dumps(message)))
+
+    def message(self, job_id: str, seq: int) -> dict[str, Any] | None:
+        row = self._con().execute("SELECT body FROM messages WHERE job_id=? AND seq=?", (job_id, seq)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def messages(self, job_id: str, upto: int | None = None) -> list[dict[str, Any]]:
+        """Messages 0 … upto-1 in order (all when `upto` is None)."""
+        rows = self._con().execute("SELECT body FROM messages WHERE job_id=? AND seq < ? ORDER BY seq",
+                                   (job_id, upto if upto is not None else 2**62))
+        return [json.loads(r[0]) for r in rows]

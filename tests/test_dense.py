@@ -279,8 +279,8 @@ def test_real_chroma_server(home: Path, tmp_path: Path, chroma_server_proc: int,
 def test_evidence_keeps_the_best_chunks_per_item_with_line_ranges(col: Collection) -> None:
     """Top-m evidence (m=2) with real vectors: the best chunk is quoted and scored, the runner-up
     kept as a line range and quoted from the store when a result is built."""
-    from nodes.answer import _quotes
-    from nodes.policy import HeuristicPolicy
+    from nodes.policy import HeuristicPolicy, JudgeInput
+    from nodes.results import _quotes
     from stores.records import quotable_chunks
 
     rec, lines = col.corpus.get("long1"), col.corpus.lines("long1")
@@ -288,8 +288,9 @@ def test_evidence_keeps_the_best_chunks_per_item_with_line_ranges(col: Collectio
     assert len(chunks) >= 3
     item = {"id": "c1", "kind": "topic", "text": "penguins surviving the Antarctic winter", "weight": 1.0}
     dense = col.dense
-    _, (ev,), _ = HeuristicPolicy().judge({"checklist": [item]}, rec, chunks, 0.5,
-                                          {"c1": dense.embed_query(item["text"])}, dense.chunk_vectors(["long1"])["long1"])
+    (judged,) = HeuristicPolicy().judge({"checklist": [item]}, [JudgeInput(rec, chunks, 0.5, dense.chunk_vectors(["long1"])["long1"])],
+                                        {"c1": dense.embed_query(item["text"])})
+    (ev,) = judged.evidence
     assert "penguins" in ev["chunk"] and ev["line_end"] == len(lines)
     (runner,) = ev["also"]
     assert runner["line_end"] < ev["line_start"]

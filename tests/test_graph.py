@@ -20,17 +20,19 @@ from graphs.search_graph import (
     route_start,
 )
 from graphs.state import initial_state
+from nodes.config import JobConfig
 from nodes.runtime import NodeRuntime, configure_runtime
 from tests.conftest import LITERATURE
 
 INTENT = "graph neural networks for molecular property prediction, 2015-2020, not surveys"
-NODES = {"navigator", "retrieval", "verification", "reflection", "steer", "answer"}
+NODES = {"navigator", "retrieval", "verification", "librarian", "fold", "reflection", "steer", "answer"}
 # (source, target, conditional): the design's loop plus the control exits and the steer detour.
 EDGES = {
     ("__start__", "navigator", True), ("__start__", "retrieval", True), ("__start__", "answer", True),
     ("navigator", "retrieval", False),
     ("retrieval", "verification", True), ("retrieval", "answer", True),
-    ("verification", "reflection", True), ("verification", "answer", True),
+    ("verification", "reflection", True), ("verification", "answer", True), ("verification", "librarian", True),
+    ("librarian", "fold", False), ("fold", "reflection", True), ("fold", "answer", True),
     ("reflection", "retrieval", True), ("reflection", "steer", True), ("reflection", "answer", True),
     ("reflection", "__end__", True),
     ("steer", "retrieval", False),
@@ -58,7 +60,7 @@ def control() -> Iterator[Control]:
 async def run_graph(job_id: str, intent: str = INTENT, **kwargs: Any) -> tuple[dict, list[str]]:
     """Run the compiled graph in-process; return the final state and the nodes in the order run."""
     app = make_search_graph().compile()
-    state: dict = dict(initial_state(job_id, LITERATURE, intent, **kwargs))
+    state: dict = dict(initial_state(job_id, LITERATURE, intent, config=JobConfig(**kwargs)))
     order: list[str] = []
     async for update in app.astream(state, stream_mode="updates"):
         for node, delta in update.items():
@@ -86,8 +88,9 @@ def test_nodes_declare_where_they_run() -> None:
     g = make_search_graph()
     where = {name: spec.metadata["execute_in"] for name, spec in g.nodes.items()}
     assert where == {"navigator": "activity", "retrieval": "activity", "verification": "activity",
-                     "reflection": "activity", "steer": "workflow", "answer": "activity"}
-    assert all(spec.metadata["start_to_close_timeout"] for n, spec in g.nodes.items() if n != "steer")
+                     "librarian": "activity", "fold": "workflow", "reflection": "activity", "steer": "workflow",
+                     "answer": "activity"}
+    assert all(spec.metadata["start_to_close_timeout"] for n, spec in g.nodes.items() if where[n] == "activity")
 
 
 # -- an in-process run -------------------------------------------------------------------------
@@ -153,10 +156,7 @@ async def test_run_continues_past_the_pool_with_the_deep_rankings(runtime: NodeR
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The evaluation run: the ranked pool, then the rest of the job's full-depth rankings fused
     the same way — never a duplicate, never an id no store returned, never a constraint broken."""
-    import nodes.retrieval as retrieval_mod
-
-    monkeypatch.setattr(retrieval_mod, "POOL_DEPTH", 3)  # a small pool, so the deep rankings hold more
-    state, _ = await run_graph("graph-deep-run")
+    state, _ = await run_graph("graph-deep-run", pool_depth=3)  # a small pool, so the deep rankings hold more
     run, pool = state["result"]["run"], set(state["candidates"])
     rankings = [runtime.jobs.load_ranking("graph-deep-run", s["search_id"]) for s in state["searches"]
                 if s.get("search_id", "").startswith("s")]
@@ -221,7 +221,11 @@ async def test_tool_call_cap_forces_answer(runtime: NodeRuntime, control) -> Non
     ({"plan": {"core": "x"}}, Control(), "retrieval"),
     ({"plan": {"core": "x"}}, Control(stop_requested=True), "answer"),
     ({"plan": {"core": "x"}, "stop_reason": "converged"}, Control(), "answer"),
-    ({"plan": {"core": "x"}, "stats": {"tool_calls": 5}, "max_tool_calls": 5}, Control(), "answer"),
+    ({"plan": {"core": "x"}, "stats": {"tool_calls": 5}, "config": {"max_tool_calls": 5}}, Control(), "answer"),
+    ({"plan": {"core": "x"}, "usage": {"input_tokens": 60, "output_tokens": 10}, "config": {"max_tokens": 100}},
+     Control(), "answer"),
+    ({"plan": {"core": "x"}, "usage": {"input_tokens": 50, "output_tokens": 10}, "config": {"max_tokens": 100}},
+     Control(), "retrieval"),
 ])
 async def test_route_start(state, ctl, expected) -> None:
     token = use_local_control(ctl)
@@ -234,7 +238,8 @@ async def test_route_start(state, ctl, expected) -> None:
 @pytest.mark.parametrize("state, ctl, expected", [
     ({}, Control(), "reflection"),
     ({}, Control(submit_now=True), "answer"),
-    ({"stats": {"tool_calls": 9}, "max_tool_calls": 9}, Control(), "answer"),
+    ({"stats": {"tool_calls": 9}, "config": {"max_tool_calls": 9}}, Control(), "answer"),
+    ({"usage": {"dollars": 0.08}, "config": {"max_dollars": 0.1}}, Control(), "answer"),
 ])
 async def test_route_after_verification(state, ctl, expected) -> None:
     token = use_local_control(ctl)

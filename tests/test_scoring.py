@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphs.state import ranked_candidates
+from nodes.state import ranked_candidates
 from nodes.planning import make_plan
 from nodes.retrieval import as_query, query_key
 from nodes.scoring import (COSINE_CEIL, COSINE_FLOOR, combine, cosine_to_score, locate_evidence,
@@ -42,22 +42,25 @@ def test_dense_evidence_takes_the_most_similar_chunk_and_quotes_the_store_text()
 
 
 def test_judge_scores_each_item_by_semantic_and_relative_bm25_match() -> None:
-    from nodes.policy import HeuristicPolicy
+    from nodes.policy import HeuristicPolicy, JudgeInput
 
     plan = {"checklist": [ITEM]}
     rec = DocRecord(docid="d", title="Title about cooking pasta", text="We retrieve passages with dense encoders")
     item_vec = np.array([1.0, 0.0])
     vecs = [(ChunkSpan(0, 1, 2), np.array([0.0, 1.0])), (ChunkSpan(1, 3, 5), np.array([0.8, 0.6]))]
-    judge = HeuristicPolicy().judge
-    s_best, (ev_best,), _ = judge(plan, rec, chunks(), 0.5, {"c1": item_vec}, vecs, {"c1": 1.0})
-    s_weak, (ev_weak,), _ = judge(plan, rec, chunks(), 0.5, {"c1": item_vec}, vecs, {"c1": 0.2})
+    # One batch of two candidates: the same document with a strong and a weak BM25 match.
+    best, weak = HeuristicPolicy().judge(plan, [JudgeInput(rec, chunks(), 0.5, vecs, {"c1": 1.0}),
+                                                JudgeInput(rec, chunks(), 0.5, vecs, {"c1": 0.2})], {"c1": item_vec})
+    s_best, (ev_best,) = best.score, best.evidence
+    s_weak, (ev_weak,) = weak.score, weak.evidence
     assert ev_best["score"] == round((cosine_to_score(0.8) + 5.0) / 2, 3)
     assert ev_weak["score"] == round((cosine_to_score(0.8) + 1.0) / 2, 3)
     assert (ev_best["line_start"], ev_best["line_end"]) == (3, 5) and s_best > s_weak
     # The runner-up chunk is kept as a line range with its own semantic score (top-m, m=2).
     assert ev_best["also"] == [{"line_start": 1, "line_end": 2, "score": cosine_to_score(0.0)}]
     # Without the BM25 match (or embeddings) the chunk's word coverage stands in.
-    _, (ev_plain,), _ = judge(plan, rec, chunks(), 0.5)
+    (plain,) = HeuristicPolicy().judge(plan, [JudgeInput(rec, chunks(), 0.5)])
+    (ev_plain,) = plain.evidence
     assert ev_plain["score"] == 5.0 and (ev_plain["line_start"], ev_plain["line_end"]) == (3, 5)
 
 
@@ -118,7 +121,7 @@ def test_final_order_fuses_verification_and_retrieval_and_drops_excluded() -> No
 
 
 def test_reflection_adds_feedback_and_leans_toward_the_weakest_requirement() -> None:
-    from nodes.policy import HeuristicPolicy
+    from nodes.policy import HeuristicPolicy, ReflectRequest
     from nodes.reflection import _weakest_item
 
     plan = make_plan("graph neural networks for molecular property prediction")
@@ -131,9 +134,9 @@ def test_reflection_adds_feedback_and_leans_toward_the_weakest_requirement() -> 
     weakest = _weakest_item({"plan": plan}, top)
     assert weakest["id"] == "c2" and weakest["text"] == "molecular property prediction"
     best = [DocRecord(docid="a", title="Message passing for molecules", text="Graph networks predict molecular energies.")]
-    feedback, leaning = HeuristicPolicy().reflect(plan, plan["core"], best, best, weakest)
+    feedback, leaning = HeuristicPolicy().reflect(ReflectRequest(plan, plan["core"], best, best, weakest)).queries
     assert list(dict.fromkeys(feedback.split()))[:3] == ["graph", "neural", "networks"] and "message" in feedback.split()
     assert leaning == f"{plan['core']} molecular property prediction"
     # The whole requirement as the weakest item adds nothing beyond the user's own query.
-    only = HeuristicPolicy().reflect(plan, plan["core"], best, best, items[0])
+    only = HeuristicPolicy().reflect(ReflectRequest(plan, plan["core"], best, best, items[0])).queries
     assert len(only) == 1 and only[0] == feedback

@@ -27,8 +27,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 import nodes.verification as verification_mod
-from graphs.search_graph import GRAPH_NAME, make_search_graph
+from graphs.search_graph import make_search_graph
 from graphs.state import initial_state
+from nodes.config import JobConfig
 from stores.jobs import JobStore
 from tests.conftest import LITERATURE
 from tests.fakes import NodeGate, poll_until
@@ -36,7 +37,7 @@ from workflows.client import new_job_id, submit
 from workflows.dev_server import temporal_binary
 from workflows.search_job import SearchJob
 from workflows.shared import JobInput
-from workflows.worker import build_worker
+from workflows.worker import build_worker, graphs
 
 INTENT = "graph neural networks for molecular property prediction, 2015-2020, not surveys"
 ON_TOPIC_IN_RANGE = {"gnn01", "gnn02", "gnn03", "gnn05", "gnn06", "gnn08"}  # gnn05 is the benchmark paper
@@ -100,7 +101,7 @@ def titles(result: dict[str, Any]) -> list[str]:
 async def assert_replays(handle: WorkflowHandle) -> None:
     """Replay the job's history with a fresh plugin and graph: raises on nondeterminism."""
     history = await handle.fetch_history()
-    replayer = Replayer(workflows=[SearchJob], plugins=[LangGraphPlugin(graphs={GRAPH_NAME: make_search_graph()})])
+    replayer = Replayer(workflows=[SearchJob], plugins=[LangGraphPlugin(graphs=graphs())])
     outcome = await replayer.replay_workflow(history)
     assert outcome.replay_failure is None
 
@@ -147,7 +148,7 @@ async def test_job_completes_through_temporal(baseline, literature, quarry_home:
 
     # The durable job and an in-process run of the same graph rank identically.
     app = make_search_graph().compile()
-    local = await app.ainvoke(initial_state("in-process-twin", LITERATURE, INTENT, max_rounds=3, max_tool_calls=400))
+    local = await app.ainvoke(initial_state("in-process-twin", LITERATURE, INTENT, config=JobConfig()))
     assert ranked_key(local["result"]) == ranked_key(result)
 
     progress = await handle.query(SearchJob.progress)

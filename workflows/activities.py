@@ -5,8 +5,23 @@ from typing import Any
 
 from temporalio import activity
 
-from nodes.answer import answer
+from nodes.answer import build_result
+from nodes.react_finish import build_react_result
+from nodes.config import config_of
 from nodes.runtime import runtime
+from nodes.usage import Usage
+from stores.redact import redact
+
+
+def react_steps(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each tool call of a ReAct conversation with its reason and main arguments, in order."""
+    steps = []
+    for row in messages:
+        for call in (row.get("data", {}).get("tool_calls") or []) if row.get("type") == "ai" else []:
+            args = call.get("args") or {}
+            steps.append({"tool": str(call.get("name", ""))[:60], "reason": str(args.get("reason", ""))[:300],
+                          **{k: str(args[k])[:200] for k in ("query", "search_id", "docid", "offset") if k in args}})
+    return steps
 
 
 @activity.defn
@@ -17,21 +32,30 @@ def checkpoint_job(state: dict[str, Any]) -> None:
 
 @activity.defn
 def answer_from_state(state: dict[str, Any]) -> dict[str, Any]:
-    """Build the answer from the best state so far (after a hard stop or a failure)."""
-    return answer(state)["result"]
+    """Build the answer from the best state so far (after a hard stop or a failure), without
+    calling a model: the budget is spent, or the graph could not go on."""
+    done = build_react_result(state) if state.get("policy") == "react" else build_result(state, use_model=False)
+    return done.result | {"fallbacks": done.state_update.get("fallbacks", state.get("fallbacks", []))}
 
 
 @activity.defn
 def finish_job(state: dict[str, Any], result: dict[str, Any], status: str, error: str | None) -> dict[str, Any]:
     """Add status, trajectory tiers and stats to the result and store it for good."""
     jobs = runtime().jobs
+    cfg = config_of(state)
     surfaced = jobs.surfaced(state["job_id"])
+    trajectory = {"surfaced": len(surfaced), "previewed": state.get("previewed", []),
+                  "opened": state.get("opened", []), "cited": result.get("cited", [])}
+    if state.get("policy") == "react":
+        trajectory["steps"] = react_steps(jobs.messages(state["job_id"]))
     final = dict(result) | {
         "status": status,
-        "error": error,
-        "trajectory": {"surfaced": len(surfaced), "previewed": state.get("previewed", []),
-                       "opened": state.get("opened", []), "cited": result.get("cited", [])},
+        "error": redact(error) if error else None,
+        "trajectory": trajectory,
         "stats": dict(state.get("stats", {})) | {"rounds": state.get("round", 0)},
+        "usage": Usage.from_dict(state.get("usage")).to_dict(),
+        "fallbacks": result.get("fallbacks") or list(state.get("fallbacks", [])),
+        "models": {"model": cfg.models.model, "judge_model": cfg.models.judge()} if state.get("policy", "heuristic") != "heuristic" else None,
     }
     jobs.finish(state["job_id"], final, state)
     return final

@@ -21,11 +21,19 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.langgraph import graph
 
     from graphs.control import Control
-    from graphs.search_graph import GRAPH_NAME
-    from graphs.state import initial_state, ranked_candidates
+    from graphs.state import graph_for, initial_state
+    from nodes.budget import budget_used
+    from nodes.config import config_of
     from nodes.planning import validate_steering
+    from nodes.state import ranked_candidates
+    from nodes.usage import Usage
     from workflows.activities import answer_from_state, checkpoint_job, finish_job
     from workflows.shared import STEER_FRACTION, JobInput
+
+# LangGraph's default of 25 supersteps is far below a ReAct job's turns (each is 2-3 steps);
+# the real caps are the job's rounds, steps and budgets.
+RECURSION_LIMIT = 10_000
+CHECKPOINT_EVERY_STEPS = 5
 
 _QUICK = {"start_to_close_timeout": timedelta(seconds=60),
           "retry_policy": RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1),
@@ -56,12 +64,20 @@ class SearchJob:
     def progress(self) -> dict[str, Any]:
         used = max(0.0, workflow.now().timestamp() - self.started_at) if self.started_at else 0.0
         top = ranked_candidates(self.state)[:5] if self.state else []
+        cfg = config_of(self.state)
+        usage = Usage.from_dict(self.state.get("usage"))
+        which, share = budget_used(self.state) if self.state else ("", 0.0)
         return {
-            "job_id": self.state.get("job_id"), "status": self.status, "round": self.state.get("round", 0),
+            "job_id": self.state.get("job_id"), "status": self.status, "policy": self.state.get("policy", "heuristic"),
+            "round": self.state.get("round", 0), "steps": self.state.get("steps", 0),
             "node": self.state.get("node", "start"), "candidates": len(self.state.get("candidates", {})),
             "top": [{"docid": c["docid"], "score": round(c.get("score", 0.0), 4)} for c in top],
             "budget": {"seconds": self.budget_s, "used": round(used, 1), "left": round(max(0.0, self.budget_s - used), 1),
-                       "submit_now": self.control.submit_now},
+                       "submit_now": self.control.submit_now or bool(self.state.get("steered")),
+                       "max_tokens": cfg.max_tokens, "max_dollars": cfg.max_dollars,
+                       "model_budget": which, "model_budget_used": round(share, 4)},
+            "usage": usage.to_dict(),
+            "fallbacks": list(self.state.get("fallbacks", [])),
             "tool_calls": self.state.get("stats", {}).get("tool_calls", 0),
             "stop_requested": self.control.stop_requested,
         }
@@ -96,10 +112,9 @@ class SearchJob:
         self.control.submit_now = inp.steer_fired
         self.control.pending_steering = list(inp.pending_steering or [])
         self.state = inp.state or dict(initial_state(inp.job_id, inp.collection, inp.intent, mode=inp.mode,
-                                                     policy=inp.policy, max_rounds=inp.max_rounds,
-                                                     max_tool_calls=inp.max_tool_calls))
+                                                     policy=inp.policy, config=inp.config))
         steer_task = asyncio.create_task(self._submit_now_at(self.started_at + STEER_FRACTION * self.budget_s))
-        drive = asyncio.create_task(self._drive(self.state))
+        drive = asyncio.create_task(self._drive(self.state, graph_for(inp.policy)))
         error: str | None = None
         try:
             await workflow.wait_condition(drive.done, timeout=max(0.0, self.started_at + self.budget_s - now))
@@ -123,8 +138,7 @@ class SearchJob:
             # The graph paused for continue-as-new: carry the state, the budget and the flags over.
             workflow.continue_as_new(JobInput(
                 job_id=inp.job_id, collection=inp.collection, intent=inp.intent, mode=inp.mode, policy=inp.policy,
-                budget_seconds=inp.budget_seconds, max_rounds=inp.max_rounds, max_tool_calls=inp.max_tool_calls,
-                started_at=self.started_at, steer_fired=self.control.submit_now, state=self.state,
+                budget_seconds=inp.budget_seconds, config=inp.config, started_at=self.started_at, steer_fired=self.control.submit_now, state=self.state,
                 pending_steering=self.control.pending_steering))
         if result is None:
             try:
@@ -148,11 +162,14 @@ class SearchJob:
             await asyncio.sleep(delay)
         self.control.submit_now = True
 
-    async def _drive(self, state: dict[str, Any]) -> None:
-        app = graph(GRAPH_NAME).compile()
-        async for value in app.astream(state, stream_mode="values"):
+    async def _drive(self, state: dict[str, Any], graph_name: str) -> None:
+        app = graph(graph_name).compile()
+        cfg = config_of(state)
+        run_config = {"recursion_limit": RECURSION_LIMIT, "max_concurrency": max(1, cfg.models.judge_concurrency)}
+        async for value in app.astream(state, config=run_config, stream_mode="values"):
             self.state = value
-            if value.get("node") == "reflection":
+            node = value.get("node")
+            if node == "reflection" or (node == "tools" and int(value.get("steps", 0)) % CHECKPOINT_EVERY_STEPS == 0):
                 await workflow.execute_activity(checkpoint_job, value, **_QUICK)
-                if workflow.info().is_continue_as_new_suggested():
-                    self.control.pause_requested = True
+            if node in ("reflection", "tools") and workflow.info().is_continue_as_new_suggested():
+                self.control.pause_requested = True

@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from nodes.config import STEER_FRACTION, JobConfig  # noqa: F401  (STEER_FRACTION re-exported)
 
 TASK_QUEUE_DEFAULT = "quarry-jobs"
 NAMESPACE_DEFAULT = "default"
 ADDRESS_DEFAULT = "127.0.0.1:7233"
 UI_PORT_DEFAULT = 8233
 DEFAULT_BUDGET_S = 300.0
-STEER_FRACTION = 0.7
 
 
 def temporal_address() -> str:
@@ -33,8 +34,8 @@ class JobInput:
     mode: str = "list"
     policy: str = "heuristic"
     budget_seconds: float = DEFAULT_BUDGET_S
-    max_rounds: int = 3
-    max_tool_calls: int = 400
+    # Caps, depths, models, token/dollar budgets and prices: one object (nodes.config).
+    config: JobConfig = field(default_factory=JobConfig)
     # Carried across continue-as-new so budgets count from the job's real start.
     started_at: float | None = None
     steer_fired: bool = False

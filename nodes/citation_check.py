@@ -1,0 +1,111 @@
+"""Check every citation of an answer before anyone sees it.
+
+A citation `[docid]` stands only if (1) the job surfaced and opened that document — it read the
+text — and (2) the sentence it is attached to is backed by text in that document: a passage that
+covers at least half of the sentence's content words (prefix stems), or, with a dense index, one
+whose embedding is close to the sentence's. A failing citation is removed from the sentence and
+counted; it never appears as a source. The supporting passage of each valid citation becomes the
+reference shown beside the answer, with its line range.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodes.scoring import quote, stem, stems
+from nodes.excerpts import query_terms
+from stores.records import Chunk
+
+_CITATION = re.compile(r"\[([^\[\]\n]{1,300})\]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+MIN_COVERAGE = 0.5
+MIN_COSINE = 0.5
+
+# (claim, docid) -> best cosine between the claim and the document's passages, or None.
+Similarity = Callable[[str, str], float | None]
+
+
+@dataclass
+class CheckedAnswer:
+    text: str                                 # the explanation with failing citations removed
+    cited: list[str] = field(default_factory=list)
+    references: list[dict] = field(default_factory=list)
+    checked: int = 0
+    removed: list[dict] = field(default_factory=list)
+
+    @property
+    def hallucination_rate(self) -> float:
+        return round(len(self.removed) / self.checked, 4) if self.checked else 0.0
+
+    def stats(self) -> dict:
+        return {"checked": self.checked, "valid": self.checked - len(self.removed), "removed": self.removed,
+                "hallucination_rate": self.hallucination_rate}
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE.split(" ".join(text.split())) if s]
+
+
+def _ids(inner: str) -> list[str]:
+    return [p.strip() for p in re.split(r"[,;]|\]\s*\[", inner) if p.strip()]
+
+
+def cited_ids(text: str) -> list[str]:
+    """Every docid cited anywhere in `text`, in order of first appearance."""
+    return list(dict.fromkeys(d for m in _CITATION.finditer(text) for d in _ids(m.group(1))))
+
+
+def _support(claim: str, chunks: Sequence[Chunk]) -> tuple[float, Chunk | None]:
+    """The passage covering most of the claim's content words, and that share (0–1)."""
+    wanted = {stem(t) for t in query_terms(claim)}
+    if not wanted:
+        return 0.0, None
+    best, best_cov = None, 0.0
+    for chunk in chunks:
+        cov = len(wanted & stems(chunk.text)) / len(wanted)
+        if cov > best_cov:
+            best, best_cov = chunk, cov
+    return best_cov, best
+
+
+def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str, Sequence[Chunk]],
+                    titles: Mapping[str, str] | None = None, similarity: Similarity | None = None) -> CheckedAnswer:
+    """Validate each `[docid]` against the documents the job opened (`allowed`, with their
+    quotable `chunks`); return the cleaned text, the valid citations and what was removed."""
+    out = CheckedAnswer(text="")
+    kept_sentences = []
+    seen_refs: set[str] = set()
+    for sentence in sentences(explanation):
+        claim = _CITATION.sub(" ", sentence).strip()
+        valid: list[str] = []
+        for m in _CITATION.finditer(sentence):
+            for docid in _ids(m.group(1)):
+                out.checked += 1
+                if docid not in allowed:
+                    out.removed.append({"docid": docid[:200], "sentence": claim[:300],
+                                        "reason": "not a document this job opened"})
+                    continue
+                coverage, chunk = _support(claim, chunks.get(docid, ()))
+                cosine = similarity(claim, docid) if similarity is not None and coverage < MIN_COVERAGE else None
+                if coverage < MIN_COVERAGE and (cosine is None or cosine < MIN_COSINE):
+                    out.removed.append({"docid": docid, "sentence": claim[:300],
+                                        "reason": f"the document does not support this sentence (word coverage {coverage:.2f}"
+                                                  + (f", cosine {cosine:.2f})" if cosine is not None else ")")})
+                    continue
+                if docid not in valid:
+                    valid.append(docid)
+                if docid not in seen_refs and (chunk is not None or chunks.get(docid)):
+                    seen_refs.add(docid)
+                    ref = chunk or chunks[docid][0]
+                    out.references.append({"docid": docid, "title": (titles or {}).get(docid, ""),
+                                           "lines": [ref.line_start, ref.line_end], "quote": quote(ref.text)})
+        cleaned = _CITATION.sub("", sentence)
+        cleaned = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(cleaned.split()))
+        if valid:
+            tail = "".join(f" [{d}]" for d in valid)
+            cleaned = (cleaned[:-1] + tail + cleaned[-1]) if cleaned[-1:] in ".!?" else cleaned + tail
+        kept_sentences.append(cleaned)
+        out.cited += [d for d in valid if d not in out.cited]
+    out.text = " ".join(s for s in kept_sentences if s)
+    return out

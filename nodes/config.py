@@ -1,0 +1,95 @@
+"""One configuration object for a job: caps, depths, model settings, budgets and prices.
+
+It is carried in the job input (so a job is self-describing and a worker needs no flags) and
+copied into the graph state as plain JSON (so every node reads the same values). Every cap and
+depth that used to be a module constant lives here, once.
+
+Nothing secret ever goes in here: API keys stay in the worker's environment.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+POLICIES = ("heuristic", "llm", "react")
+# Attempts of an activity that calls a model: earlier attempts raise (Temporal retries them),
+# the last one falls back to the heuristic decision. The graphs' retry policies use this number.
+MODEL_ATTEMPTS = 3
+# Share of any budget (time, tokens, dollars) after which the job is steered to submit now.
+STEER_FRACTION = 0.7
+
+
+@dataclass
+class Price:
+    """Dollars per million tokens (cached input is the provider's discounted rate)."""
+
+    input: float = 0.0
+    cached_input: float = 0.0
+    output: float = 0.0
+
+
+@dataclass
+class ModelSettings:
+    """Which models decide, and how they are called.
+
+    `model` plans, reflects and answers (the navigator) or runs the ReAct loop; `judge_model`
+    scores candidates (the librarians) and defaults to `model`. Both are `provider:name`.
+    """
+
+    model: str | None = None
+    judge_model: str | None = None
+    temperature: float = 0.0
+    max_output_tokens: int = 2048
+    timeout_s: float = 60.0
+    # Librarians: how many top candidates a model scores per round, in batches of this size,
+    # with at most `judge_concurrency` batch activities at once.
+    judge_top: int = 20
+    judge_batch_size: int = 5
+    judge_concurrency: int = 4
+    judge_chars: int = 1500  # characters of each document shown to a librarian
+    # ReAct: model turns before the job answers from what it has, and how many times a turn
+    # without a tool call is answered with a reminder before giving up.
+    react_max_steps: int = 40
+    react_reminders: int = 2
+    # Documents given to the answer model, and characters of evidence per document.
+    answer_docs: int = 8
+    answer_chars: int = 1200
+
+    def judge(self) -> str | None:
+        return self.judge_model or self.model
+
+
+@dataclass
+class JobConfig:
+    max_rounds: int = 3
+    max_tool_calls: int = 400
+    pool_depth: int = 100        # each ranking's top enters the candidate pool
+    citation_pool: int = 100     # neighbours taken from citation expansion
+    verify_top: int = 100        # candidates read and scored per round
+    max_ranked: int = 20         # documents shown with evidence
+    run_depth: int = 1000        # the deep run (evaluation)
+    models: ModelSettings = field(default_factory=ModelSettings)
+    max_tokens: int | None = None      # token budget over all model calls (steer at 0.7, stop at 1.0)
+    max_dollars: float | None = None   # dollar budget, the same way
+    prices: dict[str, Price] = field(default_factory=dict)  # model spec -> price
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> "JobConfig":
+        """Rebuild from state JSON; unknown keys are ignored so old checkpoints still load."""
+        raw = dict(raw or {})
+        known = {f.name for f in fields(cls)}
+        models = raw.pop("models", None) or {}
+        prices = raw.pop("prices", None) or {}
+        model_known = {f.name for f in fields(ModelSettings)}
+        return cls(**{k: v for k, v in raw.items() if k in known},
+                   models=models if isinstance(models, ModelSettings)
+                   else ModelSettings(**{k: v for k, v in dict(models).items() if k in model_known}),
+                   prices={k: (v if isinstance(v, Price) else Price(**dict(v))) for k, v in dict(prices).items()})
+
+
+def config_of(state: Mapping[str, Any]) -> JobConfig:
+    """The job's configuration from its state (defaults for states written before it existed)."""
+    return JobConfig.from_dict(state.get("config"))

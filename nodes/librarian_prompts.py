@@ -1,0 +1,47 @@
+"""Prompts and output schemas of the LLM librarians, who score candidates against the checklist.
+
+Each item gets 0-5 with a quote copied from the document; an overall relevance probability p
+completes the judgement (S = (mean c_i + p) / 6, as for the heuristic). A quote that is not in
+the document is not accepted as evidence.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from nodes.context import DATA_RULE
+
+LIBRARIAN_SYSTEM = f"""You are a librarian checking documents against a research checklist.
+For every document and every checklist item give a score from 0 to 5:
+5 = the document clearly states it; 3 = partly or implicitly; 0 = not at all.
+With each score copy a short quote (one sentence or phrase, verbatim) from the document that shows it,
+or an empty quote when the score is 0. Also give p, the probability (0 to 1) that the document is
+relevant to the intent as a whole. Judge only from the text shown.
+
+{DATA_RULE}"""
+
+JUDGE = """<intent>
+{intent}
+</intent>
+Checklist (item_id: requirement):
+{checklist}
+Documents:
+{documents}
+Call JudgementsOut with one entry per document (use the docids exactly as given)."""
+
+
+class ItemScoreOut(BaseModel):
+    item_id: str = Field(max_length=20)
+    score: int = Field(ge=0, le=5)
+    quote: str = Field("", max_length=600, description="Verbatim words from the document, or empty.")
+
+
+class DocJudgementOut(BaseModel):
+    docid: str = Field(max_length=200)
+    items: list[ItemScoreOut] = Field(max_length=12)
+    p: float = Field(ge=0.0, le=1.0, description="Probability the document is relevant to the intent.")
+
+
+class JudgementsOut(BaseModel):
+    """Scores of each document against each checklist item, with quotes, and its relevance p."""
+
+    judgements: list[DocJudgementOut] = Field(max_length=50)

@@ -1,0 +1,144 @@
+"""The one place Quarry calls a chat model: traced, metered, redacted, and parsed into types.
+
+- `invoke` makes one call as a `chat {model}` span with the GenAI usage attributes, and turns
+  any transport failure into a `ModelError` whose message names the endpoint and carries no
+  credential (Temporal retries the activity; the node falls back on the last attempt).
+- `structured` asks for a pydantic value by forcing a call of a tool whose schema is that value
+  (portable across OpenAI, Anthropic, llama.cpp and vLLM servers), accepts the same JSON written
+  as text by models that ignore tools, and sends one repair turn with the validation error
+  before giving up — the caller then falls back to the heuristic decision.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from nodes.config import Price
+from nodes.usage import Usage, usage_from_metadata
+from observability.tool_spans import llm_span
+from stores.redact import redact
+
+T = TypeVar("T", bound=BaseModel)
+_JSON_BLOCK = re.compile(r"\{.*\}", re.S)
+
+
+class ModelError(Exception):
+    """A model call failed (unreachable, timed out, refused): retryable, then a fallback."""
+
+
+@dataclass
+class ModelReply:
+    message: Any  # langchain_core.messages.AIMessage
+    usage: Usage
+
+
+@dataclass
+class Structured(Generic[T]):
+    value: T | None
+    usage: Usage = field(default_factory=Usage)
+    error: str = ""
+    repaired: bool = False
+
+
+def _where(model: Any) -> str:
+    """A model's endpoint for error messages (base URL only; keys are never part of it)."""
+    for attr in ("openai_api_base", "anthropic_api_url", "base_url"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return "its default endpoint"
+
+
+def invoke(model: Any, messages: Sequence[Any], *, spec: str, purpose: str, prices: Mapping[str, Price],
+           job_id: str | None = None, tools: Sequence[Any] | None = None, tool_choice: str | None = None) -> ModelReply:
+    """One model call (tools bound if given), traced as `chat {spec}` with token usage."""
+    with llm_span(spec, job_id=job_id, purpose=purpose, **{"gen_ai.provider.name": spec.split(":", 1)[0]}) as span:
+        bound = model
+        if tools:
+            try:
+                bound = model.bind_tools(list(tools), tool_choice=tool_choice) if tool_choice else model.bind_tools(list(tools))
+            except (NotImplementedError, TypeError, ValueError):
+                bound = model.bind_tools(list(tools)) if tool_choice else model
+        try:
+            message = bound.invoke(list(messages))
+        except Exception as exc:  # any failure of the endpoint or client: the caller decides retry/fallback
+            text = redact(f"{spec} at {_where(model)} failed: {type(exc).__name__}: {exc}")
+            span.set_attribute("error.type", type(exc).__name__)
+            raise ModelError(text[:1000]) from None
+        usage = usage_from_metadata(getattr(message, "usage_metadata", None), spec, prices)
+        span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_input_tokens)
+        span.set_attribute("quarry.usage.reasoning_tokens", usage.reasoning_tokens)
+        span.set_attribute("quarry.usage.dollars", usage.dollars)
+        span.set_attribute("quarry.tool_calls", len(getattr(message, "tool_calls", []) or []))
+        return ModelReply(message, usage)
+
+
+def _candidates(message: Any, name: str) -> list[Any]:
+    """Raw argument objects the reply may hold: tool calls (ours first), broken tool calls, JSON text."""
+    found: list[Any] = []
+    calls = list(getattr(message, "tool_calls", []) or [])
+    found += [c.get("args") for c in sorted(calls, key=lambda c: c.get("name") != name)]
+    for bad in getattr(message, "invalid_tool_calls", []) or []:
+        found.append(bad.get("args"))
+    content = getattr(message, "content", "")
+    if isinstance(content, list):  # content blocks (Anthropic): keep the text parts
+        content = " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+    if isinstance(content, str) and (m := _JSON_BLOCK.search(content)):
+        found.append(m.group(0))
+    return found
+
+
+def parse_structured(message: Any, schema: type[T]) -> tuple[T | None, str]:
+    """The first argument object in the reply that validates as `schema`, or (None, why not)."""
+    error = "the reply held no arguments (no tool call and no JSON object)"
+    for raw in _candidates(message, schema.__name__):
+        try:
+            obj = json.loads(raw) if isinstance(raw, str) else raw
+            # Some models wrap the arguments: {"name": "PlanOut", "arguments": {...}}.
+            if isinstance(obj, dict) and set(obj) >= {"name"} and isinstance(obj.get("arguments", obj.get("parameters")), dict):
+                obj = obj.get("arguments", obj.get("parameters"))
+            return schema.model_validate(obj), ""
+        except (ValueError, TypeError, ValidationError) as exc:  # json.JSONDecodeError is a ValueError
+            error = _short_error(exc)
+    return None, error
+
+
+def _short_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _repair_turn(message: Any, error: str, name: str) -> list[Any]:
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    text = f"That was not valid: {error}. Call {name} again with arguments that match its schema exactly."
+    calls = list(getattr(message, "tool_calls", []) or [])
+    if calls:  # every tool call must be answered before the conversation can go on
+        return [ToolMessage(content=text, tool_call_id=c.get("id") or f"call-{i}") for i, c in enumerate(calls)]
+    return [HumanMessage(content=text)]
+
+
+def structured(model: Any, messages: Sequence[Any], schema: type[T], *, spec: str, purpose: str,
+               prices: Mapping[str, Price], job_id: str | None = None, repairs: int = 1) -> Structured[T]:
+    """A validated `schema` value from the model, repaired at most `repairs` times; `value` is
+    None when it never validated (the caller falls back). Raises ModelError if a call fails."""
+    convo = list(messages)
+    usage = Usage()
+    error = ""
+    for attempt in range(repairs + 1):
+        reply = invoke(model, convo, spec=spec, purpose=purpose, prices=prices, job_id=job_id,
+                       tools=[schema], tool_choice=schema.__name__)
+        usage = usage.add(reply.usage)
+        value, error = parse_structured(reply.message, schema)
+        if value is not None:
+            return Structured(value, usage, "", attempt > 0)
+        convo += [reply.message, *_repair_turn(reply.message, error, schema.__name__)]
+    return Structured(None, usage, f"invalid structured output after {repairs} repair(s): {error}", repairs > 0)

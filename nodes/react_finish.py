@@ -1,0 +1,101 @@
+"""The ReAct job's result: the model's submission, checked, completed and given evidence.
+
+- Submitted docids count only if a store returned them to this job (checked at submission);
+  the deep run continues with the job's own cached rankings, fused by RRF.
+- Hard constraints parsed from the intent (year range, exclusions) hold for every output.
+- Each shown document gets the heuristic's evidence per requirement, read from the store.
+- In answer mode the model's explanation passes the citation check against the documents the
+  model opened. Without a submission (hard stop, endpoint failure, a model that never
+  submitted) the heuristic answers from the same documents, and the result says so.
+- A model that failed before any search still gets a result: one search with the user's words.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from nodes.answer import Answered
+from nodes.config import config_of
+from nodes.planning import make_plan
+from nodes.policy import SCORED_KINDS, AnswerDraft, AnswerRequest, HeuristicPolicy, JudgeInput
+from nodes.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
+from nodes.runtime import runtime
+from nodes.state import Candidate, JobState, add_fallback, bump
+from nodes.tool_results import SearchPage
+from nodes.verification import item_lexical_scores
+from stores.records import quotable_chunks
+
+
+def build_react_result(state: JobState) -> Answered:
+    rt = runtime()
+    cfg = config_of(state)
+    col = rt.collection(state["collection"])
+    corpus = col.corpus
+    jt = rt.tools(state)
+    heuristic = HeuristicPolicy()
+    plan = make_plan(state["intent"], [s["text"] for s in state.get("steering", [])],
+                     years=corpus.year_span() is not None)
+    sub = state.get("submitted") or {}
+    update: dict[str, Any] = {}
+    fallbacks = list(state.get("fallbacks", []))
+    search_ids = rt.jobs.ranking_ids(state["job_id"])
+    if not search_ids:
+        page = jt.search("fallback: the model ran no search, so the user's words are searched", plan.get("core") or state["intent"])
+        if isinstance(page, SearchPage):
+            search_ids = [page.search_id]
+        fallbacks = add_fallback({"fallbacks": fallbacks}, "react search", "the model made no search; searched the intent")
+        update["stats"] = bump(state.get("stats", {}), tool_calls=jt.calls, searches=1)
+    submitted = [d for d in sub.get("docids", [])]
+    order = submitted + fused_rankings(jt, [(s, 1.0) for s in sorted(search_ids)], set(submitted))
+    run = passing(order, plan, corpus, cfg.run_depth)
+    top = run[:cfg.max_ranked]
+    records = corpus.get_many(top)
+    items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
+    dense = rt.dense(state["collection"])
+    item_vecs = {i["id"]: dense.embed_query(i["text"]) for i in items} if dense is not None else None
+    chunk_vecs = dense.chunk_vectors(top) if dense is not None else {}
+    lexical = item_lexical_scores(col.lucene, items, top)
+    n = max(len(top), 1)
+    batch = [JudgeInput(records[d], quotable_chunks(records[d], corpus.chunks(d)), round(1.0 - r / n, 6),
+                        chunk_vecs.get(d), {i: s[d] for i, s in lexical.items()}) for r, d in enumerate(top)]
+    cands = [Candidate(docid=inp.rec.docid, p=inp.p, score=j.score, evidence=j.evidence, excluded=j.excluded,
+                       verified_version=1) for inp, j in zip(batch, heuristic.judge(plan, batch, item_vecs))]
+    ranked = [ranked_entry(c, records[c["docid"]], plan, corpus, heuristic) for c in cands]
+    result: dict[str, Any] = {
+        "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
+        "mode": state.get("mode", "list"), "policy": "react", "ranked": ranked, "run": run,
+        "checklist": plan.get("checklist", []), "stop_reason": state.get("stop_reason", "") or ("submitted" if sub else ""),
+        "rounds": int(state.get("steps", 0)), "queries": [r for r in _queries(rt, state, search_ids)],
+        "submitted": {"docids": submitted, "dropped": sub.get("dropped", [])} if sub else None,
+        "cited": [r["docid"] for r in ranked],
+    }
+    if state.get("mode") == "answer":
+        opened = set(state.get("opened", []))
+        if sub.get("explanation"):
+            draft = AnswerDraft(sub["explanation"], sub.get("exact_answer", ""), int(sub.get("confidence", 0)),
+                                bool(sub.get("insufficient_evidence", False)))
+        else:
+            # The heuristic answers from the documents Quarry itself just read for their evidence.
+            draft = heuristic.answer(AnswerRequest(state["intent"], plan, answer_docs(
+                ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars))).draft
+            opened |= set(top)
+            fallbacks = add_fallback({"fallbacks": fallbacks}, "answer", "the model submitted no answer")
+        answer, checked = checked_answer(draft, opened=opened, corpus=corpus, similarity=rt.similarity(state["collection"]))
+        result |= {"answer": answer, "references": checked.references, "citations": checked.stats(),
+                   "cited": checked.cited}
+    if fallbacks != list(state.get("fallbacks", [])):
+        update["fallbacks"] = fallbacks
+    return Answered(result, update)
+
+
+def _queries(rt: Any, state: JobState, search_ids: list[str]) -> list[str]:
+    out = []
+    for sid in sorted(search_ids, key=lambda s: int(s[1:]) if s[1:].isdigit() else 0):
+        row = rt.jobs.load_ranking(state["job_id"], sid)
+        if row:
+            out.append(row[0])
+    return out
+
+
+def finish(state: JobState) -> dict[str, Any]:
+    done = build_react_result(state)
+    return {"result": done.result, "node": "answer", **done.state_update}

@@ -1,0 +1,94 @@
+"""Pieces of a job's result, shared by the round graph's answer node and the ReAct finish node.
+
+Every docid placed in a result comes from a store: the candidate pool, a cached ranking or a
+model's submission filtered to what the job's searches returned. Answers pass through the
+citation check before they are shown.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from nodes.citation_check import CheckedAnswer, check_citations, cited_ids
+from nodes.fusion import reciprocal_rank_fusion
+from nodes.policy import AnswerDoc, AnswerDraft, Passage, Policy
+from nodes.scoring import quote, violated_constraint
+from nodes.state import Candidate, Plan
+from stores.records import quotable_chunks
+
+
+def _quotes(corpus: Any, docid: str, spans: list[dict]) -> list[dict]:
+    """The runner-up evidence chunks of one item, quoted from the store by their line ranges."""
+    if not spans:
+        return []
+    lines = corpus.lines(docid) or []
+    return [{"lines": [s["line_start"], s["line_end"]], "score": s["score"],
+             "chunk": quote(" ".join(lines[s["line_start"] - 1:s["line_end"]]))}
+            for s in spans]
+
+
+def ranked_entry(cand: Candidate, rec: Any, plan: Plan, corpus: Any, policy: Policy) -> dict[str, Any]:
+    """One ranked document as results show it: title, year, S, evidence per requirement, reason."""
+    items = {i["id"]: i for i in plan.get("checklist", [])}
+    return {
+        "docid": cand["docid"], "title": rec.title, "year": rec.year, "score": round(cand.get("score", 0.0), 4),
+        "evidence": [{"item": items.get(e["item_id"], {}).get("text", e["item_id"]), "score": e["score"],
+                      "chunk": e["chunk"], "lines": [e["line_start"], e["line_end"]],
+                      "more": _quotes(corpus, cand["docid"], e.get("also", []))}
+                     | ({"judged_by": e["judged_by"]} if e.get("judged_by") else {})
+                     for e in cand.get("evidence", [])],
+        "reason": policy.reason(plan, cand),
+    }
+
+
+def fused_rankings(tools: Any, searches: Iterable[tuple[str, float]], exclude: set[str]) -> list[str]:
+    """Documents of the job's cached rankings (search_id, weight) in weighted RRF order, less `exclude`."""
+    rankings, weights = [], []
+    for search_id, weight in searches:
+        ranking = tools.ranking(search_id)
+        if ranking is not None:
+            rankings.append([d for d in ranking.docids if d not in exclude])
+            weights.append(float(weight))
+    return [d for d, _ in reciprocal_rank_fusion(rankings, weights)] if rankings else []
+
+
+def passing(order: Sequence[str], plan: Plan, corpus: Any, limit: int) -> list[str]:
+    """The first `limit` ids of `order` that the store holds and that pass the hard constraints."""
+    out: list[str] = []
+    for start in range(0, len(order), max(limit, 1) * 2):
+        part = order[start:start + max(limit, 1) * 2]
+        records = corpus.get_many(part)
+        out += [d for d in part if d in records and not violated_constraint(plan, records[d])]
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def answer_docs(ranked: Sequence[dict[str, Any]], corpus: Any, limit: int, chars: int) -> list[AnswerDoc]:
+    """The top documents with their evidence passages re-read from the store (whole lines, up to
+    `chars` characters per document), for the answer step."""
+    docs = []
+    for item in ranked[:limit]:
+        lines = corpus.lines(item["docid"]) or []
+        spans = sorted({tuple(e["lines"]) for e in item.get("evidence", [])}, key=lambda s: s) or [(1, min(len(lines), 8))]
+        passages, used = [], 0
+        for start, end in spans:
+            text = " ".join(lines[start - 1:end])
+            if used + len(text) > chars and passages:
+                break
+            passages.append(Passage(start, end, text[:chars]))
+            used += len(text)
+        docs.append(AnswerDoc(item["docid"], item.get("title", ""), tuple(passages)))
+    return docs
+
+
+def checked_answer(draft: AnswerDraft, *, opened: set[str], corpus: Any, similarity=None) -> tuple[dict, CheckedAnswer]:
+    """The answer as results carry it, after every citation was checked against what the job read."""
+    wanted = [d for d in cited_ids(draft.explanation) if d in opened]
+    records = corpus.get_many(wanted) if wanted else {}
+    chunks = {d: quotable_chunks(r, corpus.chunks(d)) for d, r in records.items()}
+    checked = check_citations(draft.explanation, allowed=set(records), chunks=chunks,
+                              titles={d: r.title for d, r in records.items()}, similarity=similarity)
+    answer = {"explanation": checked.text, "exact_answer": draft.exact_answer, "confidence": int(draft.confidence),
+              "insufficient_evidence": bool(draft.insufficient_evidence)}
+    return answer, checked

@@ -1,0 +1,121 @@
+"""Token usage and cost of model calls, from the provider's own usage metadata.
+
+LangChain normalises every provider's usage into `AIMessage.usage_metadata`: input and output
+tokens, with `input_token_details.cache_read` (prompt-cache hits) and
+`output_token_details.reasoning`. Dollars come from a price table (per million tokens) that the
+job carries in its configuration; a model without a price costs 0 and is reported as unpriced.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from nodes.config import Price
+from stores.errors import QuarryError
+
+# List prices in dollars per million tokens (input, cached input, output) as published by the
+# providers in 2025; override or extend with `--prices FILE` (JSON of the same shape). A model
+# is matched by its spec ("openai:gpt-4o-mini") or its bare name; local servers cost nothing.
+DEFAULT_PRICES: dict[str, Price] = {
+    "gpt-4o-mini": Price(0.15, 0.075, 0.60),
+    "gpt-4o": Price(2.50, 1.25, 10.00),
+    "gpt-4.1-mini": Price(0.40, 0.10, 1.60),
+    "gpt-4.1": Price(2.00, 0.50, 8.00),
+    "deepseek-chat": Price(0.27, 0.07, 1.10),
+    "claude-3-5-haiku-latest": Price(0.80, 0.08, 4.00),
+    "claude-sonnet-4-5": Price(3.00, 0.30, 15.00),
+}
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    calls: int = 0
+    dollars: float = 0.0
+    by_model: dict[str, dict[str, float]] = field(default_factory=dict)
+    unpriced: list[str] = field(default_factory=list)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add(self, other: "Usage") -> "Usage":
+        """A new Usage with both counts summed (state is never changed in place)."""
+        by_model = {k: dict(v) for k, v in self.by_model.items()}
+        for name, row in other.by_model.items():
+            mine = by_model.setdefault(name, {})
+            for key, value in row.items():
+                mine[key] = round(mine.get(key, 0) + value, 8)
+        return Usage(self.input_tokens + other.input_tokens, self.cached_input_tokens + other.cached_input_tokens,
+                     self.output_tokens + other.output_tokens, self.reasoning_tokens + other.reasoning_tokens,
+                     self.calls + other.calls, round(self.dollars + other.dollars, 8), by_model,
+                     sorted(set(self.unpriced) | set(other.unpriced)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"total_tokens": self.total_tokens}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> "Usage":
+        raw = dict(raw or {})
+        raw.pop("total_tokens", None)
+        return cls(**{k: v for k, v in raw.items() if k in cls.__dataclass_fields__})
+
+
+def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
+    """The price of `provider:name` by its full spec, else by its bare name."""
+    bare = model.split(":", 1)[-1]
+    return prices.get(model) or prices.get(bare)
+
+
+def usage_from_metadata(meta: Mapping[str, Any] | None, model: str, prices: Mapping[str, Price]) -> Usage:
+    """One call's Usage from LangChain's `usage_metadata` (missing counts are 0)."""
+    meta = dict(meta or {})
+    inp = int(meta.get("input_tokens") or 0)
+    out = int(meta.get("output_tokens") or 0)
+    cached = int((meta.get("input_token_details") or {}).get("cache_read") or 0)
+    reasoning = int((meta.get("output_token_details") or {}).get("reasoning") or 0)
+    price = price_for(model, prices)
+    dollars = 0.0
+    if price is not None:
+        dollars = ((inp - cached) * price.input + cached * price.cached_input + out * price.output) / 1e6
+    row = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out, "reasoning_tokens": reasoning,
+           "calls": 1, "dollars": round(dollars, 8)}
+    return Usage(inp, cached, out, reasoning, 1, round(dollars, 8), {model: row},
+                 [] if price is not None or model.split(":", 1)[0] in LOCAL_PROVIDERS else [model])
+
+
+LOCAL_PROVIDERS = ("ollama",)
+
+
+def load_prices(path: Path | None) -> dict[str, Price]:
+    """The default table, extended/overridden by a JSON file `{"model": {"input": …, …}}`."""
+    table = dict(DEFAULT_PRICES)
+    if path is None:
+        return table
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(raw, dict):
+            raise ValueError("the top level must be an object of model → prices")
+        for name, row in raw.items():
+            if not isinstance(row, dict):
+                raise ValueError(f"{name!r}: expected an object with input, cached_input, output")
+            table[str(name)] = Price(**{k: float(v) for k, v in row.items() if k in ("input", "cached_input", "output")})
+    except (OSError, ValueError, TypeError) as exc:
+        raise QuarryError("bad_prices", f"cannot read the price table {path}: {exc}",
+                          'write JSON like {"openai:gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}'
+                          " (dollars per million tokens)") from None
+    return table
+
+
+def prices_for(models: list[str | None], table: Mapping[str, Price]) -> dict[str, Price]:
+    """The part of the table a job needs (its models), to carry in its configuration."""
+    out = {}
+    for model in models:
+        if model and (price := price_for(model, table)) is not None:
+            out[model] = price
+    return out
