@@ -5,6 +5,7 @@ citation is checked afterwards against the text of the document it names.
 """
 from __future__ import annotations
 
+from nodes.clipped import Clipped, ClippedList
 from pydantic import BaseModel, Field
 
 from nodes.context import DATA_RULE
@@ -28,7 +29,7 @@ Call AnswerOut."""
 class AnswerOut(BaseModel):
     """The answer: explanation with [docid] citations, exact answer, confidence 0-100."""
 
-    explanation: str = Field(min_length=1, max_length=8000)
-    exact_answer: str = Field("", max_length=1000)
+    explanation: Clipped(8000) = Field(min_length=1)
+    exact_answer: Clipped(1000) = Field("")
     confidence: int = Field(ge=0, le=100)
     insufficient_evidence: bool = False

@@ -18,7 +18,9 @@ from nodes.excerpts import query_terms
 from stores.records import Chunk
 
 _CITATION = re.compile(r"\[([^\[\]\n]{1,300})\]")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+# A sentence ends at . ! ? before a capital, digit, quote or bracket — not before a citation,
+# which belongs to the sentence it follows ("… toxicity. [gnn01] Atoms …").
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 MIN_COVERAGE = 0.5
 MIN_COSINE = 0.5
 

@@ -6,6 +6,7 @@ the document is not accepted as evidence.
 """
 from __future__ import annotations
 
+from nodes.clipped import Clipped, ClippedList
 from pydantic import BaseModel, Field
 
 from nodes.context import DATA_RULE
@@ -30,18 +31,18 @@ Call JudgementsOut with one entry per document (use the docids exactly as given)
 
 
 class ItemScoreOut(BaseModel):
-    item_id: str = Field(max_length=20)
+    item_id: Clipped(20) = Field()
     score: int = Field(ge=0, le=5)
-    quote: str = Field("", max_length=600, description="Verbatim words from the document, or empty.")
+    quote: Clipped(600) = Field("", description="Verbatim words from the document, or empty.")
 
 
 class DocJudgementOut(BaseModel):
-    docid: str = Field(max_length=200)
-    items: list[ItemScoreOut] = Field(max_length=12)
+    docid: Clipped(200) = Field()
+    items: ClippedList(ItemScoreOut, 12) = Field()
     p: float = Field(ge=0.0, le=1.0, description="Probability the document is relevant to the intent.")
 
 
 class JudgementsOut(BaseModel):
     """Scores of each document against each checklist item, with quotes, and its relevance p."""
 
-    judgements: list[DocJudgementOut] = Field(max_length=50)
+    judgements: ClippedList(DocJudgementOut, 50) = Field()

@@ -70,6 +70,7 @@ def invoke(model: Any, messages: Sequence[Any], *, spec: str, purpose: str, pric
             text = redact(f"{spec} at {_where(model)} failed: {type(exc).__name__}: {exc}")
             span.set_attribute("error.type", type(exc).__name__)
             raise ModelError(text[:1000]) from None
+        message = _without_secrets(message)
         usage = usage_from_metadata(getattr(message, "usage_metadata", None), spec, prices)
         span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
@@ -78,6 +79,20 @@ def invoke(model: Any, messages: Sequence[Any], *, spec: str, purpose: str, pric
         span.set_attribute("quarry.usage.dollars", usage.dollars)
         span.set_attribute("quarry.tool_calls", len(getattr(message, "tool_calls", []) or []))
         return ModelReply(message, usage)
+
+
+def _without_secrets(message: Any) -> Any:
+    """The reply with any credential removed from its text and tool arguments: model output is
+    stored, traced and shown, so a key a model was tricked into repeating must stop here."""
+    update: dict[str, Any] = {}
+    if isinstance(message.content, str) and redact(message.content) != message.content:
+        update["content"] = redact(message.content)
+    calls = list(getattr(message, "tool_calls", []) or [])
+    if calls:
+        clean = json.loads(redact(json.dumps(calls, default=str)))
+        if clean != calls:
+            update["tool_calls"] = clean
+    return message.model_copy(update=update) if update else message
 
 
 def _candidates(message: Any, name: str) -> list[Any]:
@@ -117,13 +132,16 @@ def _short_error(exc: Exception) -> str:
 
 
 def _repair_turn(message: Any, error: str, name: str) -> list[Any]:
-    from langchain_core.messages import HumanMessage, ToolMessage
+    """The failed reply restated as plain text, then the error: plain messages, because several
+    OpenAI-compatible servers reject a tool-call turn whose content is empty."""
+    from langchain_core.messages import AIMessage, HumanMessage
 
-    text = f"That was not valid: {error}. Call {name} again with arguments that match its schema exactly."
-    calls = list(getattr(message, "tool_calls", []) or [])
-    if calls:  # every tool call must be answered before the conversation can go on
-        return [ToolMessage(content=text, tool_call_id=c.get("id") or f"call-{i}") for i, c in enumerate(calls)]
-    return [HumanMessage(content=text)]
+    raws = _candidates(message, name)
+    said = raws[0] if raws else getattr(message, "content", "")
+    said = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False, default=str)
+    return [AIMessage(content=(said or "(empty reply)")[:2000]),
+            HumanMessage(content=f"That was not valid: {error}. Call {name} again with arguments that match its "
+                                 "schema exactly.")]
 
 
 def structured(model: Any, messages: Sequence[Any], schema: type[T], *, spec: str, purpose: str,

@@ -77,8 +77,13 @@ def make_chat_model(model: str, settings: ModelSettings) -> "BaseChatModel":
     kwargs: dict = {"temperature": settings.temperature, "max_tokens": settings.max_output_tokens}
     if spec.provider == "openai":
         kwargs |= {"timeout": settings.timeout_s, "max_retries": 0}
-        if not os.environ.get("OPENAI_API_KEY") and (os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")):
-            kwargs["api_key"] = NO_KEY
+        if os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE"):
+            # OpenAI-compatible servers (llama.cpp, Ollama's /v1, older vLLM) read `max_tokens`;
+            # LangChain sends only OpenAI's newer `max_completion_tokens`, which they ignore, so
+            # generation would run to the end of the context window.
+            kwargs["extra_body"] = {"max_tokens": settings.max_output_tokens}
+            if not os.environ.get("OPENAI_API_KEY"):
+                kwargs["api_key"] = NO_KEY
     elif spec.provider == "anthropic":
         kwargs |= {"timeout": settings.timeout_s, "max_retries": 0}
     else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from nodes.clipped import Clipped, ClippedList
 from pydantic import BaseModel, Field
 
 from nodes.context import DATA_RULE
@@ -49,19 +50,19 @@ keyword queries aimed at what the top lacks, and at most 2 new checklist items i
 
 class ChecklistItemOut(BaseModel):
     kind: Literal["topic", "method", "application", "metadata", "exclusion"]
-    text: str = Field(min_length=2, max_length=200, description="A short requirement, e.g. 'uses hospital data'.")
+    text: Clipped(200) = Field(min_length=2, description="A short requirement, e.g. 'uses hospital data'.")
 
 
 class PlanOut(BaseModel):
     """The retrieval plan: the checklist a relevant document must satisfy, and the first keyword queries."""
 
-    checklist: list[ChecklistItemOut] = Field(min_length=1, max_length=8)
-    queries: list[str] = Field(min_length=1, max_length=4, description="3-8 keywords each.")
+    checklist: ClippedList(ChecklistItemOut, 8) = Field(min_length=1)
+    queries: ClippedList(str, 4) = Field(min_length=1, description="3-8 keywords each.")
 
 
 class ReflectOut(BaseModel):
     """The navigator's reflection on the scored evidence: stop, or what to search next."""
 
     done: bool = Field(False, description="True if the current top already satisfies the checklist.")
-    queries: list[str] = Field(default_factory=list, max_length=3, description="New keyword queries, 3-8 words each.")
-    new_items: list[ChecklistItemOut] = Field(default_factory=list, max_length=2)
+    queries: ClippedList(str, 3) = Field(default_factory=list, description="New keyword queries, 3-8 words each.")
+    new_items: ClippedList(ChecklistItemOut, 2) = Field(default_factory=list)

@@ -195,8 +195,8 @@ class HeuristicPolicy:
         for doc in req.docs[:3]:
             if not doc.passages or not doc.passages[0].text.strip():
                 continue
-            sentence = re.split(r"(?<=[.!?])\s+", " ".join(doc.passages[0].text.split()))[0].strip()
-            parts.append(f"{sentence} [{doc.docid}]")
+            sentence = re.split(r"(?<=[.!?])\s+", " ".join(doc.passages[0].text.split()))[0].strip().rstrip(".!?")
+            parts.append(f"{sentence} [{doc.docid}].")
         if not parts:
             return AnswerDecision(AnswerDraft("No document in the collection answers this.", "", 0, True))
         return AnswerDecision(AnswerDraft(" ".join(parts), "", 0, False))

@@ -21,13 +21,20 @@ from nodes.context import neutralise, tool_result_for_model
 from nodes.heartbeat import final_attempt
 from nodes.llm_calls import ModelError, invoke
 from nodes.react_prompts import (DROPPED, REFUSED, REMINDER, STEER_SUBMIT, STEERING, SUBMITTED, SYSTEM, TASK_ANSWER,
-                                 TASK_LIST)
+                                 TASK_LIST, TOOLS_AS_TEXT)
 from nodes.runtime import runtime
 from nodes.state import JobState, add_fallback, bump
 from nodes.tool_results import DocumentPage, SearchPage, ToolError
 from nodes.usage import Usage, usage_from_metadata
 
 _TEXT_CALL = re.compile(r"\{.*\}", re.S)
+
+
+def system_prompt(channels: set[str]) -> str:
+    """The system prompt with the tools listed as text too (same every turn: a stable prefix),
+    for OpenAI-compatible servers that drop tool definitions for models without a tool template."""
+    lines = [f"- {t.name}({', '.join(t.args)}): {t.description}" for t in tool_definitions(channels)]
+    return SYSTEM + "\n\n" + TOOLS_AS_TEXT.format(tools="\n".join(lines))
 
 
 def note_text(note: dict[str, str]) -> str:
@@ -81,7 +88,11 @@ def _normalised_reply(message: Any, seq: int) -> Any:
     calls = list(message.tool_calls or []) or _calls_from_text(message)
     fixed = [dict(c, id=c.get("id") or f"call-{seq}-{i}") for i, c in enumerate(calls)]
     bad = [dict(c, id=c.get("id") or f"bad-{seq}-{i}") for i, c in enumerate(message.invalid_tool_calls or [])]
-    return message.model_copy(update={"tool_calls": fixed, "invalid_tool_calls": bad})
+    update: dict[str, Any] = {"tool_calls": fixed, "invalid_tool_calls": bad}
+    if (fixed or bad) and not message.content:
+        # Sent back as `content: null`, which several OpenAI-compatible servers reject.
+        update["content"] = " "
+    return message.model_copy(update=update)
 
 
 def agent(state: JobState) -> dict[str, Any]:
@@ -108,8 +119,9 @@ def agent(state: JobState) -> dict[str, Any]:
         history = _as_messages(jobs.messages(job_id, seq))
         model = rt.model(model_spec, cfg.models)
         try:
-            made = invoke(model, [SystemMessage(content=SYSTEM), *history], spec=model_spec, purpose="react",
-                          prices=cfg.prices, job_id=job_id, tools=tool_definitions(rt.channels(state["collection"])))
+            channels = rt.channels(state["collection"])
+            made = invoke(model, [SystemMessage(content=system_prompt(channels)), *history], spec=model_spec,
+                          purpose="react", prices=cfg.prices, job_id=job_id, tools=tool_definitions(channels))
         except ModelError as exc:
             if not final_attempt(MODEL_ATTEMPTS):
                 raise

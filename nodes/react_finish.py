@@ -63,7 +63,7 @@ def build_react_result(state: JobState) -> Answered:
     result: dict[str, Any] = {
         "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
         "mode": state.get("mode", "list"), "policy": "react", "ranked": ranked, "run": run,
-        "checklist": plan.get("checklist", []), "stop_reason": state.get("stop_reason", "") or ("submitted" if sub else ""),
+        "checklist": plan.get("checklist", []), "stop_reason": _stop_reason(state, cfg),
         "rounds": int(state.get("steps", 0)), "queries": [r for r in _queries(rt, state, search_ids)],
         "submitted": {"docids": submitted, "dropped": sub.get("dropped", [])} if sub else None,
         "cited": [r["docid"] for r in ranked],
@@ -85,6 +85,21 @@ def build_react_result(state: JobState) -> Answered:
     if fallbacks != list(state.get("fallbacks", [])):
         update["fallbacks"] = fallbacks
     return Answered(result, update)
+
+
+def _stop_reason(state: JobState, cfg: Any) -> str:
+    """Why the conversation ended ('' when the workflow knows better: a stop or the clock)."""
+    if state.get("stop_reason"):
+        return state["stop_reason"]
+    if state.get("submitted") is not None:
+        return "submitted"
+    if state.get("turn", {}).get("failed"):
+        return "model_failed"
+    if int(state.get("steps", 0)) >= cfg.models.react_max_steps:
+        return "max_steps"
+    if int(state.get("reminders", 0)) >= cfg.models.react_reminders and not state.get("turn", {}).get("tool_calls"):
+        return "no_tool_call"
+    return ""
 
 
 def _queries(rt: Any, state: JobState, search_ids: list[str]) -> list[str]:

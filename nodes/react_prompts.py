@@ -20,6 +20,10 @@ How to search well:
 
 {DATA_RULE}"""
 
+TOOLS_AS_TEXT = """Tools (call them as tools; only if your server cannot, reply with one JSON object
+{{"name": "<tool>", "arguments": {{...}}}} and nothing else):
+{tools}"""
+
 TASK_LIST = """<task mode="list">
 {intent}
 </task>

@@ -175,3 +175,91 @@ async def poll_until(probe: Callable[[], Awaitable[Any]], ok: Callable[[Any], bo
         if loop.time() > deadline:
             raise AssertionError(f"condition not met within {timeout_s}s; last value: {value!r}")
         await asyncio.sleep(every_s)
+
+
+# -- scripted chat models (LangChain fakes that drive the LLM policies) -------------------------
+
+from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
+from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
+from pydantic import ConfigDict, PrivateAttr  # noqa: E402
+
+
+def usage(input_tokens: int = 100, output_tokens: int = 20, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
+    """LangChain usage metadata as a provider reports it."""
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens, "total_tokens": input_tokens + output_tokens,
+            "input_token_details": {"cache_read": cached}, "output_token_details": {"reasoning": reasoning}}
+
+
+def tool_call(name: str, meta: dict[str, Any] | None = None, **args: Any) -> AIMessage:
+    """A reply that calls one tool (ids are left out: Quarry must give them deterministic ones)."""
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": None, "type": "tool_call"}],
+                     usage_metadata=meta or usage())
+
+
+def structured_reply(schema: str, meta: dict[str, Any] | None = None, **args: Any) -> AIMessage:
+    """A reply to a structured request: the forced tool call with the schema's name."""
+    return AIMessage(content="", tool_calls=[{"name": schema, "args": args, "id": f"{schema}-1", "type": "tool_call"}],
+                     usage_metadata=meta or usage())
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that plays a script: call k returns step k — an AIMessage, a callable
+    `(messages, kwargs) -> AIMessage`, or an exception to raise — and `default` after the script
+    ends. It records every call (messages and bound kwargs such as tools) and the most calls
+    that were ever in flight at once."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    script: list[Any] = []
+    default: Any = None
+    _calls: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)
+    _in_flight: int = PrivateAttr(default=0)
+    _max_in_flight: int = PrivateAttr(default=0)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        return self._calls
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._max_in_flight
+
+    def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        with self._lock:
+            index = len(self._calls)
+            self._calls.append({"messages": list(messages), **kwargs})
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        try:
+            step = self.script[index] if index < len(self.script) else self.default
+            if step is None:
+                raise AssertionError(f"the script has no step {index} and no default")
+            if isinstance(step, BaseException):
+                raise step
+            message = step(messages, kwargs) if callable(step) else step
+            return ChatResult(generations=[ChatGeneration(message=message)])
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+
+class ModelRouter:
+    """A model factory for workers: `provider:name` → the scripted model registered for it."""
+
+    def __init__(self, **models: ScriptedChatModel) -> None:
+        self.models = {k.replace("__", ":"): v for k, v in models.items()}
+        self.built: list[str] = []
+
+    def __call__(self, spec: str, settings: Any) -> ScriptedChatModel:
+        self.built.append(spec)
+        return self.models[spec]

@@ -1,6 +1,7 @@
 """Activities outside the graph: checkpoints, the final write, and answering after a hard stop."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from temporalio import activity
@@ -57,5 +58,6 @@ def finish_job(state: dict[str, Any], result: dict[str, Any], status: str, error
         "fallbacks": result.get("fallbacks") or list(state.get("fallbacks", [])),
         "models": {"model": cfg.models.model, "judge_model": cfg.models.judge()} if state.get("policy", "heuristic") != "heuristic" else None,
     }
+    final = json.loads(redact(json.dumps(final, default=str)))  # it is returned through Temporal's history too
     jobs.finish(state["job_id"], final, state)
     return final
