@@ -1,27 +1,51 @@
-"""The `agent` system for evaluation: real SearchJob workflows on a local dev server + worker.
+"""The agent systems for evaluation: real SearchJob workflows on a local dev server + worker.
 
 Evaluation goes through the same workflow code path as users; jobs run several at a time. The
-agent's run is the job's own deep run (its ranked pool, then the rest of its full-depth rankings
-fused the same way), topped up from the user-words BM25 ranking only when shorter than the depth,
-so depth metrics (Recall@1000) compare like with like.
+systems are `agent` (the heuristic policy), `llm` and `react` (a model through LangChain, from
+the process environment like a user's worker). A job's run is its own deep run (its ranked pool,
+then the rest of its full-depth rankings fused the same way), topped up from the user-words BM25
+ranking only when shorter than the depth, so depth metrics (Recall@1000) compare like with like.
+
+Queries that have a reference answer (`answers.jsonl`) run in answer mode when a grader model is
+available (`--judge`, else `--model`), and the grader scores each answer (evals.answer_judge).
 
 Trajectory recall tiers (Pi-Serini): of a query's relevant documents, the share the job
-surfaced (in any cached ranking), previewed, opened and cited — where along the way relevant
-documents were lost.
+surfaced (in any cached ranking or channel), previewed, opened and cited — where along the way
+relevant documents were lost.
 """
 from __future__ import annotations
 
 import asyncio
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from evals.answer_judge import Grade, answer_metrics, grade, response_text
 from nodes.config import JobConfig
+from nodes.models import ModelFactory, make_chat_model
+from nodes.usage import Usage
 from stores.collection import Collection
 from stores.jobs import JobStore
 
 CONCURRENCY = 4
 TIERS = ("surfaced", "previewed", "opened", "cited")
+POLICY_OF = {"agent": "heuristic", "llm": "llm", "react": "react"}
+
+
+@dataclass
+class AgentOptions:
+    """How the agent systems run: the job configuration (models, caps, budgets), the wall-clock
+    budget per job, the grader of answers, and the model factory (default: LangChain)."""
+
+    config: JobConfig = field(default_factory=JobConfig)
+    budget_s: float = 300.0
+    grader: str | None = None
+    models: ModelFactory | None = None
+
+    def grader_spec(self) -> str | None:
+        return self.grader or self.config.models.model
 
 
 def trajectory_tiers(qrels: Mapping[str, Mapping[str, int]],
@@ -30,14 +54,14 @@ def trajectory_tiers(qrels: Mapping[str, Mapping[str, int]],
     each tier (`{qid: {"surfaced": r, "previewed": r, "opened": r, "cited": r}}`)."""
     out: dict[str, dict[str, float]] = {}
     for qid, traj in trajectories.items():
-        relevant = {d for d, grade in qrels.get(qid, {}).items() if grade > 0}
+        relevant = {d for d, grade_ in qrels.get(qid, {}).items() if grade_ > 0}
         if relevant:
             out[qid] = {t: len(relevant & set(traj.get(t, ()))) / len(relevant) for t in TIERS}
     return out
 
 
-async def _run_jobs(col: Collection, texts: dict[str, str], home: Path, budget_s: float, rounds: int,
-                    on_done: Callable[[int, int], None] | None) -> dict[str, dict]:
+async def _run_jobs(col: Collection, texts: dict[str, str], modes: dict[str, str], home: Path, policy: str,
+                    options: AgentOptions, on_done: Callable[[int, int], None] | None) -> dict[str, dict]:
     from temporalio.testing import WorkflowEnvironment
 
     from workflows.client import submit
@@ -50,13 +74,14 @@ async def _run_jobs(col: Collection, texts: dict[str, str], home: Path, budget_s
     results: dict[str, dict] = {}
     async with env:
         queue = f"quarry-eval-{uuid.uuid4().hex[:8]}"
-        async with build_worker(env.client, home=home, queue=queue):
+        async with build_worker(env.client, home=home, queue=queue, models=options.models):
             gate = asyncio.Semaphore(CONCURRENCY)
 
             async def one(qid: str) -> None:
                 async with gate:
                     inp = JobInput(job_id=f"eval-{col.name}-{qid}-{uuid.uuid4().hex[:6]}", collection=col.name,
-                                   intent=texts[qid], budget_seconds=budget_s, config=JobConfig(max_rounds=rounds))
+                                   intent=texts[qid], mode=modes[qid], policy=policy, budget_seconds=options.budget_s,
+                                   config=options.config)
                     handle = await submit(env.client, inp, queue=queue)
                     results[qid] = {"job_id": inp.job_id, **(await handle.result())}
                     if on_done:
@@ -65,16 +90,22 @@ async def _run_jobs(col: Collection, texts: dict[str, str], home: Path, budget_s
     return results
 
 
-def agent_runs(col: Collection, texts: dict[str, str], *, budget_s: float = 300.0, rounds: int = 3,
-               depth: int = 1000, on_done: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[tuple[str, float]]], dict]:
-    """Run one job per query; return runs (docid, pseudo-score) and job statistics (including
-    each query's trajectory: surfaced, previewed, opened and cited docids)."""
+def agent_runs(col: Collection, texts: dict[str, str], *, system: str = "agent", options: AgentOptions | None = None,
+               answers: Mapping[str, str] | None = None, depth: int = 1000,
+               on_done: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[tuple[str, float]]], dict]:
+    """Run one job per query; return runs (docid, pseudo-score) and job statistics (each query's
+    trajectory, usage, grades of answers)."""
+    options = options or AgentOptions()
     home = col.paths.root.parent.parent
-    results = asyncio.run(_run_jobs(col, texts, home, budget_s, rounds, on_done))
+    grader = options.grader_spec()
+    answers = {q: a for q, a in (answers or {}).items() if q in texts} if grader else {}
+    modes = {q: "answer" if q in answers else "list" for q in texts}
+    results = asyncio.run(_run_jobs(col, texts, modes, home, POLICY_OF[system], options, on_done))
     jobs = JobStore(home / "jobs.sqlite")
     runs: dict[str, list[tuple[str, float]]] = {}
     trajectories: dict[str, dict[str, list[str]]] = {}
-    unknown = outputs = tool_calls = 0
+    unknown = outputs = tool_calls = checked = removed = fallbacks = 0
+    usage = Usage()
     for qid, res in results.items():
         traj = res.get("trajectory", {})
         trajectories[qid] = {"surfaced": sorted(jobs.surfaced(res["job_id"])),
@@ -86,9 +117,44 @@ def agent_runs(col: Collection, texts: dict[str, str], *, budget_s: float = 300.
         outputs += len(order)
         unknown += sum(1 for d in order if not col.corpus.has(d))
         tool_calls += res.get("stats", {}).get("tool_calls", 0)
+        usage = usage.add(Usage.from_dict(res.get("usage")))
+        cites = res.get("citations") or {}
+        checked += cites.get("checked", 0)
+        removed += len(cites.get("removed", []))
+        fallbacks += len(res.get("fallbacks") or [])
         runs[qid] = [(d, float(depth - i)) for i, d in enumerate(order)]
+    grades, grader_usage = _grade(results, texts, answers, grader, options)
+    n = max(len(results), 1)
     stats = {"hallucination_rate": unknown / outputs if outputs else 0.0,
-             "tool_calls_per_query": round(tool_calls / max(len(results), 1), 2),
+             "tool_calls_per_query": round(tool_calls / n, 2),
              "statuses": sorted({r.get("status", "?") for r in results.values()}),
-             "trajectories": trajectories}
+             "trajectories": trajectories,
+             "tokens_per_query": round(usage.total_tokens / n, 1), "dollars_per_query": round(usage.dollars / n, 6),
+             "fallbacks_per_query": round(fallbacks / n, 3),
+             "citation_hallucination_rate": round(removed / checked, 4) if checked else 0.0,
+             "grades": {g.qid: g for g in grades}}
+    if grades:
+        stats |= answer_metrics(grades) | {"grader": grader, "grader_tokens": grader_usage.total_tokens}
     return runs, stats
+
+
+def _grade(results: Mapping[str, dict], texts: Mapping[str, str], answers: Mapping[str, str], grader: str | None,
+           options: AgentOptions) -> tuple[list[Grade], Usage]:
+    if not answers or not grader:
+        return [], Usage()
+    model = (options.models or make_chat_model)(grader, options.config.models)
+    grades, usage = [], Usage()
+    for qid in sorted(answers, key=lambda q: (len(q), q)):
+        if qid in results:
+            g, u = grade(model, grader, qid, texts[qid], response_text(results[qid]), answers[qid], options.config)
+            grades.append(g)
+            usage = usage.add(u)
+    return grades, usage
+
+
+def graded_rows(grades: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Per-query columns from the grades (correct 0/1, stated confidence)."""
+    return {q: {"correct": float(g.correct), "confidence": float(g.confidence)} for q, g in grades.items()}
+
+
+__all__ = ["AgentOptions", "TIERS", "agent_runs", "graded_rows", "trajectory_tiers"]

@@ -15,7 +15,7 @@ import pytrec_eval
 
 from evals.metrics import BASE_METRICS, Qrels, Run
 from evals.plots import per_query_differences, recall_curves
-from evals.runner import EvalResult
+from evals.runner import AGENT_SYSTEMS, EvalResult
 from stores.collection import Collection
 
 DEPTHS = (10, 20, 50, 100, 200, 500, 1000)
@@ -57,8 +57,8 @@ def metrics_table(results: Sequence[EvalResult]) -> str:
 def agent_differences(results: Sequence[EvalResult], metric: str = DIFF_METRIC) -> tuple[str, dict[str, float]] | None:
     """(best other system, {qid: agent − best other}) by `metric`, or None without an agent or
     another system."""
-    agent = next((r for r in results if r.system == "agent"), None)
-    others = [r for r in results if r.system != "agent"]
+    agent = next((r for r in results if r.system in AGENT_SYSTEMS), None)
+    others = [r for r in results if r is not agent]
     if agent is None or not others:
         return None
     best = max(others, key=lambda r: (r.metrics.get(metric, 0.0), r.system))

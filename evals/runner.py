@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evals.metrics import mean_metrics, per_query
 from evals.trec import write_run
@@ -20,8 +21,12 @@ from nodes.fusion import reciprocal_rank_fusion
 from stores.collection import Collection
 from stores.errors import QuarryError
 
+if TYPE_CHECKING:
+    from evals.agent_system import AgentOptions
+
 RankFn = Callable[[str], list[tuple[str, float]]]
-SYSTEMS = ("bm25", "bm25-tuned", "dense", "hybrid", "agent")
+SYSTEMS = ("bm25", "bm25-tuned", "dense", "hybrid", "agent", "llm", "react")
+AGENT_SYSTEMS = ("agent", "llm", "react")  # durable jobs: the heuristic policy, and the two model policies
 
 
 @dataclass
@@ -130,13 +135,16 @@ def _bm25_setting(col: Collection, system: str, k1: float | None, b: float | Non
 def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None, k1: float | None = None,
              b: float | None = None, limit_queries: int | None = None, depth: int = 1000,
              run_file: Path | None = None, threads: int = 2,
-             on_query: Callable[[int, int], None] | None = None) -> EvalResult:
+             on_query: Callable[[int, int], None] | None = None, agent: "AgentOptions | None" = None) -> EvalResult:
     if system not in SYSTEMS:
         raise QuarryError("bad_system", f"unknown system {system!r}", f"choose one of: {', '.join(SYSTEMS)}")
     split, qids, texts, qrels = judged_queries(col, split, limit_queries)
     col.lucene  # open (and validate) before fanning out to threads
-    if system == "agent":
-        return _evaluate_agent(col, split, qids, texts, qrels, run_file, on_query)
+    if system in AGENT_SYSTEMS:
+        if system != "agent" and not (agent and agent.config.models.model):
+            raise QuarryError("no_model", f"--system {system} needs a model",
+                              "add --model PROVIDER:NAME, e.g. --model openai:gpt-4o-mini")
+        return _evaluate_agent(col, system, split, qids, texts, qrels, run_file, on_query, agent)
     rank = system_ranker(col, system, k1, b, depth)
 
     def timed(qid: str) -> tuple[list[tuple[str, float]], float]:
@@ -160,22 +168,30 @@ def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None,
                       extras, run)
 
 
-def _evaluate_agent(col: Collection, split: str, qids: list[str], texts: dict[str, str], qrels,
-                    run_file: Path | None, on_query: Callable[[int, int], None] | None) -> EvalResult:
-    from evals.agent_system import TIERS, agent_runs, trajectory_tiers
+def _evaluate_agent(col: Collection, system: str, split: str, qids: list[str], texts: dict[str, str], qrels,
+                    run_file: Path | None, on_query: Callable[[int, int], None] | None,
+                    options: "AgentOptions | None") -> EvalResult:
+    from evals.agent_system import TIERS, agent_runs, graded_rows, trajectory_tiers
 
     started = time.perf_counter()
-    ranked, stats = agent_runs(col, {q: texts[q] for q in qids}, on_done=on_query)
+    ranked, stats = agent_runs(col, {q: texts[q] for q in qids}, system=system, options=options,
+                               answers=col.corpus.answers(), on_done=on_query)
     elapsed = time.perf_counter() - started
     run = {q: dict(r) for q, r in ranked.items()}
     judged = {q: qrels[q] for q in qids}
-    path = run_file or col.paths.runs_dir / f"agent-{split}.trec"
-    write_run(path, run, "quarry-agent")
+    path = run_file or col.paths.runs_dir / f"{system}-{split}.trec"
+    write_run(path, run, f"quarry-{system}")
     rows = per_query(judged, run)
     tiers = trajectory_tiers(judged, stats["trajectories"])
+    graded = graded_rows(stats["grades"])
     for qid, row in rows.items():
         row.update(tiers.get(qid, {}))
+        row.update(graded.get(qid, {}))
     extras = {**{f"tier_{t}": round(sum(v[t] for v in tiers.values()) / max(len(tiers), 1), 4) for t in TIERS},
               "hallucination_rate": stats["hallucination_rate"], "tool_calls_per_query": stats["tool_calls_per_query"],
               "mean_latency_s": round(elapsed / max(len(qids), 1), 4)}
-    return EvalResult(col.name, "agent", split, len(qids), mean_metrics(judged, run), rows, path, extras, run)
+    if system != "agent":
+        extras |= {k: stats[k] for k in ("tokens_per_query", "dollars_per_query", "fallbacks_per_query",
+                                         "citation_hallucination_rate")}
+    extras |= {k: stats[k] for k in ("answer_accuracy", "calibration_error", "graded", "grader_tokens") if k in stats}
+    return EvalResult(col.name, system, split, len(qids), mean_metrics(judged, run), rows, path, extras, run)

@@ -79,7 +79,7 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
     kept_sentences = []
     seen_refs: set[str] = set()
     for sentence in sentences(explanation):
-        claim = _CITATION.sub(" ", sentence).strip()
+        claim = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(_CITATION.sub(" ", sentence).split()))
         valid: list[str] = []
         for m in _CITATION.finditer(sentence):
             for docid in _ids(m.group(1)):

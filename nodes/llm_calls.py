@@ -19,8 +19,10 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from nodes.config import Price
+from nodes.models import ModelSpec, endpoint
 from nodes.usage import Usage, usage_from_metadata
 from observability.tool_spans import llm_span
+from stores.errors import QuarryError
 from stores.redact import redact
 
 T = TypeVar("T", bound=BaseModel)
@@ -45,13 +47,17 @@ class Structured(Generic[T]):
     repaired: bool = False
 
 
-def _where(model: Any) -> str:
-    """A model's endpoint for error messages (base URL only; keys are never part of it)."""
+def _where(model: Any, spec: str) -> str:
+    """A model's endpoint for error messages (base URL only; keys are never part of it): the one
+    the client was given, else the one the environment gives its provider."""
     for attr in ("openai_api_base", "anthropic_api_url", "base_url"):
         value = getattr(model, attr, None)
         if isinstance(value, str) and value:
             return value
-    return "its default endpoint"
+    try:
+        return endpoint(ModelSpec.parse(spec))
+    except QuarryError:
+        return "its endpoint"
 
 
 def invoke(model: Any, messages: Sequence[Any], *, spec: str, purpose: str, prices: Mapping[str, Price],
@@ -67,7 +73,7 @@ def invoke(model: Any, messages: Sequence[Any], *, spec: str, purpose: str, pric
         try:
             message = bound.invoke(list(messages))
         except Exception as exc:  # any failure of the endpoint or client: the caller decides retry/fallback
-            text = redact(f"{spec} at {_where(model)} failed: {type(exc).__name__}: {exc}")
+            text = redact(f"{spec} at {_where(model, spec)} failed: {type(exc).__name__}: {exc}")
             span.set_attribute("error.type", type(exc).__name__)
             raise ModelError(text[:1000]) from None
         message = _without_secrets(message)

@@ -141,18 +141,37 @@ def read(name: str, docid: str,
 @app.command("eval")
 def eval_cmd(name: str,
              system: Annotated[Optional[list[str]], typer.Option(
-                 help="bm25, bm25-tuned, dense, hybrid or agent (durable jobs on a local dev server); "
-                      "repeat or comma-separate for several, e.g. bm25,dense,hybrid,agent")] = None,
+                 help="bm25, bm25-tuned, dense, hybrid, agent (heuristic jobs on a local dev server), llm or react "
+                      "(model jobs; need --model); repeat or comma-separate for several, e.g. bm25,hybrid,agent")] = None,
              split: Annotated[Optional[str], typer.Option(help="qrels split (default: test, else the only one)")] = None,
              queries: Annotated[Optional[int], typer.Option(min=1, help="Only the first N judged queries")] = None,
              k1: Optional[float] = None, b: Optional[float] = None,
              run_file: Annotated[Optional[Path], typer.Option("--run", help="Where to write the TREC run (one system)")] = None,
              report: Annotated[Optional[Path], typer.Option("--report", help="Write DIR/report.md with a table and plots")] = None,
-             json_out: Annotated[bool, typer.Option("--json", help="Metrics as JSON on the last line")] = False) -> None:
-    """Evaluate systems on the collection's judged queries (pytrec_eval)."""
+             json_out: Annotated[bool, typer.Option("--json", help="Metrics as JSON on the last line")] = False,
+             model: Annotated[Optional[str], typer.Option(help="PROVIDER:NAME for --system llm/react")] = None,
+             judge_model: Annotated[Optional[str], typer.Option(help="PROVIDER:NAME of the librarians (--system llm)")] = None,
+             judge: Annotated[Optional[str], typer.Option(
+                 help="PROVIDER:NAME that grades answers against answers.jsonl (default: --model)")] = None,
+             budget: Annotated[float, typer.Option(min=1.0, help="Wall-clock budget per job in seconds")] = 300.0,
+             max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Token budget per job")] = None,
+             max_dollars: Annotated[Optional[float], typer.Option(min=0.0, help="Dollar budget per job")] = None,
+             max_output_tokens: Annotated[int, typer.Option(min=16, help="Longest reply per model call")] = 2048,
+             prices: Annotated[Optional[Path], typer.Option(help="JSON price table extending the built-in one")] = None,
+             ) -> None:
+    """Evaluate systems on the collection's judged queries (pytrec_eval); model systems' answers
+    are graded against answers.jsonl when the collection has it."""
+    from evals.agent_system import AgentOptions
     from evals.runner import evaluate, parse_systems
+    from quarry.job_options import job_config
     try:
         systems = parse_systems(system)
+        model_systems = [s for s in systems if s in ("llm", "react")]
+        config = job_config(("llm" if "llm" in model_systems else "react") if model_systems else "heuristic", model,
+                            judge_model if "llm" in systems else None, max_tokens=max_tokens, max_dollars=max_dollars,
+                            prices=prices, max_output_tokens=max_output_tokens,
+                            extra_models=(judge,)) if (model_systems or model or judge_model) else None
+        agent = AgentOptions(config=config, budget_s=budget, grader=judge) if config else AgentOptions(budget_s=budget)
         if run_file is not None and len(systems) > 1:
             raise QuarryError("bad_option", "--run names one run file but several systems were given",
                               "drop --run (runs go to the collection's runs folder) or evaluate one system")
@@ -161,7 +180,7 @@ def eval_cmd(name: str,
         with progress_bar(console.is_terminal) as progress:
             for sys_name in systems:
                 results.append(evaluate(col, sys_name, split=split, k1=k1, b=b, limit_queries=queries,
-                                        run_file=run_file,
+                                        run_file=run_file, agent=agent,
                                         on_query=lambda n, total, s=sys_name: progress(s, n, total)))
         report_path = None
         if report is not None:

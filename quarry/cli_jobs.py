@@ -11,7 +11,8 @@ import typer
 from rich.table import Table
 
 from quarry.console import console, fail, out, print_json
-from quarry.jobs_render import render_progress, render_result
+from quarry.job_options import job_config
+from quarry.jobs_render import render_progress, render_result, usage_line
 from stores.errors import QuarryError
 from stores.home import quarry_home
 from workflows.shared import DEFAULT_BUDGET_S, UI_PORT_DEFAULT
@@ -70,9 +71,28 @@ def _worker_alive(home: Path) -> bool:
         return False
 
 
+# The environment a worker's model clients read. A worker started before the user exported a
+# key (or pointed OPENAI_BASE_URL elsewhere) would call the wrong endpoint, so `quarry run`
+# restarts the background worker when these differ. Only a digest is kept, never a value.
+MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+             "ANTHROPIC_API_URL", "OLLAMA_HOST")
+
+
+def _model_env_digest() -> str:
+    import hashlib
+    raw = "\0".join(f"{k}={os.environ.get(k, '')}" for k in MODEL_ENV)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def _spawn_worker(home: Path) -> None:
+    from workflows.dev_server import spawn_detached
+    spawn_detached(home, "worker", [sys.executable, "-m", "quarry", "worker"])
+    (home / "run" / "worker.models").write_text(_model_env_digest())
+
+
 def ensure_infrastructure(home: Path) -> None:
     """Start the embedded dev server and a worker when none is there (embedded defaults)."""
-    from workflows.dev_server import reachable, spawn_detached, start_server
+    from workflows.dev_server import reachable, start_server, stop_detached
     from workflows.shared import temporal_address
     address = temporal_address()
     if not reachable(address):
@@ -82,10 +102,16 @@ def ensure_infrastructure(home: Path) -> None:
         port = int(address.rsplit(":", 1)[1])
         console.print(f"starting the embedded Temporal dev server on {address} (Web UI :{_ui_port()}) …")
         start_server(home, port, _ui_port())
+    if _worker_alive(home):
+        digest = home / "run" / "worker.models"
+        if digest.is_file() and digest.read_text().strip() != _model_env_digest():
+            console.print("restarting the background worker: the model settings in this shell "
+                          "(OPENAI_*, ANTHROPIC_*, OLLAMA_HOST) changed since it started …")
+            stop_detached(home, "worker")
     if not _worker_alive(home):
         console.print("starting a Quarry worker in the background (logs: "
                       f"{home / 'logs' / 'worker.log'}; stop both with `quarry down`) …")
-        spawn_detached(home, "worker", [sys.executable, "-m", "quarry", "worker"])
+        _spawn_worker(home)
 
 
 def register(app: typer.Typer) -> None:
@@ -138,6 +164,18 @@ def register(app: typer.Typer) -> None:
             budget: Annotated[float, typer.Option(min=1.0, help="Wall-clock budget in seconds")] = DEFAULT_BUDGET_S,
             rounds: Annotated[int, typer.Option(min=1, max=20, help="Maximum rounds")] = 3,
             mode: Annotated[str, typer.Option(help="list (ranked documents) or answer (cited answer)")] = "list",
+            policy: Annotated[str, typer.Option(help="heuristic (offline default), llm (models in the round graph) "
+                                                     "or react (one model driving the tools)")] = "heuristic",
+            model: Annotated[Optional[str], typer.Option(help="PROVIDER:NAME for --policy llm/react, e.g. "
+                                                              "openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, "
+                                                              "ollama:qwen2.5")] = None,
+            judge_model: Annotated[Optional[str], typer.Option(help="PROVIDER:NAME of the librarians that score "
+                                                                    "candidates (--policy llm; default: --model)")] = None,
+            max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Token budget over all model calls")] = None,
+            max_dollars: Annotated[Optional[float], typer.Option(min=0.0, help="Dollar budget over all model calls")] = None,
+            prices: Annotated[Optional[Path], typer.Option(help="JSON price table (dollars per million tokens) "
+                                                                "extending the built-in one")] = None,
+            max_output_tokens: Annotated[int, typer.Option(min=16, help="Longest reply a model may write per call")] = 2048,
             wait: Annotated[bool, typer.Option("--wait", help="Wait for the result")] = False,
             json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False,
             address: AddressOpt = None) -> None:
@@ -151,10 +189,11 @@ def register(app: typer.Typer) -> None:
         from stores.collection import Collection
         from stores.jobs import JobStore
         from workflows.client import new_job_id, submit, web_ui_url
-        from nodes.config import JobConfig
         from workflows.shared import JobInput
         home = quarry_home()
         try:
+            config = job_config(policy, model, judge_model, rounds=rounds, max_tokens=max_tokens,
+                                max_dollars=max_dollars, prices=prices, max_output_tokens=max_output_tokens)
             Collection(name).lucene  # clear error now rather than a failed job later
         except QuarryError as err:
             fail(err)
@@ -168,7 +207,7 @@ def register(app: typer.Typer) -> None:
                 trace_id = current_trace_id()
                 JobStore(home / "jobs.sqlite").create(job_id, name, intent, workflow_id=job_id, trace_id=trace_id)
                 handle = await submit(client, JobInput(job_id=job_id, collection=name, intent=intent.strip(), mode=mode,
-                                                       budget_seconds=budget, config=JobConfig(max_rounds=rounds)))
+                                                       policy=policy, budget_seconds=budget, config=config))
             info = {"job_id": job_id, "web_ui": web_ui_url(job_id, _ui_port()), "trace_file": _trace_file(trace_id)}
             if not wait:
                 return info
@@ -184,6 +223,8 @@ def register(app: typer.Typer) -> None:
         else:
             out.print(f"submitted {result['job_id']}\nWeb UI: {result['web_ui']}\n"
                       f"result: quarry job result {result['job_id']} --wait")
+        if wait and result.get("status") == "failed":
+            raise typer.Exit(1)
 
     @app.command()
     def trace(job_id: str) -> None:
@@ -243,7 +284,9 @@ def job_show(job_id: str, json_out: Annotated[bool, typer.Option("--json")] = Fa
     state = row.get("state") or {}
     out.print(f"{job_id} · {row['status']} · {row['collection']} · round {row['round']}\nintent: {row['intent']}", highlight=False)
     for item in state.get("plan", {}).get("checklist", []):
-        out.print(f"  [{item['kind']}] {item['text']}", highlight=False)
+        out.print(f"  [{item['kind']}] {item['text']}", markup=False, highlight=False)
+    if line := usage_line(state.get("usage")):
+        out.print(f"usage (at the last checkpoint): {line}", highlight=False)
     out.print(f"Web UI: {web_ui_url(job_id, _ui_port())}\ntrace:  {_trace_file(row.get('trace_id'))}", highlight=False)
 
 

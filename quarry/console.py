@@ -9,19 +9,20 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from stores.errors import QuarryError
 from stores.readers import ProgressFn
 
-console = Console(stderr=True, soft_wrap=True)  # never hard-wrap paths in error messages
-out = Console(soft_wrap=True)
+console = Console(stderr=True, soft_wrap=True, emoji=False)  # never hard-wrap paths in error messages
+out = Console(soft_wrap=True, emoji=False)
 
 
 def fail(err: QuarryError) -> NoReturn:
-    console.print(f"[bold red]error[/] [dim]({err.code})[/]: {err.message}", highlight=False)
+    console.print(f"[bold red]error[/] [dim]({escape(err.code)})[/]: {escape(err.message)}", highlight=False)
     if err.hint:
-        console.print(f"[yellow]hint[/]: {err.hint}", highlight=False)
+        console.print(f"[yellow]hint[/]: {escape(err.hint)}", highlight=False)
     raise typer.Exit(2)
 
 

@@ -1,23 +1,73 @@
-"""Rich rendering of job results and progress for the terminal."""
+"""Rich rendering of job results and progress for the terminal.
+
+Text that comes from documents, models or users is printed with markup off (or escaped), so a
+citation like `[ance-2021]` or a document's own brackets are shown as written.
+"""
 from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from quarry.console import out
 
 
+def usage_line(usage: dict[str, Any] | None) -> str:
+    """"3 model calls · 1,200 tokens in (800 cached) · 90 out · $0.0021" ('' without calls)."""
+    if not usage or not usage.get("calls"):
+        return ""
+    cached = f" ({usage.get('cached_input_tokens', 0):,} cached)" if usage.get("cached_input_tokens") else ""
+    reasoning = f", {usage['reasoning_tokens']:,} reasoning" if usage.get("reasoning_tokens") else ""
+    unpriced = f" (no price for {', '.join(usage['unpriced'])})" if usage.get("unpriced") else ""
+    return (f"{usage['calls']} model calls · {usage.get('input_tokens', 0):,} tokens in{cached} · "
+            f"{usage.get('output_tokens', 0):,} out{reasoning} · ${usage.get('dollars', 0.0):.4f}{unpriced}")
+
+
+def render_answer(result: dict[str, Any]) -> None:
+    answer = result.get("answer")
+    if not answer:
+        return
+    if isinstance(answer, str):  # results stored before answers had fields
+        answer = {"explanation": answer}
+    out.print("\n[bold]Explanation[/]", highlight=False)
+    out.print(answer.get("explanation", ""), markup=False, highlight=False)
+    if answer.get("exact_answer"):
+        out.print(f"[bold]Exact Answer[/]: {escape(answer['exact_answer'])}", highlight=False)
+    out.print(f"[bold]Confidence[/]: {answer.get('confidence', 0)}%"
+              + ("  [yellow](the evidence is insufficient)[/]" if answer.get("insufficient_evidence") else ""),
+              highlight=False)
+    refs = result.get("references", [])
+    if refs:
+        out.print("[bold]References[/]", highlight=False)
+        for ref in refs:
+            out.print(f"  [{ref['docid']}] {ref.get('title', '')} (lines {ref['lines'][0]}–{ref['lines'][1]}): "
+                      f"\u201c{ref.get('quote', '')[:160]}\u201d", markup=False, highlight=False)
+    cites = result.get("citations") or {}
+    if cites.get("checked"):
+        removed = cites.get("removed", [])
+        out.print(f"citations: {cites['checked']} checked, {len(removed)} removed "
+                  f"(hallucination rate {cites.get('hallucination_rate', 0):.0%})", highlight=False)
+        for r in removed[:5]:
+            out.print(f"  removed [{r['docid']}]: {r['reason']}", markup=False, highlight=False)
+    out.print("")
+
+
 def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str = "") -> None:
     status = result.get("status", "?")
     colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(status, "white")
-    out.print(f"[bold]{result.get('job_id')}[/] · [{colour}]{status}[/] · {result.get('collection')} · "
-              f"rounds {result.get('rounds', result.get('stats', {}).get('rounds', '?'))} · stop: {result.get('stop_reason') or '-'}")
-    out.print(f"intent: {result.get('intent')}", highlight=False)
+    models = result.get("models") or {}
+    policy = result.get("policy", "heuristic") + (f" ({models['model']})" if models.get("model") else "")
+    out.print(f"[bold]{result.get('job_id')}[/] · [{colour}]{status}[/] · {escape(str(result.get('collection')))} · "
+              f"{escape(policy)} · rounds {result.get('rounds', result.get('stats', {}).get('rounds', '?'))} · "
+              f"stop: {result.get('stop_reason') or '-'}", highlight=False)
+    out.print(f"intent: {result.get('intent')}", markup=False, highlight=False)
     if result.get("error"):
-        out.print(f"[red]error[/]: {result['error']}", highlight=False)
-    if result.get("answer"):
-        out.print(f"\n[bold]answer[/]: {result['answer']}\n", highlight=False)
+        out.print(f"[red]error[/]: {escape(result['error'])}", highlight=False)
+    for fb in result.get("fallbacks") or []:
+        out.print(f"[yellow]fallback[/]: {escape(fb['step'])} used the heuristic — {escape(fb['reason'][:200])}",
+                  highlight=False)
+    render_answer(result)
     table = Table(show_lines=True)
     table.add_column("#", justify="right")
     table.add_column("docid")
@@ -25,15 +75,18 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
     table.add_column("title / evidence")
     for rank, item in enumerate(result.get("ranked", []), start=1):
         best = sorted(item.get("evidence", []), key=lambda e: -e["score"])[:2]
-        ev = "\n".join(f"[dim]{e['item']} ({e['score']:.1f}/5, lines {e['lines'][0]}–{e['lines'][1]}):[/] "
-                       f"{e['chunk'][:120]}…" for e in best)
-        table.add_row(str(rank), item["docid"], f"{item['score']:.3f}",
-                      f"[bold]{item['title']}[/] ({item.get('year') or '—'})\n{item.get('reason', '')}\n{ev}")
+        ev = "\n".join(f"[dim]{escape(e['item'])} ({e['score']:.1f}/5, lines {e['lines'][0]}–{e['lines'][1]}):[/] "
+                       f"{escape(e['chunk'][:120])}…" for e in best)
+        table.add_row(str(rank), escape(item["docid"]), f"{item['score']:.3f}",
+                      f"[bold]{escape(item['title'])}[/] ({item.get('year') or '—'})\n{escape(item.get('reason', ''))}\n{ev}")
     out.print(table)
     traj = result.get("trajectory", {})
     if traj:
         out.print(f"trajectory: surfaced {traj.get('surfaced', 0)} · previewed {len(traj.get('previewed', []))} · "
-                  f"opened {len(traj.get('opened', []))} · cited {len(traj.get('cited', []))}")
+                  f"opened {len(traj.get('opened', []))} · cited {len(traj.get('cited', []))}"
+                  + (f" · {len(traj['steps'])} tool calls" if traj.get("steps") else ""))
+    if line := usage_line(result.get("usage")):
+        out.print(f"usage: {line}", highlight=False)
     if web_ui:
         out.print(f"Web UI: {web_ui}", highlight=False)
     if trace_file:
@@ -42,8 +95,17 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
 
 def render_progress(p: dict[str, Any]) -> None:
     b = p.get("budget", {})
-    out.print(f"{p.get('job_id')} · {p.get('status')} · round {p.get('round')} · node {p.get('node')} · "
-              f"{p.get('candidates')} candidates · {p.get('tool_calls')} tool calls · "
-              f"budget {b.get('used')}s used / {b.get('left')}s left" + (" · submit-now" if b.get("submit_now") else ""))
+    steps = f" · step {p['steps']}" if p.get("steps") else ""
+    out.print(f"{p.get('job_id')} · {p.get('status')} · {p.get('policy', 'heuristic')} · round {p.get('round')}{steps} · "
+              f"node {p.get('node')} · {p.get('candidates')} candidates · {p.get('tool_calls')} tool calls · "
+              f"budget {b.get('used')}s used / {b.get('left')}s left" + (" · submit-now" if b.get("submit_now") else ""),
+              highlight=False)
+    if line := usage_line(p.get("usage")):
+        limit = ""
+        if b.get("model_budget"):
+            limit = f" ({b['model_budget_used']:.0%} of the {b['model_budget']} budget)"
+        out.print(f"  usage: {line}{limit}", highlight=False)
+    for fb in p.get("fallbacks") or []:
+        out.print(f"  fallback: {fb['step']} — {fb['reason'][:120]}", markup=False, highlight=False)
     for i, t in enumerate(p.get("top", []), start=1):
-        out.print(f"  {i}. {t['docid']}  {t['score']:.3f}  {t.get('title', '')}", highlight=False)
+        out.print(f"  {i}. {t['docid']}  {t['score']:.3f}  {t.get('title', '')}", markup=False, highlight=False)

@@ -31,6 +31,7 @@ CREATE TABLE chunks (
 );
 CREATE TABLE citations (citing TEXT NOT NULL, cited TEXT NOT NULL, PRIMARY KEY (citing, cited));
 CREATE TABLE queries (qid TEXT PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE answers (qid TEXT PRIMARY KEY, answer TEXT NOT NULL);
 CREATE TABLE qrels (split TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL, score INTEGER NOT NULL,
     PRIMARY KEY (split, qid, docid));
 """
@@ -42,6 +43,8 @@ def source_fingerprint(src: CorpusSource) -> str:
     for rec in src.records:
         h.update(rec.model_dump_json().encode())
     h.update(json.dumps([src.citations, src.queries, src.qrels], sort_keys=True).encode())
+    if src.answers:  # only when present, so collections without answers keep their fingerprints
+        h.update(json.dumps(src.answers, sort_keys=True).encode())
     return h.hexdigest()
 
 
@@ -68,6 +71,7 @@ def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: Progress
                 progress("storing", min(start + 1000, total), total)
         con.executemany("INSERT INTO citations VALUES (?,?)", src.citations)
         con.executemany("INSERT INTO queries VALUES (?,?)", sorted(src.queries.items()))
+        con.executemany("INSERT INTO answers VALUES (?,?)", sorted(src.answers.items()))
         con.executemany("INSERT OR REPLACE INTO qrels VALUES (?,?,?,?)",
                         [(split, q, d, s) for split, rows in src.qrels.items() for q, d, s in rows])
         meta = {"name": name, "source": str(src.path), "kind": src.kind, "fingerprint": fingerprint,
@@ -187,6 +191,13 @@ class CorpusStore:
 
     def queries(self) -> dict[str, str]:
         return dict(self._con().execute("SELECT qid, text FROM queries").fetchall())
+
+    def answers(self) -> dict[str, str]:
+        """Reference answers by query id ({} for collections without them, or stored before them)."""
+        try:
+            return dict(self._con().execute("SELECT qid, answer FROM answers").fetchall())
+        except sqlite3.OperationalError:  # a corpus written before answers were stored
+            return {}
 
     def splits(self) -> list[str]:
         return [r[0] for r in self._con().execute("SELECT DISTINCT split FROM qrels ORDER BY split")]

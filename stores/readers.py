@@ -33,6 +33,7 @@ class CorpusSource:
     records: list[DocRecord] = field(default_factory=list)
     citations: list[tuple[str, str]] = field(default_factory=list)
     queries: dict[str, str] = field(default_factory=dict)
+    answers: dict[str, str] = field(default_factory=dict)  # reference answers by query id (answers.jsonl)
     qrels: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -201,6 +202,17 @@ def _read_beir_extras(folder: Path, src: CorpusSource, problems: _Problems) -> N
                 problems.add(f"{queries}:{no}", "a query needs an \"_id\" and a non-empty \"text\"")
                 continue
             src.queries[str(qid)] = text.strip()
+    answers = folder / "answers.jsonl"
+    if answers.is_file():
+        for no, obj in _read_jsonl(answers, problems, None):
+            qid = obj.get("_id") if isinstance(obj, dict) else None
+            text = obj.get("answer") if isinstance(obj, dict) else None
+            if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not isinstance(text, str) or not text.strip():
+                problems.add(f"{answers}:{no}", "an answer needs an \"_id\" (a query id) and a non-empty \"answer\"")
+            elif str(qid) not in src.queries:
+                problems.add(f"{answers}:{no}", f"answer for query {qid!r}, which queries.jsonl does not have")
+            else:
+                src.answers[str(qid)] = text.strip()
     qrels_dir = folder / "qrels"
     if qrels_dir.is_dir():
         for tsv in sorted(qrels_dir.glob("*.tsv")):

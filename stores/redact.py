@@ -17,7 +17,7 @@ _SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|ACCESS_KEY)
 # come from this environment (e.g. a proxy's key).
 _KEY_SHAPES = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{12,}|\bBearer\s+[A-Za-z0-9._\-]{12,}")
 MIN_SECRET_CHARS = 8
-REDACTED = "[redacted]"
+REDACTED = "(redacted)"
 
 
 def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
@@ -28,7 +28,7 @@ def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def redact(text: str, env: Mapping[str, str] | None = None) -> str:
-    """`text` with every secret value and key-shaped token replaced by "[redacted]"."""
+    """`text` with every secret value and key-shaped token replaced by REDACTED."""
     if not text:
         return text
     for value in secret_values(env):

@@ -109,8 +109,10 @@ class SearchJob:
         now = workflow.now().timestamp()
         self.started_at = inp.started_at or now
         self.budget_s = float(inp.budget_seconds)
-        self.control.submit_now = inp.steer_fired
-        self.control.pending_steering = list(inp.pending_steering or [])
+        # Signals and updates can be handled before this line runs (they arrive with the first
+        # workflow task): keep what they set, and add what the previous run carried over.
+        self.control.submit_now = self.control.submit_now or inp.steer_fired
+        self.control.pending_steering = list(inp.pending_steering or []) + self.control.pending_steering
         self.state = inp.state or dict(initial_state(inp.job_id, inp.collection, inp.intent, mode=inp.mode,
                                                      policy=inp.policy, config=inp.config))
         steer_task = asyncio.create_task(self._submit_now_at(self.started_at + STEER_FRACTION * self.budget_s))
