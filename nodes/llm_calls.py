@@ -164,5 +164,5 @@ def structured(model: Any, messages: Sequence[Any], schema: type[T], *, spec: st
         value, error = parse_structured(reply.message, schema)
         if value is not None:
             return Structured(value, usage, "", attempt > 0)
-        convo += [reply.message, *_repair_turn(reply.message, error, schema.__name__)]
+        convo += _repair_turn(reply.message, error, schema.__name__)
     return Structured(None, usage, f"invalid structured output after {repairs} repair(s): {error}", repairs > 0)

@@ -45,7 +45,7 @@ def ingest(path: Annotated[Path, typer.Argument(help="BEIR folder, .jsonl file, 
         out.print(f"collection [bold]{name}[/] unchanged ({report.documents} documents); nothing to do")
     else:
         out.print(f"collection [bold]{name}[/]: {report.documents} documents, {report.citations} citations, "
-                  f"{report.queries} queries, qrels splits: {', '.join(report.splits) or 'none'}"
+                  f"{report.queries} queries" + (f" ({report.answers} with reference answers)" if report.answers else "") + f", qrels splits: {', '.join(report.splits) or 'none'}"
                   + ("; BM25 index built" if report.indexed else ""))
 
 

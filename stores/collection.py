@@ -34,6 +34,7 @@ class IngestReport:
     unchanged: bool
     indexed: bool
     warnings: list[str]
+    answers: int = 0
 
 
 class Collection:
@@ -98,7 +99,8 @@ def ingest(path: str | Path, name: str, *, home: Path | None = None, build_lucen
     src = read_corpus(path, progress)
     fingerprint = source_fingerprint(src)
     report = IngestReport(name, len(src.records), len(src.citations), len(src.queries), sorted(src.qrels),
-                          unchanged=False, indexed=build_lucene, warnings=src.warnings)
+                          unchanged=False, indexed=build_lucene, warnings=src.warnings,
+                          answers=len(src.answers))
     if paths.corpus_db.is_file() and not force:
         old = CorpusStore(paths.corpus_db, name)
         same = old.fingerprint == fingerprint

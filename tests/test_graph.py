@@ -264,3 +264,22 @@ async def test_route_after_reflection(state, ctl, expected) -> None:
         assert await route_after_reflection(state) == expected
     finally:
         reset_local_control(token)
+
+
+def test_react_graph_shape_and_placement() -> None:
+    from graphs.react_graph import make_react_graph
+    from graphs.state import REACT_GRAPH, SEARCH_GRAPH, graph_for
+
+    g = make_react_graph()
+    drawn = g.compile().get_graph()
+    edges = {(e.source, e.target, e.conditional) for e in drawn.edges}
+    assert edges == {
+        ("__start__", "inbox", True), ("__start__", "tools", True), ("__start__", "finish", True),
+        ("inbox", "agent", False), ("remind", "agent", False),
+        ("agent", "tools", True), ("agent", "remind", True), ("agent", "finish", True),
+        ("tools", "inbox", True), ("tools", "finish", True), ("tools", "__end__", True),
+        ("finish", "__end__", False)}
+    where = {name: spec.metadata["execute_in"] for name, spec in g.nodes.items()}
+    assert where == {"inbox": "workflow", "remind": "workflow", "agent": "activity", "tools": "activity",
+                     "finish": "activity"}
+    assert graph_for("react") == REACT_GRAPH and graph_for("llm") == graph_for("heuristic") == SEARCH_GRAPH

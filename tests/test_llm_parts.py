@@ -238,3 +238,29 @@ def test_job_config_from_the_command_line() -> None:
             job_config(*args)
         assert info.value.code == code
     assert ModelSettings().judge() is None and ModelSettings(model="a:b").judge() == "a:b"
+
+
+def test_model_calls_are_chat_spans_with_usage(tmp_path, monkeypatch) -> None:
+    import observability.tool_spans as spans_mod
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(spans_mod, "get_tracer", lambda provider_=None: provider.get_tracer("test"))
+    model = ScriptedChatModel(script=[AIMessage(content="ok", usage_metadata=usage(120, 30, cached=100, reasoning=7)),
+                                      RuntimeError("boom")])
+    invoke(model, [HumanMessage(content="hi")], spec="openai:m", purpose="plan", prices={"openai:m": Price(1, 1, 1)},
+           job_id="j1")
+    with pytest.raises(ModelError):
+        invoke(model, [HumanMessage(content="hi")], spec="openai:m", purpose="plan", prices={})
+    ok, failed = exporter.get_finished_spans()
+    assert ok.name == "chat openai:m" and ok.attributes["gen_ai.operation.name"] == "chat"
+    assert ok.attributes["gen_ai.request.model"] == "openai:m" and ok.attributes["quarry.job_id"] == "j1"
+    assert (ok.attributes["gen_ai.usage.input_tokens"], ok.attributes["gen_ai.usage.output_tokens"],
+            ok.attributes["gen_ai.usage.cache_read.input_tokens"], ok.attributes["quarry.usage.reasoning_tokens"]) == \
+        (120, 30, 100, 7)
+    assert ok.attributes["quarry.usage.dollars"] == pytest.approx(150 / 1e6)
+    assert failed.status.status_code.name == "ERROR" and failed.attributes["error.type"] == "ModelError"

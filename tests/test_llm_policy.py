@@ -137,7 +137,7 @@ async def test_output_that_stays_malformed_falls_back_to_the_heuristic(env, lite
     judge = ScriptedChatModel(default=AIMessage(content='{"judgements": "nope"}', usage_metadata=usage(10, 5)))
     result, _ = await run_job(env, quarry_home, nav, judge, config=llm_config())
     steps = [f["step"] for f in result["fallbacks"]]
-    assert steps[0] == "navigator" and "librarian batch 0" in steps and "reflection" in steps
+    assert steps[0] == "navigator" and "librarian round 1 batch 0" in steps and "reflection" in steps
     assert "invalid structured output after 1 repair(s)" in result["fallbacks"][0]["reason"]
     # The heuristic plan and judgements stand: the same top as the heuristic policy's.
     assert [i["id"] for i in result["checklist"]][:1] == ["c0"]
@@ -154,7 +154,7 @@ async def test_endpoint_down_mid_job_falls_back_after_retries(env, literature, q
                                    config=llm_config(judge_top=2))
     assert result["status"] == "completed" and result["ranked"]
     reasons = {f["step"]: f["reason"] for f in result["fallbacks"]}
-    assert set(reasons) >= {"navigator", "librarian batch 0", "answer"}
+    assert set(reasons) >= {"navigator", "librarian round 1 batch 0", "answer"}
     assert all("All connection attempts failed" in r for r in reasons.values())
     attempts = [e.activity_task_started_event_attributes.attempt for e in events
                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
