@@ -7,16 +7,13 @@ job carries in its configuration; a model without a price costs 0 and is reporte
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 from nodes.config import Price
-from stores.errors import QuarryError
 
 # List prices in dollars per million tokens (input, cached input, output) as published by the
-# providers in 2025; override or extend with `--prices FILE` (JSON of the same shape). A model
+# providers in 2025; override or extend with `--prices FILE` (JSON of the same shape, read by quarry.job_options). A model
 # is matched by its spec ("openai:gpt-4o-mini") or its bare name; local servers cost nothing.
 DEFAULT_PRICES: dict[str, Price] = {
     "gpt-4o-mini": Price(0.15, 0.075, 0.60),
@@ -90,26 +87,6 @@ def usage_from_metadata(meta: Mapping[str, Any] | None, model: str, prices: Mapp
 
 
 LOCAL_PROVIDERS = ("ollama",)
-
-
-def load_prices(path: Path | None) -> dict[str, Price]:
-    """The default table, extended/overridden by a JSON file `{"model": {"input": …, …}}`."""
-    table = dict(DEFAULT_PRICES)
-    if path is None:
-        return table
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-        if not isinstance(raw, dict):
-            raise ValueError("the top level must be an object of model → prices")
-        for name, row in raw.items():
-            if not isinstance(row, dict):
-                raise ValueError(f"{name!r}: expected an object with input, cached_input, output")
-            table[str(name)] = Price(**{k: float(v) for k, v in row.items() if k in ("input", "cached_input", "output")})
-    except (OSError, ValueError, TypeError) as exc:
-        raise QuarryError("bad_prices", f"cannot read the price table {path}: {exc}",
-                          'write JSON like {"openai:gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}'
-                          " (dollars per million tokens)") from None
-    return table
 
 
 def prices_for(models: list[str | None], table: Mapping[str, Price]) -> dict[str, Price]:

@@ -5,6 +5,7 @@ Checked before anything is submitted: the policy exists, a model policy has a mo
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from nodes.config import JobConfig
@@ -18,7 +19,7 @@ def job_config(policy: str, model: str | None, judge_model: str | None, *, round
     probed in seconds so a server that is down is named now, not minutes into a job."""
     from nodes.config import POLICIES, ModelSettings
     from nodes.models import ModelSpec, check_endpoint
-    from nodes.usage import load_prices, prices_for
+    from nodes.usage import prices_for
     if policy not in POLICIES:
         raise QuarryError("bad_policy", f"unknown policy {policy!r}", f"use one of: {', '.join(POLICIES)}")
     if policy == "heuristic":
@@ -40,3 +41,26 @@ def job_config(policy: str, model: str | None, judge_model: str | None, *, round
     return JobConfig(max_rounds=rounds, models=ModelSettings(model=main, judge_model=judge,
                                                              max_output_tokens=max_output_tokens),
                      max_tokens=max_tokens, max_dollars=max_dollars, prices=prices_for(specs, load_prices(prices)))
+
+
+def load_prices(path: Path | None) -> dict[str, Price]:
+    """The default table, extended/overridden by a JSON file `{"model": {"input": …, …}}`."""
+    from nodes.config import Price
+    from nodes.usage import DEFAULT_PRICES
+
+    table = dict(DEFAULT_PRICES)
+    if path is None:
+        return table
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(raw, dict):
+            raise ValueError("the top level must be an object of model → prices")
+        for name, row in raw.items():
+            if not isinstance(row, dict):
+                raise ValueError(f"{name!r}: expected an object with input, cached_input, output")
+            table[str(name)] = Price(**{k: float(v) for k, v in row.items() if k in ("input", "cached_input", "output")})
+    except (OSError, ValueError, TypeError) as exc:
+        raise QuarryError("bad_prices", f"cannot read the price table {path}: {exc}",
+                          'write JSON like {"openai:gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}'
+                          " (dollars per million tokens)") from None
+    return table

@@ -38,6 +38,21 @@ class CorpusSource:
     warnings: list[str] = field(default_factory=list)
 
 
+def _keyed_texts(path: Path, key: str, problems: "_Problems", bad: str) -> dict[str, tuple[int, str]]:
+    """`{_id: (line, obj[key])}` from a JSONL file of objects (queries.jsonl, answers.jsonl); {} if absent."""
+    out: dict[str, tuple[int, str]] = {}
+    if not path.is_file():
+        return out
+    for no, obj in _read_jsonl(path, problems, None):
+        qid = obj.get("_id") if isinstance(obj, dict) else None
+        text = obj.get(key) if isinstance(obj, dict) else None
+        if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not isinstance(text, str) or not text.strip():
+            problems.add(f"{path}:{no}", bad)
+            continue
+        out[str(qid)] = (no, text.strip())
+    return out
+
+
 class _Problems(list):
     def add(self, where: str, reason: str) -> None:
         if len(self) < _MAX_PROBLEMS:
@@ -193,26 +208,15 @@ def _read_beir_extras(folder: Path, src: CorpusSource, problems: _Problems) -> N
                 src.citations.append((citing, cited))
         if dropped:
             src.warnings.append(f"{cites}: {dropped} citation(s) name documents not in the corpus; skipped")
-    queries = folder / "queries.jsonl"
-    if queries.is_file():
-        for no, obj in _read_jsonl(queries, problems, None):
-            qid = obj.get("_id") if isinstance(obj, dict) else None
-            text = obj.get("text") if isinstance(obj, dict) else None
-            if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not isinstance(text, str) or not text.strip():
-                problems.add(f"{queries}:{no}", "a query needs an \"_id\" and a non-empty \"text\"")
-                continue
-            src.queries[str(qid)] = text.strip()
-    answers = folder / "answers.jsonl"
-    if answers.is_file():
-        for no, obj in _read_jsonl(answers, problems, None):
-            qid = obj.get("_id") if isinstance(obj, dict) else None
-            text = obj.get("answer") if isinstance(obj, dict) else None
-            if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not isinstance(text, str) or not text.strip():
-                problems.add(f"{answers}:{no}", "an answer needs an \"_id\" (a query id) and a non-empty \"answer\"")
-            elif str(qid) not in src.queries:
-                problems.add(f"{answers}:{no}", f"answer for query {qid!r}, which queries.jsonl does not have")
-            else:
-                src.answers[str(qid)] = text.strip()
+    queries = _keyed_texts(folder / "queries.jsonl", "text", problems, 'a query needs an "_id" and a non-empty "text"')
+    src.queries = {qid: text for qid, (_, text) in queries.items()}
+    answers = _keyed_texts(folder / "answers.jsonl", "answer", problems,
+                           'an answer needs an "_id" (a query id) and a non-empty "answer"')
+    for qid, (no, text) in answers.items():
+        if qid in src.queries:
+            src.answers[qid] = text
+        else:
+            problems.add(f"{folder / 'answers.jsonl'}:{no}", f"answer for query {qid!r}, which queries.jsonl does not have")
     qrels_dir = folder / "qrels"
     if qrels_dir.is_dir():
         for tsv in sorted(qrels_dir.glob("*.tsv")):

@@ -325,3 +325,8 @@ def test_job_tools_trace_expand_citations(col: Collection, tmp_path: Path, monke
     assert (ok["gen_ai.tool.name"], ok["quarry.docid"], ok["quarry.direction"], ok["quarry.hits"]) == \
         ("expand_citations", "a", "references", 2)
     assert bad["quarry.error"] == "bad_direction" and job.calls == 2
+    # Documents found through the citation channel count as surfaced for the job (trajectory tier).
+    hits = job.expand_seeds("test", ["a"], 10)
+    assert hits and {d for d, _ in hits} <= runtime.jobs.surfaced("j1")
+    page = page_of(job.expand_citations("test", "a", "references", 5))
+    assert {h.docid for h in page.hits} <= runtime.jobs.surfaced("j1")

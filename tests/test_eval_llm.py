@@ -98,3 +98,15 @@ def test_model_systems_need_a_model(qa_collection) -> None:
     from stores.errors import QuarryError
     with pytest.raises(QuarryError, match="needs a model"):
         evaluate(qa_collection, "llm")
+
+
+def test_an_answer_for_an_unknown_query_is_reported_with_its_line(tmp_path, quarry_home) -> None:
+    from stores.collection import ingest
+    from stores.errors import IngestError
+
+    folder = write_beir(tmp_path / "b", search_docs()[:3], queries={"q1": "x"})
+    (folder / "answers.jsonl").write_text('{"_id": "q1", "answer": "a"}\n{"_id": "q9", "answer": "b"}\n{"_id": "q1"}\n')
+    with pytest.raises(IngestError) as info:
+        ingest(folder, "badanswers", home=quarry_home)
+    assert info.value.problems == [f"{folder / 'answers.jsonl'}:3: an answer needs an \"_id\" (a query id) and a non-empty \"answer\"",
+                                   f"{folder / 'answers.jsonl'}:2: answer for query 'q9', which queries.jsonl does not have"]

@@ -20,7 +20,8 @@ from nodes.models import ModelSpec, check_endpoint
 from nodes.navigator_prompts import PlanOut
 from nodes.planning import additive_query, make_plan
 from nodes.tool_results import DocumentPage
-from nodes.usage import Usage, load_prices, usage_from_metadata
+from nodes.usage import Usage, usage_from_metadata
+from quarry.job_options import load_prices
 from stores.errors import QuarryError
 from stores.records import Chunk
 from stores.redact import REDACTED, redact

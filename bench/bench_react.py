@@ -1,0 +1,139 @@
+"""What durability costs a ReAct job, and how its Temporal history grows with the conversation.
+
+    python -m bench.bench_react [--turns 10 40] [--repeats 3]
+
+A scripted chat model (no network; every turn returns immediately) alternates search and
+read_document calls on the bundled sample corpus for T turns, then submits. In one process:
+
+  (a) the ReAct graph compiled and run in-process (the same nodes, tools and job store), and
+  (b) the same job as a SearchJob workflow on a local Temporal dev server with an in-process
+      worker (agent and tools activities, the conversation in the job store).
+
+Reported: wall time per turn of each and their ratio (b)/(a), and the workflow history size in
+bytes at each T — with the conversation kept by reference it should grow by a constant per turn,
+not with the conversation's length. Results also go to bench/out/bench_react.json.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+QUERIES = ["dense passage retrieval", "learned sparse retrieval", "query expansion feedback", "late interaction",
+           "retrieval augmented generation", "citation analysis", "nearest neighbour search", "bert re-ranking"]
+
+
+def script(turns: int):
+    from tests.fakes import tool_call, usage
+
+    steps = []
+    for t in range(turns):
+        if t % 2 == 0:
+            steps.append(tool_call("search", usage(1000 + 200 * t, 20), reason="bench", query=QUERIES[(t // 2) % len(QUERIES)]))
+        else:
+            steps.append(tool_call("read_document", usage(1000 + 200 * t, 20), reason="bench", docid="dpr-2020"))
+    steps.append(tool_call("submit", usage(1000, 20), reason="bench", docids=["dpr-2020"]))
+    return steps
+
+
+def config(turns: int):
+    from nodes.config import JobConfig, ModelSettings
+    return JobConfig(models=ModelSettings(model="openai:bench", react_max_steps=turns + 5), max_tool_calls=10_000)
+
+
+async def in_process(home: Path, turns: int) -> float:
+    from graphs.control import Control, reset_local_control, use_local_control
+    from graphs.react_graph import make_react_graph
+    from graphs.state import initial_state
+    from nodes.runtime import NodeRuntime, configure_runtime
+    from tests.fakes import ModelRouter, ScriptedChatModel
+
+    model = ScriptedChatModel(script=script(turns))
+    configure_runtime(NodeRuntime(home, models=ModelRouter(openai__bench=model)))
+    token = use_local_control(Control())
+    try:
+        app = make_react_graph().compile()
+        state = initial_state(f"bench-{uuid.uuid4().hex[:8]}", "sample", "dense retrieval", policy="react",
+                              config=config(turns))
+        began = time.perf_counter()
+        final = await app.ainvoke(state, config={"recursion_limit": 10_000})
+        elapsed = time.perf_counter() - began
+    finally:
+        reset_local_control(token)
+        configure_runtime(None)
+    assert final["result"]["submitted"]["docids"] == ["dpr-2020"], final["result"].get("submitted")
+    return elapsed
+
+
+async def durable(env, home: Path, turns: int) -> tuple[float, int]:
+    from tests.fakes import ModelRouter, ScriptedChatModel
+    from workflows.client import submit
+    from workflows.shared import JobInput
+    from workflows.worker import build_worker
+
+    model = ScriptedChatModel(script=script(turns))
+    queue = f"bench-{uuid.uuid4().hex[:8]}"
+    async with build_worker(env.client, home=home, queue=queue, models=ModelRouter(openai__bench=model)):
+        inp = JobInput(job_id=f"bench-{uuid.uuid4().hex[:8]}", collection="sample", intent="dense retrieval",
+                       policy="react", budget_seconds=3600, config=config(turns))
+        began = time.perf_counter()
+        handle = await submit(env.client, inp, queue=queue)
+        result = await handle.result()
+        elapsed = time.perf_counter() - began
+        history = await handle.fetch_history()
+    assert result["submitted"]["docids"] == ["dpr-2020"]
+    return elapsed, len(history.to_json().encode())
+
+
+async def main_async(args) -> dict:
+    from temporalio.testing import WorkflowEnvironment
+
+    from stores.collection import ingest
+    from workflows.dev_server import temporal_binary
+
+    home = Path(tempfile.mkdtemp(prefix="quarry-bench-react-"))
+    ingest(ROOT / "examples" / "corpus", "sample", home=home)
+    await in_process(home, 2)  # warm-up: JVM, imports
+    rows = []
+    async with await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
+                                                     dev_server_extra_args=["--log-level", "error"]) as env:
+        await durable(env, home, 2)
+        for turns in args.turns:
+            local, remote, sizes = [], [], []
+            for _ in range(args.repeats):  # interleaved, so load on the machine hits both alike
+                local.append(await in_process(home, turns))
+                seconds, size = await durable(env, home, turns)
+                remote.append(seconds)
+                sizes.append(size)
+            row = {"turns": turns, "in_process_ms_per_turn": round(1000 * statistics.median(local) / (turns + 1), 1),
+                   "durable_ms_per_turn": round(1000 * statistics.median(remote) / (turns + 1), 1),
+                   "history_bytes": sizes[0]}
+            row["ratio"] = round(row["durable_ms_per_turn"] / row["in_process_ms_per_turn"], 2)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if len(rows) >= 2:
+        a, b = rows[0], rows[-1]
+        per_turn = (b["history_bytes"] - a["history_bytes"]) / (b["turns"] - a["turns"])
+        print(f"history grows {per_turn:.0f} bytes per turn between {a['turns']} and {b['turns']} turns")
+    return {"rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, nargs="+", default=[10, 40])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    out = asyncio.run(main_async(args))
+    path = ROOT / "bench" / "out" / "bench_react.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
