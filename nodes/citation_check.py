@@ -20,7 +20,8 @@ from stores.records import Chunk
 _CITATION = re.compile(r"\[([^\[\]\n]{1,300})\]")
 # A sentence ends at . ! ? before a capital, digit, quote or bracket — not before a citation,
 # which belongs to the sentence it follows ("… toxicity. [gnn01] Atoms …").
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+# A citation closed by a full stop ("… [a]. next") always ends its sentence.
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|(?<=\][.!?])\s+")
 MIN_COVERAGE = 0.5
 MIN_COSINE = 0.5
 

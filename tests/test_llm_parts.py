@@ -265,3 +265,11 @@ def test_model_calls_are_chat_spans_with_usage(tmp_path, monkeypatch) -> None:
         (120, 30, 100, 7)
     assert ok.attributes["quarry.usage.dollars"] == pytest.approx(150 / 1e6)
     assert failed.status.status_code.name == "ERROR" and failed.attributes["error.type"] == "ModelError"
+
+
+def test_a_cited_sentence_ends_at_its_citation() -> None:
+    text = "K-NRM is a kernel ranking model [a]. better runs come from fusion [b]."
+    chunks = {"a": [Chunk(docid="a", chunk_no=0, line_start=1, line_end=1, text="K-NRM, a kernel-based ranking model.")],
+              "b": [Chunk(docid="b", chunk_no=0, line_start=1, line_end=1, text="fusion gives better runs")]}
+    checked = check_citations(text, allowed={"a", "b"}, chunks=chunks)
+    assert checked.text == text and checked.removed == []
