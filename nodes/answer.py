@@ -30,7 +30,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     rt = runtime()
     cfg = config_of(state)
     policy = rt.policy(state) if use_model else HeuristicPolicy()
-    corpus = rt.collection(state["collection"]).corpus
+    corpus = rt.collection(state).corpus
     plan = state.get("plan", {})
     pool = ranked_candidates(state)
     records = corpus.get_many([c["docid"] for c in pool[:cfg.run_depth]])
@@ -59,7 +59,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
         decision = policy.answer(AnswerRequest(state["intent"], plan, answer_docs(
             ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars)))
         answer, checked = checked_answer(decision.draft, opened=set(state.get("opened", [])), corpus=corpus,
-                                         similarity=rt.similarity(state["collection"]))
+                                         similarity=rt.similarity(state))
         result |= {"answer": answer, "references": checked.references, "citations": checked.stats(),
                    "cited": checked.cited}
         update = model_step_update(state, "answer", decision.usage, decision.fallback)

@@ -39,6 +39,7 @@ class LibrarianTask(BaseModel):
 
     job_id: str
     collection: str
+    collection_version: str | None = None
     intent: str
     config: dict[str, Any]
     plan: dict[str, Any]
@@ -58,7 +59,8 @@ def librarian_tasks(state: JobState) -> list[dict[str, Any]]:
         cands = [LibrarianCandidate(docid=c["docid"], p=c.get("p", 0.0),
                                     spans=[(e["item_id"], e["line_start"], e["line_end"]) for e in c.get("evidence", [])])
                  for c in top[start:start + size]]
-        tasks.append(LibrarianTask(job_id=state["job_id"], collection=state["collection"], intent=state["intent"],
+        tasks.append(LibrarianTask(job_id=state["job_id"], collection=state["collection"],
+                                   collection_version=state.get("collection_version"), intent=state["intent"],
                                    config=state.get("config", {}), plan=dict(state.get("plan", {})),
                                    round=int(state.get("round", 0)), batch=no,
                                    candidates=cands).model_dump())
@@ -103,7 +105,7 @@ def librarian(task: dict[str, Any]) -> dict[str, Any]:
     cfg = JobConfig.from_dict(t.config)
     spec = cfg.models.judge() or ""
     rt = runtime()
-    corpus = rt.collection(t.collection).corpus
+    corpus = rt.collection({"collection": t.collection, "collection_version": t.collection_version}).corpus
     items = [i for i in t.plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
     docs, lines_of = [], {}
     for cand in t.candidates:

@@ -36,7 +36,7 @@ class LLMPolicy(HeuristicPolicy):
         self.rt = runtime
         self.cfg = config_of(state)
         self.job_id = state.get("job_id")
-        self.channels = sorted(runtime.channels(state["collection"])) if state.get("collection") else ["lexical"]
+        self.channels = sorted(runtime.channels(state)) if state.get("collection") else ["lexical"]
 
     # -- plumbing ---------------------------------------------------------------------------------
 

@@ -36,9 +36,9 @@ def _with_metadata_constraints(plan: dict, intent: str, corpus) -> dict:
 def navigator(state: JobState) -> dict:
     rt = runtime()
     policy = rt.policy(state)
-    channels = rt.channels(state["collection"])
+    channels = rt.channels(state)
     notes = [s["text"] for s in state.get("steering", [])]
-    corpus = rt.collection(state["collection"]).corpus
+    corpus = rt.collection(state).corpus
     years_known = corpus.year_span() is not None
     decision = policy.plan(PlanRequest(state["intent"], tuple(notes), years_known))
     plan = decision.plan
@@ -50,4 +50,5 @@ def navigator(state: JobState) -> dict:
         # Author names are metadata, not indexed text: ask the store for their papers directly.
         queries.append({"text": "", "channel": "metadata", "weight": USER_WORDS_WEIGHT, "authors": plan["authors"]})
     return {"plan": plan, "queries": queries, "round": 1, "node": "navigator",
+            "collection_version": rt.collection(state).version,
             **model_step_update(state, "navigator", decision.usage, decision.fallback)}

@@ -110,6 +110,8 @@ def agent(state: JobState) -> dict[str, Any]:
         jobs.put_message(job_id, seq, _as_row(HumanMessage(content=note_text(note))))
         seq += 1
     update: dict[str, Any] = {"pending_notes": [], "node": "agent", "steps": int(state.get("steps", 0)) + 1}
+    if "collection_version" not in state:  # the job's first turn pins the collection version it reads
+        update["collection_version"] = rt.collection(state).version
     stored = jobs.message(job_id, seq)
     model_spec = cfg.models.model or ""
     if stored is not None and stored.get("type") == "ai":
@@ -119,7 +121,7 @@ def agent(state: JobState) -> dict[str, Any]:
         history = _as_messages(jobs.messages(job_id, seq))
         model = rt.model(model_spec, cfg.models)
         try:
-            channels = rt.channels(state["collection"])
+            channels = rt.channels(state)
             made = invoke(model, [SystemMessage(content=system_prompt(channels)), *history], spec=model_spec,
                           purpose="react", prices=cfg.prices, job_id=job_id, tools=tool_definitions(channels))
         except ModelError as exc:

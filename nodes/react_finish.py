@@ -28,7 +28,7 @@ from stores.records import quotable_chunks
 def build_react_result(state: JobState) -> Answered:
     rt = runtime()
     cfg = config_of(state)
-    col = rt.collection(state["collection"])
+    col = rt.collection(state)
     corpus = col.corpus
     jt = rt.tools(state)
     heuristic = HeuristicPolicy()
@@ -50,7 +50,7 @@ def build_react_result(state: JobState) -> Answered:
     top = run[:cfg.max_ranked]
     records = corpus.get_many(top)
     items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
-    dense = rt.dense(state["collection"])
+    dense = rt.dense(state)
     item_vecs = {i["id"]: dense.embed_query(i["text"]) for i in items} if dense is not None else None
     chunk_vecs = dense.chunk_vectors(top) if dense is not None else {}
     lexical = item_lexical_scores(col.lucene, items, top)
@@ -79,7 +79,7 @@ def build_react_result(state: JobState) -> Answered:
                 ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars))).draft
             opened |= set(top)
             fallbacks = add_fallback({"fallbacks": fallbacks}, "answer", "the model submitted no answer")
-        answer, checked = checked_answer(draft, opened=opened, corpus=corpus, similarity=rt.similarity(state["collection"]))
+        answer, checked = checked_answer(draft, opened=opened, corpus=corpus, similarity=rt.similarity(state))
         result |= {"answer": answer, "references": checked.references, "citations": checked.stats(),
                    "cited": checked.cited}
     if fallbacks != list(state.get("fallbacks", [])):

@@ -44,7 +44,7 @@ def reflection(state: JobState) -> dict:
         return update | {"stop_reason": "converged"}
     if round_no >= config_of(state).max_rounds:
         return update | {"stop_reason": "max_rounds"}
-    corpus = rt.collection(state["collection"]).corpus
+    corpus = rt.collection(state).corpus
     records = corpus.get_many([c["docid"] for c in ranked[:60]])
     best = [records[d] for d in top_ids[:8] if d in records]
     pool = [records[c["docid"]] for c in ranked[:60] if c["docid"] in records]
@@ -56,7 +56,7 @@ def reflection(state: JobState) -> dict:
         update["plan"] = decision.plan
     if decision.done:
         return update | {"stop_reason": "navigator_done"}
-    channels = rt.channels(state["collection"])
+    channels = rt.channels(state)
     queries = [{"text": t, "channel": "lexical", "weight": FEEDBACK_WEIGHT} for t in decision.queries]
     seeds = top_ids[:CITATION_SEEDS]
     if seeds and "citations" in channels:

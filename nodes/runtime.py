@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import asdict
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -23,8 +24,12 @@ from nodes.tools import CachedRanking, RankingCache, ToolResult, ToolSession
 from observability.tool_spans import tool_span
 from stores.collection import Collection
 from stores.errors import QuarryError
-from stores.home import quarry_home
+from stores.home import collection_paths, quarry_home
 from stores.jobs import JobStore
+
+
+# A collection by name, or a job state naming it (and the version the job pinned).
+CollectionRef = str | Mapping[str, Any]
 
 
 class StoredRankingCache(RankingCache):
@@ -143,7 +148,7 @@ class NodeRuntime:
         self.home = home or quarry_home()
         self.jobs = JobStore(self.home / "jobs.sqlite")
         self.models: ModelFactory = models or make_chat_model
-        self._collections: dict[str, Collection] = {}
+        self._collections: dict[tuple[str, str | None], Collection] = {}
         self._models: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
@@ -157,43 +162,53 @@ class NodeRuntime:
                 self._models[key] = self.models(spec, settings)
             return self._models[key]
 
-    def collection(self, name: str) -> Collection:
+    def collection(self, where: CollectionRef) -> Collection:
+        """A collection by name (its current version) or for a job's state (the version the job
+        pinned when it started, so one job never mixes two versions; the current one if that
+        version was pruned). A new version ingested while the worker runs is noticed here: the
+        current version is read from disk on every call."""
+        name, pinned = (where, None) if isinstance(where, str) else (where["collection"], where.get("collection_version"))
+        version = collection_paths(name, self.home, pinned).version
+        key = (name, version)
         with self._lock:
-            if name not in self._collections:
-                col = Collection(name, self.home)
+            if key not in self._collections:
+                col = Collection(name, self.home, version)
                 col.lucene  # fail early (missing or stale index) with a clear message
-                self._collections[name] = col
-            return self._collections[name]
+                # Older versions of this collection are not reopened by new jobs: drop them.
+                for stale in [k for k in self._collections if k[0] == name and k != key and pinned is None]:
+                    del self._collections[stale]
+                self._collections[key] = col
+            return self._collections[key]
 
     def tools(self, state: JobState) -> JobTools:
-        col = self.collection(state["collection"])
+        col = self.collection(state)
         counter = iter(range(int(state.get("stats", {}).get("searches", 0)) + 1, 10**9))
         session = ToolSession(col.lucene, col.corpus, cache=StoredRankingCache(self.jobs, state["job_id"]),
                               new_search_id=lambda: f"s{next(counter)}", citations=col.citations,
-                              semantic=self.dense(state["collection"]))
+                              semantic=self.dense(state))
         return JobTools(session, state["job_id"], self.jobs)
 
-    def dense(self, name: str):
+    def dense(self, where: CollectionRef):
         """The collection's semantic index if it is built and current, else None (lexical only)."""
         try:
-            return self.collection(name).dense
+            return self.collection(where).dense
         except QuarryError:
             return None
 
-    def channels(self, name: str) -> set[str]:
+    def channels(self, where: CollectionRef) -> set[str]:
         """Which retrieval channels this collection offers (planners only ask for those)."""
-        col = self.collection(name)
+        col = self.collection(where)
         out = {"lexical"}
-        if self.dense(name) is not None:
+        if self.dense(where) is not None:
             out.add("semantic")
         if len(col.citations):
             out.add("citations")
         return out
 
-    def similarity(self, name: str):
+    def similarity(self, where: CollectionRef):
         """`(text, docid) -> best cosine` against the document's chunk vectors, or None without
         a dense index (citation checking then relies on word coverage alone)."""
-        dense = self.dense(name)
+        dense = self.dense(where)
         if dense is None:
             return None
 

@@ -70,6 +70,7 @@ def merge_judgements(old: list[dict[str, Any]] | None, new: list[dict[str, Any]]
 class JobState(TypedDict, total=False):
     job_id: str
     collection: str
+    collection_version: str | None  # the version the job pinned at its start (nodes.runtime)
     intent: str
     mode: Mode
     policy: str

@@ -27,7 +27,7 @@ def item_lexical_scores(lucene, items: list[dict], docids: list[str]) -> dict[st
 def verification(state: JobState) -> dict:
     rt = runtime()
     tools, policy = rt.tools(state), rt.policy(state)
-    corpus = rt.collection(state["collection"]).corpus
+    corpus = rt.collection(state).corpus
     plan = state.get("plan", {})
     version = plan.get("version", 1)
     candidates = {d: dict(c) for d, c in state.get("candidates", {}).items()}
@@ -36,11 +36,11 @@ def verification(state: JobState) -> dict:
     opened = list(state.get("opened", []))
     opened_set = set(opened)
     records = corpus.get_many([c["docid"] for c in pool])
-    dense = rt.dense(state["collection"])
+    dense = rt.dense(state)
     items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
     item_vecs = {i["id"]: dense.embed_query(i["text"]) for i in items} if dense is not None else None
     chunk_vecs = dense.chunk_vectors([c["docid"] for c in pool]) if dense is not None else {}
-    lexical = item_lexical_scores(rt.collection(state["collection"]).lucene, items, [c["docid"] for c in pool])
+    lexical = item_lexical_scores(rt.collection(state).lucene, items, [c["docid"] for c in pool])
     batch: list[JudgeInput] = []
     for cand in pool:
         docid = cand["docid"]

@@ -1,14 +1,18 @@
 """A named collection: its corpus store and indexes, and the all-or-nothing ingest.
 
-Ingest writes the new corpus database and the new Lucene index beside the old ones and swaps
-them in only when both are complete, so a failed or interrupted ingest leaves the previous
-corpus searchable and unchanged.
+Ingest writes a complete new version — corpus database and Lucene index — and only then points
+the collection at it (`stores.home.CollectionPaths`), holding the collection's writer lock
+(`stores.locks`) throughout: a failed or interrupted ingest leaves the previous version
+searchable and unchanged, readers see the old or the new version and never a mix, and a second
+ingest of the same name is refused while one runs. The two previous versions are kept, so a job
+or search that opened one goes on reading it.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,8 +20,9 @@ from typing import TYPE_CHECKING
 from stores.citations import CitationGraph
 from stores.corpus import CorpusStore, source_fingerprint, write_corpus_db
 from stores.errors import QuarryError
-from stores.home import CollectionPaths, collection_paths, quarry_home
-from stores.lucene import DEFAULT_B, DEFAULT_K1, IndexMeta, LuceneIndex, build_index, replace_dir
+from stores.home import CURRENT_FILE, VERSIONS_DIR, CollectionPaths, collection_paths, quarry_home
+from stores.locks import writer_lock
+from stores.lucene import DEFAULT_B, DEFAULT_K1, META_FILE, IndexMeta, LuceneIndex, build_index
 from stores.readers import ProgressFn, read_corpus
 
 if TYPE_CHECKING:
@@ -40,9 +45,9 @@ class IngestReport:
 class Collection:
     """Opened lazily: the corpus store and the Lucene index are loaded on first use."""
 
-    def __init__(self, name: str, home: Path | None = None) -> None:
+    def __init__(self, name: str, home: Path | None = None, version: str | None = None) -> None:
         self.name = name
-        self.paths: CollectionPaths = collection_paths(name, home)
+        self.paths: CollectionPaths = collection_paths(name, home, version)
         if not self.paths.corpus_db.is_file():
             raise QuarryError("no_collection", f"collection {name!r} does not exist under {self.paths.root.parent}",
                               f"ingest it first: quarry ingest PATH --name {name}")
@@ -50,6 +55,11 @@ class Collection:
         self._lucene: LuceneIndex | None = None
         self._citations: CitationGraph | None = None
         self._dense: DenseIndex | None = None
+
+    @property
+    def version(self) -> str | None:
+        """The version these stores belong to (None for a collection written before versions)."""
+        return self.paths.version
 
     @property
     def corpus(self) -> CorpusStore:
@@ -86,70 +96,96 @@ class Collection:
         return self._citations
 
 
+KEEP_VERSIONS = 3  # the current one and the two before it (readers may still hold them)
+
+
 def _staging(paths: CollectionPaths) -> Path:
     paths.root.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=".staging-", dir=paths.root))
 
 
+def _commit(paths: CollectionPaths, staging: Path, fingerprint: str) -> str:
+    """Make `staging` (a complete corpus + index) the current version; prune old versions."""
+    version = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 10**9:09d}-{fingerprint[:8]}"
+    versions = paths.root / VERSIONS_DIR
+    versions.mkdir(exist_ok=True)
+    staging.rename(versions / version)
+    pointer = paths.root / f".{CURRENT_FILE}.tmp"
+    pointer.write_text(version, encoding="utf-8")
+    with open(pointer, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(pointer, paths.root / CURRENT_FILE)  # the commit point
+    for old in sorted((p for p in versions.iterdir() if p.is_dir()), key=lambda p: p.name)[:-KEEP_VERSIONS]:
+        shutil.rmtree(old, ignore_errors=True)
+    if paths.version is None:  # a collection from before versions: its root files are superseded
+        for legacy in ("corpus.sqlite", "lucene"):
+            target = paths.root / legacy
+            shutil.rmtree(target, ignore_errors=True) if target.is_dir() else target.unlink(missing_ok=True)
+    return version
+
+
 def ingest(path: str | Path, name: str, *, home: Path | None = None, build_lucene: bool = True,
            force: bool = False, k1: float | None = None, b: float | None = None,
            progress: ProgressFn | None = None) -> IngestReport:
-    """Validate `path`, then atomically replace collection `name` with it (and its BM25 index)."""
+    """Validate `path`, then atomically make it the new version of collection `name` (with its BM25 index)."""
     paths = collection_paths(name, home or quarry_home())
     src = read_corpus(path, progress)
     fingerprint = source_fingerprint(src)
     report = IngestReport(name, len(src.records), len(src.citations), len(src.queries), sorted(src.qrels),
                           unchanged=False, indexed=build_lucene, warnings=src.warnings,
                           answers=len(src.answers))
-    if paths.corpus_db.is_file() and not force:
-        old = CorpusStore(paths.corpus_db, name)
-        same = old.fingerprint == fingerprint
-        old.close()
-        index_ok = (paths.lucene_dir / "quarry-index.json").is_file() and \
-            IndexMeta.load(paths.lucene_dir).fingerprint == fingerprint
-        if same and (index_ok or not build_lucene):
-            if index_ok and (k1 is not None or b is not None):
-                reindex(name, home=home, k1=k1, b=b)  # same documents: only the stored BM25 parameters change
-            return replace(report, unchanged=True, indexed=index_ok)
-    staging = _staging(paths)
-    try:
-        db = staging / "corpus.sqlite"
-        write_corpus_db(db, src, name, progress)
-        new_index = staging / "lucene"
-        if build_lucene:
-            previous = IndexMeta.load(paths.lucene_dir) if (paths.lucene_dir / "quarry-index.json").is_file() else None
-            build_index(src.records, new_index, fingerprint=fingerprint,
-                        k1=k1 if k1 is not None else (previous.k1 if previous else DEFAULT_K1),
-                        b=b if b is not None else (previous.b if previous else DEFAULT_B),
-                        progress=progress, total=len(src.records))
-        # Commit point: corpus first via atomic rename, then the index folder.
-        os.replace(db, paths.corpus_db)
-        if build_lucene:
-            replace_dir(new_index, paths.lucene_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with writer_lock(paths.root, name):
+        paths = collection_paths(name, home or quarry_home())  # the version current now that we hold the lock
+        previous = IndexMeta.load(paths.lucene_dir) if (paths.lucene_dir / META_FILE).is_file() else None
+        if paths.corpus_db.is_file() and not force:
+            old = CorpusStore(paths.corpus_db, name)
+            same = old.fingerprint == fingerprint
+            old.close()
+            index_ok = previous is not None and previous.fingerprint == fingerprint
+            if same and (index_ok or not build_lucene):
+                if index_ok and (k1 is not None or b is not None):
+                    _set_params(paths, previous, k1, b)  # same documents: only the stored BM25 parameters change
+                return replace(report, unchanged=True, indexed=index_ok)
+        staging = _staging(paths)
+        try:
+            write_corpus_db(staging / "corpus.sqlite", src, name, progress)
+            if build_lucene:
+                build_index(src.records, staging / "lucene", fingerprint=fingerprint,
+                            k1=k1 if k1 is not None else (previous.k1 if previous else DEFAULT_K1),
+                            b=b if b is not None else (previous.b if previous else DEFAULT_B),
+                            progress=progress, total=len(src.records))
+            _commit(paths, staging, fingerprint)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return report
+
+
+def _set_params(paths: CollectionPaths, meta: IndexMeta, k1: float | None, b: float | None) -> IndexMeta:
+    """Store new BM25 parameters with an index in place (its documents are unchanged)."""
+    meta = replace(meta, k1=float(meta.k1 if k1 is None else k1), b=float(meta.b if b is None else b))
+    meta.dump(paths.lucene_dir)
+    return meta
 
 
 def reindex(name: str, *, home: Path | None = None, k1: float | None = None, b: float | None = None,
             progress: ProgressFn | None = None) -> IndexMeta:
     """(Re)build the BM25 index of an ingested collection; keep stored k1/b unless given."""
     col = Collection(name, home)
-    meta_file = col.paths.lucene_dir / "quarry-index.json"
-    previous = IndexMeta.load(col.paths.lucene_dir) if meta_file.is_file() else None
-    k1 = k1 if k1 is not None else (previous.k1 if previous else DEFAULT_K1)
-    b = b if b is not None else (previous.b if previous else DEFAULT_B)
-    if previous and previous.fingerprint == col.corpus.fingerprint:
-        # Same documents: only the scoring parameters change, no need to re-index.
-        meta = replace(previous, k1=float(k1), b=float(b))
-        meta.dump(col.paths.lucene_dir)
-        return meta
-    staging = _staging(col.paths)
-    try:
-        new_index = staging / "lucene"
-        meta = build_index(col.corpus.iter_records(), new_index, fingerprint=col.corpus.fingerprint,
-                           k1=k1, b=b, progress=progress, total=col.corpus.count())
-        replace_dir(new_index, col.paths.lucene_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with writer_lock(col.paths.root, name):
+        col = Collection(name, home)
+        meta_file = col.paths.lucene_dir / META_FILE
+        previous = IndexMeta.load(col.paths.lucene_dir) if meta_file.is_file() else None
+        if previous and previous.fingerprint == col.corpus.fingerprint:
+            # Same documents: only the scoring parameters change, no need to re-index.
+            return _set_params(col.paths, previous, k1, b)
+        k1 = k1 if k1 is not None else (previous.k1 if previous else DEFAULT_K1)
+        b = b if b is not None else (previous.b if previous else DEFAULT_B)
+        staging = _staging(col.paths)
+        try:
+            os.link(col.paths.corpus_db, staging / "corpus.sqlite")  # the same corpus, a new index
+            meta = build_index(col.corpus.iter_records(), staging / "lucene", fingerprint=col.corpus.fingerprint,
+                               k1=k1, b=b, progress=progress, total=col.corpus.count())
+            _commit(col.paths, staging, col.corpus.fingerprint)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return meta

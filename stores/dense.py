@@ -47,6 +47,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 from stores.corpus import CorpusStore
 from stores.errors import QuarryError
 from stores.home import CollectionPaths
+from stores.locks import writer_lock
 from stores.lucene import Hit, replace_dir
 from stores.readers import ProgressFn
 from stores.records import Chunk
@@ -256,7 +257,11 @@ class DenseIndex:
         meta = self.meta
         if meta is not None and self.is_current(corpus.fingerprint):
             return meta, True
-        return self.build(corpus, progress=progress, batch_size=batch_size), False
+        with writer_lock(self.paths.root, self.name):  # one writer per collection
+            meta = self.meta
+            if meta is not None and self.is_current(corpus.fingerprint):  # built while we waited
+                return meta, True
+            return self.build(corpus, progress=progress, batch_size=batch_size), False
 
     def build(self, corpus: CorpusStore, *, progress: ProgressFn | None = None, batch_size: int = 64) -> DenseMeta:
         """Embed every chunk of `corpus` (a CorpusStore) into a new build and swap it in."""

@@ -23,7 +23,7 @@ def quarry_home(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 def check_name(name: str) -> str:
     """Return `name` if it is a safe collection name, else raise a repairable error."""
-    if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
         raise QuarryError(
             "bad_name",
             f"invalid collection name {name!r}",
@@ -32,19 +32,36 @@ def check_name(name: str) -> str:
     return name
 
 
+CURRENT_FILE = "CURRENT"
+VERSIONS_DIR = "versions"
+
+
 @dataclass(frozen=True, slots=True)
 class CollectionPaths:
-    """The files of one collection under `QUARRY_HOME/collections/<name>/`."""
+    """The files of one collection under `QUARRY_HOME/collections/<name>/`.
+
+    Each ingest writes a complete new version (corpus store + Lucene index) under
+    `versions/<id>/` and then points `CURRENT` at it with one atomic rename, so a reader opens
+    either the old version or the new one, never a mix, and files it has open are never replaced
+    under it. `version` is the id these paths are for (None: a collection written before
+    versions, whose files sit in the root). The dense index and evaluation runs live beside the
+    versions: the dense index records the corpus fingerprint it was built from.
+    """
 
     root: Path
+    version: str | None = None
+
+    @property
+    def version_dir(self) -> Path:
+        return self.root / VERSIONS_DIR / self.version if self.version else self.root
 
     @property
     def corpus_db(self) -> Path:
-        return self.root / "corpus.sqlite"
+        return self.version_dir / "corpus.sqlite"
 
     @property
     def lucene_dir(self) -> Path:
-        return self.root / "lucene"
+        return self.version_dir / "lucene"
 
     @property
     def chroma_dir(self) -> Path:
@@ -55,12 +72,26 @@ class CollectionPaths:
         return self.root / "runs"
 
 
-def collection_paths(name: str, home: Path | None = None) -> CollectionPaths:
-    return CollectionPaths((home or quarry_home()) / "collections" / check_name(name))
+def current_version(root: Path) -> str | None:
+    """The version `CURRENT` names, or None for a collection without versions (or none yet)."""
+    try:
+        version = (root / CURRENT_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return version if version and (root / VERSIONS_DIR / version).is_dir() else None
+
+
+def collection_paths(name: str, home: Path | None = None, version: str | None = None) -> CollectionPaths:
+    """Paths of collection `name` at `version` (default: the current one), if that version still exists."""
+    root = (home or quarry_home()) / "collections" / check_name(name)
+    if version is not None and (root / VERSIONS_DIR / version).is_dir():
+        return CollectionPaths(root, version)
+    return CollectionPaths(root, current_version(root))
 
 
 def list_collections(home: Path | None = None) -> list[str]:
     base = (home or quarry_home()) / "collections"
     if not base.is_dir():
         return []
-    return sorted(p.name for p in base.iterdir() if (p / "corpus.sqlite").is_file())
+    return sorted(p.name for p in base.iterdir() if _NAME.fullmatch(p.name) and ".." not in p.name
+                  and collection_paths(p.name, home).corpus_db.is_file())

@@ -100,15 +100,25 @@ def build_index(records: Iterable[DocRecord], out_dir: Path, *, fingerprint: str
                 fh.close()
         if progress:
             progress("exporting", count, total)
-        run_index_collection(Path(tmp), out_dir, threads)
+        indexed = run_index_collection(Path(tmp), out_dir, threads)
+    if indexed != count:
+        # Anserini logs a document it cannot read and goes on with the next shard: a partial index
+        # must never pass for a complete one.
+        raise QuarryError("index_incomplete", f"Lucene indexed {indexed} of {count} documents; nothing was changed",
+                          "see the documents named in the error above (too long or malformed) and ingest again")
     meta = IndexMeta(k1=float(k1), b=float(b), fingerprint=fingerprint, documents=count,
                      built_seconds=round(time.perf_counter() - started, 3))
     meta.dump(out_dir)
     return meta
 
 
-def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> None:
-    """Run Anserini's IndexCollection over a folder of JsonCollection shards."""
+_INDEXED = re.compile(r"Total ([\d,]+) documents indexed")
+_JAVA_ERROR = re.compile(r"\bERROR\b.*?- (.*)")
+
+
+def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> int:
+    """Run Anserini's IndexCollection over a folder of JsonCollection shards; return how many
+    documents it reports indexed (a shard it could not read shows up as a shortfall)."""
     cmd = [str(java_executable()), *JVM_OPTIONS, "-cp", str(anserini_jar()), "io.anserini.index.IndexCollection",
            "-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
            "-input", str(input_dir), "-index", str(out_dir), "-threads", str(threads), "-optimize"]
@@ -117,6 +127,14 @@ def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> None:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
         raise QuarryError("index_failed", f"Lucene indexing failed (exit {proc.returncode}):\n{tail}",
                           "check free disk space under QUARRY_HOME and run `quarry index NAME` again")
+    output = f"{proc.stdout}\n{proc.stderr}"
+    found = _INDEXED.search(output)
+    errors = [m.group(1)[:300] for m in _JAVA_ERROR.finditer(output)]
+    if found is None or errors:
+        detail = "; ".join(errors[:3]) or "no document count in Anserini's output"
+        raise QuarryError("index_incomplete", f"Lucene indexing reported a problem: {detail}",
+                          "documents over 20 million characters cannot be indexed; split them and ingest again")
+    return int(found.group(1).replace(",", ""))
 
 
 _searcher_lock = threading.Lock()

@@ -21,6 +21,9 @@ ProgressFn = Callable[[str, int, int | None], None]
 
 _TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
 _MAX_PROBLEMS = 1000
+# The Lucene indexer (Anserini's JSON reader) refuses a document over 20 million characters and
+# would drop the rest of its shard; Quarry refuses such documents itself, with the reason.
+MAX_DOCUMENT_CHARS = 10_000_000
 _KNOWN_META = {"year", "venue", "authors", "keywords"}
 
 
@@ -51,6 +54,12 @@ def _keyed_texts(path: Path, key: str, problems: "_Problems", bad: str) -> dict[
             continue
         out[str(qid)] = (no, text.strip())
     return out
+
+
+def check_size(docid: str, chars: int) -> None:
+    if chars > MAX_DOCUMENT_CHARS:
+        raise ValueError(f"document {docid!r} has {chars:,} characters; Quarry indexes documents of up to "
+                         f"{MAX_DOCUMENT_CHARS:,} characters: split it into several documents")
 
 
 class _Problems(list):
@@ -108,6 +117,7 @@ def record_from_json(obj: Any) -> DocRecord:
     title, text = (title or "").strip(), (text or "").strip()
     if not title and not text:
         raise EmptyRecord(docid)
+    check_size(docid, len(title) + len(text))
     meta = obj.get("metadata")
     meta = {} if meta is None else meta
     if not isinstance(meta, dict):
@@ -254,6 +264,11 @@ def _read_text_folder(folder: Path, problems: _Problems, progress: ProgressFn | 
             problems.add(f"{path}:1", "file is empty")
             continue
         title = lines[first].strip().lstrip("#").strip() if path.suffix.lower() != ".txt" else lines[first].strip()
+        try:
+            check_size(docid, len(content))
+        except ValueError as exc:
+            problems.add(f"{path}:1", str(exc))
+            continue
         records.append(DocRecord(docid=docid, title=title, text="\n".join(lines[first + 1:]).strip()))
         if progress:
             progress("reading", i, len(files))

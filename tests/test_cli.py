@@ -168,7 +168,8 @@ def test_bad_ingest_file_names_file_and_line(env, tmp_path: Path) -> None:
                                                 {"_id": "a", "title": "dup"}])
     stderr = assert_fails(run(env[0], "ingest", str(bad), "--name", "badone"), "bad_input")
     assert f"{bad}:2:" in stderr and f"{bad}:3:" in stderr
-    assert not (env[0] / "collections" / "badone" / "corpus.sqlite").exists()
+    assert not (env[0] / "collections" / "badone" / "CURRENT").exists()
+    assert not list((env[0] / "collections").glob("badone/**/corpus.sqlite"))
 
 
 def test_error_lines_are_not_hard_wrapped(env, tmp_path: Path) -> None:

@@ -79,7 +79,7 @@ def test_failed_index_build_keeps_the_old_corpus(base: Path, home: Path, src: Pa
 
 
 def test_reingest_of_the_same_input_is_a_no_op(base: Path, home: Path) -> None:
-    lucene_dir = home / "collections" / "base" / "lucene"
+    lucene_dir = Collection("base", home).paths.lucene_dir
     before_inode, before_fp = lucene_dir.stat().st_ino, Collection("base", home).corpus.fingerprint
     report = ingest(base, "base", home=home)
     assert report.unchanged is True and report.indexed is True and report.documents == 20
@@ -120,14 +120,15 @@ def test_missing_index_then_reindex(home: Path, src: Path) -> None:
     assert len(Collection("noindex", home).lucene.search(QUERY)) == 6
 
 
-def test_stale_index_is_detected_and_reindex_repairs_it(home: Path, src: Path) -> None:
+def test_new_documents_without_an_index_are_detected_and_reindex_repairs_it(home: Path, src: Path) -> None:
+    """A new version ingested without its index never searches the old version's index."""
     v1 = write_jsonl(src / "stale-v1.jsonl", topic_docs(4))
     ingest(v1, "stale", home=home)
     v2 = write_jsonl(src / "stale-v2.jsonl", [*topic_docs(4), {"_id": "fresh", "title": "fresh retrieval notes"}])
     ingest(v2, "stale", home=home, build_lucene=False)
     with pytest.raises(QuarryError) as info:
         Collection("stale", home).lucene
-    assert info.value.code == "stale_index" and "quarry index stale" in info.value.hint
+    assert info.value.code == "no_index" and "quarry index stale" in info.value.hint
     reindex("stale", home=home)
     assert "fresh" in {h.docid for h in Collection("stale", home).lucene.search(QUERY)}
 
@@ -161,7 +162,7 @@ def test_reindex_with_new_bm25_parameters_rescores_the_same_documents(home: Path
     # Same term frequency, different lengths: b controls how much length matters.
     docs = [{"_id": f"len{n:02d}", "title": "retrieval", "text": filler(n, n)} for n in (2, 8, 20)]
     ingest(write_jsonl(src / "params.jsonl", docs), "params", home=home)
-    lucene_dir = home / "collections" / "params" / "lucene"
+    lucene_dir = Collection("params", home).paths.lucene_dir
     inode = lucene_dir.stat().st_ino
     default = {h.docid: h.score for h in Collection("params", home).lucene.search(QUERY)}
     # default b=0.4: shorter documents score strictly higher
