@@ -83,7 +83,7 @@ async def route_start(state: JobState) -> Literal["navigator", "retrieval", "ans
 
 async def route_after_retrieval(state: JobState) -> Literal["verification", "answer"]:
     # Verification also applies the hard constraints, so it runs at least once before answering.
-    if must_answer(state) and any(c.get("verified_version") for c in state.get("candidates", {}).values()):
+    if must_answer(state) and (state.get("pool") or {}).get("verified"):
         return "answer"
     return "verification"
 
@@ -91,16 +91,15 @@ async def route_after_retrieval(state: JobState) -> Literal["verification", "ans
 async def route_after_verification(state: JobState) -> Any:
     if must_answer(state):
         return "answer"
-    if state.get("policy") == "llm":
-        tasks = librarian_mod.librarian_tasks(state)
-        if tasks:
-            return [Send("librarian", task) for task in tasks]
+    tasks = state.get("librarian_tasks") or []
+    if tasks:
+        return [Send("librarian", task) for task in tasks]
     return "reflection"
 
 
 async def fold(state: JobState) -> dict:
-    """The librarians' judgements folded into the candidates (pure code, runs in the workflow)."""
-    return librarian_mod.fold_judgements(state)
+    """The librarians' judgements folded into the candidate pool."""
+    return await with_heartbeats(librarian_mod.fold_judgements, state)
 
 
 async def route_after_fold(state: JobState) -> Literal["reflection", "answer"]:
@@ -145,7 +144,7 @@ def make_search_graph() -> StateGraph:
     g.add_node("retrieval", retrieval, metadata=activity_options(300))
     g.add_node("verification", verification, metadata=activity_options(300))
     g.add_node("librarian", librarian, metadata=activity_options(600, MODEL_ATTEMPTS))
-    g.add_node("fold", fold, metadata={"execute_in": "workflow"})
+    g.add_node("fold", fold, metadata=activity_options(120))
     g.add_node("reflection", reflection, metadata=activity_options(600, MODEL_ATTEMPTS))
     g.add_node("steer", steer, metadata={"execute_in": "workflow"})
     g.add_node("answer", answer, metadata=activity_options(600, MODEL_ATTEMPTS))

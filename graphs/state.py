@@ -22,7 +22,7 @@ def initial_state(job_id: str, collection: str, intent: str, *, mode: Mode = "li
                   config: JobConfig | None = None) -> JobState:
     config = config or JobConfig()
     return JobState(job_id=job_id, collection=collection, intent=intent, mode=mode, policy=policy,
-                    config=config.to_dict(), plan={}, queries=[], searches=[], candidates={}, judgements=[], round=0,
+                    config=config.to_dict(), plan={}, queries=[], searches=[], pool={}, top=[], judgements=[], round=0,
                     node="start", stop_reason="", steering=[], new_high=0, top_ids=[], previewed=[], opened=[],
                     stats={"tool_calls": 0, "searches": 0, "reads": 0}, usage={}, fallbacks=[], result={})
 

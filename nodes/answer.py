@@ -13,6 +13,7 @@ from nodes.budget import budget_spent
 from nodes.config import config_of
 from nodes.policy import AnswerRequest, HeuristicPolicy
 from nodes.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
+from nodes.pool import load_pool
 from nodes.runtime import runtime
 from nodes.state import JobState, model_step_update, ranked_candidates
 from nodes.scoring import violated_constraint
@@ -32,7 +33,8 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     policy = rt.policy(state) if use_model else HeuristicPolicy()
     corpus = rt.collection(state).corpus
     plan = state.get("plan", {})
-    pool = ranked_candidates(state)
+    candidates = load_pool(rt.jobs, state)
+    pool = ranked_candidates(candidates)
     records = corpus.get_many([c["docid"] for c in pool[:cfg.run_depth]])
     # Hard constraints hold for every output, verified or not (after an early stop, candidates
     # from the last retrieval may not have been verified yet).
@@ -45,7 +47,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     if len(run) < cfg.run_depth:
         searches = [(s["search_id"], s.get("weight", 1.0)) for s in state.get("searches", [])
                     if str(s.get("search_id", "")).startswith("s")]
-        beyond = fused_rankings(rt.tools(state), searches, set(state.get("candidates", {})))
+        beyond = fused_rankings(rt.tools(state), searches, set(candidates))
         run += passing(beyond, plan, corpus, cfg.run_depth - len(run))
     result: dict[str, Any] = {
         "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
@@ -66,6 +68,13 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     return Answered(result, update)
 
 
+def result_ready(state: JobState, result: dict[str, Any]) -> dict[str, Any]:
+    """Keep the result in the job store (the workflow's last activity finishes it from there) and
+    put only a summary in state: the result is the second-largest part of a job."""
+    runtime().jobs.save_draft(state["job_id"], result)
+    return {"ready": True, "ranked": len(result.get("ranked", [])), "stop_reason": result.get("stop_reason", "")}
+
+
 def answer(state: JobState) -> dict:
     done = build_result(state, use_model=not budget_spent(state))
-    return {"result": done.result, "node": "answer", **done.state_update}
+    return {"result": result_ready(state, done.result), "node": "answer", **done.state_update}

@@ -20,6 +20,7 @@ from nodes.heartbeat import final_attempt
 from nodes.librarian_prompts import JUDGE, LIBRARIAN_SYSTEM, JudgementsOut
 from nodes.llm_calls import ModelError, structured
 from nodes.policy import SCORED_KINDS
+from nodes.pool import load_pool, store_pool
 from nodes.runtime import runtime
 from nodes.scoring import combine, quote
 from nodes.state import JobState, add_fallback, ranked_candidates
@@ -48,10 +49,10 @@ class LibrarianTask(BaseModel):
     candidates: list[LibrarianCandidate]
 
 
-def librarian_tasks(state: JobState) -> list[dict[str, Any]]:
-    """The batches to judge this round: the best verified candidates (pure; the router calls it)."""
+def librarian_tasks(state: JobState, candidates: dict[str, Any]) -> list[dict[str, Any]]:
+    """The batches to judge this round: the best verified candidates."""
     cfg = config_of(state)
-    top = [c for c in ranked_candidates(state) if c.get("verified_version") and not c.get("excluded")]
+    top = [c for c in ranked_candidates(candidates) if c.get("verified_version") and not c.get("excluded")]
     top = top[:cfg.models.judge_top]
     size = max(1, cfg.models.judge_batch_size)
     tasks = []
@@ -146,10 +147,11 @@ def librarian(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def fold_judgements(state: JobState) -> dict[str, Any]:
-    """Fold the librarians' judgements into the candidates (pure: runs in the workflow)."""
+    """Fold the librarians' judgements into the candidate pool (an activity: the pool is in the store)."""
+    jobs = runtime().jobs
     plan = state.get("plan", {})
     items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
-    candidates = {d: dict(c) for d, c in state.get("candidates", {}).items()}
+    candidates = load_pool(jobs, state)
     usage = Usage.from_dict(state.get("usage"))
     fallbacks = list(state.get("fallbacks", []))
     for entry in sorted(state.get("judgements", []), key=lambda e: e.get("batch", 0)):
@@ -174,5 +176,5 @@ def fold_judgements(state: JobState) -> dict[str, Any]:
             score = combine(((e["score"], weights.get(e["item_id"], 0.0)) for e in evidence), float(doc["p"]))
             cand.update(evidence=evidence, p=float(doc["p"]), judged=entry.get("model", ""),
                         score=0.0 if cand.get("excluded") else score)
-    return {"candidates": candidates, "judgements": [{"reset": True}], "usage": usage.to_dict(),
-            "fallbacks": fallbacks, "node": "librarians"}
+    return {**store_pool(jobs, state, candidates), "judgements": [{"reset": True}], "librarian_tasks": [],
+            "usage": usage.to_dict(), "fallbacks": fallbacks, "node": "librarians"}

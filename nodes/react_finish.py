@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodes.answer import Answered
+from nodes.answer import Answered, result_ready
 from nodes.config import config_of
 from nodes.planning import make_plan
 from nodes.policy import SCORED_KINDS, AnswerDraft, AnswerRequest, HeuristicPolicy, JudgeInput
@@ -113,4 +113,4 @@ def _queries(rt: Any, state: JobState, search_ids: list[str]) -> list[str]:
 
 def finish(state: JobState) -> dict[str, Any]:
     done = build_react_result(state)
-    return {"result": done.result, "node": "answer", **done.state_update}
+    return {"result": result_ready(state, done.result), "node": "answer", **done.state_update}

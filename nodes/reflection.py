@@ -8,6 +8,7 @@ from __future__ import annotations
 from nodes.config import config_of
 from nodes.policy import SCORED_KINDS, ReflectRequest
 from nodes.retrieval import as_query, query_key
+from nodes.pool import load_pool
 from nodes.runtime import runtime
 from nodes.state import JobState, model_step_update, ranked_candidates
 
@@ -34,7 +35,7 @@ def _weakest_item(state: JobState, top: list[dict]):
 def reflection(state: JobState) -> dict:
     rt = runtime()
     policy = rt.policy(state)
-    ranked = ranked_candidates(state)
+    ranked = ranked_candidates(load_pool(rt.jobs, state))
     top = ranked[:TOP]
     top_ids = [c["docid"] for c in top]
     new_high = len(set(top_ids) - set(state.get("top_ids", [])))

@@ -11,6 +11,7 @@ from typing import Any
 
 from nodes.config import config_of
 from nodes.fusion import rrf_score
+from nodes.pool import load_pool, store_pool
 from nodes.runtime import runtime
 from nodes.state import Candidate, JobState, bump
 from nodes.tool_results import SearchPage, ToolError
@@ -33,10 +34,11 @@ def _rank_map(tools, search_id: str) -> dict[str, int]:
 
 
 def retrieval(state: JobState) -> dict:
-    tools = runtime().tools(state)
+    rt = runtime()
+    tools = rt.tools(state)
     cfg = config_of(state)
     round_no = state.get("round", 1)
-    candidates: dict[str, Candidate] = {d: dict(c) for d, c in state.get("candidates", {}).items()}
+    candidates: dict[str, Candidate] = load_pool(rt.jobs, state)
     searches = list(state.get("searches", []))
     previewed = list(state.get("previewed", []))
     seen_preview = set(previewed)
@@ -86,6 +88,6 @@ def retrieval(state: JobState) -> dict:
         ranks = {sid: rm[cand["docid"]] for sid, rm in deep.items() if cand["docid"] in rm}
         cand["ranks"] = ranks
         cand["fused"] = round(rrf_score(ranks, weights), 8)
-    return {"candidates": candidates, "searches": searches, "previewed": previewed, "queries": [],
+    return {**store_pool(rt.jobs, state, candidates), "searches": searches, "previewed": previewed, "queries": [],
             "stats": bump(state.get("stats", {}), tool_calls=tools.calls, searches=n_search, citations=n_cite),
             "node": "retrieval"}

@@ -10,6 +10,7 @@ depends on it, never the other way round.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from nodes.fusion import RRF_K, reciprocal_rank_fusion
@@ -78,7 +79,9 @@ class JobState(TypedDict, total=False):
     plan: Plan
     queries: list[Any]
     searches: list[dict[str, Any]]
-    candidates: dict[str, Candidate]
+    pool: dict[str, int]            # the candidate pool by reference: {"seq", "size", "verified"} (nodes.pool)
+    top: list[dict[str, Any]]       # its current top ten (docid, score), for progress
+    librarian_tasks: list[dict[str, Any]]  # the next librarian batches (llm policy), small
     judgements: Annotated[list[dict[str, Any]], merge_judgements]
     round: int
     node: str
@@ -127,7 +130,7 @@ def model_step_update(state: JobState, step: str, usage: Usage, fallback: str = 
     return update
 
 
-def ranked_candidates(state: JobState) -> list[Candidate]:
+def ranked_candidates(candidates: Mapping[str, Candidate]) -> list[Candidate]:
     """The final listwise order of the candidates that pass the hard constraints.
 
     Verified candidates come first, ordered by Reciprocal Rank Fusion of two lists: by the
@@ -135,7 +138,7 @@ def ranked_candidates(state: JobState) -> list[Candidate]:
     S alone 0.546 nDCG@20, retrieval alone 0.559–0.568, their fusion 0.561–0.573, so the rule
     is kept parameter-free rather than tuned). Unverified candidates follow by retrieval score.
     """
-    pool = [c for c in state.get("candidates", {}).values() if not c.get("excluded")]
+    pool = [c for c in candidates.values() if not c.get("excluded")]
     verified = {c["docid"]: c for c in pool if c.get("verified_version")}
     rest = sorted((c for c in pool if not c.get("verified_version")), key=lambda c: (-c.get("fused", 0.0), c["docid"]))
     by_s = sorted(verified.values(), key=lambda c: (-c.get("score", 0.0), -c.get("fused", 0.0), c["docid"]))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from nodes.config import config_of
 from nodes.policy import SCORED_KINDS, JudgeInput
+from nodes.librarian import librarian_tasks
+from nodes.pool import load_pool, store_pool
 from nodes.runtime import runtime
 from nodes.state import JobState, bump
 from stores.records import quotable_chunks
@@ -30,7 +32,7 @@ def verification(state: JobState) -> dict:
     corpus = rt.collection(state).corpus
     plan = state.get("plan", {})
     version = plan.get("version", 1)
-    candidates = {d: dict(c) for d, c in state.get("candidates", {}).items()}
+    candidates = load_pool(rt.jobs, state)
     pool = sorted(candidates.values(), key=lambda c: (-c.get("fused", 0.0), c["docid"]))[:config_of(state).verify_top]
     best_fused = pool[0]["fused"] if pool else 1.0
     opened = list(state.get("opened", []))
@@ -57,5 +59,8 @@ def verification(state: JobState) -> dict:
     for inp, judged in zip(batch, policy.judge(plan, batch, item_vecs)):
         candidates[inp.rec.docid].update(p=inp.p, score=judged.score, evidence=judged.evidence,
                                          excluded=judged.excluded, verified_version=version, judged="")
-    return {"candidates": candidates, "opened": opened, "node": "verification",
+    update = store_pool(rt.jobs, state, candidates)
+    if state.get("policy") == "llm":  # the librarians' batches, planned here so the router stays small
+        update["librarian_tasks"] = librarian_tasks(state, candidates)
+    return {**update, "opened": opened, "node": "verification",
             "stats": bump(state.get("stats", {}), tool_calls=tools.calls, reads=tools.calls)}

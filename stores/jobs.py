@@ -31,11 +31,16 @@ CREATE TABLE IF NOT EXISTS rankings (
     scores TEXT NOT NULL, used INTEGER NOT NULL, PRIMARY KEY (job_id, search_id)
 );
 CREATE TABLE IF NOT EXISTS surfaced (job_id TEXT NOT NULL, docid TEXT NOT NULL, PRIMARY KEY (job_id, docid));
+CREATE TABLE IF NOT EXISTS pools (
+    job_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (job_id, seq)
+);
+CREATE TABLE IF NOT EXISTS drafts (job_id TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS messages (
     job_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (job_id, seq)
 );
 """
 RANKINGS_PER_JOB = 32
+POOLS_PER_JOB = 3  # the pool an activity reads, the one it writes, and one before (retries, resumes)
 
 
 def _dumps(obj: Any) -> str:
@@ -152,3 +157,30 @@ class JobStore:
         rows = self._con().execute("SELECT body FROM messages WHERE job_id=? AND seq < ? ORDER BY seq",
                                    (job_id, upto if upto is not None else 2**62))
         return [json.loads(r[0]) for r in rows]
+
+    # -- a job's candidate pool, by snapshot -----------------------------------------------------
+
+    def save_pool(self, job_id: str, seq: int, candidates: dict[str, Any]) -> None:
+        """Write pool snapshot `seq`. Snapshots are immutable once the activity that wrote them
+        completed; a retried activity rewrites the same `seq` with the same content."""
+        con = self._con()
+        con.execute("INSERT OR REPLACE INTO pools VALUES (?,?,?)", (job_id, seq, _dumps(candidates)))
+        con.execute("DELETE FROM pools WHERE job_id=? AND seq <= ?", (job_id, seq - POOLS_PER_JOB))
+
+    def load_pool(self, job_id: str, seq: int) -> dict[str, Any]:
+        if seq <= 0:
+            return {}
+        row = self._con().execute("SELECT body FROM pools WHERE job_id=? AND seq=?", (job_id, seq)).fetchone()
+        if row is None:
+            raise QuarryError("lost_pool", f"job {job_id!r} has no candidate pool #{seq} in {self.path}",
+                              "the job store was changed under a running job; start the job again")
+        return json.loads(row[0])
+
+    # -- the result before the workflow finishes it ------------------------------------------------
+
+    def save_draft(self, job_id: str, result: dict[str, Any]) -> None:
+        self._con().execute("INSERT OR REPLACE INTO drafts VALUES (?,?)", (job_id, _dumps(result)))
+
+    def load_draft(self, job_id: str) -> dict[str, Any] | None:
+        row = self._con().execute("SELECT body FROM drafts WHERE job_id=?", (job_id,)).fetchone()
+        return json.loads(row[0]) if row else None

@@ -66,7 +66,17 @@ async def run_graph(job_id: str, intent: str = INTENT, **kwargs: Any) -> tuple[d
         for node, delta in update.items():
             order.append(node)
             state = state | (delta or {})
-    return state, order
+    return written(state), order
+
+
+def written(state: dict) -> dict:
+    """The final state with what the job wrote to the job store: the result and the candidate pool
+    (state carries them by reference)."""
+    from nodes.pool import load_pool
+    from nodes.runtime import runtime as current
+
+    jobs = current().jobs
+    return state | {"result": jobs.load_draft(state["job_id"]) or {}, "candidates": load_pool(jobs, state)}
 
 
 # -- shape -------------------------------------------------------------------------------------
@@ -88,7 +98,7 @@ def test_nodes_declare_where_they_run() -> None:
     g = make_search_graph()
     where = {name: spec.metadata["execute_in"] for name, spec in g.nodes.items()}
     assert where == {"navigator": "activity", "retrieval": "activity", "verification": "activity",
-                     "librarian": "activity", "fold": "workflow", "reflection": "activity", "steer": "workflow",
+                     "librarian": "activity", "fold": "activity", "reflection": "activity", "steer": "workflow",
                      "answer": "activity"}
     assert all(spec.metadata["start_to_close_timeout"] for n, spec in g.nodes.items() if where[n] == "activity")
 
@@ -143,7 +153,7 @@ async def test_year_range_is_topic_when_the_store_has_no_years(runtime: NodeRunt
     assert runtime.collection("noyears").corpus.year_span() is None
     assert runtime.collection(LITERATURE).corpus.year_span() == (2012, 2022)
     app = make_search_graph().compile()
-    state = await app.ainvoke(initial_state("graph-noyears", "noyears", INTENT))
+    state = written(await app.ainvoke(initial_state("graph-noyears", "noyears", INTENT)))
     plan = state["plan"]
     assert plan["years_known"] is False and plan["year_min"] is None and plan["year_max"] is None
     assert "2015-2020" in plan["core"] and plan["exclusions"] == ["surveys"]

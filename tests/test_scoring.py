@@ -114,7 +114,7 @@ def test_final_order_fuses_verification_and_retrieval_and_drops_excluded() -> No
         "x": {"docid": "x", "fused": 0.20, "score": 0.0, "verified_version": 1, "excluded": "published 1990"},
         "u": {"docid": "u", "fused": 0.30, "score": 0.0},
     }
-    order = [c["docid"] for c in ranked_candidates({"candidates": cands})]
+    order = [c["docid"] for c in ranked_candidates(cands)]
     # a: S-rank 3, F-rank 1; b: 1, 3; c: 2, 2. 1/61 + 1/63 > 2/62, so a and b (tied, by docid)
     # come before c; the excluded x never appears; the unverified u follows the verified ones.
     assert order == ["a", "b", "c", "u"]

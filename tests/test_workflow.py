@@ -148,8 +148,9 @@ async def test_job_completes_through_temporal(baseline, literature, quarry_home:
 
     # The durable job and an in-process run of the same graph rank identically.
     app = make_search_graph().compile()
-    local = await app.ainvoke(initial_state("in-process-twin", LITERATURE, INTENT, config=JobConfig()))
-    assert ranked_key(local["result"]) == ranked_key(result)
+    await app.ainvoke(initial_state("in-process-twin", LITERATURE, INTENT, config=JobConfig()))
+    local = JobStore(quarry_home / "jobs.sqlite").load_draft("in-process-twin")
+    assert ranked_key(local) == ranked_key(result)
 
     progress = await handle.query(SearchJob.progress)
     assert progress["status"] == "completed" and progress["node"] == "answer"

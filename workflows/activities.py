@@ -32,18 +32,31 @@ def checkpoint_job(state: dict[str, Any]) -> None:
 
 
 @activity.defn
-def answer_from_state(state: dict[str, Any]) -> dict[str, Any]:
+def answer_from_state(state: dict[str, Any]) -> None:
     """Build the answer from the best state so far (after a hard stop or a failure), without
-    calling a model: the budget is spent, or the graph could not go on."""
+    calling a model (the budget is spent, or the graph could not go on); it waits in the job
+    store for `finish_job`."""
     done = build_react_result(state) if state.get("policy") == "react" else build_result(state, use_model=False)
-    return done.result | {"fallbacks": done.state_update.get("fallbacks", state.get("fallbacks", []))}
+    runtime().jobs.save_draft(state["job_id"], done.result | {
+        "fallbacks": done.state_update.get("fallbacks", state.get("fallbacks", []))})
+
+
+def _empty_result(state: dict[str, Any]) -> dict[str, Any]:
+    """What a job that could not answer at all (e.g. its collection is gone) reports."""
+    return {"job_id": state.get("job_id"), "collection": state.get("collection"), "intent": state.get("intent"),
+            "mode": state.get("mode", "list"), "policy": state.get("policy", "heuristic"), "ranked": [], "run": [],
+            "cited": [], "rounds": state.get("round", 0)}
 
 
 @activity.defn
-def finish_job(state: dict[str, Any], result: dict[str, Any], status: str, error: str | None) -> dict[str, Any]:
-    """Add status, trajectory tiers and stats to the result and store it for good."""
+def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reason: str) -> dict[str, Any]:
+    """Complete the stored result with status, trajectory tiers, stats and usage, and store it for
+    good; `stop_reason` fills in why the job answered when the graph did not say (stop, clock)."""
     jobs = runtime().jobs
     cfg = config_of(state)
+    result = jobs.load_draft(state["job_id"]) or _empty_result(state)
+    if not result.get("stop_reason"):
+        result["stop_reason"] = stop_reason
     surfaced = jobs.surfaced(state["job_id"])
     trajectory = {"surfaced": len(surfaced), "previewed": state.get("previewed", []),
                   "opened": state.get("opened", []), "cited": result.get("cited", [])}

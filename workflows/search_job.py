@@ -25,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
     from nodes.budget import budget_used
     from nodes.config import config_of
     from nodes.planning import validate_steering
-    from nodes.state import ranked_candidates
     from nodes.usage import Usage
     from workflows.activities import answer_from_state, checkpoint_job, finish_job
     from workflows.shared import STEER_FRACTION, JobInput
@@ -63,15 +62,15 @@ class SearchJob:
     @workflow.query
     def progress(self) -> dict[str, Any]:
         used = max(0.0, workflow.now().timestamp() - self.started_at) if self.started_at else 0.0
-        top = ranked_candidates(self.state)[:5] if self.state else []
+        top = list(self.state.get("top", []))[:5] if self.state else []
         cfg = config_of(self.state)
         usage = Usage.from_dict(self.state.get("usage"))
         which, share = budget_used(self.state) if self.state else ("", 0.0)
         return {
             "job_id": self.state.get("job_id"), "status": self.status, "policy": self.state.get("policy", "heuristic"),
             "round": self.state.get("round", 0), "steps": self.state.get("steps", 0),
-            "node": self.state.get("node", "start"), "candidates": len(self.state.get("candidates", {})),
-            "top": [{"docid": c["docid"], "score": round(c.get("score", 0.0), 4)} for c in top],
+            "node": self.state.get("node", "start"), "candidates": int((self.state.get("pool") or {}).get("size", 0)),
+            "top": top,
             "budget": {"seconds": self.budget_s, "used": round(used, 1), "left": round(max(0.0, self.budget_s - used), 1),
                        "submit_now": self.control.submit_now or bool(self.state.get("steered")),
                        "max_tokens": cfg.max_tokens, "max_dollars": cfg.max_dollars,
@@ -135,28 +134,24 @@ class SearchJob:
         finally:
             steer_task.cancel()
 
-        result = self.state.get("result") if self.state.get("node") == "answer" else None
-        if self.status == "running" and result is None:
+        answered = self.state.get("node") == "answer" and bool((self.state.get("result") or {}).get("ready"))
+        if self.status == "running" and not answered:
             # The graph paused for continue-as-new: carry the state, the budget and the flags over.
             workflow.continue_as_new(JobInput(
                 job_id=inp.job_id, collection=inp.collection, intent=inp.intent, mode=inp.mode, policy=inp.policy,
                 budget_seconds=inp.budget_seconds, config=inp.config, started_at=self.started_at, steer_fired=self.control.submit_now, state=self.state,
                 pending_steering=self.control.pending_steering))
-        if result is None:
-            try:
-                result = await workflow.execute_activity(answer_from_state, self.state, **_QUICK)
-            except ActivityError as exc:  # nothing to answer from (e.g. the collection is gone)
+        if not answered:
+            try:  # the result of the best state so far waits in the job store
+                await workflow.execute_activity(answer_from_state, self.state, **_QUICK)
+            except ActivityError:  # nothing to answer from (e.g. the collection is gone)
                 if self.status != "failed":
                     raise
-                result = {"job_id": inp.job_id, "collection": inp.collection, "intent": inp.intent, "mode": inp.mode,
-                          "ranked": [], "run": [], "cited": [], "rounds": self.state.get("round", 0)}
-        if not result.get("stop_reason"):  # answered because of a stop, the budget steer or the hard stop
-            reason = "budget_exhausted" if self.status == "budget_exhausted" else self.control.answer_reason()
-            result = dict(result) | {"stop_reason": reason}
+        # Why the job answered when the graph did not say: a stop, the budget steer or the hard stop.
+        reason = "budget_exhausted" if self.status == "budget_exhausted" else self.control.answer_reason()
         if self.status == "running":
             self.status = "stopped" if self.control.stop_requested else "completed"
-        final = await workflow.execute_activity(finish_job, args=[self.state, result, self.status, error], **_QUICK)
-        return final
+        return await workflow.execute_activity(finish_job, args=[self.state, self.status, error, reason], **_QUICK)
 
     async def _submit_now_at(self, at: float) -> None:
         delay = at - workflow.now().timestamp()
