@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from nodes.excerpts import excerpt
 from nodes.tool_results import CitationHit, CitationPage, DocumentPage, HitView, SearchPage, ToolError
 from stores.citations import CitationGraph
+from stores.lucene import MAX_QUERY_TERMS, distinct_terms
 from stores.records import DocRecord
 
 DEFAULT_DEPTH = 1000
@@ -123,6 +124,9 @@ class ToolSession:
         if channel not in ("lexical", "semantic"):
             return ToolError(tool="search", code="bad_channel", message=f"unknown channel {channel!r}",
                              hint='use channel="lexical" (BM25, default) or channel="semantic" (embeddings)')
+        if channel == "lexical" and distinct_terms(query) == 0:
+            return ToolError(tool="search", code="empty_query", message="the query has no searchable word",
+                             hint='use words, e.g. search(reason="…", query="dense retrieval"); symbols alone match nothing')
         searcher = self.searcher if channel == "lexical" else self.semantic
         if searcher is None:
             return ToolError(tool="search", code="no_dense_index", message="this collection has no semantic index",
@@ -130,6 +134,9 @@ class ToolSession:
         note = ""
         if len(query) > MAX_QUERY_CHARS:
             query, note = query[:MAX_QUERY_CHARS], f"query cut to its first {MAX_QUERY_CHARS} characters"
+        if channel == "lexical" and (terms := distinct_terms(query)) > MAX_QUERY_TERMS:
+            note = "; ".join(filter(None, [note, f"the query has {terms} distinct words; only the first "
+                                                 f"{MAX_QUERY_TERMS} were searched"]))
         docids, scores = searcher.ranking(query, k=self.depth)
         search_id = self._new_id()
         ranking = CachedRanking(query, tuple(docids), tuple(scores))

@@ -1,3 +1,3 @@
-from quarry.cli import app
+from quarry.cli import main
 
-app(prog_name="quarry")
+main()

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from quarry.console import console, fail, out, print_json, progress_bar
+from quarry.console import console, fail, out, print_json, progress_bar, terminal_safe
 from stores.errors import QuarryError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -102,12 +102,16 @@ def search(name: str, query: str,
            json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False) -> None:
     """Search a collection (deep ranking, previews with excerpts)."""
     from nodes.tool_results import ToolError
+    from nodes.tools import MAX_QUERY_CHARS
     if channel not in ("lexical", "semantic"):
         fail(QuarryError("bad_option", f"unknown channel {channel!r}", "use --channel lexical or --channel semantic"))
     if channel == "semantic" and (k1 is not None or b is not None):
         fail(QuarryError("bad_option", "--k1/--b set BM25 parameters, which the semantic channel does not use",
                          "drop --k1/--b, or search with --channel lexical"))
     try:
+        from workflows.job_input import check_text
+        if query.strip():  # an empty query is the tool's to explain
+            check_text(query, "query", 10 * MAX_QUERY_CHARS)
         tools = _tools(name, k1, b, semantic=channel == "semantic")
         page = tools.search("command line", query, channel)
         if not isinstance(page, ToolError) and (offset, limit) != (1, 5) and page.total:
@@ -120,7 +124,7 @@ def search(name: str, query: str,
         print_json({"search_id": page.search_id, "total": page.total,
                     "hits": [h.model_dump() for h in page.hits]})
     else:
-        out.print(page.render(), highlight=False, markup=False)
+        out.print(terminal_safe(page.render()), highlight=False, markup=False)
 
 
 @app.command()
@@ -135,7 +139,7 @@ def read(name: str, docid: str,
         fail(err)
     if isinstance(page, ToolError):
         fail(QuarryError(page.code, page.message, page.hint))
-    out.print(page.render(), highlight=False, markup=False)
+    out.print(terminal_safe(page.render()), highlight=False, markup=False)
 
 
 @app.command("eval")
@@ -248,3 +252,31 @@ def collections_cmd() -> None:
 from quarry import cli_jobs as _cli_jobs  # noqa: E402  (registers the job commands)
 
 _cli_jobs.register(app)
+
+
+def main() -> None:
+    """The `quarry` executable: run the command, then leave without interpreter teardown once a
+    Temporal client or worker has run.
+
+    Why: the Temporal SDK's Rust bridge keeps Tokio threads that can outlive the event loop; if
+    one touches the GIL while CPython finalises, the process aborts with "Fatal Python error:
+    PyGILState_Release" (exit 134) after the command already succeeded — measured here in 2 of 40
+    `quarry run` calls (temporalio/sdk-python#300, open). Everything the command owes is done by
+    then (output written and flushed, spans exported, stores committed), so the exit skips
+    finalisation and reports the command's own status.
+    """
+    import sys
+
+    code = 0
+    try:
+        app(prog_name="quarry")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    if "temporalio.bridge.temporal_sdk_bridge" in sys.modules:
+        import logging
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(code)
+    sys.exit(code)

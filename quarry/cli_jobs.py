@@ -40,11 +40,37 @@ def _is_loopback(address: str) -> bool:
     return address.rsplit(":", 1)[0] in ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
-def _run(coro):
+def _temporal_error(err: Exception, job_id: str | None = None) -> QuarryError:
+    """A Temporal RPC failure as one message saying what to do (never a traceback)."""
+    from temporalio.service import RPCStatusCode
+    text = str(getattr(err, "message", "") or err)
+    what = f"job {job_id}" if job_id else "the job"
+    status = getattr(err, "status", None)
+    if status == RPCStatusCode.NOT_FOUND:
+        return QuarryError("unknown_job", f"{what} is not known to the Temporal server at {_address()}",
+                           "list jobs with: quarry job list (is --temporal-address the server it ran on?)")
+    if "already completed" in text or "already finished" in text:
+        return QuarryError("job_finished", f"{what} has already finished", f"see its result: quarry job result {job_id or 'JOB_ID'}")
+    if status == RPCStatusCode.DEADLINE_EXCEEDED or "no poller" in text.lower():
+        return QuarryError("no_worker", f"no worker answered for {what}: {text[:200]}",
+                           "start one: quarry worker (quarry run starts one in the background)")
+    return QuarryError("temporal_error", f"Temporal refused the request for {what}: {text[:300]}",
+                       "check `quarry server` / --temporal-address and try again")
+
+
+def _address() -> str:
+    from workflows.shared import temporal_address
+    return temporal_address()
+
+
+def _run(coro, job_id: str | None = None):
+    from temporalio.service import RPCError
     try:
         return asyncio.run(coro)
     except QuarryError as err:
         fail(err)
+    except RPCError as err:
+        fail(_temporal_error(err, job_id))
     except RuntimeError as err:
         if "connect" in str(err).lower():
             fail(QuarryError("no_server", f"cannot reach Temporal: {err}",
@@ -161,7 +187,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def run(name: str, intent: str,
-            budget: Annotated[float, typer.Option(min=1.0, help="Wall-clock budget in seconds")] = DEFAULT_BUDGET_S,
+            budget: Annotated[float, typer.Option(help="Wall-clock budget in seconds (1 s to a week)")] = DEFAULT_BUDGET_S,
             rounds: Annotated[int, typer.Option(min=1, max=20, help="Maximum rounds")] = 3,
             mode: Annotated[str, typer.Option(help="list (ranked documents) or answer (cited answer)")] = "list",
             policy: Annotated[str, typer.Option(help="heuristic (offline default), llm (models in the round graph) "
@@ -181,10 +207,14 @@ def register(app: typer.Typer) -> None:
             address: AddressOpt = None) -> None:
         """Submit a durable search job (starts the embedded server and a worker if needed)."""
         _set_address(address)
-        if mode not in ("list", "answer"):
-            fail(QuarryError("bad_mode", f"unknown mode {mode!r}", "use --mode list or --mode answer"))
-        if not intent.strip():
-            fail(QuarryError("empty_intent", "the intent is empty", 'describe what to find, e.g. "dense retrieval, not surveys"'))
+        from workflows.job_input import MAX_INTENT_CHARS, MODES, check_budget, check_text
+        try:
+            if mode not in MODES:
+                raise QuarryError("bad_mode", f"unknown mode {mode!r}", "use --mode list or --mode answer")
+            intent = check_text(intent, "intent", MAX_INTENT_CHARS)
+            budget = check_budget(budget)
+        except QuarryError as err:
+            fail(err)
         from observability import current_trace_id, get_tracer, setup_tracing, shutdown_tracing
         from stores.collection import Collection
         from stores.jobs import JobStore
@@ -206,7 +236,7 @@ def register(app: typer.Typer) -> None:
             with get_tracer().start_as_current_span("quarry run", attributes={"quarry.job_id": job_id}):
                 trace_id = current_trace_id()
                 JobStore(home / "jobs.sqlite").create(job_id, name, intent, workflow_id=job_id, trace_id=trace_id)
-                handle = await submit(client, JobInput(job_id=job_id, collection=name, intent=intent.strip(), mode=mode,
+                handle = await submit(client, JobInput(job_id=job_id, collection=name, intent=intent, mode=mode,
                                                        policy=policy, budget_seconds=budget, config=config))
             info = {"job_id": job_id, "web_ui": web_ui_url(job_id, _ui_port()), "trace_file": _trace_file(trace_id)}
             if not wait:
@@ -223,7 +253,8 @@ def register(app: typer.Typer) -> None:
         else:
             out.print(f"submitted {result['job_id']}\nWeb UI: {result['web_ui']}\n"
                       f"result: quarry job result {result['job_id']} --wait")
-        if wait and result.get("status") == "failed":
+        if wait and (result.get("status") == "failed"
+                     or (result.get("status") == "budget_exhausted" and not result.get("ranked"))):
             raise typer.Exit(1)
 
     @app.command()
@@ -254,8 +285,20 @@ def _store():
     return JobStore(quarry_home() / "jobs.sqlite")
 
 
+def _known_job(job_id: str) -> dict[str, Any] | None:
+    """The job's row in the job store, None if only Temporal might know it; a finished job's row
+    says so, which stop and steer turn into a clear message."""
+    try:
+        return _store().get(job_id)
+    except QuarryError:
+        return None
+
+
+FINAL = ("completed", "failed", "stopped", "budget_exhausted")
+
+
 @job_app.command("list")
-def job_list(limit: int = 20) -> None:
+def job_list(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many jobs, newest first")] = 20) -> None:
     """Recent jobs from the job store."""
     import datetime as dt
     table = Table()
@@ -296,10 +339,16 @@ def job_progress(job_id: str, address: AddressOpt = None,
     """Ask a running job where it is (round, node, top 5, budget)."""
     _set_address(address)
 
+    from datetime import timedelta
+    row = _known_job(job_id)
+    if row and row["status"] in FINAL and row.get("result"):
+        out.print(f"{job_id} has finished ({row['status']}); its result: quarry job result {job_id}", highlight=False)
+        return
+
     async def main():
         client = await _client()
-        return await client.get_workflow_handle(job_id).query("progress")
-    p = _run(main())
+        return await client.get_workflow_handle(job_id).query("progress", rpc_timeout=timedelta(seconds=10))
+    p = _run(main(), job_id)
     try:
         col = p.get("job_id") and _store().get(job_id)["collection"]
         from stores.collection import Collection
@@ -315,11 +364,15 @@ def job_progress(job_id: str, address: AddressOpt = None,
 def job_stop(job_id: str, address: AddressOpt = None) -> None:
     """Ask a job to answer now with what it has."""
     _set_address(address)
+    row = _known_job(job_id)
+    if row and row["status"] in FINAL:
+        fail(QuarryError("job_finished", f"job {job_id} has already finished ({row['status']})",
+                         f"see its result: quarry job result {job_id}"))
 
     async def main():
         client = await _client()
         await client.get_workflow_handle(job_id).signal("stop")
-    _run(main())
+    _run(main(), job_id)
     out.print(f"stop sent to {job_id}; it answers at its next step")
 
 
@@ -329,6 +382,16 @@ def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
     _set_address(address)
     from temporalio.client import WorkflowUpdateFailedError
 
+    from workflows.job_input import check_text
+    row = _known_job(job_id)
+    try:
+        text = check_text(text, "steering text", 500)
+        if row and row["status"] in FINAL:
+            raise QuarryError("job_finished", f"job {job_id} has already finished ({row['status']})",
+                              "start a new job with the added requirement")
+    except QuarryError as err:
+        fail(err)
+
     async def main():
         client = await _client()
         try:
@@ -337,7 +400,7 @@ def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
             cause = getattr(err, "cause", None)
             raise QuarryError("steer_rejected", f"steering rejected: {getattr(cause, 'message', None) or cause or err}",
                               'phrase one requirement, e.g. "must use hospital data" or "not surveys"') from None
-    accepted = _run(main())
+    accepted = _run(main(), job_id)
     out.print(f"accepted: {accepted['accepted']!r} (applies from round {accepted['applies_from_round']})", highlight=False)
 
 
@@ -356,9 +419,11 @@ def job_result(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = Fals
         async def main():
             client = await _client()
             return await client.get_workflow_handle(job_id).result()
-        result = _run(main())
+        result = _run(main(), job_id)
     if result is None:
         fail(QuarryError("not_finished", f"job {job_id} is {row['status']} (round {row['round']})",
                          f"wait for it: quarry job result {job_id} --wait"))
     result = result | {"web_ui": web_ui_url(job_id, _ui_port()), "trace_file": _trace_file(row.get("trace_id"))}
     print_json(result) if json_out else render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"])
+    if result.get("status") == "failed" or (result.get("status") == "budget_exhausted" and not result.get("ranked")):
+        raise typer.Exit(1)

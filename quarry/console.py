@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,15 @@ def fail(err: QuarryError) -> NoReturn:
     if err.hint:
         console.print(f"[yellow]hint[/]: {escape(err.hint)}", highlight=False)
     raise typer.Exit(2)
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def terminal_safe(text: str) -> str:
+    """Document text for a terminal: control characters (escape sequences, NUL, bells) shown as
+    visible escapes instead of being obeyed by the terminal."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else "\ufffd", text)
 
 
 def print_json(obj: Any) -> None:

@@ -10,7 +10,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from quarry.console import out
+from quarry.console import out, terminal_safe
+
+
+def _t(text: str) -> str:
+    """Untrusted text for a rich console line: control characters made visible, markup escaped."""
+    return escape(terminal_safe(str(text)))
 
 
 def usage_line(usage: dict[str, Any] | None) -> str:
@@ -31,9 +36,9 @@ def render_answer(result: dict[str, Any]) -> None:
     if isinstance(answer, str):  # results stored before answers had fields
         answer = {"explanation": answer}
     out.print("\n[bold]Explanation[/]", highlight=False)
-    out.print(answer.get("explanation", ""), markup=False, highlight=False)
+    out.print(terminal_safe(answer.get("explanation", "")), markup=False, highlight=False)
     if answer.get("exact_answer"):
-        out.print(f"[bold]Exact Answer[/]: {escape(answer['exact_answer'])}", highlight=False)
+        out.print(f"[bold]Exact Answer[/]: {_t(answer['exact_answer'])}", highlight=False)
     out.print(f"[bold]Confidence[/]: {answer.get('confidence', 0)}%"
               + ("  [yellow](the evidence is insufficient)[/]" if answer.get("insufficient_evidence") else ""),
               highlight=False)
@@ -41,8 +46,8 @@ def render_answer(result: dict[str, Any]) -> None:
     if refs:
         out.print("[bold]References[/]", highlight=False)
         for ref in refs:
-            out.print(f"  [{ref['docid']}] {ref.get('title', '')} (lines {ref['lines'][0]}–{ref['lines'][1]}): "
-                      f"\u201c{ref.get('quote', '')[:160]}\u201d", markup=False, highlight=False)
+            out.print(terminal_safe(f"  [{ref['docid']}] {ref.get('title', '')} (lines {ref['lines'][0]}–{ref['lines'][1]}): "
+                                    f"\u201c{ref.get('quote', '')[:160]}\u201d"), markup=False, highlight=False)
     cites = result.get("citations") or {}
     if cites.get("checked"):
         removed = cites.get("removed", [])
@@ -58,14 +63,14 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
     colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(status, "white")
     models = result.get("models") or {}
     policy = result.get("policy", "heuristic") + (f" ({models['model']})" if models.get("model") else "")
-    out.print(f"[bold]{result.get('job_id')}[/] · [{colour}]{status}[/] · {escape(str(result.get('collection')))} · "
-              f"{escape(policy)} · rounds {result.get('rounds', result.get('stats', {}).get('rounds', '?'))} · "
+    out.print(f"[bold]{result.get('job_id')}[/] · [{colour}]{status}[/] · {_t(str(result.get('collection')))} · "
+              f"{_t(policy)} · rounds {result.get('rounds', result.get('stats', {}).get('rounds', '?'))} · "
               f"stop: {result.get('stop_reason') or '-'}", highlight=False)
-    out.print(f"intent: {result.get('intent')}", markup=False, highlight=False)
+    out.print(terminal_safe(f"intent: {result.get('intent')}"), markup=False, highlight=False)
     if result.get("error"):
-        out.print(f"[red]error[/]: {escape(result['error'])}", highlight=False)
+        out.print(f"[red]error[/]: {_t(result['error'])}", highlight=False)
     for fb in result.get("fallbacks") or []:
-        out.print(f"[yellow]fallback[/]: {escape(fb['step'])} used the heuristic — {escape(fb['reason'][:200])}",
+        out.print(f"[yellow]fallback[/]: {_t(fb['step'])} used the heuristic — {_t(fb['reason'][:200])}",
                   highlight=False)
     render_answer(result)
     table = Table(show_lines=True)
@@ -75,10 +80,10 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
     table.add_column("title / evidence")
     for rank, item in enumerate(result.get("ranked", []), start=1):
         best = sorted(item.get("evidence", []), key=lambda e: -e["score"])[:2]
-        ev = "\n".join(f"[dim]{escape(e['item'])} ({e['score']:.1f}/5, lines {e['lines'][0]}–{e['lines'][1]}):[/] "
-                       f"{escape(e['chunk'][:120])}…" for e in best)
-        table.add_row(str(rank), escape(item["docid"]), f"{item['score']:.3f}",
-                      f"[bold]{escape(item['title'])}[/] ({item.get('year') or '—'})\n{escape(item.get('reason', ''))}\n{ev}")
+        ev = "\n".join(f"[dim]{_t(e['item'])} ({e['score']:.1f}/5, lines {e['lines'][0]}–{e['lines'][1]}):[/] "
+                       f"{_t(e['chunk'][:120])}…" for e in best)
+        table.add_row(str(rank), _t(item["docid"]), f"{item['score']:.3f}",
+                      f"[bold]{_t(item['title'])}[/] ({item.get('year') or '—'})\n{_t(item.get('reason', ''))}\n{ev}")
     out.print(table)
     traj = result.get("trajectory", {})
     if traj:
@@ -108,4 +113,4 @@ def render_progress(p: dict[str, Any]) -> None:
     for fb in p.get("fallbacks") or []:
         out.print(f"  fallback: {fb['step']} — {fb['reason'][:120]}", markup=False, highlight=False)
     for i, t in enumerate(p.get("top", []), start=1):
-        out.print(f"  {i}. {t['docid']}  {t['score']:.3f}  {t.get('title', '')}", markup=False, highlight=False)
+        out.print(terminal_safe(f"  {i}. {t['docid']}  {t['score']:.3f}  {t.get('title', '')}"), markup=False, highlight=False)

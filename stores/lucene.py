@@ -57,6 +57,11 @@ class IndexMeta:
         return cls(**json.loads((folder / META_FILE).read_text()))
 
 
+def distinct_terms(text: str) -> int:
+    """How many distinct searchable words `text` has (what `MAX_QUERY_TERMS` limits)."""
+    return len({m.group().lower() for m in _WORD.finditer(_CONTROL.sub(" ", text or ""))})
+
+
 def bag_of_words(text: str) -> str:
     """Make any user text safe for Anserini's bag-of-words query generator.
 

@@ -11,6 +11,7 @@ activity is outstanding, and a budget test needs a node activity in flight when 
 from __future__ import annotations
 
 import asyncio
+import json
 import contextlib
 import gc
 import time
@@ -344,3 +345,24 @@ async def test_missing_collection_fails_fast_with_a_named_error(env, literature,
     attempts = [e.activity_task_started_event_attributes.attempt async for e in handle.fetch_history_events()
                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
     assert attempts and set(attempts) == {1}
+
+
+# -- 9. small histories --------------------------------------------------------------------------
+
+
+async def test_history_stays_small_because_the_pool_is_kept_by_reference(baseline, literature) -> None:
+    """The candidate pool (every candidate with evidence) and the result are in the job store; no
+    activity carries them in or out, so no payload grows with the pool."""
+    handle, result = baseline
+    history = await handle.fetch_history()
+    sizes = sorted((e.ByteSize(), e.event_type) for e in history.events)
+    total = sum(size for size, _ in sizes)
+    # Only the finished result itself (returned by the last activity and by the workflow) is big.
+    result_bytes = len(json.dumps(result))
+    big = [(size, kind) for size, kind in sizes if size > 16_000]
+    assert {kind for _, kind in big} <= {EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+                                         EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED}, big
+    assert len(big) <= 2 and all(size < 2 * result_bytes for size, _ in big)
+    assert total < 200_000, f"{total} bytes of history for {result['rounds']} rounds"
+    evidence = result["ranked"][0]["evidence"][0]["chunk"]
+    assert history.to_json().count(evidence[:80]) <= 2, "evidence text crosses no activity but the last"

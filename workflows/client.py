@@ -6,6 +6,7 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
+from workflows.job_input import check_job_input
 from workflows.search_job import SearchJob
 from workflows.shared import JobInput, task_queue, temporal_address, temporal_namespace
 
@@ -24,6 +25,8 @@ def new_job_id() -> str:
 
 
 async def submit(client: Client, inp: JobInput, queue: str | None = None) -> WorkflowHandle:
+    """Start a job; an unusable input (empty or oversized intent, bad budget…) is refused here."""
+    check_job_input(inp)
     return await client.start_workflow(SearchJob.run, inp, id=inp.job_id, task_queue=queue or task_queue())
 
 

@@ -26,7 +26,9 @@ with workflow.unsafe.imports_passed_through():
     from nodes.config import config_of
     from nodes.planning import validate_steering
     from nodes.usage import Usage
+    from stores.errors import QuarryError
     from workflows.activities import answer_from_state, checkpoint_job, finish_job
+    from workflows.job_input import check_job_input
     from workflows.shared import STEER_FRACTION, JobInput
 
 # LangGraph's default of 25 supersteps is far below a ReAct job's turns (each is 2-3 steps);
@@ -105,6 +107,14 @@ class SearchJob:
 
     @workflow.run
     async def run(self, inp: JobInput) -> dict[str, Any]:
+        try:
+            check_job_input(inp)
+        except QuarryError as err:  # started without Quarry's client: fail at once, saying why
+            self.status = "failed"
+            self.state = {"job_id": inp.job_id, "collection": str(inp.collection)[:100], "intent": str(inp.intent)[:500],
+                          "mode": inp.mode, "policy": inp.policy}
+            return await workflow.execute_activity(finish_job, args=[self.state, "failed", f"QuarryError: {err.message}",
+                                                                     "bad_input"], **_QUICK)
         now = workflow.now().timestamp()
         self.started_at = inp.started_at or now
         self.budget_s = float(inp.budget_seconds)
