@@ -63,7 +63,8 @@ def activity_options(timeout_s: int, attempts: int = 3) -> dict[str, Any]:
     """Node metadata for the Temporal plugin: an activity with a timeout, heartbeats and retries
     (a `QuarryError` is the user's to fix, so it is never retried)."""
     return {"execute_in": "activity", "start_to_close_timeout": timedelta(seconds=timeout_s),
-            "heartbeat_timeout": timedelta(seconds=30),
+            # Heartbeats come every 5 s (nodes.heartbeat); a worker that died is noticed within 15 s.
+            "heartbeat_timeout": timedelta(seconds=15),
             "retry_policy": RetryPolicy(maximum_attempts=attempts, initial_interval=timedelta(seconds=1),
                                         non_retryable_error_types=["QuarryError"])}
 

@@ -1,0 +1,308 @@
+"""Drills with real processes: a dev server on a database file and worker processes, SIGKILLed
+and restarted at known points of a job (tests/drill_worker.py holds a job in verification until
+the drill releases it). What must hold: a job finishes with the result of an uninterrupted run,
+finished jobs stay listed, many jobs do not mix, budgets stop on time, no key reaches any file.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stores.collection import ingest
+from stores.jobs import JobStore
+from tests.fakes import search_docs, write_jsonl
+from workflows.dev_server import server_command
+from workflows.shared import JobInput
+
+ROOT = Path(__file__).resolve().parent.parent
+INTENT = "graph neural networks for molecular property prediction, 2015-2020, not surveys"
+TOPIC_INTENTS = ["graph neural networks for molecules", "transformer language models for translation",
+                 "reinforcement learning for robot arm control", "federated learning with differential privacy"]
+START_TIMEOUT_S = 60.0
+RESULT_TIMEOUT_S = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(ok, what: str, timeout_s: float = START_TIMEOUT_S, every_s: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not ok():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout_s} s")
+        time.sleep(every_s)
+
+
+def reachable(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+class Server:
+    """`temporal server start-dev` on a database file under the drill's home."""
+
+    def __init__(self, home: Path) -> None:
+        self.port, self.ui = free_port(), free_port()
+        self.folder = home / f"server-{self.port}"  # its own database file, kept across restarts
+        self.folder.mkdir(parents=True)
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> "Server":
+        log = open(self.folder / "server.log", "ab")
+        self.proc = subprocess.Popen(server_command(self.folder, self.port, self.ui), stdout=log, stderr=subprocess.STDOUT)
+        wait_for(lambda: reachable(self.port), f"the dev server on {self.port}")
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(30)
+
+
+class Worker:
+    def __init__(self, home: Path, address: str, queue: str, gate: Path | None = None, env: dict | None = None) -> None:
+        cmd = [sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address", address, "--queue", queue]
+        if gate is not None:
+            cmd += ["--gate", str(gate)]
+        self.log = home / f"worker-{uuid.uuid4().hex[:6]}.log"
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,
+                                     env=os.environ | {"QUARRY_HOME": str(home)} | (env or {}))
+        ready = home / f"worker-ready-{self.proc.pid}"
+        wait_for(lambda: ready.exists() or self.proc.poll() is not None, "the worker start")
+        assert self.proc.poll() is None, self.log.read_text()[-2000:]
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(30)
+
+
+class Gate:
+    """The drill worker's verification gate: hold, see that a call entered, release."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def hold(self) -> None:
+        (self.folder / "release").unlink(missing_ok=True)
+        (self.folder / "hold").write_text("1")
+
+    def entered(self) -> list[Path]:
+        return list(self.folder.glob("entered-*"))
+
+    def release(self) -> None:
+        (self.folder / "hold").unlink(missing_ok=True)
+        (self.folder / "release").write_text("1")
+
+
+async def client_for(address: str):
+    from workflows.client import connect
+    return await connect(address, tracing=False)
+
+
+async def start(address: str, queue: str, intent: str = INTENT, **kw: Any):
+    from workflows.client import new_job_id, submit
+    client = await client_for(address)
+    return await submit(client, JobInput(job_id=new_job_id(), collection="lit", intent=intent, **kw), queue=queue)
+
+
+def result_of(handle) -> dict[str, Any]:
+    return asyncio.run(asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S))
+
+
+def key(result: dict[str, Any]) -> tuple:
+    return [(r["docid"], r["score"]) for r in result["ranked"]], result["run"], result["queries"]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("drill-home")
+    ingest(write_jsonl(tmp_path_factory.mktemp("drill-src") / "lit.jsonl", search_docs()), "lit", home=home)
+    return home
+
+
+@pytest.fixture(scope="module")
+def server(home: Path):
+    srv = Server(home).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def baseline(home: Path, server: Server) -> dict[str, Any]:
+    """The uninterrupted run of INTENT (the heuristic policy is deterministic)."""
+    queue = f"drill-{uuid.uuid4().hex[:8]}"
+    worker = Worker(home, server.address, queue)
+    try:
+        return result_of(asyncio.run(start(server.address, queue)))
+    finally:
+        worker.kill(signal.SIGTERM)
+
+
+def test_worker_sigkilled_in_verification_is_replaced_and_the_result_is_the_same(home, server, baseline,
+                                                                                  tmp_path) -> None:
+    queue = f"drill-{uuid.uuid4().hex[:8]}"
+    gate = Gate(tmp_path / "gate")
+    gate.hold()
+    first = Worker(home, server.address, queue, gate=gate.folder)
+    handle = asyncio.run(start(server.address, queue))
+    wait_for(lambda: gate.entered(), "verification to start")
+    first.kill(signal.SIGKILL)
+    gate.release()
+    second = Worker(home, server.address, queue)
+    try:
+        result = result_of(handle)
+    finally:
+        second.kill(signal.SIGTERM)
+    assert result["status"] == "completed" and key(result) == key(baseline)
+    stored = JobStore(home / "jobs.sqlite").get(handle.id)
+    assert stored["status"] == "completed" and stored["round"] == result["rounds"] == baseline["rounds"]
+    assert len(result["queries"]) == len(set(result["queries"])), "no round's searches ran twice"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_server_restarted_mid_job_on_its_database(home, baseline, tmp_path, sig) -> None:
+    srv = Server(home).start()
+    queue = f"drill-{uuid.uuid4().hex[:8]}"
+    gate = Gate(tmp_path / "gate")
+    worker = Worker(home, srv.address, queue, gate=gate.folder)
+    try:
+        finished = asyncio.run(start(srv.address, queue))
+        assert result_of(finished)["status"] == "completed"
+        gate.hold()
+        handle = asyncio.run(start(srv.address, queue))
+        wait_for(lambda: gate.entered(), "verification to start")
+        srv.stop(sig)
+        srv.start()  # same port, same database file
+        gate.release()
+        client = asyncio.run(client_for(srv.address))
+        result = asyncio.run(asyncio.wait_for(client.get_workflow_handle(handle.id).result(), RESULT_TIMEOUT_S))
+
+        async def listed() -> set[str]:
+            c = await client_for(srv.address)
+            return {w.id async for w in c.list_workflows()}
+        ids = asyncio.run(listed())
+    finally:
+        worker.kill(signal.SIGTERM)
+        srv.stop()
+    assert result["status"] == "completed" and key(result) == key(baseline)
+    assert {finished.id, handle.id} <= ids, "finished jobs survive the restart"
+
+
+def test_twenty_jobs_at_once_complete_unmixed(home, server, capsys) -> None:
+    queue = f"drill-{uuid.uuid4().hex[:8]}"
+    worker = Worker(home, server.address, queue)
+    intents = [f"{TOPIC_INTENTS[i % 4]} {['', 'models', 'methods', 'systems', 'studies'][i // 4]}".strip()
+               for i in range(20)]
+
+    async def run_all():
+        handles = [await start(server.address, queue, intent) for intent in intents]
+        return handles, await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), RESULT_TIMEOUT_S)
+    began = time.monotonic()
+    try:
+        handles, results = asyncio.run(run_all())
+    finally:
+        worker.kill(signal.SIGTERM)
+    elapsed = time.monotonic() - began
+    jobs = JobStore(home / "jobs.sqlite")
+    for handle, intent, result in zip(handles, intents, results):
+        assert result["status"] == "completed" and result["intent"] == intent and result["job_id"] == handle.id
+        assert jobs.get(handle.id)["result"] == result, "each result stored once, under its own job"
+        topic = ["gnn", "lm", "rl", "fl"][TOPIC_INTENTS.index(next(t for t in TOPIC_INTENTS if intent.startswith(t)))]
+        assert result["ranked"][0]["docid"].startswith(topic), (intent, result["ranked"][0]["docid"])
+    with capsys.disabled():
+        print(f"\n[drill] 20 concurrent jobs, one worker: {elapsed:.1f} s, {20 / elapsed * 60:.1f} jobs/min")
+
+
+def test_two_workers_one_queue_survive_losing_one(home, server) -> None:
+    queue = f"drill-{uuid.uuid4().hex[:8]}"
+    a, b = Worker(home, server.address, queue), Worker(home, server.address, queue)
+
+    async def run_all():
+        handles = [await start(server.address, queue, TOPIC_INTENTS[i % 4]) for i in range(20)]
+        done = 0
+        for h in handles[:4]:
+            await asyncio.wait_for(h.result(), RESULT_TIMEOUT_S)
+            done += 1
+        a.kill(signal.SIGKILL)  # mid-run: the rest may have activities in flight on it
+        return await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), RESULT_TIMEOUT_S)
+    try:
+        results = asyncio.run(run_all())
+    finally:
+        b.kill(signal.SIGTERM)
+    assert [r["status"] for r in results] == ["completed"] * 20
+    assert [r["intent"] for r in results] == [TOPIC_INTENTS[i % 4] for i in range(20)]
+
+
+def test_budget_stops_a_stuck_job_on_time(home, server, tmp_path, capsys) -> None:
+    queue = f"drill-{uuid.uuid4().hex[:8]}"
+    gate = Gate(tmp_path / "gate")
+    gate.hold()  # verification never finishes
+    worker = Worker(home, server.address, queue, gate=gate.folder)
+    budget = 3.0
+    try:
+        began = time.monotonic()
+        handle = asyncio.run(start(server.address, queue, budget_seconds=budget))
+        result = result_of(handle)
+        overshoot = time.monotonic() - began - budget
+    finally:
+        gate.release()
+        worker.kill(signal.SIGTERM)
+    assert result["status"] == "budget_exhausted" and result["ranked"], "best-so-far: round 1's pool"
+    assert 0 <= overshoot <= 10.0, f"stopped {overshoot:.1f} s after the budget"
+    with capsys.disabled():
+        print(f"\n[drill] budget {budget:.0f} s: the job ended {overshoot:.2f} s after it")
+
+
+def test_no_key_reaches_any_file(home, server, capsys) -> None:
+    """With keys in the worker's environment and an endpoint that echoes them, a react job leaves
+    no key in any file: job store, traces, logs, the Temporal database."""
+    from tests.openai_standin import StandinServer, tool_call_response
+
+    secrets = {"OPENAI_API_KEY": "sk-drill-" + uuid.uuid4().hex, "ANTHROPIC_API_KEY": "sk-ant-drill-" + uuid.uuid4().hex}
+    steps = [lambda r: (500, {"error": {"message": f"bad auth {r.headers.get('authorization')}"}}),
+             tool_call_response("search", {"reason": "look", "query": "graph neural networks"}, 100, 10),
+             tool_call_response("submit", {"reason": "done", "docids": ["gnn01"]}, 200, 10)]
+    queue = f"drill-{uuid.uuid4().hex[:8]}"
+    with StandinServer(steps) as standin:
+        worker = Worker(home, server.address, queue, env=secrets | {"OPENAI_BASE_URL": standin.base_url,
+                                                                     "NO_PROXY": "127.0.0.1,localhost"})
+        try:
+            from nodes.config import JobConfig, ModelSettings
+            handle = asyncio.run(start(server.address, queue, "graph neural networks", policy="react",
+                                       config=JobConfig(models=ModelSettings(model="openai:standin-model"))))
+            result = result_of(handle)
+        finally:
+            worker.kill(signal.SIGTERM)
+        assert [r.headers["authorization"] for r in standin.chat_requests()][0] == f"Bearer {secrets['OPENAI_API_KEY']}"
+    assert result["status"] == "completed" and result["submitted"]["docids"] == ["gnn01"]
+    files = [p for p in home.rglob("*") if p.is_file()]
+    assert any(p.name.startswith("temporal.db") for p in files) and any(p.suffix == ".jsonl" for p in files)
+    for path in files:
+        data = path.read_bytes()
+        for name, value in secrets.items():
+            assert value.encode() not in data, f"{name} reached {path}"
+    with capsys.disabled():
+        print(f"\n[drill] secrets: {len(files)} files under QUARRY_HOME checked, no key in any")
