@@ -22,8 +22,12 @@ demo: setup
 test: setup
 	$(BIN)/pytest -q
 
+# Each benchmark prints ratios against a reference measured in the same run (docs/performance.md).
 bench: setup
 	$(BIN)/python -m bench.bench_search
+	$(BIN)/python -m bench.bench_jobs
+	$(BIN)/python -m bench.bench_dense
+	$(BIN)/python -m bench.bench_react
 
 # A real small local model end to end (not part of `make test`): compiles llama-cpp-python
 # (about 6 minutes on 2 cores the first time; pip caches the wheel), serves Gemma 3 270M on

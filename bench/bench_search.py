@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATASETS = REPO / ".." / "shared" / "datasets"
 DEFAULT_OUT = REPO / "bench" / "out" / "bench_search.json"
 COLLECTIONS = ("cacm", "scifact-train")
-TARGET_RATIO = 1.3
+TARGET_RATIO = 1.1
 DEPTH = 1000
 
 

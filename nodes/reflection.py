@@ -33,6 +33,14 @@ def _weakest_item(state: JobState, top: list[dict]):
 
 
 def reflection(state: JobState) -> dict:
+    update = _reflect(state)
+    # The round's checkpoint, written here rather than by an activity of its own (one round trip
+    # less per round): the state after this round, so an interrupted job can always be shown.
+    runtime().jobs.checkpoint(state["job_id"], dict(state) | update)
+    return update
+
+
+def _reflect(state: JobState) -> dict:
     rt = runtime()
     policy = rt.policy(state)
     ranked = ranked_candidates(load_pool(rt.jobs, state))

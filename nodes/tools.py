@@ -124,17 +124,18 @@ class ToolSession:
         if channel not in ("lexical", "semantic"):
             return ToolError(tool="search", code="bad_channel", message=f"unknown channel {channel!r}",
                              hint='use channel="lexical" (BM25, default) or channel="semantic" (embeddings)')
-        if channel == "lexical" and distinct_terms(query) == 0:
+        note = ""
+        if len(query) > MAX_QUERY_CHARS:
+            query, note = query[:MAX_QUERY_CHARS], f"query cut to its first {MAX_QUERY_CHARS} characters"
+        terms = distinct_terms(query) if channel == "lexical" else 1
+        if terms == 0:
             return ToolError(tool="search", code="empty_query", message="the query has no searchable word",
                              hint='use words, e.g. search(reason="…", query="dense retrieval"); symbols alone match nothing')
         searcher = self.searcher if channel == "lexical" else self.semantic
         if searcher is None:
             return ToolError(tool="search", code="no_dense_index", message="this collection has no semantic index",
                              hint='use channel="lexical", or build it: quarry index NAME --dense')
-        note = ""
-        if len(query) > MAX_QUERY_CHARS:
-            query, note = query[:MAX_QUERY_CHARS], f"query cut to its first {MAX_QUERY_CHARS} characters"
-        if channel == "lexical" and (terms := distinct_terms(query)) > MAX_QUERY_TERMS:
+        if terms > MAX_QUERY_TERMS:
             note = "; ".join(filter(None, [note, f"the query has {terms} distinct words; only the first "
                                                  f"{MAX_QUERY_TERMS} were searched"]))
         docids, scores = searcher.ranking(query, k=self.depth)

@@ -83,6 +83,10 @@ def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: Progress
     return fingerprint
 
 
+# A record's columns without its numbered lines (a large JSON column only `lines()` needs).
+RECORD_COLUMNS = "docid, title, text, year, venue, authors, keywords, extras"
+
+
 def _record(row: sqlite3.Row) -> DocRecord:
     return DocRecord(docid=row["docid"], title=row["title"], text=row["text"], year=row["year"],
                      venue=row["venue"], authors=tuple(json.loads(row["authors"])),
@@ -122,7 +126,7 @@ class CorpusStore:
         return self._con().execute("SELECT 1 FROM docs WHERE docid=?", (docid,)).fetchone() is not None
 
     def get(self, docid: str) -> DocRecord | None:
-        row = self._con().execute("SELECT * FROM docs WHERE docid=?", (docid,)).fetchone()
+        row = self._con().execute(f"SELECT {RECORD_COLUMNS} FROM docs WHERE docid=?", (docid,)).fetchone()
         return _record(row) if row else None
 
     def get_many(self, docids: Iterable[str]) -> dict[str, DocRecord]:
@@ -131,7 +135,7 @@ class CorpusStore:
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
             rows = self._con().execute(
-                f"SELECT * FROM docs WHERE docid IN ({','.join('?' * len(part))})", part)
+                f"SELECT {RECORD_COLUMNS} FROM docs WHERE docid IN ({','.join('?' * len(part))})", part)
             out.update((r["docid"], _record(r)) for r in rows)
         return out
 

@@ -170,14 +170,21 @@ class LuceneIndex:
         searcher = _searcher(str(self.folder), self.meta.k1 if k1 is None else float(k1),
                              self.meta.b if b is None else float(b))
         try:
-            raw = searcher.search(query, k=int(k))
+            # Anserini's searcher directly: pyserini's `search` only re-walks the Java hits in Python
+            # (reading each docid once more) to offer de-duplication, which Quarry does not use.
+            raw = searcher.object.search(query, int(k))
         except Exception as exc:  # jnius.JavaException; a term-count the analyzer saw differently
             if "TooManyClauses" not in str(exc):
                 raise
             return self.ranking(query[: len(query) // 2], k, k1=k1, b=b)
         # Anserini returns (score desc, docid asc) with ties already broken by docid (pinned by
         # tests/test_lucene.py::test_ties_are_broken_by_docid), so the order is taken as given.
-        return tuple(h.docid for h in raw), tuple(float(h.score) for h in raw)
+        # One pass over the Java hits: every element fetched from the array costs a jnius proxy.
+        docids, scores = [], []
+        for hit in raw:
+            docids.append(hit.docid)
+            scores.append(float(hit.score))
+        return tuple(docids), tuple(scores)
 
     def score_documents(self, text: str, docids: Iterable[str]) -> dict[str, float]:
         """The BM25 score `search` would give each of these documents for `text` (0.0 when no

@@ -176,7 +176,8 @@ class SearchJob:
         async for value in app.astream(state, config=run_config, stream_mode="values"):
             self.state = value
             node = value.get("node")
-            if node == "reflection" or (node == "tools" and int(value.get("steps", 0)) % CHECKPOINT_EVERY_STEPS == 0):
+            # The round graph's reflection node checkpoints itself; a ReAct job every few turns.
+            if node == "tools" and int(value.get("steps", 0)) % CHECKPOINT_EVERY_STEPS == 0:
                 await workflow.execute_activity(checkpoint_job, value, **_QUICK)
             if node in ("reflection", "tools") and workflow.info().is_continue_as_new_suggested():
                 self.control.pause_requested = True
