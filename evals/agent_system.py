@@ -16,7 +16,10 @@ relevant documents were lost.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import uuid
+from contextlib import contextmanager
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +63,19 @@ def trajectory_tiers(qrels: Mapping[str, Mapping[str, int]],
     return out
 
 
+@contextmanager
+def _stdout_to_stderr():
+    """Point file descriptor 1 at stderr while a child process is spawned (it inherits it)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 async def _run_jobs(col: Collection, texts: dict[str, str], modes: dict[str, str], home: Path, policy: str,
                     options: AgentOptions, on_done: Callable[[int, int], None] | None) -> dict[str, dict]:
     from temporalio.testing import WorkflowEnvironment
@@ -69,8 +85,9 @@ async def _run_jobs(col: Collection, texts: dict[str, str], modes: dict[str, str
     from workflows.shared import JobInput
     from workflows.worker import build_worker
 
-    env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
-                                                dev_server_extra_args=["--log-level", "error"])
+    with _stdout_to_stderr():  # the dev server prints a banner; `--json` output must stay pure JSON
+        env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
+                                                    dev_server_extra_args=["--log-level", "error"])
     results: dict[str, dict] = {}
     async with env:
         queue = f"quarry-eval-{uuid.uuid4().hex[:8]}"

@@ -169,3 +169,16 @@ def test_tools_answer_misuse_with_repair_hints(home: Path) -> None:
     assert [c.code for c in cases] == ["unknown_search_id", "unknown_search_id", "bad_offset", "bad_limit",
                                        "empty_query", "bad_channel", "no_citations"]
     assert all(c.hint for c in cases)
+
+
+def test_a_failed_job_makes_job_result_exit_non_zero(tmp_path: Path) -> None:
+    from stores.jobs import JobStore
+
+    jobs = JobStore(tmp_path / "jobs.sqlite")
+    for job_id, status, ranked in [("job-failed", "failed", []), ("job-empty", "budget_exhausted", []),
+                                   ("job-ok", "completed", [{"docid": "a", "title": "A", "score": 1.0, "evidence": []}])]:
+        jobs.create(job_id, "lit", "x", workflow_id=job_id, trace_id=None)
+        jobs.finish(job_id, {"job_id": job_id, "status": status, "ranked": ranked, "error": "QuarryError: gone"
+                             if status == "failed" else None}, {"collection": "lit", "intent": "x"})
+    codes = {j: cli(tmp_path, "job", "result", j, "--json").exit_code for j in ("job-failed", "job-empty", "job-ok")}
+    assert codes == {"job-failed": 1, "job-empty": 1, "job-ok": 0}
