@@ -53,7 +53,8 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
         "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
         "mode": state.get("mode", "list"), "policy": state.get("policy", "heuristic"), "ranked": ranked, "run": run,
         "checklist": plan.get("checklist", []), "stop_reason": state.get("stop_reason", ""),
-        "rounds": state.get("round", 0), "queries": [s["query"] for s in state.get("searches", [])],
+        "rounds": state.get("round", 0),
+        "queries": list(dict.fromkeys(s.get("label") or s["query"] for s in state.get("searches", []) if s.get("label") or s["query"])),
         "cited": [r["docid"] for r in ranked],
     }
     update: dict[str, Any] = {}

@@ -57,8 +57,11 @@ def build_react_result(state: JobState) -> Answered:
     n = max(len(top), 1)
     batch = [JudgeInput(records[d], quotable_chunks(records[d], corpus.chunks(d)), round(1.0 - r / n, 6),
                         chunk_vecs.get(d), {i: s[d] for i, s in lexical.items()}) for r, d in enumerate(top)]
+    # Ordered by the model's submission, then the job's fused rankings: the rank score is that
+    # order's reciprocal rank (1/(60 + rank)), the scale the round graph's fusion uses.
     cands = [Candidate(docid=inp.rec.docid, p=inp.p, score=j.score, evidence=j.evidence, excluded=j.excluded,
-                       verified_version=1) for inp, j in zip(batch, heuristic.judge(plan, batch, item_vecs))]
+                       verified_version=1, rank_score=round(1.0 / (60 + r), 6))
+             for r, (inp, j) in enumerate(zip(batch, heuristic.judge(plan, batch, item_vecs)), start=1)]
     ranked = [ranked_entry(c, records[c["docid"]], plan, corpus, heuristic) for c in cands]
     result: dict[str, Any] = {
         "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],

@@ -27,11 +27,20 @@ def _quotes(corpus: Any, docid: str, spans: list[dict]) -> list[dict]:
             for s in spans]
 
 
+# A document whose every requirement scored below this (0–5) meets none: results list it under
+# "weak matches", hidden unless asked for.
+WEAK_BELOW = 1.0
+
+
 def ranked_entry(cand: Candidate, rec: Any, plan: Plan, corpus: Any, policy: Policy) -> dict[str, Any]:
-    """One ranked document as results show it: title, year, S, evidence per requirement, reason."""
+    """One ranked document as results show it: title, year, the score that orders the list,
+    S, evidence per requirement, reason, and whether it meets no requirement (weak)."""
     items = {i["id"]: i for i in plan.get("checklist", [])}
+    evidence = cand.get("evidence", [])
     return {
         "docid": cand["docid"], "title": rec.title, "year": rec.year, "score": round(cand.get("score", 0.0), 4),
+        "rank_score": round(cand.get("rank_score", cand.get("fused", 0.0)), 6),
+        "weak": not evidence or max(e["score"] for e in evidence) < WEAK_BELOW,
         "evidence": [{"item": items.get(e["item_id"], {}).get("text", e["item_id"]), "score": e["score"],
                       "chunk": e["chunk"], "lines": [e["line_start"], e["line_end"]],
                       "more": _quotes(corpus, cand["docid"], e.get("also", []))}

@@ -24,6 +24,17 @@ def as_query(q: Any) -> dict[str, Any]:
     return {"channel": "lexical", "weight": 1.0, **q}
 
 
+def query_label(q: dict[str, Any]) -> str:
+    """A query as a person reads it: feedback queries repeat words to weight them (Anserini counts
+    repeats), which the label leaves out; citation and metadata channels say what they did."""
+    if q["channel"] == "citations":
+        return "citations of " + ", ".join(q.get("seeds", [])[:5])
+    if q["channel"] == "metadata":
+        return "papers by " + " or ".join(q.get("authors", []))
+    words = q.get("text", "").split()
+    return " ".join(dict.fromkeys(words)) + (" (semantic)" if q["channel"] == "semantic" else "")
+
+
 def query_key(q: dict[str, Any]) -> str:
     return f"{q['channel']}|{q.get('text', '')}|{','.join(q.get('seeds', []) or q.get('authors', []))}"
 
@@ -50,7 +61,8 @@ def retrieval(state: JobState) -> dict:
         if key in done:
             continue
         done.add(key)
-        entry = {"query": q.get("text", ""), "channel": q["channel"], "weight": q["weight"], "round": round_no, "key": key}
+        entry = {"query": q.get("text", ""), "label": query_label(q), "channel": q["channel"], "weight": q["weight"],
+                 "round": round_no, "key": key}
         if q["channel"] == "metadata":
             ranked = tools.find_by_metadata(f"round {round_no}: documents by the requested authors", q.get("authors", []))
             entry |= {"search_id": f"m{round_no}", "total": len(ranked), "authors": q.get("authors", [])}

@@ -58,6 +58,7 @@ class Candidate(TypedDict, total=False):
     excluded: str
     verified_version: int
     judged: str  # the librarian model that judged it ('' for the heuristic)
+    rank_score: float  # the score the final order sorts by (set by ranked_candidates)
 
 
 def merge_judgements(old: list[dict[str, Any]] | None, new: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -144,4 +145,6 @@ def ranked_candidates(candidates: Mapping[str, Candidate]) -> list[Candidate]:
     by_s = sorted(verified.values(), key=lambda c: (-c.get("score", 0.0), -c.get("fused", 0.0), c["docid"]))
     by_f = sorted(verified.values(), key=lambda c: (-c.get("fused", 0.0), c["docid"]))
     fused = reciprocal_rank_fusion([[c["docid"] for c in by_s], [c["docid"] for c in by_f]], k=RRF_K)
-    return [verified[d] for d, _ in fused] + rest
+    # The score that orders the list goes with each candidate (results show it beside S).
+    return [dict(verified[d], rank_score=round(score, 6)) for d, score in fused] + \
+        [dict(c, rank_score=round(c.get("fused", 0.0), 6)) for c in rest]

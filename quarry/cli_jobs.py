@@ -10,7 +10,9 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from quarry.console import console, fail, out, print_json
+from rich.markup import escape
+
+from quarry.console import console, fail, out, print_json, terminal_safe
 from quarry.job_options import job_config
 from quarry.jobs_render import render_progress, render_result, usage_line
 from stores.errors import QuarryError
@@ -34,6 +36,22 @@ def _trace_file(trace_id: str | None) -> str:
 
 def _ui_port() -> int:
     return int(os.environ.get("QUARRY_UI_PORT", UI_PORT_DEFAULT))
+
+
+def _ui_base() -> str:
+    """The Web UI of the server this command talks to: the one this home started (its recorded
+    UI port), else QUARRY_UI_URL if set, else '' — never a guess at another server's UI."""
+    from workflows.dev_server import server_record
+    from workflows.shared import temporal_address
+    record = server_record(quarry_home())
+    if record is not None and record.address == temporal_address():
+        return record.ui_url
+    return os.environ.get("QUARRY_UI_URL", "")
+
+
+def _web_ui(job_id: str) -> str:
+    from workflows.shared import web_ui_url
+    return web_ui_url(job_id, _ui_base())
 
 
 def _is_loopback(address: str) -> bool:
@@ -89,12 +107,8 @@ async def _client():
 
 
 def _worker_alive(home: Path) -> bool:
-    pidfile = home / "run" / "worker.pid"
-    try:
-        os.kill(int(pidfile.read_text()), 0)
-        return True
-    except (OSError, ValueError):
-        return False
+    from workflows.dev_server import pid_of
+    return pid_of(home, "worker") is not None
 
 
 # The environment a worker's model clients read. A worker started before the user exported a
@@ -120,6 +134,8 @@ def ensure_infrastructure(home: Path) -> None:
     """Start the embedded dev server and a worker when none is there (embedded defaults)."""
     from workflows.dev_server import reachable, start_server, stop_detached
     from workflows.shared import temporal_address
+    from workflows.dev_server import server_record
+    from workflows.shared import task_queue
     address = temporal_address()
     if not reachable(address):
         if not _is_loopback(address):
@@ -128,6 +144,10 @@ def ensure_infrastructure(home: Path) -> None:
         port = int(address.rsplit(":", 1)[1])
         console.print(f"starting the embedded Temporal dev server on {address} (Web UI :{_ui_port()}) …")
         start_server(home, port, _ui_port())
+    elif (record := server_record(home)) is None or record.address != address:
+        console.print(f"[yellow]note[/]: the Temporal server at {address} was not started by this home "
+                      f"({home}); its jobs run on this home's task queue {task_queue(home)}, so they stay apart",
+                      highlight=False)
     if _worker_alive(home):
         digest = home / "run" / "worker.models"
         if digest.is_file() and digest.read_text().strip() != _model_env_digest():
@@ -140,11 +160,57 @@ def ensure_infrastructure(home: Path) -> None:
         _spawn_worker(home)
 
 
+def submit_job(name: str, intent: str, *, mode: str, policy: str, budget: float, config, wait: bool,
+               json_out: bool) -> None:
+    """Submit a job (starting the embedded server and a worker when needed) and, with `wait`,
+    follow it live to its result; used by `run` and `job rerun`."""
+    from observability import current_trace_id, get_tracer, setup_tracing, shutdown_tracing
+    from stores.jobs import JobStore
+    from workflows.client import new_job_id, submit
+    from workflows.shared import JobInput
+    home = quarry_home()
+    setup_tracing("quarry-cli", home)
+
+    async def main() -> dict[str, Any]:
+        ensure_infrastructure(home)
+        client = await _client()
+        job_id = new_job_id()
+        inp = JobInput(job_id=job_id, collection=name, intent=intent, mode=mode, policy=policy, budget_seconds=budget,
+                       config=config)
+        with get_tracer().start_as_current_span("quarry run", attributes={"quarry.job_id": job_id}):
+            trace_id = current_trace_id()
+            JobStore(home / "jobs.sqlite").create(job_id, name, intent, workflow_id=job_id, trace_id=trace_id,
+                                                  params={"mode": mode, "policy": policy, "budget_seconds": budget,
+                                                          "config": config.to_dict()})
+            handle = await submit(client, inp)
+        info = {"job_id": job_id, "web_ui": _web_ui(job_id), "trace_file": _trace_file(trace_id)}
+        if not wait:
+            return info
+        console.print(f"job {job_id} running (re-attach any time: quarry job watch {job_id})", highlight=False)
+        if json_out:  # no live view on the JSON path: stdout carries only the result
+            return await _final(handle.result(), job_id) | info
+        from quarry.watch import watch
+        return await _final(watch(handle, lambda line: console.print(line, markup=False, highlight=False)), job_id) | info
+
+    result = _run(main())
+    shutdown_tracing()
+    if json_out:
+        print_json(result)
+    elif wait:
+        render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"])
+    else:
+        out.print(f"submitted {result['job_id']}" + (f"\nWeb UI: {result['web_ui']}" if result["web_ui"] else "")
+                  + f"\nprogress: quarry job watch {result['job_id']}\nresult: quarry job result {result['job_id']} --wait",
+                  highlight=False)
+    if wait:
+        _exit_for(result)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(job_app, name="job")
 
     @app.command()
-    def server(port: Annotated[int, typer.Option(help="gRPC port")] = 7233,
+    def server(port: Annotated[int, typer.Option(min=1, max=65535, help="gRPC port")] = 7233,
                ui_port: Annotated[int, typer.Option(help="Web UI port")] = UI_PORT_DEFAULT,
                foreground: Annotated[bool, typer.Option(help="Run in this terminal instead of the background")] = False) -> None:
         """Start the embedded Temporal dev server (SQLite and Web UI under QUARRY_HOME)."""
@@ -170,7 +236,8 @@ def register(app: typer.Typer) -> None:
 
         async def main() -> None:
             client = await _client()
-            console.print(f"worker polling {os.environ.get('QUARRY_TASK_QUEUE', 'quarry-jobs')} …")
+            from workflows.shared import task_queue
+            console.print(f"worker polling task queue {task_queue(quarry_home())} …")
             await build_worker(client, home=quarry_home()).run()
         try:
             _run(main())
@@ -204,9 +271,15 @@ def register(app: typer.Typer) -> None:
             max_output_tokens: Annotated[int, typer.Option(min=16, help="Longest reply a model may write per call")] = 2048,
             wait: Annotated[bool, typer.Option("--wait", help="Wait for the result")] = False,
             json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False,
+            port: Annotated[Optional[int], typer.Option(min=1, max=65535,
+                                                        help="Port of the embedded server (127.0.0.1:PORT)")] = None,
+            ui_port: Annotated[Optional[int], typer.Option(min=1, max=65535, envvar="QUARRY_UI_PORT",
+                                                           help="Web UI port of the embedded server")] = None,
             address: AddressOpt = None) -> None:
         """Submit a durable search job (starts the embedded server and a worker if needed)."""
-        _set_address(address)
+        _set_address(address or (f"127.0.0.1:{port}" if port else None))
+        if ui_port:
+            os.environ["QUARRY_UI_PORT"] = str(ui_port)
         from workflows.job_input import MAX_INTENT_CHARS, MODES, check_budget, check_text
         try:
             if mode not in MODES:
@@ -215,47 +288,14 @@ def register(app: typer.Typer) -> None:
             budget = check_budget(budget)
         except QuarryError as err:
             fail(err)
-        from observability import current_trace_id, get_tracer, setup_tracing, shutdown_tracing
         from stores.collection import Collection
-        from stores.jobs import JobStore
-        from workflows.client import new_job_id, submit, web_ui_url
-        from workflows.shared import JobInput
-        home = quarry_home()
         try:
             config = job_config(policy, model, judge_model, rounds=rounds, max_tokens=max_tokens,
                                 max_dollars=max_dollars, prices=prices, max_output_tokens=max_output_tokens)
             Collection(name).lucene  # clear error now rather than a failed job later
         except QuarryError as err:
             fail(err)
-        setup_tracing("quarry-cli", home)
-
-        async def main() -> dict[str, Any]:
-            ensure_infrastructure(home)
-            client = await _client()
-            job_id = new_job_id()
-            with get_tracer().start_as_current_span("quarry run", attributes={"quarry.job_id": job_id}):
-                trace_id = current_trace_id()
-                JobStore(home / "jobs.sqlite").create(job_id, name, intent, workflow_id=job_id, trace_id=trace_id)
-                handle = await submit(client, JobInput(job_id=job_id, collection=name, intent=intent, mode=mode,
-                                                       policy=policy, budget_seconds=budget, config=config))
-            info = {"job_id": job_id, "web_ui": web_ui_url(job_id, _ui_port()), "trace_file": _trace_file(trace_id)}
-            if not wait:
-                return info
-            console.print(f"job {job_id} running — progress: quarry job progress {job_id}")
-            return await handle.result() | info
-
-        result = _run(main())
-        shutdown_tracing()
-        if json_out:
-            print_json(result)
-        elif wait:
-            render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"])
-        else:
-            out.print(f"submitted {result['job_id']}\nWeb UI: {result['web_ui']}\n"
-                      f"result: quarry job result {result['job_id']} --wait")
-        if wait and (result.get("status") == "failed"
-                     or (result.get("status") == "budget_exhausted" and not result.get("ranked"))):
-            raise typer.Exit(1)
+        submit_job(name, intent, mode=mode, policy=policy, budget=budget, config=config, wait=wait, json_out=json_out)
 
     @app.command()
     def trace(job_id: str) -> None:
@@ -294,35 +334,165 @@ def _known_job(job_id: str) -> dict[str, Any] | None:
         return None
 
 
-FINAL = ("completed", "failed", "stopped", "budget_exhausted")
+FINAL = ("completed", "failed", "stopped", "budget_exhausted", "cancelled", "terminated")
+
+
+def _temporal_statuses(limit: int) -> dict[str, str] | None:
+    """This home's jobs as Temporal's visibility sees them (job id → execution status), or None
+    when the server cannot be reached."""
+    from workflows.dev_server import reachable
+    from workflows.shared import task_queue, temporal_address
+    if not reachable(temporal_address()):
+        return None
+
+    async def main() -> dict[str, str]:
+        client = await _client()
+        found: dict[str, str] = {}
+        async for w in client.list_workflows(f'TaskQueue="{task_queue(quarry_home())}"', limit=limit):
+            found.setdefault(w.id, w.status.name.lower() if w.status else "unknown")
+        return found
+    try:
+        return asyncio.run(main())
+    except Exception:  # visibility is an addition to the job store's list, never a reason to fail it
+        return None
 
 
 @job_app.command("list")
-def job_list(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many jobs, newest first")] = 20) -> None:
-    """Recent jobs from the job store."""
+def job_list(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many jobs, newest first")] = 20,
+             status: Annotated[Optional[str], typer.Option(help="Only jobs with this status (completed, running, "
+                                                                "failed, stopped, budget_exhausted, cancelled, terminated)")] = None,
+             collection: Annotated[Optional[str], typer.Option(help="Only jobs on this collection")] = None,
+             json_out: Annotated[bool, typer.Option("--json", help="One JSON object per job")] = False,
+             address: AddressOpt = None) -> None:
+    """This home's jobs, newest first: the job store's record, with Temporal's view of those still
+    running (a job whose worker or server died shows as Temporal sees it)."""
     import datetime as dt
+    _set_address(address)
+    rows = _store().list(limit, status=status, collection=collection)
+    temporal = _temporal_statuses(max(limit * 2, 100)) if any(r["status"] == "running" for r in rows) else {}
+    for r in rows:
+        seen = (temporal or {}).get(r["job_id"])
+        if r["status"] == "running" and seen and seen not in ("running", "continued_as_new"):
+            r["status"] = seen  # e.g. terminated or timed out outside Quarry
+    if json_out:
+        for r in rows:
+            print_json(r)
+        return
     table = Table()
     for col in ("job", "status", "collection", "round", "created", "intent"):
         table.add_column(col, no_wrap=col != "intent", overflow="fold")
-    for j in _store().list(limit):
-        table.add_row(j["job_id"], j["status"], j["collection"], str(j["round"]),
-                      dt.datetime.fromtimestamp(j["created_at"]).strftime("%Y-%m-%d %H:%M:%S"), j["intent"][:60])
+    for j in rows:
+        table.add_row(j["job_id"], j["status"], terminal_safe(j["collection"]), str(j["round"]),
+                      dt.datetime.fromtimestamp(j["created_at"]).strftime("%Y-%m-%d %H:%M:%S"),
+                      escape(terminal_safe(j["intent"][:60])))
     out.print(table)
+    if temporal is None:
+        out.print(f"(statuses from the job store: no Temporal server answers at {_address()})", highlight=False)
+
+
+@job_app.command("watch")
+def job_watch(job_id: str, address: AddressOpt = None) -> None:
+    """Follow a job live, round by round, until it ends (re-attach at any time)."""
+    _set_address(address)
+    row = _known_job(job_id)
+    if row and row["status"] in FINAL and row.get("result"):
+        render_result(row["result"], web_ui=_web_ui(job_id), trace_file=_trace_file(row.get("trace_id")))
+        return
+    from quarry.watch import watch
+
+    async def main():
+        client = await _client()
+        return await _final(watch(client.get_workflow_handle(job_id),
+                                  lambda line: out.print(line, markup=False, highlight=False)), job_id)
+    result = _run(main(), job_id)
+    render_result(result, web_ui=_web_ui(job_id), trace_file=_trace_file((row or {}).get("trace_id")))
+    _exit_for(result)
+
+
+async def _final(awaitable, job_id: str) -> dict[str, Any]:
+    """A job's result; a job that ended cancelled or terminated has its record in the job store."""
+    from temporalio.client import WorkflowFailureError
+    try:
+        return await awaitable
+    except WorkflowFailureError as err:
+        row = _known_job(job_id) or {}
+        return row.get("result") or {"job_id": job_id, "status": row.get("status", "failed"), "ranked": [],
+                                     "error": str(err.cause or err)[:300]}
+
+
+def _exit_for(result: dict[str, Any]) -> None:
+    """Exit 1 for a job that failed, or ran out of budget with nothing to show."""
+    if result.get("status") in ("failed", "cancelled", "terminated") or \
+            (result.get("status") == "budget_exhausted" and not result.get("ranked")):
+        raise typer.Exit(1)
+
+
+@job_app.command("cancel")
+def job_cancel(job_id: str, address: AddressOpt = None) -> None:
+    """Cancel a job: it stops now, keeps its best result so far and ends as cancelled."""
+    _set_address(address)
+    _refuse_finished(job_id)
+
+    async def main():
+        client = await _client()
+        await client.get_workflow_handle(job_id).cancel()
+    _run(main(), job_id)
+    out.print(f"cancel sent to {job_id}; its best result so far: quarry job result {job_id} --wait", highlight=False)
+
+
+@job_app.command("terminate")
+def job_terminate(job_id: str, reason: Annotated[str, typer.Option(help="Recorded with the job")] = "terminated by the user",
+                  address: AddressOpt = None) -> None:
+    """Terminate a job at once (no result is built; its last checkpoint stays in the job store)."""
+    _set_address(address)
+    _refuse_finished(job_id)
+
+    async def main():
+        client = await _client()
+        await client.get_workflow_handle(job_id).terminate(reason=reason[:300])
+    _run(main(), job_id)
+    if _known_job(job_id):
+        _store().mark(job_id, "terminated", reason[:300])
+    out.print(f"{job_id} terminated", highlight=False)
+
+
+@job_app.command("rerun")
+def job_rerun(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = False, address: AddressOpt = None) -> None:
+    """Run a job again with the same collection, intent, mode, policy, budget and configuration."""
+    _set_address(address)
+    try:
+        row = _store().get(job_id)
+    except QuarryError as err:
+        fail(err)
+    params = row.get("params") or {}
+    state = row.get("state") or {}
+    from nodes.config import JobConfig
+    config = JobConfig.from_dict(params.get("config") or state.get("config"))
+    submit_job(row["collection"], row["intent"], mode=params.get("mode", state.get("mode", "list")),
+               policy=params.get("policy", state.get("policy", "heuristic")),
+               budget=float(params.get("budget_seconds", DEFAULT_BUDGET_S)), config=config, wait=wait, json_out=False)
+
+
+def _refuse_finished(job_id: str) -> None:
+    row = _known_job(job_id)
+    if row and row["status"] in FINAL:
+        fail(QuarryError("job_finished", f"job {job_id} has already finished ({row['status']})",
+                         f"see its result: quarry job result {job_id}, or run it again: quarry job rerun {job_id}"))
 
 
 @job_app.command("show")
-def job_show(job_id: str, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+def job_show(job_id: str, json_out: Annotated[bool, typer.Option("--json")] = False,
+             full: Annotated[bool, typer.Option("--full", help="Every passage, whole, and the weak matches")] = False) -> None:
     """A job's stored record: status, plan, latest checkpoint or result, Web UI and trace file."""
-    from workflows.client import web_ui_url
     try:
         row = _store().get(job_id)
     except QuarryError as err:
         fail(err)
     if json_out:
-        print_json({k: v for k, v in row.items() if k != "state"} | {"web_ui": web_ui_url(job_id, _ui_port())})
+        print_json({k: v for k, v in row.items() if k != "state"} | {"web_ui": _web_ui(job_id)})
         return
     if row.get("result"):
-        render_result(row["result"], web_ui=web_ui_url(job_id, _ui_port()), trace_file=_trace_file(row.get("trace_id")))
+        render_result(row["result"], web_ui=_web_ui(job_id), trace_file=_trace_file(row.get("trace_id")), full=full)
         return
     state = row.get("state") or {}
     out.print(f"{job_id} · {row['status']} · {row['collection']} · round {row['round']}\nintent: {row['intent']}", highlight=False)
@@ -330,7 +500,9 @@ def job_show(job_id: str, json_out: Annotated[bool, typer.Option("--json")] = Fa
         out.print(f"  [{item['kind']}] {item['text']}", markup=False, highlight=False)
     if line := usage_line(state.get("usage")):
         out.print(f"usage (at the last checkpoint): {line}", highlight=False)
-    out.print(f"Web UI: {web_ui_url(job_id, _ui_port())}\ntrace:  {_trace_file(row.get('trace_id'))}", highlight=False)
+    if ui := _web_ui(job_id):
+        out.print(f"Web UI: {ui}", highlight=False)
+    out.print(f"trace:  {_trace_file(row.get('trace_id'))}", highlight=False)
 
 
 @job_app.command("progress")
@@ -406,10 +578,11 @@ def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
 
 @job_app.command("result")
 def job_result(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = False,
-               json_out: Annotated[bool, typer.Option("--json")] = False, address: AddressOpt = None) -> None:
+               json_out: Annotated[bool, typer.Option("--json")] = False,
+               full: Annotated[bool, typer.Option("--full", help="Every passage, whole, and the weak matches")] = False,
+               address: AddressOpt = None) -> None:
     """A job's final result (from the job store, or wait for it)."""
     _set_address(address)
-    from workflows.client import web_ui_url
     try:
         row = _store().get(job_id)
     except QuarryError as err:
@@ -418,12 +591,12 @@ def job_result(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = Fals
     if result is None and wait:
         async def main():
             client = await _client()
-            return await client.get_workflow_handle(job_id).result()
+            return await _final(client.get_workflow_handle(job_id).result(), job_id)
         result = _run(main(), job_id)
     if result is None:
         fail(QuarryError("not_finished", f"job {job_id} is {row['status']} (round {row['round']})",
                          f"wait for it: quarry job result {job_id} --wait"))
-    result = result | {"web_ui": web_ui_url(job_id, _ui_port()), "trace_file": _trace_file(row.get("trace_id"))}
-    print_json(result) if json_out else render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"])
-    if result.get("status") == "failed" or (result.get("status") == "budget_exhausted" and not result.get("ranked")):
-        raise typer.Exit(1)
+    result = result | {"web_ui": _web_ui(job_id), "trace_file": _trace_file(row.get("trace_id"))}
+    print_json(result) if json_out else render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"],
+                                                      full=full)
+    _exit_for(result)

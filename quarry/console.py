@@ -20,11 +20,15 @@ console = Console(stderr=True, soft_wrap=True, emoji=False)  # never hard-wrap p
 out = Console(soft_wrap=True, emoji=False)
 
 
+# Exit 2 is a usage or input error; 1 is a request that cannot apply to the job as it is now.
+EXIT_CODES = {"job_finished": 1, "not_finished": 1}
+
+
 def fail(err: QuarryError) -> NoReturn:
     console.print(f"[bold red]error[/] [dim]({escape(err.code)})[/]: {escape(err.message)}", highlight=False)
     if err.hint:
         console.print(f"[yellow]hint[/]: {escape(err.hint)}", highlight=False)
-    raise typer.Exit(2)
+    raise typer.Exit(EXIT_CODES.get(err.code, 2))
 
 
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")

@@ -58,7 +58,25 @@ def render_answer(result: dict[str, Any]) -> None:
     out.print("")
 
 
-def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str = "") -> None:
+SCORE_HELP = ("rank: the score the list is ordered by (reciprocal-rank fusion of the verification score S and "
+              "the retrieval score; for react jobs, the model's order); S = (mean requirement score + p) / 6, 0–1")
+
+
+def _evidence_lines(item: dict[str, Any], full: bool) -> list[str]:
+    """Each passage once (requirements that share a passage are listed together), strongest first."""
+    by_lines: dict[tuple, dict[str, Any]] = {}
+    for e in sorted(item.get("evidence", []), key=lambda e: -e["score"]):
+        key = tuple(e["lines"])
+        if key in by_lines:
+            by_lines[key]["items"].append(f"{e['item']} {e['score']:.1f}")
+        else:
+            by_lines[key] = {"items": [f"{e['item']} {e['score']:.1f}"], "chunk": e["chunk"], "lines": e["lines"]}
+    shown = list(by_lines.values()) if full else list(by_lines.values())[:2]
+    return [f"[dim]{_t('; '.join(v['items']))}/5 · lines {v['lines'][0]}–{v['lines'][1]}:[/] "
+            + _t(v["chunk"] if full else v["chunk"][:160] + ("…" if len(v["chunk"]) > 160 else "")) for v in shown]
+
+
+def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str = "", full: bool = False) -> None:
     status = result.get("status", "?")
     colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(status, "white")
     models = result.get("models") or {}
@@ -73,18 +91,25 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
         out.print(f"[yellow]fallback[/]: {_t(fb['step'])} used the heuristic — {_t(fb['reason'][:200])}",
                   highlight=False)
     render_answer(result)
-    table = Table(show_lines=True)
+    ranked = result.get("ranked", [])
+    strong = [r for r in ranked if not r.get("weak")]
+    weak = [r for r in ranked if r.get("weak")]
+    table = Table(show_lines=True, caption=SCORE_HELP if ranked else None, caption_justify="left")
     table.add_column("#", justify="right")
     table.add_column("docid")
-    table.add_column("score", justify="right")
+    table.add_column("rank", justify="right")
+    table.add_column("S", justify="right")
     table.add_column("title / evidence")
-    for rank, item in enumerate(result.get("ranked", []), start=1):
-        best = sorted(item.get("evidence", []), key=lambda e: -e["score"])[:2]
-        ev = "\n".join(f"[dim]{_t(e['item'])} ({e['score']:.1f}/5, lines {e['lines'][0]}–{e['lines'][1]}):[/] "
-                       f"{_t(e['chunk'][:120])}…" for e in best)
-        table.add_row(str(rank), _t(item["docid"]), f"{item['score']:.3f}",
-                      f"[bold]{_t(item['title'])}[/] ({item.get('year') or '—'})\n{_t(item.get('reason', ''))}\n{ev}")
+    for rank, item in enumerate(strong + (weak if full else []), start=1):
+        if full and item is (weak[0] if weak else None):
+            table.add_section()
+        ev = "\n".join(_evidence_lines(item, full))
+        tag = " [yellow](weak match)[/]" if item.get("weak") else ""
+        table.add_row(str(rank), _t(item["docid"]), f"{item.get('rank_score', 0):.4f}", f"{item['score']:.3f}",
+                      f"[bold]{_t(item['title'])}[/] ({item.get('year') or '—'}){tag}\n{_t(item.get('reason', ''))}\n{ev}")
     out.print(table)
+    if weak and not full:
+        out.print(f"{len(weak)} weak match(es) meet no requirement and are not shown; --full lists them", highlight=False)
     traj = result.get("trajectory", {})
     if traj:
         out.print(f"trajectory: surfaced {traj.get('surfaced', 0)} · previewed {len(traj.get('previewed', []))} · "

@@ -54,6 +54,9 @@ class JobStore:
         self._local = threading.local()
         with self._con() as con:
             con.executescript(SCHEMA)
+            columns = {r[1] for r in con.execute("PRAGMA table_info(jobs)")}
+            if "params" not in columns:  # job stores written before jobs kept their input
+                con.execute("ALTER TABLE jobs ADD COLUMN params TEXT")
 
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -67,11 +70,19 @@ class JobStore:
 
     # -- jobs ----------------------------------------------------------------------------------
 
-    def create(self, job_id: str, collection: str, intent: str, *, workflow_id: str, trace_id: str | None) -> None:
+    def create(self, job_id: str, collection: str, intent: str, *, workflow_id: str, trace_id: str | None,
+               params: dict[str, Any] | None = None) -> None:
+        """Record a submitted job; `params` is its input (mode, policy, budget, config) for `rerun`."""
         now = time.time()
         self._con().execute(
-            "INSERT OR IGNORE INTO jobs (job_id, collection, intent, status, created_at, updated_at, trace_id, workflow_id)"
-            " VALUES (?,?,?,?,?,?,?,?)", (job_id, collection, intent, "running", now, now, trace_id, workflow_id))
+            "INSERT OR IGNORE INTO jobs (job_id, collection, intent, status, created_at, updated_at, trace_id,"
+            " workflow_id, params) VALUES (?,?,?,?,?,?,?,?,?)",
+            (job_id, collection, intent, "running", now, now, trace_id, workflow_id, _dumps(params) if params else None))
+
+    def mark(self, job_id: str, status: str, error: str | None = None) -> None:
+        """Set the status of a job that ended without finishing itself (terminated)."""
+        self._con().execute("UPDATE jobs SET status=?, error=COALESCE(?, error), updated_at=? WHERE job_id=?",
+                            (status, error, time.time(), job_id))
 
     def checkpoint(self, job_id: str, state: dict[str, Any], status: str = "running") -> None:
         """Save the latest state between rounds (creates the row if the job was started elsewhere)."""
@@ -99,14 +110,15 @@ class JobStore:
             raise QuarryError("unknown_job", f"no job {job_id!r} in {self.path}",
                               "list jobs with: quarry job list")
         out = dict(row)
-        for key in ("state", "result"):
+        for key in ("state", "result", "params"):
             out[key] = json.loads(out[key]) if out[key] else None
         return out
 
-    def list(self, limit: int = 50) -> list[dict[str, Any]]:
+    def list(self, limit: int = 50, *, status: str | None = None, collection: str | None = None) -> list[dict[str, Any]]:
         rows = self._con().execute(
             "SELECT job_id, collection, intent, status, created_at, updated_at, round FROM jobs"
-            " ORDER BY created_at DESC LIMIT ?", (limit,))
+            " WHERE (? IS NULL OR status=?) AND (? IS NULL OR collection=?) ORDER BY created_at DESC LIMIT ?",
+            (status, status, collection, collection, limit))
         return [dict(r) for r in rows]
 
     # -- rankings behind search_ids ------------------------------------------------------------

@@ -36,7 +36,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--address", required=True)
-    parser.add_argument("--queue", required=True)
+    parser.add_argument("--queue", help="default: the home's own task queue, as `quarry worker` uses")
     parser.add_argument("--gate", type=Path)
     args = parser.parse_args()
     if args.gate:
@@ -47,7 +47,7 @@ async def main() -> None:
 
     setup_tracing("quarry-worker", args.home)
     client = await connect(args.address)
-    worker = build_worker(client, home=args.home, queue=args.queue)
+    worker = build_worker(client, home=args.home, queue=args.queue)  # None: derived from the home
     (args.home / f"worker-ready-{os.getpid()}").write_text("ready")
     await worker.run()
 

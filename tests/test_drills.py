@@ -81,8 +81,11 @@ class Server:
 
 
 class Worker:
-    def __init__(self, home: Path, address: str, queue: str, gate: Path | None = None, env: dict | None = None) -> None:
-        cmd = [sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address", address, "--queue", queue]
+    def __init__(self, home: Path, address: str, queue: str | None, gate: Path | None = None,
+                 env: dict | None = None) -> None:
+        cmd = [sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address", address]
+        if queue is not None:
+            cmd += ["--queue", queue]
         if gate is not None:
             cmd += ["--gate", str(gate)]
         self.log = home / f"worker-{uuid.uuid4().hex[:6]}.log"
@@ -328,3 +331,58 @@ def test_quarry_run_exits_cleanly_every_time(home, server) -> None:
     assert codes == [0] * 12, errors
     assert waited.returncode == 0 and json.loads(waited.stdout.strip().splitlines()[-1])["status"] == "completed"
     assert "Fatal Python error" not in waited.stderr
+
+
+def test_jobs_are_searchable_by_their_attributes_on_the_embedded_server(home, server) -> None:
+    """On the server Quarry starts, jobs carry search attributes (collection, policy, round,
+    status), so `temporal workflow list --query 'QuarryCollection="lit"'` finds them."""
+    from workflows.dev_server import temporal_binary
+
+    queue = f"drill-{uuid.uuid4().hex[:8]}"
+    worker = Worker(home, server.address, queue)
+    try:
+        handle = asyncio.run(start(server.address, queue, TOPIC_INTENTS[0]))
+        result = result_of(handle)
+    finally:
+        worker.kill(signal.SIGTERM)
+    listed = subprocess.run([str(temporal_binary()), "workflow", "list", "--address", server.address, "--query",
+                             'QuarryCollection="lit" AND QuarryStatus="completed"', "--output", "json"],
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    ids = {w["execution"]["workflowId"] for w in json.loads(listed.stdout or "[]")}
+    assert handle.id in ids and result["status"] == "completed"
+
+
+def test_two_homes_on_one_server_each_run_their_own_jobs(server, tmp_path_factory) -> None:
+    """Each QUARRY_HOME has its own task queue: with two homes on one server, every job runs on its
+    own home's worker (a job taken by the other home's worker would fail: its collection is not there)."""
+    from workflows.client import new_job_id, submit
+    from workflows.shared import task_queue
+
+    homes = {}
+    for name, topic in (("onlya", "gnn"), ("onlyb", "rl")):
+        home = tmp_path_factory.mktemp(f"home-{name}")
+        ingest(write_jsonl(home / "src.jsonl", [d for d in search_docs() if d["_id"].startswith(topic)]), name, home=home)
+        homes[name] = home
+    assert task_queue(homes["onlya"]) != task_queue(homes["onlyb"])
+    workers = [Worker(home, server.address, None) for home in homes.values()]
+
+    async def run_all():
+        client = await client_for(server.address)
+        handles = []
+        for i in range(6):
+            name = ("onlya", "onlyb")[i % 2]
+            inp = JobInput(job_id=new_job_id(), collection=name, intent=TOPIC_INTENTS[0 if name == "onlya" else 2])
+            handles.append((name, await submit(client, inp, queue=task_queue(homes[name]))))
+        return [(name, h.id, await asyncio.wait_for(h.result(), RESULT_TIMEOUT_S)) for name, h in handles]
+    try:
+        results = asyncio.run(run_all())
+    finally:
+        for w in workers:
+            w.kill(signal.SIGTERM)
+    for name, job_id, result in results:
+        assert result["status"] == "completed" and result["collection"] == name, result.get("error")
+        other = "onlyb" if name == "onlya" else "onlya"
+        assert JobStore(homes[name] / "jobs.sqlite").get(job_id)["status"] == "completed"
+        with pytest.raises(Exception):
+            JobStore(homes[other] / "jobs.sqlite").get(job_id)

@@ -182,3 +182,27 @@ def test_a_failed_job_makes_job_result_exit_non_zero(tmp_path: Path) -> None:
                              if status == "failed" else None}, {"collection": "lit", "intent": "x"})
     codes = {j: cli(tmp_path, "job", "result", j, "--json").exit_code for j in ("job-failed", "job-empty", "job-ok")}
     assert codes == {"job-failed": 1, "job-empty": 1, "job-ok": 0}
+
+
+def test_a_taken_ui_port_is_named_at_once_and_stale_records_are_cleared(tmp_path: Path) -> None:
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        began = time.monotonic()
+        result = cli(tmp_path, "server", "--port", str(free), "--ui-port", str(taken))
+        took = time.monotonic() - began
+    assert result.exit_code != 0 and "(port_taken)" in result.output
+    assert f"port {taken}" in result.output and took < 2.0
+    assert not (tmp_path / "run" / "temporal-server.pid").exists()
+    (tmp_path / "run").mkdir(exist_ok=True)
+    (tmp_path / "run" / "worker.pid").write_text("999999999")  # a process that is gone
+    down = cli(tmp_path, "down")
+    assert down.exit_code == 0 and "worker: not running" in down.output
+    assert not (tmp_path / "run" / "worker.pid").exists()

@@ -4,11 +4,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from dataclasses import replace
+
 from temporalio.client import Client, WorkflowHandle
+from temporalio.common import TypedSearchAttributes
+from temporalio.service import RPCError
 
 from workflows.job_input import check_job_input
+from workflows.search_attributes import initial_attributes
 from workflows.search_job import SearchJob
-from workflows.shared import JobInput, task_queue, temporal_address, temporal_namespace
+from workflows.shared import JobInput, task_queue, temporal_address, temporal_namespace, web_ui_url  # noqa: F401
 
 
 async def connect(address: str | None = None, namespace: str | None = None, *, tracing: bool = True) -> Client:
@@ -25,14 +30,27 @@ def new_job_id() -> str:
 
 
 async def submit(client: Client, inp: JobInput, queue: str | None = None) -> WorkflowHandle:
-    """Start a job; an unusable input (empty or oversized intent, bad budget…) is refused here."""
+    """Start a job; an unusable input (empty or oversized intent, bad budget…) is refused here.
+
+    In the Web UI the job shows its collection and intent (static summary and details); where the
+    server knows Quarry's search attributes (the embedded dev server registers them) the job is
+    also indexed by collection, policy, round and status, so it can be filtered there and with
+    `temporal workflow list --query 'QuarryCollection="NAME"'`. A server without them still runs
+    the job, unindexed.
+    """
     check_job_input(inp)
-    return await client.start_workflow(SearchJob.run, inp, id=inp.job_id, task_queue=queue or task_queue())
+    summary = f"{inp.collection} · {inp.policy} · {inp.intent[:120]}"
+    details = f"**intent**: {inp.intent[:2000]}\n\n**collection**: {inp.collection} · **mode**: {inp.mode} · " \
+              f"**policy**: {inp.policy} · **budget**: {inp.budget_seconds:g} s"
+    common = dict(id=inp.job_id, task_queue=queue or task_queue(), static_summary=summary, static_details=details)
+    try:
+        return await client.start_workflow(SearchJob.run, replace(inp, indexed=True), **common,
+                                           search_attributes=TypedSearchAttributes(initial_attributes(inp)))
+    except RPCError as err:
+        if "search attribute" not in str(err).lower():
+            raise
+        return await client.start_workflow(SearchJob.run, replace(inp, indexed=False), **common)
 
 
 async def result(client: Client, job_id: str) -> dict[str, Any]:
     return await client.get_workflow_handle(job_id).result()
-
-
-def web_ui_url(job_id: str, ui_port: int = 8233, namespace: str | None = None) -> str:
-    return f"http://127.0.0.1:{ui_port}/namespaces/{namespace or temporal_namespace()}/workflows/{job_id}"

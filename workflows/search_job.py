@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from nodes.usage import Usage
     from stores.errors import QuarryError
     from workflows.activities import answer_from_state, checkpoint_job, finish_job
+    from workflows import search_attributes
     from workflows.job_input import check_job_input
     from workflows.shared import STEER_FRACTION, JobInput
 
@@ -58,6 +59,7 @@ class SearchJob:
         self.status = "running"
         self.started_at = 0.0
         self.budget_s = 0.0
+        self.indexed = False
 
     # -- handlers ------------------------------------------------------------------------------
 
@@ -80,6 +82,9 @@ class SearchJob:
             "usage": usage.to_dict(),
             "fallbacks": list(self.state.get("fallbacks", [])),
             "tool_calls": self.state.get("stats", {}).get("tool_calls", 0),
+            # The latest round's searches, readable (for `quarry job watch`).
+            "searches": [{"round": s.get("round"), "channel": s.get("channel"), "query": s.get("label") or s.get("query", "")}
+                         for s in self.state.get("searches", [])[-6:]],
             "stop_requested": self.control.stop_requested,
         }
 
@@ -125,6 +130,7 @@ class SearchJob:
         self.state = inp.state or dict(initial_state(inp.job_id, inp.collection, inp.intent, mode=inp.mode,
                                                      policy=inp.policy, config=inp.config))
         steer_task = asyncio.create_task(self._submit_now_at(self.started_at + STEER_FRACTION * self.budget_s))
+        self.indexed = inp.indexed
         drive = asyncio.create_task(self._drive(self.state, graph_for(inp.policy)))
         error: str | None = None
         try:
@@ -132,11 +138,10 @@ class SearchJob:
             await drive  # re-raises a graph failure
         except asyncio.TimeoutError:
             self.status = "budget_exhausted"
-            drive.cancel()
-            try:
-                await drive
-            except (asyncio.CancelledError, ActivityError):  # the running node activity was cancelled
-                pass
+            await self._halt(drive)
+        except asyncio.CancelledError:  # `quarry job cancel`: keep what the job has, then end as cancelled
+            self.status = "cancelled"
+            await self._halt(drive)
         except Exception as exc:  # the graph failed after Temporal's retries: keep what we have
             self.status = "failed"
             error = _root_cause(exc)
@@ -149,8 +154,9 @@ class SearchJob:
             # The graph paused for continue-as-new: carry the state, the budget and the flags over.
             workflow.continue_as_new(JobInput(
                 job_id=inp.job_id, collection=inp.collection, intent=inp.intent, mode=inp.mode, policy=inp.policy,
-                budget_seconds=inp.budget_seconds, config=inp.config, started_at=self.started_at, steer_fired=self.control.submit_now, state=self.state,
-                pending_steering=self.control.pending_steering))
+                budget_seconds=inp.budget_seconds, config=inp.config, started_at=self.started_at,
+                steer_fired=self.control.submit_now, state=self.state, pending_steering=self.control.pending_steering,
+                indexed=inp.indexed))
         if not answered:
             try:  # the result of the best state so far waits in the job store
                 await workflow.execute_activity(answer_from_state, self.state, **_QUICK)
@@ -158,10 +164,34 @@ class SearchJob:
                 if self.status != "failed":
                     raise
         # Why the job answered when the graph did not say: a stop, the budget steer or the hard stop.
-        reason = "budget_exhausted" if self.status == "budget_exhausted" else self.control.answer_reason()
+        reason = self.status if self.status in ("budget_exhausted", "cancelled") else self.control.answer_reason()
         if self.status == "running":
             self.status = "stopped" if self.control.stop_requested else "completed"
-        return await workflow.execute_activity(finish_job, args=[self.state, self.status, error, reason], **_QUICK)
+        self._index(status=self.status)
+        final = await workflow.execute_activity(finish_job, args=[self.state, self.status, error, reason], **_QUICK)
+        if self.status == "cancelled":
+            raise asyncio.CancelledError("cancelled by request; the best result so far is in the job store")
+        return final
+
+    async def _halt(self, drive: asyncio.Task) -> None:
+        """Stop the graph (its running activity is cancelled) and keep the state reached."""
+        drive.cancel()
+        try:
+            await drive
+        except (asyncio.CancelledError, ActivityError):  # the running node activity was cancelled
+            pass
+
+    def _index(self, *, round_no: int | None = None, status: str | None = None) -> None:
+        """Update the job's search attributes (round, status) when it was started with them."""
+        if not self.indexed:
+            return
+        updates = []
+        if round_no is not None:
+            updates.append(search_attributes.ROUND.value_set(round_no))
+        if status is not None:
+            updates.append(search_attributes.STATUS.value_set(status))
+        if updates:
+            workflow.upsert_search_attributes(updates)
 
     async def _submit_now_at(self, at: float) -> None:
         delay = at - workflow.now().timestamp()
@@ -174,6 +204,8 @@ class SearchJob:
         cfg = config_of(state)
         run_config = {"recursion_limit": RECURSION_LIMIT, "max_concurrency": max(1, cfg.models.judge_concurrency)}
         async for value in app.astream(state, config=run_config, stream_mode="values"):
+            if int(value.get("round", 0)) != int(self.state.get("round", 0)):
+                self._index(round_no=int(value.get("round", 0)))
             self.state = value
             node = value.get("node")
             # The round graph's reflection node checkpoints itself; a ReAct job every few turns.

@@ -1,7 +1,9 @@
 """Names and the one input dataclass shared by client, worker, workflow and activities."""
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +24,21 @@ def temporal_namespace() -> str:
     return os.environ.get("QUARRY_TEMPORAL_NAMESPACE", NAMESPACE_DEFAULT)
 
 
-def task_queue() -> str:
-    return os.environ.get("QUARRY_TASK_QUEUE", TASK_QUEUE_DEFAULT)
+def task_queue(home: Path | None = None) -> str:
+    """The task queue of a QUARRY_HOME: jobs of one home run only on that home's workers, even when
+    several homes share one Temporal server (`QUARRY_TASK_QUEUE` overrides it for a cluster)."""
+    if os.environ.get("QUARRY_TASK_QUEUE"):
+        return os.environ["QUARRY_TASK_QUEUE"]
+    from stores.home import quarry_home
+    digest = hashlib.sha1(str((home or quarry_home()).resolve()).encode()).hexdigest()[:10]
+    return f"{TASK_QUEUE_DEFAULT}-{digest}"
+
+
+def web_ui_url(job_id: str, ui_base: str | None, namespace: str | None = None) -> str:
+    """The job's page in the Web UI at `ui_base` ('' when the UI of the server in use is unknown)."""
+    if not ui_base:
+        return ""
+    return f"{ui_base.rstrip('/')}/namespaces/{namespace or temporal_namespace()}/workflows/{job_id}"
 
 
 @dataclass
@@ -41,3 +56,5 @@ class JobInput:
     steer_fired: bool = False
     state: dict[str, Any] | None = None
     pending_steering: list[dict[str, Any]] | None = None
+    # Whether the job was started with Quarry's search attributes (so the workflow may update them).
+    indexed: bool = False

@@ -30,7 +30,7 @@ def build_worker(client: Client, *, home: Path | None = None, queue: str | None 
     configure_runtime(NodeRuntime(home, models=models))
     return Worker(
         client,
-        task_queue=queue or task_queue(),
+        task_queue=queue or task_queue(home),
         workflows=[SearchJob],
         activities=[checkpoint_job, answer_from_state, finish_job],
         activity_executor=ThreadPoolExecutor(max_workers=max_concurrent_activities),
