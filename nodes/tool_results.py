@@ -5,6 +5,7 @@ Results are a union — `SearchPage | DocumentPage | CitationPage | ToolError` �
 """
 from __future__ import annotations
 
+import shlex
 from typing import Literal
 
 from pydantic import BaseModel
@@ -27,7 +28,9 @@ class SearchPage(BaseModel):
     hits: list[HitView]
     note: str = ""
 
-    def render(self) -> str:
+    def render(self, collection: str | None = None) -> str:
+        """The page as text; with `collection`, hints name the `quarry` commands (for a person at
+        the command line) instead of the agent's tool calls."""
         if self.total == 0:
             return (f"[search_id={self.search_id}] no results for {self.query!r}. "
                     "Hint: use other or fewer words; the query is a bag of words, operators have no effect.")
@@ -39,7 +42,10 @@ class SearchPage(BaseModel):
                 out.append(f"   {h.excerpt}")
         if self.note:
             out.append(f"Note: {self.note}")
-        if last < self.total:
+        if last < self.total and collection:
+            out.append(f"More: quarry search {collection} {shlex.quote(self.query)} --offset {last + 1} --limit 10; "
+                       f"read one: quarry read {collection} DOCID")
+        elif last < self.total:
             out.append(f"Hint: read_search_results(search_id=\"{self.search_id}\", offset={last + 1}, limit=10) "
                        "shows the next ranks without searching again; read_document(docid=…) reads a document.")
         else:
@@ -60,13 +66,15 @@ class DocumentPage(BaseModel):
     def last_line(self) -> int:
         return self.offset + len(self.lines) - 1
 
-    def render(self) -> str:
+    def render(self, collection: str | None = None) -> str:
         out = [f"[docid={self.docid} lines {self.offset}–{self.last_line} of {self.total_lines}]"]
         width = len(str(self.last_line))
         out.extend(f"{no:>{width}}  {line}" for no, line in enumerate(self.lines, start=self.offset))
         if self.note:
             out.append(f"Note: {self.note}")
-        if self.last_line < self.total_lines:
+        if self.last_line < self.total_lines and collection:
+            out.append(f"More: quarry read {collection} {shlex.quote(self.docid)} --offset {self.last_line + 1}")
+        elif self.last_line < self.total_lines:
             out.append(f"Hint: read_document(docid=\"{self.docid}\", offset={self.last_line + 1}) continues.")
         else:
             out.append("End of document.")

@@ -124,7 +124,7 @@ def search(name: str, query: str,
         print_json({"search_id": page.search_id, "total": page.total,
                     "hits": [h.model_dump() for h in page.hits]})
     else:
-        out.print(terminal_safe(page.render()), highlight=False, markup=False)
+        out.print(terminal_safe(page.render(name)), highlight=False, markup=False)
 
 
 @app.command()
@@ -139,7 +139,7 @@ def read(name: str, docid: str,
         fail(err)
     if isinstance(page, ToolError):
         fail(QuarryError(page.code, page.message, page.hint))
-    out.print(terminal_safe(page.render()), highlight=False, markup=False)
+    out.print(terminal_safe(page.render(name)), highlight=False, markup=False)
 
 
 @app.command("eval")

@@ -69,7 +69,8 @@ def _temporal_error(err: Exception, job_id: str | None = None) -> QuarryError:
                            "list jobs with: quarry job list (is --temporal-address the server it ran on?)")
     if "already completed" in text or "already finished" in text:
         return QuarryError("job_finished", f"{what} has already finished", f"see its result: quarry job result {job_id or 'JOB_ID'}")
-    if status == RPCStatusCode.DEADLINE_EXCEEDED or "no poller" in text.lower():
+    if status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED) or "no poller" in text.lower() \
+            or "timeout expired" in text.lower():
         return QuarryError("no_worker", f"no worker answered for {what}: {text[:200]}",
                            "start one: quarry worker (quarry run starts one in the background)")
     return QuarryError("temporal_error", f"Temporal refused the request for {what}: {text[:300]}",
@@ -519,7 +520,7 @@ def job_progress(job_id: str, address: AddressOpt = None,
 
     async def main():
         client = await _client()
-        return await client.get_workflow_handle(job_id).query("progress", rpc_timeout=timedelta(seconds=10))
+        return await client.get_workflow_handle(job_id).query("progress", rpc_timeout=timedelta(seconds=5))
     p = _run(main(), job_id)
     try:
         col = p.get("job_id") and _store().get(job_id)["collection"]
@@ -552,7 +553,7 @@ def job_stop(job_id: str, address: AddressOpt = None) -> None:
 def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
     """Add a requirement or exclusion to a running job (e.g. "not surveys", "2019-2023")."""
     _set_address(address)
-    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 
     from workflows.job_input import check_text
     row = _known_job(job_id)
@@ -567,7 +568,12 @@ def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
     async def main():
         client = await _client()
         try:
-            return await client.get_workflow_handle(job_id).execute_update("steer", text)
+            from datetime import timedelta
+            return await client.get_workflow_handle(job_id).execute_update("steer", text,
+                                                                            rpc_timeout=timedelta(seconds=10))
+        except WorkflowUpdateRPCTimeoutOrCancelledError:
+            raise QuarryError("no_worker", f"no worker answered the steering of job {job_id} within 10 s",
+                              "start one: quarry worker (quarry run starts one in the background)") from None
         except WorkflowUpdateFailedError as err:
             cause = getattr(err, "cause", None)
             raise QuarryError("steer_rejected", f"steering rejected: {getattr(cause, 'message', None) or cause or err}",
@@ -600,3 +606,35 @@ def job_result(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = Fals
     print_json(result) if json_out else render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"],
                                                       full=full)
     _exit_for(result)
+
+
+@job_app.command("export")
+def job_export(job_id: str,
+               fmt: Annotated[str, typer.Option("--format", help="bibtex, ris, csl-json, csv or markdown")] = "bibtex",
+               output: Annotated[Optional[Path], typer.Option("-o", "--output", help="File to write (default: stdout)")] = None
+               ) -> None:
+    """A finished job's ranked documents as BibTeX, RIS, CSL-JSON or CSV, or the job as a Markdown report."""
+    from quarry.export import export
+    try:
+        row = _store().get(job_id)
+        result = row.get("result")
+        if not result:
+            raise QuarryError("not_finished", f"job {job_id} is {row['status']}; there is no result to export yet",
+                              f"wait for it: quarry job result {job_id} --wait")
+        records = {}
+        try:
+            from stores.collection import Collection
+            records = Collection(result["collection"]).corpus.get_many([r["docid"] for r in result.get("ranked", [])])
+        except QuarryError:
+            pass  # the collection is gone: export what the result itself holds
+        text = export(result, records, fmt)
+        if output is not None:
+            output.write_text(text, encoding="utf-8")
+    except QuarryError as err:
+        fail(err)
+    except OSError as err:
+        fail(QuarryError("cannot_write", f"cannot write {output}: {err.strerror}", "choose another --output path"))
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        console.print(f"wrote {len(result.get('ranked', []))} documents as {fmt} to {output}", highlight=False)

@@ -386,3 +386,28 @@ def test_two_homes_on_one_server_each_run_their_own_jobs(server, tmp_path_factor
         assert JobStore(homes[name] / "jobs.sqlite").get(job_id)["status"] == "completed"
         with pytest.raises(Exception):
             JobStore(homes[other] / "jobs.sqlite").get(job_id)
+
+
+def test_job_commands_with_no_worker_say_so(home, server) -> None:
+    """A running job whose worker is gone: progress and steer say no worker answers (exit ≠ 0,
+    no traceback); stop, cancel and terminate still reach the job through the server."""
+    from typer.testing import CliRunner
+
+    from quarry.cli import app
+
+    queue = f"drill-noworker-{uuid.uuid4().hex[:8]}"
+    handle = asyncio.run(start(server.address, queue))  # no worker polls this queue
+    JobStore(home / "jobs.sqlite").create(handle.id, "lit", INTENT, workflow_id=handle.id, trace_id=None)
+
+    def cli(*args: str):
+        return CliRunner().invoke(app, ["--home", str(home), "job", *args, "--temporal-address", server.address])
+    for args in (["progress", handle.id], ["steer", handle.id, "not surveys"]):
+        res = cli(*args)
+        assert res.exit_code != 0 and "(no_worker)" in res.output and "Traceback" not in res.output, res.output
+    assert cli("stop", handle.id).exit_code == 0
+    res = cli("terminate", handle.id)
+    assert res.exit_code == 0 and "terminated" in res.output
+    assert JobStore(home / "jobs.sqlite").get(handle.id)["status"] == "terminated"
+    listed = CliRunner().invoke(app, ["--home", str(home), "job", "list", "--status", "terminated", "--json",
+                                      "--temporal-address", server.address])
+    assert handle.id in {json.loads(line)["job_id"] for line in listed.stdout.splitlines() if line.strip()}

@@ -206,3 +206,28 @@ def test_a_taken_ui_port_is_named_at_once_and_stale_records_are_cleared(tmp_path
     down = cli(tmp_path, "down")
     assert down.exit_code == 0 and "worker: not running" in down.output
     assert not (tmp_path / "run" / "worker.pid").exists()
+
+
+def test_every_job_command_on_a_finished_job(tmp_path: Path) -> None:
+    """Stop, steer, cancel and terminate refuse a finished job in one line (exit 1); progress,
+    watch, show, result and export answer from the job store without any server."""
+    from stores.jobs import JobStore
+
+    jobs = JobStore(tmp_path / "jobs.sqlite")
+    jobs.create("job-done", "lit", "graph networks", workflow_id="job-done", trace_id=None)
+    jobs.finish("job-done", {"job_id": "job-done", "status": "completed", "collection": "lit", "intent": "graph networks",
+                             "ranked": [{"docid": "gnn01", "title": "GNN", "year": 2016, "score": 0.8, "rank_score": 0.03,
+                                         "evidence": [], "reason": "r", "weak": True}]},
+                {"collection": "lit", "intent": "graph networks"})
+    down = ["--temporal-address", DOWN]
+    for args in (["stop", "job-done", *down], ["steer", "job-done", "not surveys", *down], ["cancel", "job-done", *down],
+                 ["terminate", "job-done", *down]):
+        res = cli(tmp_path, "job", *args)
+        assert res.exit_code == 1 and "(job_finished)" in res.output and "Traceback" not in res.output, (args, res.output)
+        assert len([line for line in res.output.splitlines() if line.startswith("error")]) == 1
+    for args in (["progress", "job-done", *down], ["watch", "job-done", *down], ["show", "job-done"],
+                 ["result", "job-done"], ["export", "job-done", "--format", "csv"]):
+        res = cli(tmp_path, "job", *args)
+        assert res.exit_code == 0 and "Traceback" not in res.output, (args, res.output)
+    assert "1 weak match(es)" in cli(tmp_path, "job", "result", "job-done").output
+    assert "GNN" in cli(tmp_path, "job", "result", "job-done", "--full").output
