@@ -411,3 +411,39 @@ def test_job_commands_with_no_worker_say_so(home, server) -> None:
     listed = CliRunner().invoke(app, ["--home", str(home), "job", "list", "--status", "terminated", "--json",
                                       "--temporal-address", server.address])
     assert handle.id in {json.loads(line)["job_id"] for line in listed.stdout.splitlines() if line.strip()}
+
+
+def test_watch_cancel_and_rerun(home, server, tmp_path) -> None:
+    """`job watch` shows the rounds of a running job as they happen; `job cancel` ends it with its
+    best result so far; `job rerun` runs it again with the same input."""
+    queue = None  # the home's own queue: `rerun` submits there and starts a worker of its own
+    env = os.environ | {"QUARRY_HOME": str(home), "QUARRY_TEMPORAL_ADDRESS": server.address}
+    gate = Gate(tmp_path / "gate")
+    gate.hold()
+    worker = Worker(home, server.address, queue, gate=gate.folder)
+    from workflows.shared import task_queue
+    try:
+        handle = asyncio.run(start(server.address, task_queue(home)))
+        JobStore(home / "jobs.sqlite").create(handle.id, "lit", INTENT, workflow_id=handle.id, trace_id=None,
+                                              params={"mode": "list", "policy": "heuristic", "budget_seconds": 120})
+        watcher = subprocess.Popen([sys.executable, "-m", "quarry", "job", "watch", handle.id], cwd=ROOT, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        wait_for(lambda: gate.entered(), "verification to start")
+        cancel = subprocess.run([sys.executable, "-m", "quarry", "job", "cancel", handle.id], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert cancel.returncode == 0, cancel.stderr
+        gate.release()
+        watched, _ = watcher.communicate(timeout=RESULT_TIMEOUT_S)
+        stored = JobStore(home / "jobs.sqlite").get(handle.id)
+        assert stored["status"] == "cancelled" and stored["result"]["ranked"], "cancelled, with its best result"
+        assert "round 1" in watched and "search [lexical]" in watched and "top 5:" in watched, watched
+        assert watcher.returncode == 1, "a cancelled job is not a success"
+        rerun = subprocess.run([sys.executable, "-m", "quarry", "job", "rerun", handle.id, "--wait"], cwd=ROOT, env=env,
+                               capture_output=True, text=True, timeout=180)
+    finally:
+        gate.release()
+        worker.kill(signal.SIGTERM)
+        subprocess.run([sys.executable, "-m", "quarry", "down"], cwd=ROOT, env=env, capture_output=True, timeout=60)
+    assert rerun.returncode == 0, rerun.stderr[-800:]
+    newest = JobStore(home / "jobs.sqlite").list(1)[0]
+    assert newest["job_id"] != handle.id and newest["intent"] == INTENT and newest["status"] == "completed"
