@@ -12,9 +12,9 @@ import pytrec_eval
 Run = Mapping[str, Mapping[str, float]]
 Qrels = Mapping[str, Mapping[str, int]]
 
-BASE_METRICS = ("ndcg@10", "ndcg@20", "recall@20", "precision@20", "f1@20", "recall@1000", "map")
+BASE_METRICS = ("ndcg@10", "ndcg@20", "recall@20", "precision@20", "f1@20", "recall@100", "recall@1000", "map")
 _TREC = {"ndcg_cut_10": "ndcg@10", "ndcg_cut_20": "ndcg@20", "recall_20": "recall@20", "P_20": "precision@20",
-         "recall_1000": "recall@1000", "map": "map"}
+         "recall_100": "recall@100", "recall_1000": "recall@1000", "map": "map"}
 
 
 def per_query(qrels: Qrels, run: Run) -> dict[str, dict[str, float]]:

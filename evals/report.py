@@ -16,6 +16,7 @@ import pytrec_eval
 from evals.metrics import BASE_METRICS, Qrels, Run
 from evals.plots import per_query_differences, recall_curves
 from evals.runner import AGENT_SYSTEMS, EvalResult
+from evals.significance import ALPHA, RESAMPLES, SEED, compare
 from stores.collection import Collection
 
 DEPTHS = (10, 20, 50, 100, 200, 500, 1000)
@@ -42,9 +43,34 @@ def _cell(value: object) -> str:
     return "–" if value is None else str(value)
 
 
+COLUMNS = {
+    "ndcg@10": "nDCG at rank 10 (graded relevance, log-discounted, normalised by the ideal ranking)",
+    "ndcg@20": "nDCG at rank 20", "recall@20": "share of a query's relevant documents in the top 20",
+    "precision@20": "share of the top 20 that is relevant", "f1@20": "harmonic mean of P@20 and R@20 per query",
+    "recall@100": "recall in the top 100", "recall@1000": "recall in the top 1000 (the deep run)",
+    "map": "mean average precision over the whole run",
+    "mean_latency_s": "wall seconds per query, after one warm-up query (agent systems: per job, jobs run 4 at a time)",
+    "k1": "BM25 k1 used (bm25 and hybrid: Anserini's default 0.9 unless given)", "b": "BM25 b used (default 0.4)",
+    "tuning": "how bm25-tuned chose k1/b without the reported queries", "tuning_s": "seconds spent tuning",
+    "tier_surfaced": "agent: share of relevant documents that any search or channel returned to the job",
+    "tier_previewed": "agent: share shown as previews (ranks paged through or citation lists)",
+    "tier_opened": "agent: share read in full (verification or read_document)",
+    "tier_cited": "agent: share in the job's ranked output",
+    "hallucination_rate": "share of output docids that the collection does not hold (must be 0)",
+    "tool_calls_per_query": "agent: tool calls per job",
+    "tokens_per_query": "model tokens (input + output) per job", "dollars_per_query": "model cost per job",
+    "fallbacks_per_query": "model steps that fell back to the heuristic, per job",
+    "citation_hallucination_rate": "share of answer citations removed by the citation check",
+    "answer_accuracy": "share of graded answers the judge found correct", "graded": "answers graded",
+    "calibration_error": "expected calibration error of stated confidence (10 bins)",
+    "grader_tokens": "tokens the grader used",
+}
+SCALAR = (int, float, str)
+
+
 def metrics_table(results: Sequence[EvalResult]) -> str:
-    """Markdown table: one row per system, the base metrics then every extra any system has."""
-    extras = list(dict.fromkeys(k for r in results for k in r.extras))
+    """Markdown table: one row per system, the base metrics then every scalar extra any system has."""
+    extras = list(dict.fromkeys(k for r in results for k, v in r.extras.items() if isinstance(v, SCALAR)))
     header = ["system", *BASE_METRICS, *extras]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
     for r in results:
@@ -67,8 +93,67 @@ def agent_differences(results: Sequence[EvalResult], metric: str = DIFF_METRIC) 
                          for q in sorted(qids)}
 
 
+def significance_section(results: Sequence[EvalResult], metric: str) -> list[str]:
+    """Every system against the best non-agent baseline: mean difference, 95% CI, paired p."""
+    baselines = [r for r in results if r.system not in AGENT_SYSTEMS]
+    if not baselines or len(results) < 2:
+        return []
+    best = max(baselines, key=lambda r: (r.metrics.get(metric, 0.0), r.system))
+    rows = [c for r in results if r is not best
+            and (c := compare(r.system, r.per_query, best.system, best.per_query, metric)) is not None]
+    if not rows:
+        return []
+    out = [f"## Against the best baseline ({best.system}, {metric})", "",
+           f"Paired per query: mean difference, its 95% bootstrap interval, and the p-value of a paired "
+           f"randomization test ({RESAMPLES:,} resamples, seed {SEED}); * marks p < {ALPHA}.", "",
+           f"| system | {metric} | Δ vs {best.system} | relative | 95% CI of Δ | p |", "|---|---:|---:|---:|---|---:|"]
+    for c in rows:
+        out.append(f"| {c.system} | {c.system_mean:.4f} | {c.diff:+.4f}{' *' if c.significant else ''} | "
+                   f"{100 * c.relative:+.1f}% | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.4f} |")
+    return out
+
+
+def tuning_section(results: Sequence[EvalResult]) -> list[str]:
+    tuned = next((r for r in results if r.system == "bm25-tuned"), None)
+    if tuned is None:
+        return []
+    folds = tuned.extras.get("fold_params", [])
+    return ["## How bm25-tuned was tuned", "", f"{tuned.extras.get('tuning')}; settings chosen per fold "
+            "(each fold's queries ranked with the setting that scored best on the others):", "",
+            "| fold | k1 | b | test queries |", "|---:|---:|---:|---:|",
+            *[f"| {i} | {f['k1']:g} | {f['b']:g} | {f['test_queries']} |" for i, f in enumerate(folds, start=1)], ""]
+
+
+def reproduce_section(col: Collection, command: str) -> list[str]:
+    """The exact command, versions, corpus hash and machine, to reproduce the report."""
+    import importlib.metadata as md
+    import os
+    import platform
+
+    def version(name: str) -> str:
+        try:
+            return md.version(name)
+        except md.PackageNotFoundError:
+            return "—"
+    mem = ""
+    try:
+        kb = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
+        mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
+    except (OSError, StopIteration, ValueError):
+        pass
+    packages = ", ".join(f"{p} {version(p)}" for p in ("quarry", "pyserini", "temporalio", "temporalio-langgraph",
+                                                        "langgraph", "chromadb", "sentence-transformers", "torch",
+                                                        "pytrec-eval-terrier", "scipy"))
+    return ["## Reproduce", "", "```", command, "```", "",
+            f"- versions: Python {platform.python_version()}, {packages}",
+            f"- corpus: `{col.name}`, fingerprint `{col.corpus.fingerprint}`, {col.corpus.count()} documents; "
+            f"index k1 {col.lucene.meta.k1:g}, b {col.lucene.meta.b:g}",
+            f"- machine: {platform.platform()}, {os.cpu_count()} CPUs{mem}", ""]
+
+
 def write_report(out_dir: Path, col: Collection, results: Sequence[EvalResult],
-                 qrels: Mapping[str, Mapping[str, int]] | None = None) -> Path:
+                 qrels: Mapping[str, Mapping[str, int]] | None = None, *, metric: str = DIFF_METRIC,
+                 command: str = "") -> Path:
     """Write `out_dir/report.md` and its PNGs; return the report's path."""
     if not results:
         raise ValueError("no results to report")
@@ -78,9 +163,13 @@ def write_report(out_dir: Path, col: Collection, results: Sequence[EvalResult],
     judged = {q: qrels[q] for q in first.per_query if q in qrels}
     lines = [f"# Quarry evaluation: {col.name}", "",
              f"Split `{first.split}`, {first.queries} judged queries, "
-             f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}. Metrics by pytrec_eval; "
-             "extras: latency in seconds per query, BM25 k1/b used, agent trajectory recall tiers.", "",
-             "## Metrics", "", metrics_table(results), ""]
+             f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}. Metrics by pytrec_eval. "
+             "`bm25` and `hybrid` use Anserini's default BM25 (k1 0.9, b 0.4); `bm25-tuned` chooses k1/b without "
+             "the queries it is scored on (see below); the agent systems use the parameters stored with the index "
+             f"(k1 {col.lucene.meta.k1:g}, b {col.lucene.meta.b:g}).", "",
+             "## Metrics", "", metrics_table(results), "", *significance_section(results, metric), "",
+             *tuning_section(results), "## Columns", "",
+             *[f"- `{k}`: {v}" for k, v in COLUMNS.items() if any(k in r.metrics or k in r.extras for r in results)], ""]
 
     curves = {r.system: recall_at_depths(judged, r.run) for r in results if r.run}
     if curves:
@@ -94,22 +183,24 @@ def write_report(out_dir: Path, col: Collection, results: Sequence[EvalResult],
 
     grids = sorted(col.paths.runs_dir.glob("bm25-grid-*.png")) if col.paths.runs_dir.is_dir() else []
     if grids:
-        lines += ["## BM25 k1 × b grid (quarry tune)", ""]
+        lines += ["## BM25 k1 × b grid (quarry tune, on all the judged queries: for orientation only)", ""]
         for grid in grids:
             shutil.copyfile(grid, out_dir / grid.name)
             lines += [f"![{grid.stem}]({grid.name})", ""]
 
-    diff = agent_differences(results)
+    diff = agent_differences(results, metric)
     if diff:
         baseline, values = diff
-        png = per_query_differences(values, out_dir / "agent-vs-baseline.png", ylabel=f"Δ {DIFF_METRIC}",
-                                    title=f"agent − {baseline}, {DIFF_METRIC} per query")
+        png = per_query_differences(values, out_dir / "agent-vs-baseline.png", ylabel=f"Δ {metric}",
+                                    title=f"agent − {baseline}, {metric} per query")
         wins = sum(v > 1e-9 for v in values.values())
         losses = sum(v < -1e-9 for v in values.values())
         lines += [f"## Agent versus the best baseline ({baseline})", "",
                   f"![agent minus {baseline}]({png.name})", "",
-                  f"Per query {DIFF_METRIC}: agent better on {wins}, worse on {losses}, equal on "
+                  f"Per query {metric}: agent better on {wins}, worse on {losses}, equal on "
                   f"{len(values) - wins - losses} of {len(values)} queries.", ""]
+    lines += reproduce_section(col, command or f"quarry eval {col.name} --system {','.join(r.system for r in results)}"
+                                                f" --report {out_dir}")
 
     path = out_dir / REPORT_FILE
     path.write_text("\n".join(lines), encoding="utf-8")

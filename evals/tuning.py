@@ -163,23 +163,27 @@ def average_doc_tokens(col: Collection, sample: int = LENGTH_SAMPLE) -> float:
     return total / count if count else 0.0
 
 
-def apply_default_params(col: Collection) -> DefaultParams:
-    """Store `default_bm25_params(mean length)` with the index (for collections without qrels)."""
+def apply_default_params(col: Collection, *, store: bool = True) -> DefaultParams:
+    """`default_bm25_params(mean length)` (for collections without qrels), stored with the index
+    only when `store`."""
     meta = col.lucene.meta
     avg = average_doc_tokens(col)
     k1, b = default_bm25_params(avg)
-    reindex(col.name, home=_home(col), k1=k1, b=b)
-    _write_tuned(col, {"source": "default", "k1": k1, "b": b, "avg_doc_tokens": round(avg, 2),
-                       "baseline": {"k1": meta.k1, "b": meta.b}})
+    if store:
+        reindex(col.name, home=_home(col), k1=k1, b=b)
+        _write_tuned(col, {"source": "default", "k1": k1, "b": b, "avg_doc_tokens": round(avg, 2),
+                           "baseline": {"k1": meta.k1, "b": meta.b}})
     return DefaultParams(col.name, k1, b, avg, (meta.k1, meta.b))
 
 
-def tune(col: Collection, split: str | None = None, *, threads: int = 2,
+def tune(col: Collection, split: str | None = None, *, threads: int = 2, apply: bool = False,
          progress: ProgressFn | None = None) -> TuneResult | DefaultParams:
-    """Grid search when the collection has judgements, else the length-based default."""
+    """Grid search when the collection has judgements, else the length-based default; the stored
+    parameters change only with `apply` (they are fitted to these queries, so an evaluation on
+    the same queries would flatter every system that uses them)."""
     if not col.corpus.splits():
-        return apply_default_params(col)
-    return grid_search(col, split, threads=threads, progress=progress)
+        return apply_default_params(col, store=apply)
+    return grid_search(col, split, threads=threads, store=apply, progress=progress)
 
 
 def _write_tuned(col: Collection, record: dict[str, Any]) -> None:

@@ -162,13 +162,17 @@ def eval_cmd(name: str,
              max_dollars: Annotated[Optional[float], typer.Option(min=0.0, help="Dollar budget per job")] = None,
              max_output_tokens: Annotated[int, typer.Option(min=16, help="Longest reply per model call")] = 2048,
              prices: Annotated[Optional[Path], typer.Option(help="JSON price table extending the built-in one")] = None,
+             metric: Annotated[str, typer.Option(help="The report's main metric (significance, per-query plot)")] = "ndcg@20",
              ) -> None:
     """Evaluate systems on the collection's judged queries (pytrec_eval); model systems' answers
     are graded against answers.jsonl when the collection has it."""
     from evals.agent_system import AgentOptions
+    from evals.metrics import BASE_METRICS
     from evals.runner import evaluate, parse_systems
     from quarry.job_options import job_config
     try:
+        if metric not in BASE_METRICS:
+            raise QuarryError("bad_option", f"unknown metric {metric!r}", f"use one of: {', '.join(BASE_METRICS)}")
         systems = parse_systems(system)
         model_systems = [s for s in systems if s in ("llm", "react")]
         config = job_config(("llm" if "llm" in model_systems else "react") if model_systems else "heuristic", model,
@@ -189,7 +193,13 @@ def eval_cmd(name: str,
         report_path = None
         if report is not None:
             from evals.report import write_report
-            report_path = write_report(report, col, results)
+            import shlex
+            given = {"--split": split, "--queries": queries, "--k1": k1, "--b": b, "--model": model,
+                     "--judge-model": judge_model, "--judge": judge, "--metric": metric if metric != "ndcg@20" else None}
+            command = " ".join(["quarry eval", shlex.quote(name), "--system", ",".join(systems),
+                                *(f"{k} {shlex.quote(str(v))}" for k, v in given.items() if v is not None),
+                                "--report", shlex.quote(str(report))])
+            report_path = write_report(report, col, results, metric=metric, command=command)
     except QuarryError as err:
         fail(err)
     summaries = {r.system: r.summary() for r in results}
@@ -214,20 +224,23 @@ def eval_cmd(name: str,
 @app.command()
 def tune(name: str,
          split: Annotated[Optional[str], typer.Option(help="qrels split to tune on (default: test, else the only one)")] = None,
+         apply: Annotated[bool, typer.Option("--apply", help="Store the best setting with the index "
+                                                             "(every system that uses the index then uses it)")] = False,
          json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False) -> None:
-    """Grid-search BM25 k1/b by nDCG@20 and store the best with the index (default rule without qrels)."""
+    """Grid-search BM25 k1/b by nDCG@20 and show the best (default rule without qrels); --apply stores it."""
     from evals.tuning import DefaultParams, tune as run_tune
     try:
         col = _collection(name)
         with progress_bar(console.is_terminal) as progress:
-            result = run_tune(col, split, progress=progress)
+            result = run_tune(col, split, apply=apply, progress=progress)
     except QuarryError as err:
         fail(err)
+    stored = "stored with the index" if apply else "not stored: add --apply to use it"
     if json_out:
-        print_json(result.summary())
+        print_json(result.summary() | {"applied": apply})
         return
     if isinstance(result, DefaultParams):
-        out.print(f"[bold]{name}[/] has no relevance judgements, so nothing to tune on: stored the [bold]default[/] "
+        out.print(f"[bold]{name}[/] has no relevance judgements, so nothing to tune on: {stored}, the [bold]default[/] "
                   f"BM25 k1={result.k1} b={result.b} for a mean document length of {result.avg_doc_tokens:.0f} words "
                   f"(was k1={result.baseline[0]} b={result.baseline[1]})")
         return
@@ -235,7 +248,7 @@ def tune(name: str,
     out.print(f"tuned [bold]{name}[/] on {result.split} ({result.queries} queries, "
               f"{len(result.cells)} settings, {result.seconds:.0f} s)")
     out.print(f"best      k1={best['k1']:g} b={best['b']:g}  nDCG@20 {best['ndcg@20']:.4f}  MAP {best['map']:.4f}"
-              "  (stored with the index)")
+              f"  ({stored})")
     out.print(f"baseline  k1={base['k1']:g} b={base['b']:g}  nDCG@20 {base['ndcg@20']:.4f}  MAP {base['map']:.4f}"
               "  (the setting stored before)")
     out.print(f"heatmap   {result.heatmap}", highlight=False)

@@ -13,7 +13,7 @@ from stores.collection import Collection
 from tests.fakes import topic_docs, write_beir, write_jsonl
 
 NAME = "cli"
-EVAL_KEYS = {"ndcg@10", "ndcg@20", "recall@20", "precision@20", "f1@20", "recall@1000", "map"}
+EVAL_KEYS = {"ndcg@10", "ndcg@20", "recall@20", "precision@20", "f1@20", "recall@100", "recall@1000", "map"}
 
 
 @pytest.fixture(scope="module")

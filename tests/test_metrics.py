@@ -26,11 +26,11 @@ Q1_NDCG = 1.5 / (1 + 1 / LOG2_3)
 # q2: DCG = 1/log2(2) = 1 ; IDCG = 2/log2(2) + 1/log2(3)
 Q2_NDCG = 1 / (2 + 1 / LOG2_3)
 Q1 = {"ndcg@10": Q1_NDCG, "ndcg@20": Q1_NDCG,
-      "precision@20": 2 / 20, "recall@20": 1.0, "recall@1000": 1.0,
+      "precision@20": 2 / 20, "recall@20": 1.0, "recall@100": 1.0, "recall@1000": 1.0,
       "map": (1 / 1 + 2 / 3) / 2,                      # precision at each relevant doc / #relevant
       "f1@20": 2 * 0.1 * 1.0 / (0.1 + 1.0)}
 Q2 = {"ndcg@10": Q2_NDCG, "ndcg@20": Q2_NDCG,
-      "precision@20": 1 / 20, "recall@20": 0.5, "recall@1000": 0.5,
+      "precision@20": 1 / 20, "recall@20": 0.5, "recall@100": 0.5, "recall@1000": 0.5,
       "map": (1 / 1) / 2,
       "f1@20": 2 * 0.05 * 0.5 / (0.05 + 0.5)}
 

@@ -158,17 +158,34 @@ def test_cli_eval_several_systems_with_report(home: Path, tmp_path: Path, monkey
     single = json.loads(result.stdout.strip().splitlines()[-1])
     assert single["system"] == "bm25" and "ndcg@20" in single and single["report"].endswith("report.md")
 
-    grid_search(Collection("rep", home=home), "test", (1.2,), (0.75,))  # writes tuned.json
     result = CliRunner().invoke(app, ["--home", str(home), "eval", "rep", "--system", "bm25,bm25-tuned",
                                       "--report", str(tmp_path / "rep2"), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(data["systems"]) == {"bm25", "bm25-tuned"}
-    assert data["systems"]["bm25-tuned"]["k1"] == 1.2
-    assert "| bm25-tuned |" in (tmp_path / "rep2" / "report.md").read_text()
+    assert "cross-validation" in data["systems"]["bm25-tuned"]["tuning"]
+    report = (tmp_path / "rep2" / "report.md").read_text()
+    assert "| bm25-tuned |" in report and "## How bm25-tuned was tuned" in report
+    assert "## Reproduce" in report and Collection("rep", home=home).corpus.fingerprint in report
+    assert "quarry eval rep --system bm25,bm25-tuned" in report and "## Columns" in report
 
     text = CliRunner().invoke(app, ["--home", str(home), "eval", "rep", "--system", "bm25,bm25-tuned"])
     assert text.exit_code == 0 and "bm25-tuned" in text.stdout
     bad = CliRunner().invoke(app, ["--home", str(home), "eval", "rep", "--system", "bm25,hybrid",
                                    "--run", str(tmp_path / "x.trec")])
     assert bad.exit_code == 2 and "(bad_option)" in bad.stderr
+
+
+def test_paired_significance_and_confidence_interval() -> None:
+    from evals.significance import compare
+
+    base = {f"q{i}": {"ndcg@20": 0.2 + 0.01 * i} for i in range(30)}
+    better = {q: {"ndcg@20": v["ndcg@20"] + 0.1 + (0.02 if i % 2 else -0.02)} for i, (q, v) in enumerate(base.items())}
+    c = compare("agent", better, "hybrid", base, "ndcg@20")
+    assert c.diff == pytest.approx(0.1) and c.p_value < 0.001 and c.significant
+    assert c.ci_low < 0.1 < c.ci_high and c.ci_high - c.ci_low < 0.02
+    same = compare("twin", base, "hybrid", base, "ndcg@20")
+    assert same.diff == 0.0 and same.p_value == 1.0 and not same.significant
+    noisy = {q: {"ndcg@20": v["ndcg@20"] + (0.05 if i % 2 else -0.05)} for i, (q, v) in enumerate(base.items())}
+    assert compare("coin", noisy, "hybrid", base, "ndcg@20").p_value > 0.5
+    assert compare("one", {"q0": {"ndcg@20": 1.0}}, "hybrid", base, "ndcg@20") is None

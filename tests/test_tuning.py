@@ -118,9 +118,12 @@ def test_grid_search_picks_stores_and_plots(judged: Collection) -> None:
     grid = json.loads(result.grid_file.read_text())
     assert len(grid["cells"]) == 4 and grid["best"]["k1"] == result.best.k1
 
+    # The tuned system never reuses the stored (fitted) setting: it cross-validates.
     tuned = evaluate(judged, "bm25-tuned")
-    assert (tuned.extras["k1"], tuned.extras["b"]) == (result.best.k1, result.best.b)
-    assert tuned.metrics["ndcg@20"] == pytest.approx(result.best.metrics["ndcg@20"])
+    assert "cross-validation" in tuned.extras["tuning"]
+    assert sum(f["test_queries"] for f in tuned.extras["fold_params"]) == tuned.queries
+    # Plain bm25 is Anserini's defaults, whatever the index stores.
+    assert (evaluate(judged, "bm25").extras["k1"], evaluate(judged, "bm25").extras["b"]) == (0.9, 0.4)
 
 
 def test_bm25_tuned_refuses_explicit_parameters(judged: Collection) -> None:
@@ -143,14 +146,60 @@ def test_tune_without_qrels_stores_the_length_default(tmp_path: Path, monkeypatc
     src = write_jsonl(tmp_path / "long.jsonl", [{"_id": f"d{i}", "title": f"Doc {i}", "text": filler(i, 600)}
                                                  for i in range(5)])
     ingest(src, "unjudged", home=tmp_path / "home")
-    result = CliRunner().invoke(app, ["--home", str(tmp_path / "home"), "tune", "unjudged", "--json"])
+    shown = CliRunner().invoke(app, ["--home", str(tmp_path / "home"), "tune", "unjudged", "--json"])
+    assert shown.exit_code == 0 and json.loads(shown.stdout.strip().splitlines()[-1])["applied"] is False
+    col = Collection("unjudged", home=tmp_path / "home")
+    assert (IndexMeta.load(col.paths.lucene_dir).k1, IndexMeta.load(col.paths.lucene_dir).b) == (0.9, 0.4), \
+        "without --apply nothing is stored"
+    result = CliRunner().invoke(app, ["--home", str(tmp_path / "home"), "tune", "unjudged", "--json", "--apply"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout.strip().splitlines()[-1])
     expected = default_bm25_params(data["avg_doc_tokens"])
-    assert data["source"] == "default" and (data["best"]["k1"], data["best"]["b"]) == expected
+    assert data["source"] == "default" and (data["best"]["k1"], data["best"]["b"]) == expected and data["applied"]
     assert 600 <= data["avg_doc_tokens"] <= 604  # filler words + the two title words
     col = Collection("unjudged", home=tmp_path / "home")
     assert (IndexMeta.load(col.paths.lucene_dir).k1, IndexMeta.load(col.paths.lucene_dir).b) == expected
     text = CliRunner().invoke(app, ["--home", str(tmp_path / "home"), "tune", "unjudged"])
     assert "no relevance judgements" in text.stdout and "default" in text.stdout
     assert apply_default_params(col).k1 == expected[0]  # idempotent
+
+
+# -- cross-validation ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, k", [(52, 5), (7, 5), (3, 5), (10, 2)])
+def test_folds_partition_the_queries(n: int, k: int) -> None:
+    from evals.cv import make_folds
+
+    qids = [f"q{i}" for i in range(n)]
+    folds = make_folds(qids, k)
+    tests = [set(f.test) for f in folds]
+    assert sorted(q for t in tests for q in t) == sorted(qids), "every query is tested exactly once"
+    for fold in folds:
+        assert not set(fold.train) & set(fold.test), "no query in both train and test"
+        assert set(fold.train) | set(fold.test) == set(qids)
+    assert max(map(len, tests)) - min(map(len, tests)) <= 1
+    assert make_folds(list(reversed(qids)), k) == folds, "deterministic, whatever the input order"
+
+
+def test_each_fold_uses_the_setting_best_on_the_other_folds() -> None:
+    """A ranker where (k1, b) = (1, 0) is perfect for even queries and (2, 0) for odd ones: every
+    query must be scored with the setting its own fold's training queries preferred."""
+    from evals.cv import cross_validate
+
+    qids = [f"q{i}" for i in range(10)]
+    qrels = {q: {f"rel-{q}": 1} for q in qids}
+    texts = {q: q for q in qids}
+    good = {q: (1.0 if int(q[1:]) % 2 == 0 else 2.0) for q in qids}
+    calls: list[tuple[str, float]] = []
+
+    def rank(text: str, k1: float, b: float) -> dict[str, float]:
+        calls.append((text, k1))
+        return {f"rel-{text}": 1.0} if k1 == good[text] else {"junk": 1.0}
+    run, folds = cross_validate(qids, texts, qrels, rank, k=5, grid=((1.0, 2.0), (0.0,)))
+    for fold in folds:
+        evens = sum(1 for q in fold.train if good[q] == 1.0)
+        expected = 1.0 if evens >= len(fold.train) - evens else 2.0  # ties go to the smaller k1
+        assert fold.k1 == expected
+        for q in fold.test:
+            assert run[q] == ({f"rel-{q}": 1.0} if good[q] == expected else {"junk": 1.0})
