@@ -14,6 +14,7 @@ from nodes.config import config_of
 from nodes.policy import AnswerRequest, HeuristicPolicy
 from nodes.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
 from nodes.pool import load_pool
+from nodes.ranker import final_order
 from nodes.runtime import runtime
 from nodes.state import JobState, model_step_update, ranked_candidates
 from nodes.scoring import violated_constraint
@@ -34,7 +35,17 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     corpus = rt.collection(state).corpus
     plan = state.get("plan", {})
     candidates = load_pool(rt.jobs, state)
-    pool = ranked_candidates(candidates)
+    verifier = rt.verifier() if cfg.verifier else None
+    if verifier is not None:
+        col = rt.collection(state)
+        verified = [d for d, c in candidates.items() if c.get("verified_version") and not c.get("excluded")]
+        neighbours = {d: {n for n, _ in col.citations.references(d)} | {n for n, _ in col.citations.cited_by(d)}
+                      for d in verified} if len(col.citations) else {}
+        lengths = {d: len(r.text) for d, r in col.corpus.get_many(verified).items()}
+        channel_of = {s["search_id"]: s["channel"] for s in state.get("searches", []) if s.get("search_id")}
+        pool = final_order(candidates, channel_of, verifier, neighbours=neighbours, lengths=lengths)
+    else:
+        pool = ranked_candidates(candidates)
     records = corpus.get_many([c["docid"] for c in pool[:cfg.run_depth]])
     # Hard constraints hold for every output, verified or not (after an early stop, candidates
     # from the last retrieval may not have been verified yet).
@@ -56,6 +67,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
         "rounds": state.get("round", 0),
         "queries": list(dict.fromkeys(s.get("label") or s["query"] for s in state.get("searches", []) if s.get("label") or s["query"])),
         "cited": [r["docid"] for r in ranked],
+        "ranker": rt.verifier_version if verifier is not None else "heuristic rule (RRF of S and retrieval)",
     }
     update: dict[str, Any] = {}
     if state.get("mode") == "answer":

@@ -68,6 +68,7 @@ class JobConfig:
     verify_top: int = 100        # candidates read and scored per round
     max_ranked: int = 20         # documents shown with evidence
     run_depth: int = 1000        # the deep run (evaluation)
+    verifier: bool = True        # order the answer with the shipped learned verifier when there is one
     models: ModelSettings = field(default_factory=ModelSettings)
     max_tokens: int | None = None      # token budget over all model calls (steer at 0.7, stop at 1.0)
     max_dollars: float | None = None   # dollar budget, the same way

@@ -220,6 +220,19 @@ class NodeRuntime:
             return max(float(v @ query) for _, v in vecs)
         return best_cosine
 
+    def verifier(self) -> Any:
+        """The shipped learned verifier (nodes.ranker.Verifier), or None: then the heuristic order."""
+        if not hasattr(self, "_verifier"):
+            from nodes.ranker import Verifier
+            from stores.verifier_file import load_verifier_file
+            raw = load_verifier_file()
+            try:
+                self._verifier = Verifier.from_dict(raw) if raw else None
+                self.verifier_version = f"{raw['name']}@{raw['sha256']}" if raw else None
+            except (KeyError, ValueError, TypeError):
+                self._verifier, self.verifier_version = None, None
+        return self._verifier
+
     def policy(self, state: JobState) -> Policy:
         """The job's decision maker: the LLM policy for `llm`, else the heuristic (the `react`
         graph makes its own decisions and uses the heuristic only to attach evidence)."""

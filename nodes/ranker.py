@@ -1,0 +1,107 @@
+"""The learned verifier: candidate features, and the final order a trained scorer gives them.
+
+PaSaMaster's librarians score candidates with a lightweight model trained on query–paper
+judgements; this is the offline version. Every feature is something Quarry already computed for
+the candidate: its ranks in each channel's rankings, the fused retrieval score, the verification
+score S and p, the per-requirement evidence scores (min / mean / max, coverage), citation links to
+the other top candidates, and the document's length. A `Verifier` (weights trained by
+`python -m evals.train_ranker`) scores verified candidates; the final order is by that score,
+unverified candidates after them as before. Without a verifier the rule in
+`nodes.state.ranked_candidates` stands.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodes.state import Candidate, ranked_candidates
+
+FEATURES = ("fused_rel", "p", "S", "ev_min", "ev_mean", "ev_max", "ev_coverage", "lex_best_inv", "sem_best_inv",
+            "cit_best_inv", "meta_hit", "n_rankings", "heur_rank_inv", "s_rank_inv", "fused_rank_inv", "cites_top",
+            "log_len")
+MET = 3.0        # an item counts as covered from this evidence score (0–5) on
+TOP_LINKS = 10   # citation links are counted to the current top ten
+
+
+def _inv(rank: int | None) -> float:
+    return 1.0 / (1.0 + rank) if rank else 0.0
+
+
+def candidate_features(cands: Sequence[Candidate], channel_of: Mapping[str, str], *,
+                       neighbours: Mapping[str, set[str]] | None = None,
+                       lengths: Mapping[str, int] | None = None) -> dict[str, list[float]]:
+    """Features of each verified, not excluded candidate (docid → vector in FEATURES order)."""
+    pool = {c["docid"]: c for c in cands if c.get("verified_version") and not c.get("excluded")}
+    if not pool:
+        return {}
+    heuristic = [c["docid"] for c in ranked_candidates(pool)]
+    by_s = sorted(pool.values(), key=lambda c: (-c.get("score", 0.0), c["docid"]))
+    by_f = sorted(pool.values(), key=lambda c: (-c.get("fused", 0.0), c["docid"]))
+    s_rank = {c["docid"]: r for r, c in enumerate(by_s, start=1)}
+    f_rank = {c["docid"]: r for r, c in enumerate(by_f, start=1)}
+    h_rank = {d: r for r, d in enumerate(heuristic, start=1)}
+    best_fused = max((c.get("fused", 0.0) for c in pool.values()), default=0.0) or 1.0
+    top = set(heuristic[:TOP_LINKS])
+    out: dict[str, list[float]] = {}
+    for docid, cand in pool.items():
+        scores = [e["score"] for e in cand.get("evidence", [])]
+        best: dict[str, int | None] = {"lexical": None, "semantic": None, "citations": None, "metadata": None}
+        for sid, rank in cand.get("ranks", {}).items():
+            channel = channel_of.get(sid, "lexical")
+            if best.get(channel) is None or rank < best[channel]:
+                best[channel] = rank
+        links = len((neighbours or {}).get(docid, set()) & (top - {docid}))
+        length = (lengths or {}).get(docid, 0)
+        values = {
+            "fused_rel": cand.get("fused", 0.0) / best_fused, "p": cand.get("p", 0.0), "S": cand.get("score", 0.0),
+            "ev_min": min(scores, default=0.0) / 5, "ev_mean": (sum(scores) / len(scores) / 5) if scores else 0.0,
+            "ev_max": max(scores, default=0.0) / 5,
+            "ev_coverage": (sum(s >= MET for s in scores) / len(scores)) if scores else 0.0,
+            "lex_best_inv": _inv(best["lexical"]), "sem_best_inv": _inv(best["semantic"]),
+            "cit_best_inv": _inv(best["citations"]), "meta_hit": 1.0 if best["metadata"] else 0.0,
+            "n_rankings": float(len(cand.get("ranks", {}))), "heur_rank_inv": _inv(h_rank[docid]),
+            "s_rank_inv": _inv(s_rank[docid]), "fused_rank_inv": _inv(f_rank[docid]), "cites_top": float(links),
+            "log_len": math.log1p(length),
+        }
+        out[docid] = [float(values[name]) for name in FEATURES]
+    return out
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """A linear scorer over standardised features (what `evals.train_ranker` chose by measurement)."""
+
+    name: str
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> "Verifier":
+        if tuple(raw["features"]) != FEATURES:
+            raise ValueError(f"verifier {raw.get('name')!r} was trained on other features")
+        return cls(str(raw["name"]), tuple(raw["features"]), tuple(map(float, raw["mean"])),
+                   tuple(map(float, raw["scale"])), tuple(map(float, raw["weights"])), float(raw["bias"]))
+
+    def score(self, vector: Sequence[float]) -> float:
+        return self.bias + sum(w * (x - m) / (s or 1.0) for w, x, m, s in zip(self.weights, vector, self.mean, self.scale))
+
+
+def final_order(candidates: Mapping[str, Candidate], channel_of: Mapping[str, str], verifier: Verifier | None, *,
+                neighbours: Mapping[str, set[str]] | None = None,
+                lengths: Mapping[str, int] | None = None) -> list[Candidate]:
+    """The answer's order: verified candidates by the verifier's score (ties by the heuristic
+    order), then the rest as `ranked_candidates` orders them; `ranked_candidates` without one."""
+    heuristic = ranked_candidates(candidates)
+    if verifier is None:
+        return heuristic
+    feats = candidate_features(list(candidates.values()), channel_of, neighbours=neighbours, lengths=lengths)
+    position = {c["docid"]: i for i, c in enumerate(heuristic)}
+    scored = sorted((c for c in heuristic if c["docid"] in feats),
+                    key=lambda c: (-verifier.score(feats[c["docid"]]), position[c["docid"]]))
+    rest = [c for c in heuristic if c["docid"] not in feats]
+    return [dict(c, rank_score=round(verifier.score(feats[c["docid"]]), 6)) for c in scored] + rest
