@@ -1,6 +1,8 @@
 """Client side: connect (with tracing), submit jobs, and talk to running jobs."""
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from typing import Any
 
@@ -16,13 +18,27 @@ from workflows.search_job import SearchJob
 from workflows.shared import JobInput, task_queue, temporal_address, temporal_namespace, web_ui_url  # noqa: F401
 
 
-async def connect(address: str | None = None, namespace: str | None = None, *, tracing: bool = True) -> Client:
+STARTING_UP_WAIT_S = 30.0  # a dev server that just (re)started answers "not healthy yet" for a few seconds
+
+
+async def connect(address: str | None = None, namespace: str | None = None, *, tracing: bool = True,
+                  starting_up_wait_s: float = STARTING_UP_WAIT_S) -> Client:
+    """Connect to the server. A server that is listening but still starting ("Frontend is not
+    healthy yet", seen for a second or two after a restart) is waited for, up to
+    `starting_up_wait_s`; any other failure (nothing listening, wrong namespace) is raised at once."""
     plugins = []
     if tracing:
         from observability import temporal_plugin
         plugins.append(temporal_plugin())
-    return await Client.connect(address or temporal_address(), namespace=namespace or temporal_namespace(),
-                                plugins=plugins)
+    deadline = time.monotonic() + starting_up_wait_s
+    while True:
+        try:
+            return await Client.connect(address or temporal_address(), namespace=namespace or temporal_namespace(),
+                                        plugins=plugins)
+        except RuntimeError as err:
+            if "not healthy yet" not in str(err) or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 def new_job_id() -> str:
