@@ -14,7 +14,7 @@ from nodes.config import config_of
 from nodes.policy import AnswerRequest, HeuristicPolicy
 from nodes.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
 from nodes.pool import load_pool
-from nodes.ranker import final_order
+from nodes.ranker import HEURISTIC_ORDER, final_order
 from nodes.runtime import runtime
 from nodes.state import JobState, model_step_update, ranked_candidates
 from nodes.scoring import violated_constraint
@@ -67,7 +67,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
         "rounds": state.get("round", 0),
         "queries": list(dict.fromkeys(s.get("label") or s["query"] for s in state.get("searches", []) if s.get("label") or s["query"])),
         "cited": [r["docid"] for r in ranked],
-        "ranker": rt.verifier_version if verifier is not None else "heuristic rule (RRF of S and retrieval)",
+        "ranker": rt.verifier_version if verifier is not None else HEURISTIC_ORDER,
     }
     update: dict[str, Any] = {}
     if state.get("mode") == "answer":

@@ -12,11 +12,21 @@ from typing import Any
 
 from temporalio import activity
 
+from observability.tool_spans import node_span
+
 HEARTBEAT_EVERY_S = 5.0
 
 
+def _in_node_span(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a node body inside its `node {name}` span (job id and round from its state or task)."""
+    first = args[0] if args and isinstance(args[0], dict) else {}
+    with node_span(getattr(fn, "__name__", "node"), job_id=first.get("job_id"),
+                   round_no=first.get("round") if isinstance(first.get("round"), int) else None):
+        return fn(*args)
+
+
 async def with_heartbeats(fn: Callable[..., Any], *args: Any) -> Any:
-    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    task = asyncio.ensure_future(asyncio.to_thread(_in_node_span, fn, *args))
     while True:
         done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY_S)
         if done:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from nodes.config import Price
 from nodes.models import ModelSpec, endpoint
 from nodes.usage import Usage, usage_from_metadata
-from observability.tool_spans import llm_span
+from observability.tool_spans import llm_span, record_model_messages, record_usage
 from stores.errors import QuarryError
 from stores.redact import redact
 
@@ -78,8 +78,9 @@ def invoke(model: Any, messages: Sequence[Any], *, spec: str, purpose: str, pric
             raise ModelError(text[:1000]) from None
         message = _without_secrets(message)
         usage = usage_from_metadata(getattr(message, "usage_metadata", None), spec, prices)
-        span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+        record_usage(span, usage.input_tokens, usage.output_tokens)
+        record_model_messages(span, [(getattr(m, "type", "user"), m.content) for m in messages if hasattr(m, "content")],
+                              message.content, getattr(message, "tool_calls", None))
         span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_input_tokens)
         span.set_attribute("quarry.usage.reasoning_tokens", usage.reasoning_tokens)
         span.set_attribute("quarry.usage.dollars", usage.dollars)

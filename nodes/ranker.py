@@ -21,6 +21,8 @@ from nodes.state import Candidate, ranked_candidates
 FEATURES = ("fused_rel", "p", "S", "ev_min", "ev_mean", "ev_max", "ev_coverage", "lex_best_inv", "sem_best_inv",
             "cit_best_inv", "meta_hit", "n_rankings", "heur_rank_inv", "s_rank_inv", "fused_rank_inv", "cites_top",
             "log_len")
+HEURISTIC_ORDER = "heuristic rule (RRF of S and retrieval)"   # the final order without a verifier
+REACT_ORDER = "the model's submission, then the job's fused rankings"
 MET = 3.0        # an item counts as covered from this evidence score (0–5) on
 TOP_LINKS = 10   # citation links are counted to the current top ten
 
@@ -82,13 +84,17 @@ class Verifier:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "Verifier":
-        if tuple(raw["features"]) != FEATURES:
-            raise ValueError(f"verifier {raw.get('name')!r} was trained on other features")
+        unknown = [f for f in raw["features"] if f not in FEATURES]
+        if unknown:
+            raise ValueError(f"verifier {raw.get('name')!r} was trained on other features: {', '.join(unknown)}")
         return cls(str(raw["name"]), tuple(raw["features"]), tuple(map(float, raw["mean"])),
                    tuple(map(float, raw["scale"])), tuple(map(float, raw["weights"])), float(raw["bias"]))
 
     def score(self, vector: Sequence[float]) -> float:
-        return self.bias + sum(w * (x - m) / (s or 1.0) for w, x, m, s in zip(self.weights, vector, self.mean, self.scale))
+        """The score of one candidate's full feature vector (in FEATURES order); a verifier may
+        use a subset of the features."""
+        values = [vector[FEATURES.index(f)] for f in self.features]
+        return self.bias + sum(w * (x - m) / (s or 1.0) for w, x, m, s in zip(self.weights, values, self.mean, self.scale))
 
 
 def final_order(candidates: Mapping[str, Candidate], channel_of: Mapping[str, str], verifier: Verifier | None, *,

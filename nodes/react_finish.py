@@ -21,7 +21,7 @@ from nodes.results import answer_docs, checked_answer, fused_rankings, passing, 
 from nodes.runtime import runtime
 from nodes.state import Candidate, JobState, add_fallback, bump
 from nodes.tool_results import SearchPage
-from nodes.verification import item_lexical_scores
+from nodes.verification import item_lexical_scores, semantic_inputs
 from stores.records import quotable_chunks
 
 
@@ -48,12 +48,11 @@ def build_react_result(state: JobState) -> Answered:
     order = submitted + fused_rankings(jt, [(s, 1.0) for s in sorted(search_ids)], set(submitted))
     run = passing(order, plan, corpus, cfg.run_depth)
     top = run[:cfg.max_ranked]
-    records = corpus.get_many(top)
+    with jt.store_call("get_documents", "corpus", arguments={"documents": len(top)}):
+        records = corpus.get_many(top)
     items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
-    dense = rt.dense(state)
-    item_vecs = {i["id"]: dense.embed_query(i["text"]) for i in items} if dense is not None else None
-    chunk_vecs = dense.chunk_vectors(top) if dense is not None else {}
-    lexical = item_lexical_scores(col.lucene, items, top)
+    item_vecs, chunk_vecs = semantic_inputs(jt, rt.dense(state), items, top)
+    lexical = item_lexical_scores(col.lucene, items, top, jt)
     n = max(len(top), 1)
     batch = [JudgeInput(records[d], quotable_chunks(records[d], corpus.chunks(d)), round(1.0 - r / n, 6),
                         chunk_vecs.get(d), {i: s[d] for i, s in lexical.items()}) for r, d in enumerate(top)]

@@ -21,7 +21,7 @@ from nodes.policy import HeuristicPolicy, Policy
 from nodes.state import JobState
 from nodes.tool_results import CitationPage, SearchPage, ToolError
 from nodes.tools import CachedRanking, RankingCache, ToolResult, ToolSession
-from observability.tool_spans import tool_span
+from observability.tool_spans import record_tool_result, tool_span
 from stores.collection import Collection
 from stores.errors import QuarryError
 from stores.home import collection_paths, quarry_home
@@ -63,8 +63,11 @@ class JobTools:
         for key in ("query", "reason"):
             if key in kwargs:
                 attrs[key] = str(kwargs[key])[:500]
-        with tool_span(name, job_id=self.job_id, **attrs) as span:
+        kind = "RETRIEVER" if name in ("search", "read_search_results", "expand_citations") else None
+        with tool_span(name, job_id=self.job_id, arguments=kwargs, kind=kind, **attrs) as span:
             result = fn(**kwargs)
+            hits = [(h.docid, h.score) for h in result.hits] if isinstance(result, (SearchPage, CitationPage)) else None
+            record_tool_result(span, result.render() if hasattr(result, "render") else str(result), hits)
             if isinstance(result, SearchPage):
                 span.set_attribute("quarry.search_id", result.search_id)
                 span.set_attribute("quarry.hits", result.total)
@@ -73,6 +76,25 @@ class JobTools:
             elif isinstance(result, ToolError):
                 span.set_attribute("quarry.error", result.code)
             return result
+
+    def read_documents(self, reason: str, docids: list[str]) -> None:
+        """Open many documents at once (verification reading its candidates): one span for the
+        batch with an event per document, not a span each, so a long job's trace stays legible;
+        each still counts as an opened document and a read."""
+        with tool_span("read_documents", job_id=self.job_id, arguments={"reason": reason, "docids": docids},
+                       reason=reason[:500], documents=len(docids)) as span:
+            for docid in docids:
+                self.calls += 1
+                page = self.session.read_document(reason, docid)
+                span.add_event("read_document", {"quarry.docid": docid,
+                                                 "quarry.lines": getattr(page, "total_lines", 0),
+                                                 "quarry.error": getattr(page, "code", "")})
+            record_tool_result(span, f"{len(docids)} documents opened")
+
+    def store_call(self, operation: str, store: str, **attrs: Any):
+        """A span for a store call made on the job's behalf outside the four tools (e.g. Lucene
+        scoring in verification): `execute_tool {operation}` with `gen_ai.tool.type=datastore`."""
+        return tool_span(operation, job_id=self.job_id, tool_type="datastore", store=store, **attrs)
 
     def search(self, reason: str, query: str, channel: str = "lexical") -> ToolResult:
         return self._traced("search", self.session.search, reason=reason, query=query, channel=channel)
@@ -115,21 +137,25 @@ class JobTools:
         """Citation expansion from several seeds at once (personalised PageRank plus direct links),
         traced like the `expand_citations` tool it generalises."""
         self.calls += 1
-        with tool_span("expand_citations", job_id=self.job_id, docid=",".join(seeds)[:500], direction="expand") as span:
+        with tool_span("expand_citations", job_id=self.job_id, docid=",".join(seeds)[:500], direction="expand",
+                       kind="RETRIEVER", arguments={"reason": reason, "seeds": seeds, "limit": limit}) as span:
             graph = self.session.citations
             hits = graph.expand(list(seeds), limit) if graph is not None and len(graph) else []
             self._surfaced([d for d, _ in hits])
             span.set_attribute("quarry.hits", len(hits))
+            record_tool_result(span, f"{len(hits)} linked documents", hits)
             return hits
 
     def find_by_metadata(self, reason: str, authors: list[str]) -> list[str]:
         """Documents whose authors include one of these last names (store metadata, not text)."""
         self.calls += 1
-        with tool_span("search", job_id=self.job_id, channel="metadata", query=" or ".join(authors)[:500]) as span:
+        with tool_span("search", job_id=self.job_id, channel="metadata", query=" or ".join(authors)[:500],
+                       kind="RETRIEVER", arguments={"reason": reason, "authors": authors}) as span:
             found = self.session.corpus.docs_by_author(authors)
             docids = list(dict.fromkeys(d for name in authors for d in found.get(name.lower(), [])))
             self._surfaced(docids)
             span.set_attribute("quarry.hits", len(docids))
+            record_tool_result(span, f"{len(docids)} documents by {', '.join(authors)}", [(d, 1.0) for d in docids])
             return docids
 
     def ranking(self, search_id: str) -> CachedRanking | None:
@@ -232,6 +258,18 @@ class NodeRuntime:
             except (KeyError, ValueError, TypeError):
                 self._verifier, self.verifier_version = None, None
         return self._verifier
+
+    def manifest(self, state: Mapping[str, Any], ranker: str) -> dict[str, Any]:
+        """What the job's result was computed from: collection data and index parameters, code,
+        policy, prompts and models (stores.manifest + nodes.manifest)."""
+        from nodes.config import config_of
+        from nodes.manifest import policy_manifest
+        from stores.manifest import collection_manifest
+        try:
+            data = collection_manifest(self.collection(state))
+        except QuarryError as err:  # the collection is gone: say so rather than fail the finish
+            data = {"collection": state.get("collection"), "error": err.code}
+        return data | policy_manifest(str(state.get("policy", "heuristic")), config_of(state), ranker)
 
     def policy(self, state: JobState) -> Policy:
         """The job's decision maker: the LLM policy for `llm`, else the heuristic (the `react`

@@ -5,6 +5,8 @@ hard constraints (years, exclusions) zero a candidate and record why.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from nodes.config import config_of
 from nodes.policy import SCORED_KINDS, JudgeInput
 from nodes.librarian import librarian_tasks
@@ -14,16 +16,28 @@ from nodes.state import JobState, bump
 from stores.records import quotable_chunks
 
 
-def item_lexical_scores(lucene, items: list[dict], docids: list[str]) -> dict[str, dict[str, float]]:
+def item_lexical_scores(lucene, items: list[dict], docids: list[str], tools=None) -> dict[str, dict[str, float]]:
     """Per checklist item, each candidate's BM25 score for the item's words relative to the
     best candidate's (0–1): how strongly a document states that requirement, on a scale that
-    does not depend on the collection's score range."""
+    does not depend on the collection's score range. With `tools`, the Lucene calls are traced."""
     out: dict[str, dict[str, float]] = {}
-    for item in items:
-        raw = lucene.score_documents(item["text"], docids)
-        top = max(raw.values(), default=0.0)
-        out[item["id"]] = {d: (s / top if top > 0 else 0.0) for d, s in raw.items()}
+    span = tools.store_call("score_documents", "lucene", arguments={"items": [i["text"] for i in items],
+                                                                    "documents": len(docids)}) if tools else nullcontext()
+    with span:
+        for item in items:
+            raw = lucene.score_documents(item["text"], docids)
+            top = max(raw.values(), default=0.0)
+            out[item["id"]] = {d: (s / top if top > 0 else 0.0) for d, s in raw.items()}
     return out
+
+
+def semantic_inputs(tools, dense, items: list[dict], docids: list[str]) -> tuple[dict | None, dict]:
+    """The checklist items' query vectors and the candidates' chunk vectors (traced), or
+    (None, {}) without a dense index."""
+    if dense is None:
+        return None, {}
+    with tools.store_call("embed_and_fetch_vectors", "chroma", arguments={"items": len(items), "documents": len(docids)}):
+        return {i["id"]: dense.embed_query(i["text"]) for i in items}, dense.chunk_vectors(docids)
 
 
 def verification(state: JobState) -> dict:
@@ -37,24 +51,26 @@ def verification(state: JobState) -> dict:
     best_fused = pool[0]["fused"] if pool else 1.0
     opened = list(state.get("opened", []))
     opened_set = set(opened)
-    records = corpus.get_many([c["docid"] for c in pool])
-    dense = rt.dense(state)
+    docids = [c["docid"] for c in pool]
+    with tools.store_call("get_documents", "corpus", arguments={"documents": len(docids)}):
+        records = corpus.get_many(docids)
+        chunks = {d: corpus.chunks(d) for d in records}
     items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
-    item_vecs = {i["id"]: dense.embed_query(i["text"]) for i in items} if dense is not None else None
-    chunk_vecs = dense.chunk_vectors([c["docid"] for c in pool]) if dense is not None else {}
-    lexical = item_lexical_scores(rt.collection(state).lucene, items, [c["docid"] for c in pool])
+    item_vecs, chunk_vecs = semantic_inputs(tools, rt.dense(state), items, docids)
+    lexical = item_lexical_scores(rt.collection(state).lucene, items, docids, tools)
+    unread = [d for d in docids if d in records and d not in opened_set]
+    if unread:
+        tools.read_documents("verify candidate against the checklist", unread)
+        opened.extend(unread)
+        opened_set.update(unread)
     batch: list[JudgeInput] = []
     for cand in pool:
         docid = cand["docid"]
         rec = records.get(docid)
         if rec is None:
             continue
-        if docid not in opened_set:
-            tools.read_document("verify candidate against the checklist", docid)
-            opened.append(docid)
-            opened_set.add(docid)
         p = round(cand["fused"] / best_fused, 6) if best_fused else 0.0
-        batch.append(JudgeInput(rec, quotable_chunks(rec, corpus.chunks(docid)), p, chunk_vecs.get(docid),
+        batch.append(JudgeInput(rec, quotable_chunks(rec, chunks[docid]), p, chunk_vecs.get(docid),
                                 {i: s[docid] for i, s in lexical.items()}))
     for inp, judged in zip(batch, policy.judge(plan, batch, item_vecs)):
         candidates[inp.rec.docid].update(p=inp.p, score=judged.score, evidence=judged.evidence,

@@ -18,7 +18,7 @@ from observability.tool_spans import (
     record_usage,
     tool_span,
 )
-from observability.trace_view import load_spans, span_tree_lines, tool_summary
+from observability.trace_view import load_spans, rounds_summary, select_spans, span_tree_lines, tool_summary
 
 __all__ = [
     "TRACER_NAME",
@@ -29,6 +29,8 @@ __all__ = [
     "llm_span",
     "load_spans",
     "record_usage",
+    "rounds_summary",
+    "select_spans",
     "setup_tracing",
     "shutdown_tracing",
     "span_to_record",

@@ -4,13 +4,18 @@ Why this shape:
 - `build_provider` is a pure factory (environment passed in) so tests can build fresh
   providers and inspect their processors without touching the process-global provider, which
   OpenTelemetry lets a process set only once.
-- The standard `OTEL_EXPORTER_OTLP_ENDPOINT` switches on OTLP export (batched: a collector is a
-  network hop). Without it, spans go to JSONL files under `QUARRY_HOME/traces` through a
-  *simple* (synchronous) processor, so each span is on disk when it ends even if the worker is
-  killed a moment later. `QUARRY_TRACE_FILES=1` keeps the files alongside OTLP.
+- Spans always go to JSONL files under `QUARRY_HOME/traces` through a *simple* (synchronous)
+  processor, so each span is on disk when it ends even if the worker is killed a moment later,
+  and `quarry trace` works whatever else is configured. The standard
+  `OTEL_EXPORTER_OTLP_ENDPOINT` adds OTLP export (batched: a collector is a network hop);
+  `QUARRY_TRACE_FILES=0` then turns the files off (and `quarry trace` says so).
+- Every exporter sits behind `ShapingExporter`: final statuses, and the GenAI content policy
+  (content kept in local files, dropped from OTLP unless
+  `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
 - The SDK provider is built with Temporal's `TemporalIdGenerator` and installed globally wrapped
   in `ReplaySafeTracerProvider`, which `OpenTelemetryPlugin` requires: span ids inside workflows
-  are then deterministic and replays do not emit duplicate spans.
+  are then deterministic and replays do not emit duplicate spans. Inside it, `ForcedIds` lets the
+  job's final activity emit the `invoke_agent` span under the ids fixed when it was submitted.
 """
 from __future__ import annotations
 
@@ -25,6 +30,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
+from observability.agent_span import ForcedIds
+from observability.conventions import ShapingExporter, capture_content
 from observability.jsonl_exporter import JsonlSpanExporter
 from stores.errors import QuarryError
 
@@ -74,14 +81,22 @@ def build_provider(service_name: str, home: Path, env: Mapping[str, str] | None 
 
     provider = TracerProvider(
         resource=Resource.create({"service.name": service_name}),
-        id_generator=TemporalIdGenerator(RandomIdGenerator()),
+        id_generator=TemporalIdGenerator(ForcedIds(RandomIdGenerator())),
     )
     otlp = _otlp_exporter(env)
     if otlp is not None:
-        provider.add_span_processor(BatchSpanProcessor(otlp))
-    if otlp is None or env.get("QUARRY_TRACE_FILES") == "1":
-        provider.add_span_processor(SimpleSpanProcessor(JsonlSpanExporter(traces_dir(home))))
+        provider.add_span_processor(BatchSpanProcessor(ShapingExporter(otlp, capture_content(env, local_file=False))))
+    if trace_files_on(env):
+        provider.add_span_processor(SimpleSpanProcessor(
+            ShapingExporter(JsonlSpanExporter(traces_dir(home)), capture_content(env, local_file=True))))
     return provider
+
+
+def trace_files_on(env: Mapping[str, str] | None = None) -> bool:
+    """Whether spans are written to local JSONL files: always, unless OTLP is configured and
+    `QUARRY_TRACE_FILES=0` turns them off."""
+    env = os.environ if env is None else env
+    return env.get("QUARRY_TRACE_FILES", "").strip() != "0" or _otlp_exporter(env) is None
 
 
 def setup_tracing(service_name: str, home: Path) -> TracerProvider:

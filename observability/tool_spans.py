@@ -17,6 +17,9 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
 
+from observability.conventions import (KIND, OI_INPUT, OI_INPUT_MIME, OI_KIND, OI_OUTPUT, OI_OUTPUT_MIME, TOOL_ARGUMENTS,
+                                       TOOL_RESULT, TOOL_TYPE, as_json, clip, retrieved_documents)
+
 TRACER_NAME = "quarry"
 
 _PRIMITIVES = (str, bool, int, float)
@@ -53,7 +56,8 @@ def quarry_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
 
 @contextmanager
 def _span(name: str, attributes: dict[str, Any], tracer: Tracer | None) -> Iterator[Span]:
-    """Start `name` as the current span; on an exception record it, mark ERROR, re-raise."""
+    """Start `name` as the current span; OK when the block ends, unless it marked itself ERROR;
+    on an exception record it, mark ERROR with `error.type`, re-raise."""
     tracer = tracer or get_tracer()
     with tracer.start_as_current_span(
         name, attributes=attributes, record_exception=False, set_status_on_exception=False
@@ -65,13 +69,20 @@ def _span(name: str, attributes: dict[str, Any], tracer: Tracer | None) -> Itera
             span.set_attribute("error.type", type(exc).__qualname__)
             span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
             raise
+        if getattr(span, "status", None) is None or span.status.status_code is StatusCode.UNSET:
+            span.set_status(Status(StatusCode.OK))
 
 
 @contextmanager
 def tool_span(tool_name: str, *, call_id: str | None = None, job_id: str | None = None,
-              tracer: Tracer | None = None, **attributes: Any) -> Iterator[Span]:
+              tracer: Tracer | None = None, tool_type: str = "function", arguments: Mapping[str, Any] | None = None,
+              kind: str | None = None, **attributes: Any) -> Iterator[Span]:
     """Trace one tool call as `execute_tool {tool_name}`; yields the span for result attributes.
 
+    `tool_type` is the GenAI `gen_ai.tool.type`: `function` for the agent's tools, `datastore` for
+    a store call made on the job's behalf. `arguments` are recorded as the opt-in content
+    attribute `gen_ai.tool.call.arguments` (and OpenInference `input.value`), truncated at
+    `conventions.CONTENT_CAP`. `kind` is the OpenInference span kind (TOOL unless RETRIEVER).
     `call_id` defaults to a fresh uuid4 hex (the GenAI convention wants one per call); extra
     keyword attributes become `quarry.<key>` unless the key is already dotted.
     """
@@ -79,7 +90,14 @@ def tool_span(tool_name: str, *, call_id: str | None = None, job_id: str | None 
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": tool_name,
         "gen_ai.tool.call.id": call_id or uuid.uuid4().hex,
+        TOOL_TYPE: tool_type,
+        OI_KIND: kind or KIND.TOOL.value,
+        "tool.name": tool_name,
     }
+    if arguments is not None:
+        text = as_json(dict(arguments))
+        attrs.update({TOOL_ARGUMENTS: text, OI_INPUT: text, OI_INPUT_MIME: "application/json",
+                      "tool.parameters": text})
     if job_id is not None:
         attrs["quarry.job_id"] = job_id
     attrs.update(quarry_attributes(attributes))
@@ -87,10 +105,31 @@ def tool_span(tool_name: str, *, call_id: str | None = None, job_id: str | None 
         yield span
 
 
+def record_tool_result(span: Span, text: str, hits: list[tuple[str, float]] | None = None) -> None:
+    """The tool's result as the opt-in `gen_ai.tool.call.result` (and OpenInference output), and
+    for a retrieval the returned docids with their scores as OpenInference documents."""
+    text = clip(text)
+    span.set_attribute(TOOL_RESULT, text)
+    span.set_attribute(OI_OUTPUT, text)
+    span.set_attribute(OI_OUTPUT_MIME, "text/plain")
+    for key, value in retrieved_documents(hits or []).items():
+        span.set_attribute(key, value)
+
+
+@contextmanager
+def node_span(node: str, *, job_id: str | None, round_no: int | None, tracer: Tracer | None = None) -> Iterator[Span]:
+    """One graph node's work (an OpenInference CHAIN): tool, store and model spans of the node
+    sit under it, and `quarry.round` lets a trace be read per round."""
+    attrs = {OI_KIND: KIND.CHAIN.value, "quarry.node": node, "quarry.job_id": job_id, "quarry.round": round_no}
+    with _span(f"node {node}", {k: v for k, v in attrs.items() if v is not None}, tracer) as span:
+        yield span
+
+
 @contextmanager
 def llm_span(model: str, *, tracer: Tracer | None = None, **attributes: Any) -> Iterator[Span]:
     """Trace one chat-model call as `chat {model}`; pair with `record_usage` for token counts."""
-    attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model}
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                             OI_KIND: KIND.LLM.value, "llm.model_name": model}
     attrs.update(quarry_attributes(attributes))
     with _span(f"chat {model}", attrs, tracer) as span:
         yield span
@@ -100,8 +139,29 @@ def record_usage(span: Span, input_tokens: int | None, output_tokens: int | None
     """Set `gen_ai.usage.input_tokens/output_tokens`; unknown counts (None) are left unset."""
     if input_tokens is not None:
         span.set_attribute("gen_ai.usage.input_tokens", int(input_tokens))
+        span.set_attribute("llm.token_count.prompt", int(input_tokens))
     if output_tokens is not None:
         span.set_attribute("gen_ai.usage.output_tokens", int(output_tokens))
+        span.set_attribute("llm.token_count.completion", int(output_tokens))
+    if input_tokens is not None and output_tokens is not None:
+        span.set_attribute("llm.token_count.total", int(input_tokens) + int(output_tokens))
+
+
+def record_model_messages(span: Span, sent: list[tuple[str, Any]], reply: Any, tool_calls: Any = None) -> None:
+    """The conversation sent and the reply, as the opt-in GenAI message attributes and
+    OpenInference input/output (each truncated at `conventions.CONTENT_CAP`; keys were redacted
+    from the reply before it got here)."""
+    roles = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+    sent_json = as_json([{"role": roles.get(role, role), "parts": [{"type": "text", "content": clip(str(text), 1000)}]}
+                         for role, text in sent])
+    parts: list[dict[str, Any]] = [{"type": "text", "content": clip(str(reply))}] if reply else []
+    parts += [{"type": "tool_call", "name": c.get("name"), "arguments": c.get("args")} for c in tool_calls or []]
+    reply_json = as_json([{"role": "assistant", "parts": parts}])
+    for key, value in (("gen_ai.input.messages", sent_json), ("gen_ai.output.messages", reply_json),
+                       (OI_INPUT, sent_json), (OI_OUTPUT, reply_json)):
+        span.set_attribute(key, value)
+    span.set_attribute(OI_INPUT_MIME, "application/json")
+    span.set_attribute(OI_OUTPUT_MIME, "application/json")
 
 
 def current_trace_id() -> str | None:

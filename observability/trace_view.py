@@ -31,18 +31,22 @@ def load_spans(folder: Path, trace_id: str) -> list[dict[str, Any]]:
     except FileNotFoundError:
         raise QuarryError(
             "no_trace", f"no trace file {path}",
-            "check the trace id and QUARRY_HOME; with OTEL_EXPORTER_OTLP_ENDPOINT set, spans go to "
-            "the collector instead (set QUARRY_TRACE_FILES=1 to keep files too)",
+            "check the trace id and QUARRY_HOME; spans are written there unless OTLP export is on and "
+            "QUARRY_TRACE_FILES=0 turned the files off (then the trace is in your OTLP backend)",
         ) from None
-    spans = []
+    spans, seen = [], set()
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            spans.append(json.loads(line))
+            span = json.loads(line)
         except json.JSONDecodeError as exc:
             raise QuarryError("bad_trace", f"{path}:{lineno}: not a JSON span ({exc.msg})",
                               "the trace file was edited or corrupted; remove the bad line") from None
+        if span.get("span_id") in seen:  # a retried final activity emits the agent span again
+            continue
+        seen.add(span.get("span_id"))
+        spans.append(span)
     spans.sort(key=lambda s: (s.get("start_ns", 0), s.get("span_id", "")))
     return spans
 
@@ -121,3 +125,59 @@ def tool_summary(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
     rows.sort(key=lambda r: (-r["total_ms"], r["tool"]))
     return rows
+
+
+def _tool(span: dict[str, Any]) -> str | None:
+    attrs = span.get("attributes") or {}
+    return str(attrs.get("gen_ai.tool.name")) if attrs.get("gen_ai.operation.name") == "execute_tool" else None
+
+
+def span_rounds(spans: list[dict[str, Any]]) -> dict[str, int | None]:
+    """Each span's round: its own `quarry.round`, else its nearest ancestor's (node spans carry it)."""
+    by_id = {s.get("span_id"): s for s in spans}
+    out: dict[str, int | None] = {}
+
+    def find(span_id: str, depth: int = 0) -> int | None:
+        if span_id in out:
+            return out[span_id]
+        span = by_id.get(span_id)
+        if span is None or depth > 200:
+            return None
+        own = (span.get("attributes") or {}).get("quarry.round")
+        value = int(own) if isinstance(own, int) else (find(span.get("parent_span_id"), depth + 1)
+                                                        if span.get("parent_span_id") else None)
+        out[span_id] = value
+        return value
+
+    for span in spans:
+        find(span.get("span_id"))
+    return out
+
+
+def select_spans(spans: list[dict[str, Any]], *, tool: str | None = None, round_no: int | None = None) -> list[dict[str, Any]]:
+    """The spans of one tool and/or one round (in start order)."""
+    rounds = span_rounds(spans) if round_no is not None else {}
+    return [s for s in spans
+            if (tool is None or _tool(s) == tool) and (round_no is None or rounds.get(s.get("span_id")) == round_no)]
+
+
+def rounds_summary(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per round (None: outside any round, e.g. submission and the agent span): the queries
+    searched, each tool's count / total / p50 time, and the model calls with their tokens."""
+    rounds = span_rounds(spans)
+    groups: dict[int | None, list[dict[str, Any]]] = defaultdict(list)
+    for span in spans:
+        groups[rounds.get(span.get("span_id"))].append(span)
+    out = []
+    for key in sorted(groups, key=lambda r: (r is None, r if r is not None else 0)):
+        members = groups[key]
+        queries = [str((s.get("attributes") or {}).get("quarry.query")) for s in members
+                   if _tool(s) == "search" and (s.get("attributes") or {}).get("quarry.query")]
+        chats = [s for s in members if (s.get("attributes") or {}).get("gen_ai.operation.name") == "chat"]
+        out.append({
+            "round": key, "spans": len(members), "queries": queries, "tools": tool_summary(members),
+            "model_calls": len(chats),
+            "input_tokens": sum(int((s.get("attributes") or {}).get("gen_ai.usage.input_tokens", 0)) for s in chats),
+            "output_tokens": sum(int((s.get("attributes") or {}).get("gen_ai.usage.output_tokens", 0)) for s in chats),
+        })
+    return out

@@ -30,8 +30,17 @@ def _set_address(address: str | None) -> None:
 
 
 def _trace_file(trace_id: str | None) -> str:
+    """Where the job's trace can be read: its local file when one exists, else where it went."""
     from observability import traces_dir
-    return str(traces_dir(quarry_home()) / f"{trace_id}.jsonl") if trace_id else ""
+    from observability.setup import trace_files_on
+    if not trace_id:
+        return ""
+    path = traces_dir(quarry_home()) / f"{trace_id}.jsonl"
+    if path.is_file():
+        return str(path)
+    if not trace_files_on():
+        return f"trace {trace_id} in your OTLP backend (local files are off: QUARRY_TRACE_FILES=0)"
+    return ""
 
 
 def _ui_port() -> int:
@@ -166,6 +175,7 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, budget: float,
     """Submit a job (starting the embedded server and a worker when needed) and, with `wait`,
     follow it live to its result; used by `run` and `job rerun`."""
     from observability import current_trace_id, get_tracer, setup_tracing, shutdown_tracing
+    from observability.agent_span import new_agent_trace, under_agent
     from stores.jobs import JobStore
     from workflows.client import new_job_id, submit
     from workflows.shared import JobInput
@@ -176,9 +186,10 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, budget: float,
         ensure_infrastructure(home)
         client = await _client()
         job_id = new_job_id()
+        agent = new_agent_trace()  # the job's invoke_agent span: this command's span sits under it
         inp = JobInput(job_id=job_id, collection=name, intent=intent, mode=mode, policy=policy, budget_seconds=budget,
-                       config=config)
-        with get_tracer().start_as_current_span("quarry run", attributes={"quarry.job_id": job_id}):
+                       config=config, trace=agent.to_dict())
+        with under_agent(agent), get_tracer().start_as_current_span("quarry run", attributes={"quarry.job_id": job_id}):
             trace_id = current_trace_id()
             JobStore(home / "jobs.sqlite").create(job_id, name, intent, workflow_id=job_id, trace_id=trace_id,
                                                   params={"mode": mode, "policy": policy, "budget_seconds": budget,
@@ -299,24 +310,55 @@ def register(app: typer.Typer) -> None:
         submit_job(name, intent, mode=mode, policy=policy, budget=budget, config=config, wait=wait, json_out=json_out)
 
     @app.command()
-    def trace(job_id: str) -> None:
+    def trace(job_id: str,
+              json_out: Annotated[bool, typer.Option("--json", help="Spans, tool summary and rounds as JSON")] = False,
+              tool: Annotated[Optional[str], typer.Option(help="Only this tool's spans, e.g. search")] = None,
+              round_no: Annotated[Optional[int], typer.Option("--round", min=0, help="Only this round's spans")] = None,
+              grouped: Annotated[bool, typer.Option(help="Per round: queries, tools (count/total/p50), model tokens")] = False) -> None:
         """Print a job's span tree and a per-tool summary (count, total and p50 time)."""
-        from observability import load_spans, span_tree_lines, tool_summary, traces_dir
-        from stores.jobs import JobStore
+        from observability import load_spans, rounds_summary, select_spans, span_tree_lines, tool_summary, traces_dir
         try:
-            row = JobStore(quarry_home() / "jobs.sqlite").get(job_id)
+            row = _store().get(job_id)
             if not row.get("trace_id"):
                 raise QuarryError("no_trace", f"job {job_id} has no recorded trace id", "it was submitted without tracing")
+            from observability.setup import trace_files_on
+            if not trace_files_on() and not (traces_dir(quarry_home()) / f"{row['trace_id']}.jsonl").is_file():
+                raise QuarryError("no_trace_file", f"job {job_id}'s spans went to your OTLP backend only "
+                                  "(local trace files are off: QUARRY_TRACE_FILES=0)",
+                                  f"look up trace {row['trace_id']} there, or unset QUARRY_TRACE_FILES for later jobs")
             spans = load_spans(traces_dir(quarry_home()), row["trace_id"])
         except QuarryError as err:
             fail(err)
-        out.print(f"trace {row['trace_id']} · {len(spans)} spans · {_trace_file(row['trace_id'])}", highlight=False)
-        for line in span_tree_lines(spans):
-            out.print(line, highlight=False, markup=False)
+        shown = select_spans(spans, tool=tool, round_no=round_no) if tool or round_no is not None else spans
+        if tool and not shown:
+            names = sorted({str((s.get("attributes") or {}).get("gen_ai.tool.name")) for s in spans
+                            if (s.get("attributes") or {}).get("gen_ai.operation.name") == "execute_tool"})
+            fail(QuarryError("no_spans", f"no {tool!r} spans in job {job_id}'s trace",
+                             f"tools in this trace: {', '.join(names) or 'none'}"))
+        if json_out:
+            print_json({"job_id": job_id, "trace_id": row["trace_id"], "file": _trace_file(row["trace_id"]),
+                        "spans": shown, "tools": tool_summary(shown), "rounds": rounds_summary(spans)})
+            return
+        out.print(f"trace {row['trace_id']} · {len(shown)} of {len(spans)} spans · {_trace_file(row['trace_id'])}",
+                  highlight=False)
+        if grouped:
+            for group in rounds_summary(shown):
+                label = "outside rounds" if group["round"] is None else f"round {group['round']}"
+                out.print(terminal_safe(f"{label}: {group['spans']} spans, {group['model_calls']} model calls "
+                                        f"({group['input_tokens']} in / {group['output_tokens']} out tokens)"),
+                          highlight=False, markup=False)
+                for query in group["queries"]:
+                    out.print(terminal_safe(f"  query: {query}"), highlight=False, markup=False)
+                for t in group["tools"]:
+                    out.print(f"  {t['tool']}: {t['count']} calls, {t['total_ms']:.1f} ms total, p50 {t['p50_ms']:.1f} ms",
+                              highlight=False, markup=False)
+            return
+        for line in span_tree_lines(shown):
+            out.print(terminal_safe(line), highlight=False, markup=False)
         table = Table(title="tool calls")
         for col in ("tool", "count", "total_ms", "p50_ms"):
             table.add_column(col, justify="left" if col == "tool" else "right")
-        for row_ in tool_summary(spans):
+        for row_ in tool_summary(shown):
             table.add_row(row_["tool"], str(row_["count"]), f"{row_['total_ms']:.1f}", f"{row_['p50_ms']:.1f}")
         out.print(table)
 

@@ -27,6 +27,8 @@ from stores.records import DocRecord
 
 META_FILE = "quarry-index.json"
 DEFAULT_K1, DEFAULT_B = 0.9, 0.4
+# What Anserini's IndexCollection uses unless told otherwise, and so what Quarry's indexes use.
+ANALYZER = "Anserini DefaultEnglishAnalyzer (Porter stemmer, Lucene English stopwords)"
 # Lucene rejects Boolean queries with more than 1024 clauses; one clause per distinct term.
 MAX_QUERY_TERMS = 900
 # Lucene's tokenizer splits CJK text into single characters, so each counts as a term here.

@@ -120,15 +120,59 @@ class Gate:
         (self.folder / "release").write_text("1")
 
 
-async def client_for(address: str):
+async def client_for(address: str, tracing: bool = False):
     from workflows.client import connect
-    return await connect(address, tracing=False)
+    return await connect(address, tracing=tracing)
 
 
-async def start(address: str, queue: str, intent: str = INTENT, **kw: Any):
+async def start(address: str, queue: str, intent: str = INTENT, tracing: bool = False, **kw: Any):
+    """Submit a job; with `tracing`, the client carries the job's trace context to the workers
+    (as `quarry run` does) without exporting spans of its own."""
     from workflows.client import new_job_id, submit
-    client = await client_for(address)
+    client = await client_for(address, tracing)
     return await submit(client, JobInput(job_id=new_job_id(), collection="lit", intent=intent, **kw), queue=queue)
+
+
+def job_spans(home: Path, job_id: str) -> list[dict[str, Any]]:
+    from observability import load_spans, traces_dir
+    trace_id = JobStore(home / "jobs.sqlite").get(job_id)["trace_id"]
+    assert trace_id, "the finished job records its trace"
+    return load_spans(traces_dir(home), trace_id)
+
+
+def assert_one_agent_tree(spans: list[dict[str, Any]], job_id: str, intent: str) -> dict[str, Any]:
+    """One `invoke_agent quarry` root with the job's input and output; every node, tool, store
+    and model span under it; no UNSET status; both conventions' attribute names."""
+    roots = [s for s in spans if s["name"] == "invoke_agent quarry"]
+    assert len(roots) == 1, [s["name"] for s in spans if s["parent_span_id"] is None]
+    root = roots[0]
+    assert root["parent_span_id"] is None and root["status"] == "OK"
+    by_id = {s["span_id"]: s for s in spans}
+
+    def under_root(span: dict[str, Any]) -> bool:
+        seen = 0
+        while span["parent_span_id"] and seen < 100:
+            if span["parent_span_id"] == root["span_id"]:
+                return True
+            span = by_id.get(span["parent_span_id"], {"parent_span_id": None})
+            seen += 1
+        return False
+
+    ours = [s for s in spans if s["name"].startswith(("execute_tool ", "chat ", "node "))]
+    assert ours and all(under_root(s) for s in ours), [s["name"] for s in ours if not under_root(s)]
+    assert {s["status"] for s in spans} <= {"OK", "ERROR"}, "no span is left UNSET"
+    a = root["attributes"]
+    assert a["gen_ai.operation.name"] == "invoke_agent" and a["gen_ai.conversation.id"] == job_id
+    assert a["openinference.span.kind"] == "AGENT" and a["input.value"] == intent
+    assert intent in a["gen_ai.input.messages"] and json.loads(a["output.value"])["ranked"]
+    tools = [s["attributes"] for s in spans if s["name"].startswith("execute_tool ")]
+    assert all(t.get("gen_ai.tool.type") in ("function", "datastore") for t in tools)
+    assert any(t.get("gen_ai.tool.type") == "datastore" and t["gen_ai.tool.name"] == "score_documents" for t in tools), \
+        "verification's Lucene scoring is inside a span"
+    searches = [t for t in tools if t["gen_ai.tool.name"] == "search" and t.get("quarry.channel") == "lexical"]
+    assert searches and all(t["openinference.span.kind"] == "RETRIEVER" and "gen_ai.tool.call.arguments" in t
+                            and "retrieval.documents.0.document.id" in t for t in searches)
+    return root
 
 
 def result_of(handle) -> dict[str, Any]:
@@ -170,7 +214,7 @@ def test_worker_sigkilled_in_verification_is_replaced_and_the_result_is_the_same
     gate = Gate(tmp_path / "gate")
     gate.hold()
     first = Worker(home, server.address, queue, gate=gate.folder)
-    handle = asyncio.run(start(server.address, queue))
+    handle = asyncio.run(start(server.address, queue, tracing=True))
     wait_for(lambda: gate.entered(), "verification to start")
     first.kill(signal.SIGKILL)
     gate.release()
@@ -180,6 +224,10 @@ def test_worker_sigkilled_in_verification_is_replaced_and_the_result_is_the_same
     finally:
         second.kill(signal.SIGTERM)
     assert result["status"] == "completed" and key(result) == key(baseline)
+    # The trace survives the kill too: one agent span over both workers' spans.
+    spans = job_spans(home, handle.id)
+    assert_one_agent_tree(spans, handle.id, INTENT)
+    assert any(s["name"] == "node verification" for s in spans), "the replacement worker's verification is traced"
     stored = JobStore(home / "jobs.sqlite").get(handle.id)
     assert stored["status"] == "completed" and stored["round"] == result["rounds"] == baseline["rounds"]
     assert len(result["queries"]) == len(set(result["queries"])), "no round's searches ran twice"
@@ -447,3 +495,82 @@ def test_watch_cancel_and_rerun(home, server, tmp_path) -> None:
     assert rerun.returncode == 0, rerun.stderr[-800:]
     newest = JobStore(home / "jobs.sqlite").list(1)[0]
     assert newest["job_id"] != handle.id and newest["intent"] == INTENT and newest["status"] == "completed"
+
+
+class Collector:
+    """An OTLP/HTTP collector stand-in on loopback: it keeps every span it is sent."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        spans = self.spans = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                for rs in request.resource_spans:
+                    for ss in rs.scope_spans:
+                        for span in ss.spans:
+                            spans.append({"name": span.name, "attributes": {a.key for a in span.attributes},
+                                          "trace_id": span.trace_id.hex()})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def test_traces_over_otlp_keep_quarry_trace_working(home, server) -> None:
+    """With OTEL_EXPORTER_OTLP_ENDPOINT set, spans reach the collector (content left out, as the
+    GenAI conventions' default asks) and the local JSONL stays beside them, so `quarry trace` and
+    the path `job result` prints still work."""
+    collector = Collector()
+    otlp = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    queue = f"drill-otlp-{uuid.uuid4().hex[:8]}"
+    worker = Worker(home, server.address, queue, env=otlp)
+    try:
+        handle = asyncio.run(start(server.address, queue, tracing=True))
+        result = result_of(handle)
+        wait_for(lambda: any(s["name"] == "invoke_agent quarry" for s in collector.spans), "the agent span to reach the collector")
+    finally:
+        worker.kill(signal.SIGTERM)
+        collector.close()
+    assert result["status"] == "completed"
+    agent = next(s for s in collector.spans if s["name"] == "invoke_agent quarry")
+    assert {"gen_ai.operation.name", "gen_ai.conversation.id", "openinference.span.kind"} <= agent["attributes"]
+    assert not {"gen_ai.input.messages", "input.value", "output.value"} & agent["attributes"], "no content over OTLP by default"
+    assert any(s["name"] == "execute_tool search" for s in collector.spans)
+    env = os.environ | {"QUARRY_HOME": str(home), **otlp}
+    traced = subprocess.run([sys.executable, "-m", "quarry", "trace", handle.id, "--json"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert traced.returncode == 0, traced.stderr
+    data = json.loads(traced.stdout)
+    assert Path(data["file"]).is_file() and data["trace_id"] == agent["trace_id"]
+    assert any(s["name"] == "invoke_agent quarry" for s in data["spans"])
+    shown = subprocess.run([sys.executable, "-m", "quarry", "job", "result", handle.id], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    (line,) = [ln for ln in shown.stdout.splitlines() if ln.startswith("trace:")]
+    assert Path(line.split(":", 1)[1].strip()).is_file()
+    searches = subprocess.run([sys.executable, "-m", "quarry", "trace", handle.id, "--tool", "search", "--json"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert {s["attributes"]["gen_ai.tool.name"] for s in json.loads(searches.stdout)["spans"]} == {"search"}
+    grouped = subprocess.run([sys.executable, "-m", "quarry", "trace", handle.id, "--grouped"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert grouped.returncode == 0 and "round 1:" in grouped.stdout and "query:" in grouped.stdout, grouped.stdout
+    off = subprocess.run([sys.executable, "-m", "quarry", "trace", handle.id, "--tool", "no_such_tool"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert off.returncode != 0 and "tools in this trace" in off.stderr + off.stdout and "Traceback" not in off.stderr

@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
@@ -30,6 +31,8 @@ from observability import (
     tool_span,
     tool_summary,
 )
+from observability.conventions import ShapingExporter
+from observability.tool_spans import record_tool_result
 from stores.errors import QuarryError
 
 
@@ -48,10 +51,15 @@ def _exporters(provider: TracerProvider) -> list[object]:
     found = []
     for proc in provider._active_span_processor._span_processors:
         if isinstance(proc, BatchSpanProcessor):
-            found.append(("batch", proc._batch_processor._exporter))
+            found.append(("batch", _unwrap(proc._batch_processor._exporter)))
         elif isinstance(proc, SimpleSpanProcessor):
-            found.append(("simple", proc.span_exporter))
+            found.append(("simple", _unwrap(proc.span_exporter)))
     return found
+
+
+def _unwrap(exporter):
+    """The exporter behind Quarry's ShapingExporter (statuses and content policy)."""
+    return exporter.inner if isinstance(exporter, ShapingExporter) else exporter
 
 
 def test_tool_span_has_genai_name_and_attributes(traced) -> None:
@@ -67,8 +75,9 @@ def test_tool_span_has_genai_name_and_attributes(traced) -> None:
         "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
         "gen_ai.tool.call.id": "c1", "quarry.job_id": "j1", "quarry.query": "bm25",
         "quarry.search_id": "s1", "gen_ai.tool.type": "function", "quarry.hits": 1000,
+        "openinference.span.kind": "TOOL", "tool.name": "search",
     }
-    assert rec["status"] == "UNSET" and rec["kind"] == "INTERNAL" and rec["parent_span_id"] is None
+    assert rec["status"] == "OK" and rec["kind"] == "INTERNAL" and rec["parent_span_id"] is None
     assert len(rec["span_id"]) == 16 and rec["end_ns"] >= rec["start_ns"]
 
 
@@ -226,21 +235,27 @@ def test_build_provider_with_endpoint_uses_otlp(tmp_path: Path, monkeypatch, pro
         monkeypatch.delenv("OTEL_EXPORTER_OTLP_PROTOCOL", raising=False)
     provider = build_provider("quarry-test", tmp_path)
     try:
-        ((mode, exporter),) = _exporters(provider)
-        assert mode == "batch"
+        (mode, exporter), (files, jsonl) = _exporters(provider)
+        assert mode == "batch" and files == "simple" and isinstance(jsonl, JsonlSpanExporter)
         assert type(exporter).__name__ == "OTLPSpanExporter" and type(exporter).__module__ == module
         if endpoint:
             assert exporter._endpoint == endpoint
     finally:
         provider.shutdown()
-    assert not (tmp_path / "traces").exists()
 
 
-def test_trace_files_flag_keeps_files_beside_otlp(tmp_path: Path) -> None:
-    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "QUARRY_TRACE_FILES": "1"}
-    provider = build_provider("quarry-test", tmp_path, env=env)
+def test_trace_files_are_kept_beside_otlp_unless_switched_off(tmp_path: Path) -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}
+    for flag, modes in ((None, ["batch", "simple"]), ("1", ["batch", "simple"]), ("0", ["batch"])):
+        provider = build_provider("quarry-test", tmp_path, env=env | ({"QUARRY_TRACE_FILES": flag} if flag else {}))
+        try:
+            assert [mode for mode, _ in _exporters(provider)] == modes
+        finally:
+            provider.shutdown()
+    # Without OTLP the files cannot be switched off: they are the only record.
+    provider = build_provider("quarry-test", tmp_path, env={"QUARRY_TRACE_FILES": "0"})
     try:
-        assert [mode for mode, _ in _exporters(provider)] == ["batch", "simple"]
+        assert [mode for mode, _ in _exporters(provider)] == ["simple"]
     finally:
         provider.shutdown()
 
@@ -310,3 +325,118 @@ def test_otlp_http_export_really_posts_to_v1_traces(tmp_path: Path) -> None:
         server.server_close()
     assert _Collector.received and _Collector.received[0][:2] == ("POST", "/v1/traces")
     assert _Collector.received[0][2] > 0
+
+
+# -- the GenAI / OpenInference conventions, statuses, content policy, the agent span -----------
+
+def _shaping_provider(folder: Path, keep_content: bool = True) -> TracerProvider:
+    from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+
+    from observability.agent_span import ForcedIds
+    provider = TracerProvider(shutdown_on_exit=False, id_generator=ForcedIds(RandomIdGenerator()))
+    provider.add_span_processor(SimpleSpanProcessor(ShapingExporter(JsonlSpanExporter(folder), keep_content)))
+    return provider
+
+
+def test_exported_spans_never_stay_unset(tmp_path: Path) -> None:
+    provider = _shaping_provider(tmp_path)
+    tracer = get_tracer(provider)
+    with tracer.start_as_current_span("plain") as plain:  # a span Quarry did not shape (like Temporal's)
+        trace_id = format(plain.get_span_context().trace_id, "032x")
+    with pytest.raises(RuntimeError):
+        with tracer.start_as_current_span("failing", record_exception=True, set_status_on_exception=False,
+                                          context=trace.set_span_in_context(plain)):
+            raise RuntimeError("disk on fire")
+    spans = {s["name"]: s for s in load_spans(tmp_path, trace_id)}
+    assert spans["plain"]["status"] == "OK"
+    assert spans["failing"]["status"] == "ERROR" and spans["failing"]["attributes"]["error.type"] == "RuntimeError"
+
+
+def test_content_is_kept_in_files_dropped_elsewhere_and_redacted(tmp_path: Path, monkeypatch) -> None:
+    from observability.conventions import CAPTURE_ENV, capture_content
+    assert capture_content({}, local_file=True) and not capture_content({}, local_file=False)
+    assert capture_content({CAPTURE_ENV: "true"}, local_file=False)
+    assert not capture_content({CAPTURE_ENV: "false"}, local_file=True)
+    monkeypatch.setenv("SOMEONES_API_KEY", "sk-live-0123456789abcdef")
+    for keep, folder in ((True, tmp_path / "kept"), (False, tmp_path / "dropped")):
+        provider = _shaping_provider(folder, keep)
+        with tool_span("search", tracer=get_tracer(provider),
+                       arguments={"query": "key sk-live-0123456789abcdef leaked", "reason": "r"}) as span:
+            trace_id = current_trace_id()
+            span.set_attribute("quarry.hits", 3)
+        (rec,) = load_spans(folder, trace_id)
+        attrs = rec["attributes"]
+        assert attrs["quarry.hits"] == 3 and attrs["gen_ai.tool.type"] == "function"
+        if keep:
+            assert "leaked" in attrs["gen_ai.tool.call.arguments"] and "leaked" in attrs["input.value"]
+            assert "sk-live" not in json.dumps(rec), "content is redacted on its way out"
+        else:
+            assert not {"gen_ai.tool.call.arguments", "input.value", "tool.parameters"} & set(attrs)
+
+
+def test_content_is_cut_at_the_named_cap() -> None:
+    from observability.conventions import CONTENT_CAP, clip
+    text = clip("x" * (CONTENT_CAP + 10))
+    assert text.startswith("x" * CONTENT_CAP) and text.endswith(f"[truncated at {CONTENT_CAP} characters]")
+    assert clip("short") == "short"
+
+
+def test_the_agent_span_is_emitted_late_under_its_fixed_ids_and_parents_what_ran_before(tmp_path: Path) -> None:
+    from observability.agent_span import AgentTrace, emit_agent_span, new_agent_trace, under_agent
+    provider = _shaping_provider(tmp_path)
+    tracer = get_tracer(provider)
+    ref = new_agent_trace()
+    assert AgentTrace.from_dict(ref.to_dict()) == ref
+    with under_agent(ref):  # what a worker does long before the job ends
+        with tool_span("search", tracer=tracer, query="q") as span:
+            record_tool_result(span, "2 hits", [("d1", 3.5), ("d2", 1.0)])
+    emit_agent_span(ref, job_id="job-1", intent="graph neural networks", tracer=tracer,
+                    output={"ranked": ["d1", "d2"], "answer": ""}, status="completed")
+    spans = {s["name"]: s for s in load_spans(tmp_path, ref.trace_id)}
+    root, search = spans["invoke_agent quarry"], spans["execute_tool search"]
+    assert root["span_id"] == ref.span_id and root["parent_span_id"] is None and root["start_ns"] == ref.start_ns
+    assert search["parent_span_id"] == ref.span_id
+    a = root["attributes"]
+    assert a["gen_ai.operation.name"] == "invoke_agent" and a["gen_ai.agent.name"] == "quarry"
+    assert a["gen_ai.conversation.id"] == "job-1" and a["openinference.span.kind"] == "AGENT"
+    assert "graph neural networks" in a["gen_ai.input.messages"] and a["input.value"] == "graph neural networks"
+    assert json.loads(a["output.value"]) == {"ranked": ["d1", "d2"]} and root["status"] == "OK"
+    s = search["attributes"]
+    assert s["openinference.span.kind"] == "TOOL" and s["gen_ai.tool.call.result"] == "2 hits"
+    assert s["retrieval.documents.1.document.id"] == "d2" and s["retrieval.documents.0.document.score"] == 3.5
+
+
+def test_a_failed_job_has_an_error_agent_span(tmp_path: Path) -> None:
+    from observability.agent_span import emit_agent_span, new_agent_trace
+    provider = _shaping_provider(tmp_path)
+    ref = new_agent_trace()
+    emit_agent_span(ref, job_id="job-2", intent="x", output={}, status="failed",
+                    error="QuarryError: the collection is gone", tracer=get_tracer(provider))
+    (root,) = load_spans(tmp_path, ref.trace_id)
+    assert root["status"] == "ERROR" and root["attributes"]["error.type"] == "QuarryError"
+
+
+def test_rounds_grouping_filters_and_duplicate_spans(tmp_path: Path) -> None:
+    from observability import rounds_summary, select_spans
+    spans = [
+        _span("invoke_agent quarry", "root", None, 0, 100.0),
+        _span("node retrieval", "n1", "root", 1, 10.0, **{"quarry.round": 1}),
+        _tool("t1", "search", 2, 2.0) | {"parent_span_id": "n1"},
+        _span("node retrieval", "n2", "root", 20, 10.0, **{"quarry.round": 2}),
+        _tool("t2", "search", 21, 4.0) | {"parent_span_id": "n2"},
+        _tool("t3", "read_documents", 22, 6.0) | {"parent_span_id": "n2"},
+        _span("chat m", "c1", "n2", 23, 50.0, **{"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 10,
+                                                   "gen_ai.usage.output_tokens": 4}),
+    ]
+    spans[2]["attributes"]["quarry.query"] = "graph nets"
+    assert [s["span_id"] for s in select_spans(spans, tool="search")] == ["t1", "t2"]
+    assert [s["span_id"] for s in select_spans(spans, round_no=2)] == ["n2", "t2", "t3", "c1"]
+    groups = {g["round"]: g for g in rounds_summary(spans)}
+    assert groups[1]["queries"] == ["graph nets"] and groups[1]["tools"][0]["count"] == 1
+    assert groups[2]["model_calls"] == 1 and groups[2]["input_tokens"] == 10 and groups[2]["output_tokens"] == 4
+    assert groups[None]["spans"] == 1
+    folder = tmp_path / "t"
+    folder.mkdir()
+    trace_id = "ab" * 16
+    (folder / f"{trace_id}.jsonl").write_text("\n".join(json.dumps(s) for s in spans + spans[:1]) + "\n")
+    assert len(load_spans(folder, trace_id)) == len(spans), "a span exported twice is read once"

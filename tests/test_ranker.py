@@ -54,6 +54,15 @@ def test_without_a_verifier_the_heuristic_rule_stands() -> None:
 
 
 def test_a_verifier_trained_on_other_features_is_refused() -> None:
-    raw = {"name": "old", "features": ["S"], "mean": [0], "scale": [1], "weights": [1], "bias": 0}
-    with pytest.raises(ValueError, match="other features"):
+    raw = {"name": "old", "features": ["S", "bm25_title"], "mean": [0, 0], "scale": [1, 1], "weights": [1, 1], "bias": 0}
+    with pytest.raises(ValueError, match="other features: bm25_title"):
         Verifier.from_dict(raw)
+
+
+def test_a_verifier_on_a_subset_of_the_features_scores_full_vectors() -> None:
+    raw = {"name": "sub", "features": ["ev_coverage", "S"], "mean": [0.5, 0.0], "scale": [0.5, 1.0],
+           "weights": [2.0, 1.0], "bias": 0.25}
+    v = Verifier.from_dict(raw)
+    vector = [0.0] * len(FEATURES)
+    vector[FEATURES.index("ev_coverage")], vector[FEATURES.index("S")] = 1.0, 0.5
+    assert v.score(vector) == pytest.approx(0.25 + 2.0 * (1.0 - 0.5) / 0.5 + 0.5)

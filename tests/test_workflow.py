@@ -366,3 +366,24 @@ async def test_history_stays_small_because_the_pool_is_kept_by_reference(baselin
     assert total < 200_000, f"{total} bytes of history for {result['rounds']} rounds"
     evidence = result["ranked"][0]["evidence"][0]["chunk"]
     assert history.to_json().count(evidence[:80]) <= 2, "evidence text crosses no activity but the last"
+
+
+# -- reproducibility -----------------------------------------------------------------------------
+
+
+async def test_two_runs_give_byte_identical_ranked_lists_and_name_what_they_came_from(
+        env, baseline, literature, quarry_home, queue) -> None:
+    """The same heuristic job on the same collection ranks byte for byte the same, and its
+    manifest names the corpus hash, BM25 parameters and analyzer, code and policy."""
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        again = await result_of(await start_job(env.client, queue))
+    first = baseline[1]
+    assert json.dumps(again["ranked"], sort_keys=True) == json.dumps(first["ranked"], sort_keys=True)
+    assert again["run"] == first["run"]
+    manifest = again["manifest"]
+    assert manifest == first["manifest"]
+    assert manifest["corpus_sha256"] == literature.corpus.fingerprint
+    assert manifest["collection_version"] == literature.version
+    assert manifest["bm25"]["k1"] == literature.lucene.meta.k1 and "Analyzer" in manifest["bm25"]["analyzer"]
+    assert manifest["policy"] == "heuristic" and manifest["model"] is None and manifest["prompts"] == {}
+    assert manifest["ranker"].startswith("heuristic") and manifest["code_version"].startswith("0.1.0")

@@ -10,7 +10,9 @@ from nodes.answer import build_result
 from nodes.react_finish import build_react_result
 from nodes.config import config_of
 from nodes.runtime import runtime
+from nodes.ranker import HEURISTIC_ORDER, REACT_ORDER
 from nodes.usage import Usage
+from observability.agent_span import AgentTrace, emit_agent_span
 from stores.redact import redact
 
 
@@ -49,9 +51,11 @@ def _empty_result(state: dict[str, Any]) -> dict[str, Any]:
 
 
 @activity.defn
-def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reason: str) -> dict[str, Any]:
+def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reason: str,
+               trace: dict[str, Any] | None = None) -> dict[str, Any]:
     """Complete the stored result with status, trajectory tiers, stats and usage, and store it for
-    good; `stop_reason` fills in why the job answered when the graph did not say (stop, clock)."""
+    good; `stop_reason` fills in why the job answered when the graph did not say (stop, clock).
+    Then emit the job's `invoke_agent` span (`trace`: its identity fixed at submission)."""
     jobs = runtime().jobs
     cfg = config_of(state)
     result = jobs.load_draft(state["job_id"]) or _empty_result(state)
@@ -70,7 +74,18 @@ def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reaso
         "usage": Usage.from_dict(state.get("usage")).to_dict(),
         "fallbacks": result.get("fallbacks") or list(state.get("fallbacks", [])),
         "models": {"model": cfg.models.model, "judge_model": cfg.models.judge()} if state.get("policy", "heuristic") != "heuristic" else None,
+        "manifest": runtime().manifest(state, str(result.get("ranker") or (
+            REACT_ORDER if state.get("policy") == "react" else HEURISTIC_ORDER))),
     }
     final = json.loads(redact(json.dumps(final, default=str)))  # it is returned through Temporal's history too
     jobs.finish(state["job_id"], final, state)
+    ref = AgentTrace.from_dict(trace)
+    if ref is not None:
+        jobs.set_trace(state["job_id"], ref.trace_id)  # jobs submitted without the CLI get their trace too
+        emit_agent_span(ref, job_id=state["job_id"], intent=str(state.get("intent", "")),
+                        output={"answer": final.get("answer") or "", "ranked": [r.get("docid") for r in final.get("ranked", [])]},
+                        status=status, error=final.get("error"),
+                        attributes={"quarry.collection": str(state.get("collection", "")),
+                                    "quarry.policy": str(state.get("policy", "heuristic")),
+                                    "quarry.rounds": int(state.get("round", 0) or 0)})
     return final

@@ -52,9 +52,18 @@ async def submit(client: Client, inp: JobInput, queue: str | None = None) -> Wor
     server knows Quarry's search attributes (the embedded dev server registers them) the job is
     also indexed by collection, policy, round and status, so it can be filtered there and with
     `temporal workflow list --query 'QuarryCollection="NAME"'`. A server without them still runs
-    the job, unindexed.
+    the job, unindexed. The job's `invoke_agent` span identity is fixed here (unless the caller
+    fixed it) and the workflow is started under it, so every span of the job descends from it.
     """
     check_job_input(inp)
+    from observability.agent_span import AgentTrace, new_agent_trace, under_agent
+    if inp.trace is None:
+        inp = replace(inp, trace=new_agent_trace().to_dict())
+    with under_agent(AgentTrace.from_dict(inp.trace)):
+        return await _start(client, inp, queue)
+
+
+async def _start(client: Client, inp: JobInput, queue: str | None) -> WorkflowHandle:
     summary = f"{inp.collection} · {inp.policy} · {inp.intent[:120]}"
     details = f"**intent**: {inp.intent[:2000]}\n\n**collection**: {inp.collection} · **mode**: {inp.mode} · " \
               f"**policy**: {inp.policy} · **budget**: {inp.budget_seconds:g} s"

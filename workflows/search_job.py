@@ -119,7 +119,7 @@ class SearchJob:
             self.state = {"job_id": inp.job_id, "collection": str(inp.collection)[:100], "intent": str(inp.intent)[:500],
                           "mode": inp.mode, "policy": inp.policy}
             return await workflow.execute_activity(finish_job, args=[self.state, "failed", f"QuarryError: {err.message}",
-                                                                     "bad_input"], **_QUICK)
+                                                                     "bad_input", inp.trace], **_QUICK)
         now = workflow.now().timestamp()
         self.started_at = inp.started_at or now
         self.budget_s = float(inp.budget_seconds)
@@ -156,7 +156,7 @@ class SearchJob:
                 job_id=inp.job_id, collection=inp.collection, intent=inp.intent, mode=inp.mode, policy=inp.policy,
                 budget_seconds=inp.budget_seconds, config=inp.config, started_at=self.started_at,
                 steer_fired=self.control.submit_now, state=self.state, pending_steering=self.control.pending_steering,
-                indexed=inp.indexed))
+                indexed=inp.indexed, trace=inp.trace))
         if not answered:
             try:  # the result of the best state so far waits in the job store
                 await workflow.execute_activity(answer_from_state, self.state, **_QUICK)
@@ -168,7 +168,8 @@ class SearchJob:
         if self.status == "running":
             self.status = "stopped" if self.control.stop_requested else "completed"
         self._index(status=self.status)
-        final = await workflow.execute_activity(finish_job, args=[self.state, self.status, error, reason], **_QUICK)
+        final = await workflow.execute_activity(finish_job, args=[self.state, self.status, error, reason, inp.trace],
+                                                **_QUICK)
         if self.status == "cancelled":
             raise asyncio.CancelledError("cancelled by request; the best result so far is in the job store")
         return final

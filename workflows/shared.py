@@ -58,3 +58,6 @@ class JobInput:
     pending_steering: list[dict[str, Any]] | None = None
     # Whether the job was started with Quarry's search attributes (so the workflow may update them).
     indexed: bool = False
+    # The job's `invoke_agent` span identity (observability.agent_span.AgentTrace as a dict),
+    # fixed at submission; the final activity emits the span.
+    trace: dict[str, Any] | None = None
