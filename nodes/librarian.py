@@ -22,7 +22,8 @@ from nodes.llm_calls import ModelError, structured
 from nodes.policy import SCORED_KINDS
 from nodes.pool import load_pool, store_pool
 from nodes.runtime import runtime
-from nodes.scoring import combine, quote
+from nodes.scoring import SENTENCE_CAP, combine
+from stores.spans import find_loose
 from nodes.state import JobState, add_fallback, ranked_candidates
 from nodes.usage import Usage
 
@@ -137,11 +138,15 @@ def librarian(task: dict[str, Any]) -> dict[str, Any]:
         for item in judged.items:
             if item.item_id not in item_ids:
                 continue
-            where = locate_quote(lines_of[judged.docid], item.quote) if item.quote else None
+            lines = lines_of[judged.docid]
+            found = locate_quote(lines, item.quote) if item.quote else None
+            where = find_loose(lines, item.quote) if found else None
             if item.score > 0 and where is None:
                 continue  # a score without a quote found in the document is not evidence
-            scored[item.item_id] = {"score": float(item.score), "chunk": quote(item.quote) if where else "",
-                                    "line_start": where[0] if where else 0, "line_end": where[1] if where else 0}
+            # The evidence quotes the document's own text at that place, not the model's copy of it.
+            text = "\n".join(lines)[where.char_start:where.char_end][:SENTENCE_CAP] if where else ""
+            scored[item.item_id] = {"score": float(item.score), "chunk": text,
+                                    "line_start": where.line_start if where else 0, "line_end": where.line_end if where else 0}
         entry["docs"].append({"docid": judged.docid, "p": round(judged.p, 4), "items": scored})
     return {"judgements": [entry]}
 

@@ -12,19 +12,47 @@ from typing import Any
 from nodes.citation_check import CheckedAnswer, check_citations, cited_ids
 from nodes.fusion import reciprocal_rank_fusion
 from nodes.policy import AnswerDoc, AnswerDraft, Passage, Policy
-from nodes.scoring import quote, violated_constraint
+from nodes.scoring import quote, violated_constraint, whole_sentences
 from nodes.state import Candidate, Plan
 from stores.records import quotable_chunks
+from stores.spans import Span, document_text, find_exact, find_loose, span_of
 
 
-def _quotes(corpus: Any, docid: str, spans: list[dict]) -> list[dict]:
-    """The runner-up evidence chunks of one item, quoted from the store by their line ranges."""
-    if not spans:
-        return []
-    lines = corpus.lines(docid) or []
-    return [{"lines": [s["line_start"], s["line_end"]], "score": s["score"],
-             "chunk": quote(" ".join(lines[s["line_start"] - 1:s["line_end"]]))}
-            for s in spans]
+def _quotes(lines: list[str], spans: list[dict]) -> list[dict]:
+    """The runner-up evidence passages of one item, quoted from the store by their line ranges
+    (exact text and character span, as the main quote)."""
+    out = []
+    for s in spans:
+        text = "\n".join(lines[s["line_start"] - 1:s["line_end"]])
+        where = find_exact(lines, text, s["line_start"]) if text else None
+        out.append({"lines": [s["line_start"], s["line_end"]], "score": s["score"], "chunk": quote(text),
+                    **(_provenance(where, text, lines) if where else {})})
+    return out
+
+
+def _provenance(where: Span, text: str, lines: list[str], page_of: Any = None) -> dict[str, Any]:
+    """The exact quote with its character span, lines and (for paged sources) page."""
+    out = {"quote": text, "chars": [where.char_start, where.char_end], "lines": [where.line_start, where.line_end]}
+    if page_of is not None:
+        out["page"] = page_of(where.line_start)
+    return out
+
+
+def evidence_entry(e: dict[str, Any], items: dict[str, Any], lines: list[str], page_of: Any = None) -> dict[str, Any]:
+    """One requirement's evidence as results show it: `chunk` (the quote, whitespace collapsed,
+    for reading) and exact provenance — `quote` is `read_span(docid, *chars)` byte for byte."""
+    text = e["chunk"]
+    where = (find_exact(lines, text, e["line_start"]) or find_loose(lines, text)) if text and lines else None
+    entry = {"item": items.get(e["item_id"], {}).get("text", e["item_id"]), "score": e["score"],
+             "chunk": " ".join(text.split()), "lines": [e["line_start"], e["line_end"]]}
+    if lines and where is not None:
+        full = document_text(lines)
+        a, b = whole_sentences(full, where.char_start, where.char_end)  # a passage may end mid-sentence
+        where = span_of(lines, a, b)
+        entry |= _provenance(where, full[a:b], lines, page_of)
+        entry["chunk"] = " ".join(full[a:b].split())
+    entry["more"] = _quotes(lines, e.get("also", []))
+    return entry | ({"judged_by": e["judged_by"]} if e.get("judged_by") else {})
 
 
 # A document whose every requirement scored below this (0–5) meets none: results list it under
@@ -37,15 +65,14 @@ def ranked_entry(cand: Candidate, rec: Any, plan: Plan, corpus: Any, policy: Pol
     S, evidence per requirement, reason, and whether it meets no requirement (weak)."""
     items = {i["id"]: i for i in plan.get("checklist", [])}
     evidence = cand.get("evidence", [])
+    lines = corpus.lines(cand["docid"]) or []
+    page_of = getattr(corpus, "page_of", None)
+    pages = (lambda line: page_of(cand["docid"], line)) if callable(page_of) else None
     return {
         "docid": cand["docid"], "title": rec.title, "year": rec.year, "score": round(cand.get("score", 0.0), 4),
         "rank_score": round(cand.get("rank_score", cand.get("fused", 0.0)), 6),
         "weak": not evidence or max(e["score"] for e in evidence) < WEAK_BELOW,
-        "evidence": [{"item": items.get(e["item_id"], {}).get("text", e["item_id"]), "score": e["score"],
-                      "chunk": e["chunk"], "lines": [e["line_start"], e["line_end"]],
-                      "more": _quotes(corpus, cand["docid"], e.get("also", []))}
-                     | ({"judged_by": e["judged_by"]} if e.get("judged_by") else {})
-                     for e in cand.get("evidence", [])],
+        "evidence": [evidence_entry(e, items, lines, pages) for e in evidence],
         "reason": policy.reason(plan, cand),
     }
 

@@ -18,11 +18,76 @@ from stores.records import Chunk, DocRecord, last_name
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 EVIDENCE_CHARS = 300
+QUOTE_MIN_CHARS = 80      # a shorter best sentence is quoted with the sentences after it …
+QUOTE_MAX_CHARS = 600     # … up to this; a single sentence longer than SENTENCE_CAP is cut at a word
+SENTENCE_CAP = 1000
+# A sentence: from a non-space to a terminator (optionally closed by quotes or brackets) that is
+# followed by whitespace, or to a blank line, or to the end of the passage.
+_SENTENCE = re.compile(r"\S.*?(?:[.!?][\"')\]]*(?=\s+[A-Z0-9\"'(\[])|(?=\n[ \t]*\n)|\Z)", re.S)
+# Endings that are abbreviations, not sentence ends ("e.g.", "Fig.", "et al.", an initial "J.").
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|et al|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|No|Dr|Mr|Mrs|Ms|Prof|Inc|Ltd|approx)|"
+                           r"\b[A-Z])\.$")
+_PARAGRAPH = re.compile(r"\n[ \t]*\n")
 
 
 def quote(text: str) -> str:
     """Evidence text as results show it: whitespace collapsed, cut at EVIDENCE_CHARS."""
     return " ".join(text.split())[:EVIDENCE_CHARS]
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """`[start, end)` of each sentence of `text` (whitespace between them excluded). A regular
+    expression with an abbreviation list, not a trained splitter (NLTK's punkt needs a model
+    download): evidence needs whole sentences, not linguistics."""
+    out: list[tuple[int, int]] = []
+    for m in _SENTENCE.finditer(text):
+        end = len(text[:m.end()].rstrip()) if text[m.end() - 1].isspace() else m.end()
+        if out and _ABBREVIATION.search(text[out[-1][0]:out[-1][1]]) and not _PARAGRAPH.search(text, out[-1][1], m.start()):
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((m.start(), end))
+    return out
+
+
+def whole_sentences(text: str, start: int, end: int) -> tuple[int, int]:
+    """`[start, end)` widened to the sentences of `text` it touches — a passage (chunk) boundary
+    can fall inside a sentence, and a quote must not. Looks within the paragraph, at most
+    3 × SENTENCE_CAP characters either side."""
+    lo = max(0, start - 3 * SENTENCE_CAP)
+    hi = min(len(text), end + 3 * SENTENCE_CAP)
+    para = [m.end() for m in _PARAGRAPH.finditer(text, lo, start)]
+    lo = para[-1] if para else lo
+    nxt = _PARAGRAPH.search(text, end, hi)
+    hi = nxt.start() if nxt else hi
+    window = text[lo:hi]
+    touching = [(lo + a, lo + b) for a, b in sentences(window) if lo + a < end and lo + b > start]
+    if not touching:
+        return start, end
+    new_start, new_end = min(start, touching[0][0]), max(end, touching[-1][1])
+    if new_end - new_start > SENTENCE_CAP + (end - start):  # a run-on: keep what the passage gave
+        return start, end
+    return new_start, new_end
+
+
+def sentence_quote(chunk: Chunk, wanted: set[str]) -> tuple[str, int, int]:
+    """The quote a passage gives for a requirement: its sentence covering most of `wanted`
+    (stems; the first on ties), with the following sentences while it is shorter than
+    QUOTE_MIN_CHARS; returned as the passage's exact text and the lines it spans. Quotes are
+    whole sentences: only a sentence longer than SENTENCE_CAP (a table, a run-on) is cut, at a word."""
+    text = chunk.text
+    spans = sentences(text) or [(0, len(text))]
+    scores = [len(wanted & stems(text[a:b])) for a, b in spans]
+    first = max(range(len(spans)), key=lambda i: (scores[i], -i))
+    start, end = spans[first]
+    for a, b in spans[first + 1:]:
+        if end - start >= QUOTE_MIN_CHARS or b - start > QUOTE_MAX_CHARS or _PARAGRAPH.search(text, end, a):
+            break
+        end = b
+    if end - start > SENTENCE_CAP:
+        cut = text.rfind(" ", start, start + SENTENCE_CAP)
+        end = cut if cut > start else start + SENTENCE_CAP
+    line_start = chunk.line_start + text.count("\n", 0, start)
+    return text[start:end], line_start, line_start + text.count("\n", start, end)
 
 
 def stem(word: str) -> str:
@@ -47,10 +112,10 @@ def locate_evidence(item: ChecklistItem, chunks: Sequence[Chunk], title: str = "
         if cov > best_cov:
             best, best_cov = chunk, cov
     if best is None:
-        return Evidence(item_id=item["id"], score=0.0, chunk=quote(title), line_start=1, line_end=1)
-    return Evidence(item_id=item["id"], score=round(5.0 * max(best_cov, 0.0), 3),
-                    chunk=quote(best.text), line_start=best.line_start,
-                    line_end=best.line_end)
+        return Evidence(item_id=item["id"], score=0.0, chunk=" ".join(title.split()), line_start=1, line_end=1)
+    text, start, end = sentence_quote(best, wanted)
+    return Evidence(item_id=item["id"], score=round(5.0 * max(best_cov, 0.0), 3), chunk=text, line_start=start,
+                    line_end=end)
 
 
 # MiniLM cosine between a requirement and a passage: ~0.2 is unrelated text, ~0.7 a paraphrase.
@@ -75,13 +140,13 @@ def locate_evidence_dense(item: ChecklistItem, item_vec, chunk_vecs, chunks: Seq
     matrix = np.stack([v for _, v in chunk_vecs])
     sims = matrix @ item_vec
     by_no = {c.chunk_no: c for c in chunks}
+    wanted = {stem(t) for t in query_terms(item["text"])}
     out: list[Evidence] = []
     for idx in np.argsort(-sims, kind="stable")[:top_m]:
         span = chunk_vecs[int(idx)][0]
         chunk = by_no.get(span.chunk_no)
-        text = quote(chunk.text) if chunk else ""
-        # The store's chunk gives the quoted lines (it may quote less than the embedded span).
-        start, end = (chunk.line_start, chunk.line_end) if chunk else (span.line_start, span.line_end)
+        # The store's chunk gives the quote and its lines (it may hold less than the embedded span).
+        text, start, end = sentence_quote(chunk, wanted) if chunk else ("", span.line_start, span.line_end)
         out.append(Evidence(item_id=item["id"], score=cosine_to_score(float(sims[idx])), chunk=text,
                             line_start=start, line_end=end))
     return out

@@ -16,6 +16,7 @@ from typing import Any
 
 from stores.errors import QuarryError
 from stores.readers import CorpusSource, ProgressFn
+from stores.spans import document_text
 from stores.records import Chunk, DocRecord, chunk_document, document_lines, last_name
 
 SCHEMA = """
@@ -174,6 +175,15 @@ class CorpusStore:
     def lines(self, docid: str) -> list[str] | None:
         row = self._con().execute("SELECT lines FROM docs WHERE docid=?", (docid,)).fetchone()
         return json.loads(row[0]) if row else None
+
+    def read_span(self, docid: str, char_start: int, char_end: int) -> str | None:
+        """The text of `[char_start, char_end)` of the document's lines joined by newlines (the
+        text evidence quotes), or None for an unknown docid or a span outside the document."""
+        lines = self.lines(docid)
+        if lines is None:
+            return None
+        text = document_text(lines)
+        return text[char_start:char_end] if 0 <= char_start <= char_end <= len(text) else None
 
     def chunks(self, docid: str) -> list[Chunk]:
         rows = self._con().execute(

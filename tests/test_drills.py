@@ -574,3 +574,31 @@ def test_traces_over_otlp_keep_quarry_trace_working(home, server) -> None:
     off = subprocess.run([sys.executable, "-m", "quarry", "trace", handle.id, "--tool", "no_such_tool"], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=60)
     assert off.returncode != 0 and "tools in this trace" in off.stderr + off.stdout and "Traceback" not in off.stderr
+
+
+def test_a_react_jobs_model_calls_sit_under_its_agent_span(home, server) -> None:
+    """A ReAct job against an OpenAI-compatible stand-in on loopback, run by a worker process:
+    its `chat` spans (with usage) are inside the one `invoke_agent` span with the tools."""
+    from nodes.config import JobConfig, ModelSettings
+    from tests.openai_standin import StandinServer, tool_call_response
+
+    script = [tool_call_response("search", {"reason": "find GNN papers", "query": "graph neural networks"}, 900, 30,
+                                 call_id="c0"),
+              tool_call_response("submit", {"reason": "these answer it", "docids": ["gnn02"]}, 1500, 20, call_id="c1")]
+    queue = f"drill-react-{uuid.uuid4().hex[:8]}"
+    with StandinServer(script) as standin:
+        worker = Worker(home, server.address, queue, env={"OPENAI_BASE_URL": standin.base_url, "NO_PROXY": "127.0.0.1",
+                                                          "OPENAI_API_KEY": "sk-drill-" + uuid.uuid4().hex})
+        try:
+            config = JobConfig(models=ModelSettings(model="openai:standin-model"))
+            handle = asyncio.run(start(server.address, queue, tracing=True, policy="react", config=config))
+            result = result_of(handle)
+        finally:
+            worker.kill(signal.SIGTERM)
+    assert result["status"] == "completed" and result["stop_reason"] == "submitted", result.get("fallbacks")
+    spans = job_spans(home, handle.id)
+    assert_one_agent_tree(spans, handle.id, INTENT)
+    chats = [s for s in spans if s["name"] == "chat openai:standin-model"]
+    assert len(chats) == 2 and [c["attributes"]["gen_ai.usage.input_tokens"] for c in chats] == [900, 1500]
+    assert all(c["attributes"]["openinference.span.kind"] == "LLM" and c["attributes"]["llm.token_count.total"] > 0
+               and "gen_ai.output.messages" in c["attributes"] for c in chats)

@@ -15,8 +15,8 @@ ITEM = {"id": "c1", "kind": "topic", "text": "dense passage retrieval", "weight"
 
 
 def chunks() -> list[Chunk]:
-    return [Chunk(docid="d", chunk_no=0, line_start=1, line_end=2, text="Title about cooking pasta"),
-            Chunk(docid="d", chunk_no=1, line_start=3, line_end=5, text="We retrieve passages with dense encoders")]
+    return [Chunk(docid="d", chunk_no=0, line_start=1, line_end=2, text="Title about\ncooking pasta"),
+            Chunk(docid="d", chunk_no=1, line_start=3, line_end=5, text="We retrieve passages\nwith dense\nencoders")]
 
 
 def test_lexical_evidence_picks_the_chunk_covering_most_item_words() -> None:
@@ -37,7 +37,7 @@ def test_dense_evidence_takes_the_most_similar_chunk_and_quotes_the_store_text()
     vecs = [(ChunkSpan(0, 1, 2), np.array([0.0, 1.0])), (ChunkSpan(1, 3, 5), np.array([0.8, 0.6]))]
     (ev,) = locate_evidence_dense(ITEM, item_vec, vecs, chunks())
     assert (ev["line_start"], ev["line_end"]) == (3, 5)
-    assert ev["chunk"] == "We retrieve passages with dense encoders"
+    assert ev["chunk"] == "We retrieve passages\nwith dense\nencoders", "the store's exact text"
     assert ev["score"] == cosine_to_score(0.8)
 
 
@@ -45,7 +45,7 @@ def test_judge_scores_each_item_by_semantic_and_relative_bm25_match() -> None:
     from nodes.policy import HeuristicPolicy, JudgeInput
 
     plan = {"checklist": [ITEM]}
-    rec = DocRecord(docid="d", title="Title about cooking pasta", text="We retrieve passages with dense encoders")
+    rec = DocRecord(docid="d", title="Title about cooking pasta", text="We retrieve passages\nwith dense\nencoders")
     item_vec = np.array([1.0, 0.0])
     vecs = [(ChunkSpan(0, 1, 2), np.array([0.0, 1.0])), (ChunkSpan(1, 3, 5), np.array([0.8, 0.6]))]
     # One batch of two candidates: the same document with a strong and a weak BM25 match.
@@ -140,3 +140,17 @@ def test_reflection_adds_feedback_and_leans_toward_the_weakest_requirement() -> 
     # The whole requirement as the weakest item adds nothing beyond the user's own query.
     only = HeuristicPolicy().reflect(ReflectRequest(plan, plan["core"], best, best, items[0])).queries
     assert len(only) == 1 and only[0] == feedback
+
+
+def test_evidence_quotes_whole_sentences_with_their_own_lines() -> None:
+    from nodes.scoring import sentence_quote, sentences
+    text = ("Background on cooking. We retrieve passages with dense\nencoders (e.g. DPR, Fig. 2) for open\n"
+            "question answering at scale. Unrelated closing remark about the weather and other things.")
+    chunk = Chunk(docid="d", chunk_no=1, line_start=7, line_end=9, text=text)
+    assert [text[a:b] for a, b in sentences(text)][1].endswith("for open\nquestion answering at scale."), "abbreviations do not end it"
+    ev = locate_evidence(ITEM, [chunk])
+    assert ev["chunk"] == "We retrieve passages with dense\nencoders (e.g. DPR, Fig. 2) for open\nquestion answering at scale."
+    assert (ev["line_start"], ev["line_end"]) == (7, 9)
+    short, start, end = sentence_quote(Chunk(docid="d", chunk_no=0, line_start=1, line_end=2,
+                                             text="Dense retrieval.\nIt works well on many open benchmarks, as shown by several careful studies."), {"dense"})
+    assert short.startswith("Dense retrieval.\nIt works") and (start, end) == (1, 2), "a short sentence takes the next"
