@@ -344,7 +344,8 @@ def read_corpus(path: str | Path, progress: ProgressFn | None = None, *, strict:
     else:
         raise QuarryError("bad_input", f"cannot ingest {path}: unsupported file type {path.suffix!r}", _FORMATS_HINT)
     if problems:
-        raise IngestError(list(problems))
+        raise IngestError(list(problems), "fix or remove the files named above, or leave out --strict to skip them"
+                          if src.kind in ("folder", "file") else "")
     if not src.records:
         raise IngestError([f"{path}: no documents found"])
     return src
