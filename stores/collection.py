@@ -281,7 +281,7 @@ def add(name: str, sources: list[str | Path], *, home: Path | None = None, stric
         delta = diff(col.corpus.hashes(), records, remove_missing=False)
         report = IngestReport(name, col.corpus.count() + delta.added, 0, 0, [], unchanged=delta.empty,
                               indexed=previous is not None, warnings=warnings, added=delta.added,
-                              updated=delta.updated, kept=delta.kept, skipped=tuple(skipped),
+                              updated=delta.updated, kept=col.corpus.count() - delta.updated, skipped=tuple(skipped),
                               unsupported=tuple(unsupported))
         if delta.empty:
             return report

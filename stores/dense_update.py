@@ -82,7 +82,7 @@ def stage_dense_update(index: DenseIndex, corpus: CorpusStore, delta: Delta, *,
                         metadatas=[page["metadatas"][i] for i in keep])
                 copied += len(keep)
         chunks = [c for rec in delta.upserts for c in corpus.chunks(rec.docid)]
-        step = max(1, batch_size) * STEP_BATCHES
+        step = max(1, batch_size * STEP_BATCHES)
         if progress:
             progress("embedding", 0, len(chunks))
         for start in range(0, len(chunks), step):
