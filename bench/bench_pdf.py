@@ -1,6 +1,6 @@
 """Which PDF text extractor Quarry uses: pypdf vs PyMuPDF vs pypdfium2, text quality and speed.
 
-    python -m bench.bench_pdf [PDF ...]
+    python -m bench.bench_pdf [PDF ...]     (needs `pip install pymupdf`; pypdf is a test dependency)
 
 Quality is measured two ways. (1) On a PDF generated here with fpdf2 from known text (a
 three-page article: two justified pages and a two-column page), as
@@ -84,6 +84,7 @@ def extract_pdfium(path: Path) -> list[str]:
 
 
 EXTRACTORS = {"pypdf": extract_pypdf, "pymupdf": extract_pymupdf, "pypdfium2": extract_pdfium}
+_MODULES = {"pypdf": "pypdf", "pymupdf": "pymupdf", "pypdfium2": "pypdfium2"}
 
 
 def timed(fn, path: Path) -> tuple[list[str], float]:
@@ -103,6 +104,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pdfs", nargs="*", type=Path)
     args = parser.parse_args()
+    import importlib.util
+
+    for name, module in _MODULES.items():
+        if importlib.util.find_spec(module) is None:
+            print(f"{name} is not installed (pip install {name}); left out")
+            del EXTRACTORS[name]
     results: dict = {"known": {}, "real": {}}
     with tempfile.TemporaryDirectory() as tmp:
         known = Path(tmp) / "known.pdf"

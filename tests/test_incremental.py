@@ -2,6 +2,7 @@
 embedded; every store stays consistent; a change that fails midway changes nothing."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,16 @@ def test_adding_five_documents_embeds_exactly_their_chunks_and_search_finds_them
     # found at once, by both channels
     assert {h.docid for h in col.lucene.search("zeppelin")} == {f"z{i}" for i in range(5)}
     assert {h.docid for h in col.dense.search("zeppelin airship", k=5)} == {f"z{i}" for i in range(5)}
+    # BM25 scores as a fresh ingest of all 17 does
+    assert col.lucene.meta.documents == 17
+    fresh_src = tmp_path / "fresh"
+    shutil.copytree(tmp_path / "notes", fresh_src)
+    for f in new.iterdir():
+        shutil.copy(f, fresh_src / f.name)
+    ingest(fresh_src, "inc-fresh", home=home)
+    fresh = Collection("inc-fresh", home)
+    for query in ("zeppelin airship", "lexical ranking", "ocean"):
+        assert col.lucene.search(query) == fresh.lucene.search(query)
     # an unchanged document's vectors were carried over, not recomputed differently
     kept = col.dense.chunk_vectors(["n01"])["n01"]
     assert [s for s, _ in kept] == [s for s, _ in old_vectors]
