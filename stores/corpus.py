@@ -1,7 +1,8 @@
 """SQLite corpus store: metadata, text and chunk layers, plus citations, queries and qrels.
 
-The store is written once per ingest into a fresh file and swapped in atomically, so readers
-never see a half-written corpus. Reads open one connection per thread (SQLite connections are
+The store is written once per version into a fresh file — by a complete ingest, or as a copy of
+the previous version with an incremental change applied (`stores.incremental`) — and swapped in
+atomically, so readers never see a half-written corpus. Reads open one connection per thread (SQLite connections are
 not shareable across threads) in read-only mode.
 """
 from __future__ import annotations
@@ -90,7 +91,7 @@ def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: Progress
         con.executescript(SCHEMA)
         insert_records(con, src.records, 0, progress)
         replace_extras(con, src)
-        meta = {"name": name, "source": str(src.path), "kind": src.kind, "fingerprint": fingerprint,
+        meta = {"name": name, "source": str(src.path.resolve()), "kind": src.kind, "fingerprint": fingerprint,
                 "documents": str(len(src.records))}
         con.executemany("INSERT INTO meta VALUES (?,?)", meta.items())
         con.commit()

@@ -95,7 +95,7 @@ def update_corpus_db(old_db: Path, new_db: Path, delta: Delta, *, fingerprint: s
         insert_records(con, list(delta.upserts), first)
         if src is not None:
             replace_extras(con, src)
-            con.executemany("UPDATE meta SET value=? WHERE key=?", [(str(src.path), "source"), (src.kind, "kind")])
+            con.executemany("UPDATE meta SET value=? WHERE key=?", [(str(src.path.resolve()), "source"), (src.kind, "kind")])
         if order is not None:
             con.executemany("UPDATE docs SET ord=? WHERE docid=?", [(i, d) for i, d in enumerate(order)])
         count = con.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
