@@ -29,6 +29,7 @@ bench: setup
 	$(BIN)/python -m bench.bench_dense
 	$(BIN)/python -m bench.bench_react
 	$(BIN)/python -m bench.bench_commands
+	$(BIN)/python -m bench.bench_add
 
 # A real small local model end to end (not part of `make test`): compiles llama-cpp-python
 # (about 6 minutes on 2 cores the first time; pip caches the wheel), serves Gemma 3 270M on

@@ -14,7 +14,7 @@ from nodes.fusion import reciprocal_rank_fusion
 from nodes.policy import AnswerDoc, AnswerDraft, Passage, Policy
 from nodes.scoring import quote, violated_constraint, whole_sentences
 from nodes.state import Candidate, Plan
-from stores.records import quotable_chunks
+from stores.records import page_of_line, quotable_chunks
 from stores.spans import Span, document_text, find_exact, find_loose, span_of
 
 
@@ -66,8 +66,7 @@ def ranked_entry(cand: Candidate, rec: Any, plan: Plan, corpus: Any, policy: Pol
     items = {i["id"]: i for i in plan.get("checklist", [])}
     evidence = cand.get("evidence", [])
     lines = corpus.lines(cand["docid"]) or []
-    page_of = getattr(corpus, "page_of", None)
-    pages = (lambda line: page_of(cand["docid"], line)) if callable(page_of) else None
+    pages = (lambda line: page_of_line(rec, line)) if getattr(rec, "page_starts", None) else None
     return {
         "docid": cand["docid"], "title": rec.title, "year": rec.year, "score": round(cand.get("score", 0.0), 4),
         "rank_score": round(cand.get("rank_score", cand.get("fused", 0.0)), 6),

@@ -27,26 +27,82 @@ def _collection(name: str):
     return Collection(name)
 
 
+_SHOWN = 20  # skipped and unsupported files listed by name before "… and N more"
+
+
+def _print_changes(report) -> None:
+    """Warnings, then every skipped file as `path: reason`, unsupported files by name, then the
+    summary line ("812 added, 3 skipped") — on stderr except the summary."""
+    from rich.markup import escape
+    for warning in report.warnings:
+        console.print(f"[yellow]warning[/]: {escape(warning)}", highlight=False)
+    for line in report.skipped[:_SHOWN]:
+        console.print(f"[yellow]skipped[/] {escape(line)}", highlight=False)
+    if len(report.skipped) > _SHOWN:
+        console.print(f"[yellow]skipped[/] … and {len(report.skipped) - _SHOWN} more", highlight=False)
+    if report.unsupported:
+        names = ", ".join(report.unsupported[:_SHOWN]) + (
+            f" and {len(report.unsupported) - _SHOWN} more" if len(report.unsupported) > _SHOWN else "")
+        console.print(f"[yellow]not read[/]: {len(report.unsupported)} file(s) of unsupported types: {escape(names)}",
+                      highlight=False)
+    dense = f"; {report.embedded} chunk(s) embedded into the dense index" if report.embedded is not None else ""
+    out.print(f"{escape(report.summary())}{dense}", highlight=False)
+
+
 @app.command()
-def ingest(path: Annotated[Path, typer.Argument(help="BEIR folder, .jsonl file, or folder of .txt/.md files")],
+def ingest(path: Annotated[Path, typer.Argument(help="BEIR folder, .jsonl file, or a document file or folder "
+                                                     "(.pdf .html .docx .md .rst .tex .txt, recursive)")],
            name: Annotated[str, typer.Option("--name", help="Collection name")],
            no_index: Annotated[bool, typer.Option("--no-index", help="Skip building the BM25 index")] = False,
-           force: Annotated[bool, typer.Option("--force", help="Rebuild even if nothing changed")] = False) -> None:
-    """Validate and store a corpus, then build its BM25 index (all or nothing)."""
+           force: Annotated[bool, typer.Option("--force", help="Rebuild everything even if nothing changed")] = False,
+           strict: Annotated[bool, typer.Option("--strict", help="Reject the whole input if any file is bad "
+                                                               "(default: skip it and report it)")] = False) -> None:
+    """Validate and store a corpus, then build its BM25 index; into an existing collection only
+    what changed is applied."""
     from stores.collection import ingest as run_ingest
     try:
         with progress_bar(console.is_terminal) as progress:
-            report = run_ingest(path, name, build_lucene=not no_index, force=force, progress=progress)
+            report = run_ingest(path, name, build_lucene=not no_index, force=force, strict=strict, progress=progress)
     except QuarryError as err:
         fail(err)
-    for warning in report.warnings:
-        console.print(f"[yellow]warning[/]: {warning}", highlight=False)
     if report.unchanged:
+        for warning in report.warnings:
+            console.print(f"[yellow]warning[/]: {warning}", highlight=False)
         out.print(f"collection [bold]{name}[/] unchanged ({report.documents} documents); nothing to do")
-    else:
-        out.print(f"collection [bold]{name}[/]: {report.documents} documents, {report.citations} citations, "
-                  f"{report.queries} queries" + (f" ({report.answers} with reference answers)" if report.answers else "") + f", qrels splits: {', '.join(report.splits) or 'none'}"
-                  + ("; BM25 index built" if report.indexed else ""))
+        return
+    _print_changes(report)
+    out.print(f"collection [bold]{name}[/]: {report.documents} documents, {report.citations} citations, "
+              f"{report.queries} queries" + (f" ({report.answers} with reference answers)" if report.answers else "") + f", qrels splits: {', '.join(report.splits) or 'none'}"
+              + ("; BM25 index built" if report.indexed else ""))
+
+
+@app.command()
+def add(name: str,
+        paths: Annotated[list[Path], typer.Argument(help="Document files or folders (or .jsonl files) to add or update")],
+        strict: Annotated[bool, typer.Option("--strict", help="Change nothing if any file is bad")] = False) -> None:
+    """Add or update documents in a collection; only their chunks are indexed and embedded."""
+    from stores.collection import add as run_add
+    try:
+        with progress_bar(console.is_terminal) as progress:
+            report = run_add(name, list(paths), strict=strict, progress=progress)
+    except QuarryError as err:
+        fail(err)
+    _print_changes(report)
+    out.print(f"collection [bold]{name}[/]: {report.documents} documents"
+              + ("" if report.unchanged else "; BM25 index updated" if report.indexed else ""))
+
+
+@app.command()
+def remove(name: str, docids: Annotated[list[str], typer.Argument(help="Ids of the documents to remove")]) -> None:
+    """Remove documents from a collection (corpus, BM25 and dense indexes, citations)."""
+    from stores.collection import remove as run_remove
+    try:
+        with progress_bar(console.is_terminal) as progress:
+            report = run_remove(name, list(docids), progress=progress)
+    except QuarryError as err:
+        fail(err)
+    _print_changes(report)
+    out.print(f"collection [bold]{name}[/]: {report.documents} documents")
 
 
 @app.command()

@@ -1,7 +1,8 @@
 """SQLite corpus store: metadata, text and chunk layers, plus citations, queries and qrels.
 
-The store is written once per ingest into a fresh file and swapped in atomically, so readers
-never see a half-written corpus. Reads open one connection per thread (SQLite connections are
+The store is written once per version into a fresh file — by a complete ingest, or as a copy of
+the previous version with an incremental change applied (`stores.incremental`) — and swapped in
+atomically, so readers never see a half-written corpus. Reads open one connection per thread (SQLite connections are
 not shareable across threads) in read-only mode.
 """
 from __future__ import annotations
@@ -17,14 +18,14 @@ from typing import Any
 from stores.errors import QuarryError
 from stores.readers import CorpusSource, ProgressFn
 from stores.spans import document_text
-from stores.records import Chunk, DocRecord, chunk_document, document_lines, last_name
+from stores.records import Chunk, DocRecord, chunk_document, content_hash, document_lines, last_name, record_json
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE docs (
     ord INTEGER NOT NULL, docid TEXT PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL,
     year INTEGER, venue TEXT, authors TEXT NOT NULL, keywords TEXT NOT NULL, extras TEXT NOT NULL,
-    lines TEXT NOT NULL
+    lines TEXT NOT NULL, page_starts TEXT NOT NULL DEFAULT '[]', hash TEXT
 );
 CREATE TABLE chunks (
     docid TEXT NOT NULL, chunk_no INTEGER NOT NULL, line_start INTEGER NOT NULL,
@@ -42,11 +43,45 @@ def source_fingerprint(src: CorpusSource) -> str:
     """A content hash of everything ingested: equal hashes mean a re-ingest changes nothing."""
     h = hashlib.sha256()
     for rec in src.records:
-        h.update(rec.model_dump_json().encode())
+        h.update(record_json(rec).encode())
     h.update(json.dumps([src.citations, src.queries, src.qrels], sort_keys=True).encode())
     if src.answers:  # only when present, so collections without answers keep their fingerprints
         h.update(json.dumps(src.answers, sort_keys=True).encode())
     return h.hexdigest()
+
+
+DOC_COLUMNS = "ord, docid, title, text, year, venue, authors, keywords, extras, lines, page_starts, hash"
+
+
+def insert_records(con: sqlite3.Connection, records: list[DocRecord], first_ord: int,
+                   progress: ProgressFn | None = None) -> None:
+    """Insert documents (with their lines and chunks), numbered from `first_ord` on."""
+    total = len(records)
+    for start in range(0, total, 1000):
+        doc_rows, chunk_rows = [], []
+        for ord_, rec in enumerate(records[start:start + 1000], start=first_ord + start):
+            lines = document_lines(rec)
+            doc_rows.append((ord_, rec.docid, rec.title, rec.text, rec.year, rec.venue,
+                             json.dumps(rec.authors), json.dumps(rec.keywords),
+                             json.dumps(rec.extras, ensure_ascii=False), json.dumps(lines, ensure_ascii=False),
+                             json.dumps(rec.page_starts), content_hash(rec)))
+            chunk_rows.extend((c.docid, c.chunk_no, c.line_start, c.line_end, c.text)
+                              for c in chunk_document(rec, lines))
+        con.executemany(f"INSERT INTO docs ({DOC_COLUMNS}) VALUES ({','.join('?' * 12)})", doc_rows)
+        con.executemany("INSERT INTO chunks VALUES (?,?,?,?,?)", chunk_rows)
+        if progress:
+            progress("storing", min(start + 1000, total), total)
+
+
+def replace_extras(con: sqlite3.Connection, src: CorpusSource) -> None:
+    """Replace citations, queries, reference answers and judgements by those of `src`."""
+    for table in ("citations", "queries", "answers", "qrels"):
+        con.execute(f"DELETE FROM {table}")
+    con.executemany("INSERT INTO citations VALUES (?,?)", src.citations)
+    con.executemany("INSERT INTO queries VALUES (?,?)", sorted(src.queries.items()))
+    con.executemany("INSERT INTO answers VALUES (?,?)", sorted(src.answers.items()))
+    con.executemany("INSERT OR REPLACE INTO qrels VALUES (?,?,?,?)",
+                    [(split, q, d, s) for split, rows in src.qrels.items() for q, d, s in rows])
 
 
 def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: ProgressFn | None = None) -> str:
@@ -55,28 +90,10 @@ def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: Progress
     con = sqlite3.connect(path)
     try:
         con.executescript(SCHEMA)
-        total = len(src.records)
-        for start in range(0, total, 1000):
-            batch = src.records[start:start + 1000]
-            doc_rows, chunk_rows = [], []
-            for ord_, rec in enumerate(batch, start=start):
-                lines = document_lines(rec)
-                doc_rows.append((ord_, rec.docid, rec.title, rec.text, rec.year, rec.venue,
-                                 json.dumps(rec.authors), json.dumps(rec.keywords),
-                                 json.dumps(rec.extras, ensure_ascii=False), json.dumps(lines, ensure_ascii=False)))
-                chunk_rows.extend((c.docid, c.chunk_no, c.line_start, c.line_end, c.text)
-                                  for c in chunk_document(rec, lines))
-            con.executemany("INSERT INTO docs VALUES (?,?,?,?,?,?,?,?,?,?)", doc_rows)
-            con.executemany("INSERT INTO chunks VALUES (?,?,?,?,?)", chunk_rows)
-            if progress:
-                progress("storing", min(start + 1000, total), total)
-        con.executemany("INSERT INTO citations VALUES (?,?)", src.citations)
-        con.executemany("INSERT INTO queries VALUES (?,?)", sorted(src.queries.items()))
-        con.executemany("INSERT INTO answers VALUES (?,?)", sorted(src.answers.items()))
-        con.executemany("INSERT OR REPLACE INTO qrels VALUES (?,?,?,?)",
-                        [(split, q, d, s) for split, rows in src.qrels.items() for q, d, s in rows])
-        meta = {"name": name, "source": str(src.path), "kind": src.kind, "fingerprint": fingerprint,
-                "documents": str(total)}
+        insert_records(con, src.records, 0, progress)
+        replace_extras(con, src)
+        meta = {"name": name, "source": str(src.path.resolve()), "kind": src.kind, "fingerprint": fingerprint,
+                "documents": str(len(src.records))}
         con.executemany("INSERT INTO meta VALUES (?,?)", meta.items())
         con.commit()
     finally:
@@ -86,12 +103,25 @@ def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: Progress
 
 # A record's columns without its numbered lines (a large JSON column only `lines()` needs).
 RECORD_COLUMNS = "docid, title, text, year, venue, authors, keywords, extras"
+PAGED_RECORD_COLUMNS = RECORD_COLUMNS + ", page_starts"
 
 
 def _record(row: sqlite3.Row) -> DocRecord:
+    pages = json.loads(row["page_starts"]) if "page_starts" in row.keys() else []
     return DocRecord(docid=row["docid"], title=row["title"], text=row["text"], year=row["year"],
                      venue=row["venue"], authors=tuple(json.loads(row["authors"])),
-                     keywords=tuple(json.loads(row["keywords"])), extras=json.loads(row["extras"]))
+                     keywords=tuple(json.loads(row["keywords"])), extras=json.loads(row["extras"]),
+                     page_starts=tuple(pages))
+
+
+def upgrade_schema(con: sqlite3.Connection) -> None:
+    """Add the columns newer Quarry writes (pages, content hash) to a corpus written before them."""
+    have = {r[1] for r in con.execute("PRAGMA table_info(docs)")}
+    if "page_starts" not in have:
+        con.execute("ALTER TABLE docs ADD COLUMN page_starts TEXT NOT NULL DEFAULT '[]'")
+    if "hash" not in have:
+        con.execute("ALTER TABLE docs ADD COLUMN hash TEXT")
+    con.execute("CREATE TABLE IF NOT EXISTS answers (qid TEXT PRIMARY KEY, answer TEXT NOT NULL)")
 
 
 class CorpusStore:
@@ -113,6 +143,23 @@ class CorpusStore:
             self._local.con = con
         return con
 
+    @property
+    def _columns(self) -> str:
+        """The record columns this database has (corpora written before pages lack them)."""
+        cols = getattr(self, "_cols", None)
+        if cols is None:
+            have = {r[1] for r in self._con().execute("PRAGMA table_info(docs)")}
+            cols = self._cols = PAGED_RECORD_COLUMNS if "page_starts" in have else RECORD_COLUMNS
+        return cols
+
+    def hashes(self) -> dict[str, str]:
+        """Every document's content hash (`stores.records.content_hash`), by docid."""
+        if "page_starts" in self._columns:
+            rows = self._con().execute("SELECT docid, hash FROM docs").fetchall()
+            if all(h for _, h in rows):
+                return dict(rows)
+        return {rec.docid: content_hash(rec) for rec in self.iter_records()}
+
     def meta(self) -> dict[str, str]:
         return {r["key"]: r["value"] for r in self._con().execute("SELECT key, value FROM meta")}
 
@@ -127,7 +174,7 @@ class CorpusStore:
         return self._con().execute("SELECT 1 FROM docs WHERE docid=?", (docid,)).fetchone() is not None
 
     def get(self, docid: str) -> DocRecord | None:
-        row = self._con().execute(f"SELECT {RECORD_COLUMNS} FROM docs WHERE docid=?", (docid,)).fetchone()
+        row = self._con().execute(f"SELECT {self._columns} FROM docs WHERE docid=?", (docid,)).fetchone()
         return _record(row) if row else None
 
     def get_many(self, docids: Iterable[str]) -> dict[str, DocRecord]:
@@ -136,7 +183,7 @@ class CorpusStore:
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
             rows = self._con().execute(
-                f"SELECT {RECORD_COLUMNS} FROM docs WHERE docid IN ({','.join('?' * len(part))})", part)
+                f"SELECT {self._columns} FROM docs WHERE docid IN ({','.join('?' * len(part))})", part)
             out.update((r["docid"], _record(r)) for r in rows)
         return out
 

@@ -1,7 +1,12 @@
-"""Read a corpus from a BEIR folder, a JSONL file, or a folder of .txt/.md files.
+"""Read a corpus from a BEIR folder, a JSONL file, or document files (a file or a folder of them).
 
-Readers validate every record and collect *all* problems as `file:line: reason` before anything
-is written, so a user fixes a bad file in one pass and a failed ingest changes nothing.
+BEIR and JSONL readers validate every record and collect *all* problems as `file:line: reason`
+before anything is written, so a user fixes a bad file in one pass and a failed ingest changes
+nothing. Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX, text; see
+`stores.formats`) are read leniently by default: a bad file (unreadable, empty, undecodable, an
+encrypted PDF) is skipped and reported as `path: reason` in `CorpusSource.skipped`, files of
+other types are named in `CorpusSource.unsupported`, and the rest is read; `strict=True` rejects
+the whole input instead when any file is bad.
 """
 from __future__ import annotations
 
@@ -14,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from stores.errors import IngestError, QuarryError
+from stores.formats import SUPPORTED_SUFFIXES, Unreadable, read_file
 from stores.records import DocRecord
 
 ProgressFn = Callable[[str, int, int | None], None]
 """Called as `progress(stage, done, total)`; the command line draws it as a bar."""
 
-_TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
+_JSONL_SUFFIXES = {".jsonl", ".json", ".ndjson"}
+_FORMATS_HINT = ("give a BEIR folder (with corpus.jsonl), a .jsonl file, or document files or folders "
+                 "(.pdf .html .docx .md .rst .tex .txt)")
 _MAX_PROBLEMS = 1000
 # The Lucene indexer (Anserini's JSON reader) refuses a document over 20 million characters and
 # would drop the rest of its shard; Quarry refuses such documents itself, with the reason.
@@ -39,6 +47,8 @@ class CorpusSource:
     answers: dict[str, str] = field(default_factory=dict)  # reference answers by query id (answers.jsonl)
     qrels: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "path: reason" of each bad file left out
+    unsupported: list[str] = field(default_factory=list)  # files of types Quarry does not read
 
 
 def _keyed_texts(path: Path, key: str, problems: "_Problems", bad: str) -> dict[str, tuple[int, str]]:
@@ -243,62 +253,99 @@ def _read_beir_extras(folder: Path, src: CorpusSource, problems: _Problems) -> N
             src.qrels[tsv.stem] = rows
 
 
-def _read_text_folder(folder: Path, problems: _Problems, progress: ProgressFn | None) -> list[DocRecord]:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in _TEXT_SUFFIXES)
-    records: list[DocRecord] = []
+def file_docid(path: Path, root: Path) -> str:
+    """A document file's id: its path under `root` without the suffix, whitespace as "_"
+    (`notes/a b.md` under `notes` → `a_b`)."""
+    return re.sub(r"\s+", "_", path.relative_to(root).with_suffix("").as_posix())
+
+
+def _file_record(path: Path, docid: str) -> DocRecord:
+    """One file as a validated record; raises ValueError (Unreadable, EmptyRecord) with the reason."""
+    doc = read_file(path)
+    try:
+        rec = record_from_json({"_id": docid, "title": doc.title, "text": doc.text, "metadata": doc.metadata})
+    except EmptyRecord:
+        raise Unreadable("empty file (nothing to search)") from None
+    if doc.page_starts:
+        assert rec.text == doc.text, "page offsets must index the stored text"
+        rec = rec.model_copy(update={"page_starts": doc.page_starts})
+    return rec
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def _read_files(files: list[Path], root: Path, src: CorpusSource, problems: _Problems,
+                progress: ProgressFn | None) -> None:
+    """Read document files (ids relative to `root`); a bad file becomes a problem `path: reason`."""
     first_file: dict[str, Path] = {}
     for i, path in enumerate(files, start=1):
-        docid = re.sub(r"\s+", "_", path.relative_to(folder).with_suffix("").as_posix())
+        if progress:
+            progress("reading", i - 1, len(files))
+        if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+            src.unsupported.append(str(path))
+            continue
+        docid = file_docid(path, root)
         if docid in first_file:
-            problems.add(f"{path}:1", f"duplicate document id {docid!r} (also the id of {first_file[docid]}); rename one file")
+            problems.add(str(path), f"duplicate document id {docid!r} (also the id of {first_file[docid]}); rename one file")
+            continue
+        try:
+            rec = _file_record(path, docid)
+        except ValueError as exc:
+            problems.add(str(path), str(exc))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a parser's own failure on a damaged file is that file's problem
+            problems.add(str(path), f"cannot be read ({type(exc).__name__}: {exc})")
             continue
         first_file[docid] = path
-        try:
-            content = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            problems.add(f"{path}:1", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
-            continue
-        lines = content.splitlines()
-        first = next((n for n, line in enumerate(lines) if line.strip()), None)
-        if first is None:
-            problems.add(f"{path}:1", "file is empty")
-            continue
-        title = lines[first].strip().lstrip("#").strip() if path.suffix.lower() != ".txt" else lines[first].strip()
-        try:
-            check_size(docid, len(content))
-        except ValueError as exc:
-            problems.add(f"{path}:1", str(exc))
-            continue
-        records.append(DocRecord(docid=docid, title=title, text="\n".join(lines[first + 1:]).strip()))
-        if progress:
-            progress("reading", i, len(files))
-    if not files:
-        problems.add(str(folder), "no .txt or .md files found")
-    return records
+        src.records.append(rec)
+    if progress and files:
+        progress("reading", len(files), len(files))
 
 
-def read_corpus(path: str | Path, progress: ProgressFn | None = None) -> CorpusSource:
-    """Read and validate a corpus; raise `IngestError` listing every bad record."""
+def _document_files(path: Path, src: CorpusSource) -> list[Path]:
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    hidden = [p for p in files if _hidden(p, path)]
+    if hidden:
+        src.warnings.append(f"{path}: {len(hidden)} hidden file(s) not read (names starting with '.')")
+    return [p for p in files if not _hidden(p, path)]
+
+
+def read_corpus(path: str | Path, progress: ProgressFn | None = None, *, strict: bool = False,
+                docid_root: Path | None = None) -> CorpusSource:
+    """Read and validate a corpus; raise `IngestError` listing every bad record.
+
+    Document files are lenient unless `strict` (see the module docstring). Their ids are paths
+    relative to the folder given, or to `docid_root` when given (a single file: its name).
+    """
     path = Path(path).expanduser()
     problems = _Problems()
     if path.is_dir() and (path / "corpus.jsonl").is_file():
         src = CorpusSource("beir", path)
         src.records = _read_documents(path / "corpus.jsonl", problems, progress, src.warnings)
         _read_beir_extras(path, src, problems)
-    elif path.is_file() and path.suffix.lower() in {".jsonl", ".json", ".ndjson"}:
+    elif path.is_file() and path.suffix.lower() in _JSONL_SUFFIXES:
         src = CorpusSource("jsonl", path)
         src.records = _read_documents(path, problems, progress, src.warnings)
-    elif path.is_dir():
-        src = CorpusSource("folder", path)
-        src.records = _read_text_folder(path, problems, progress)
+    elif path.is_dir() or (path.is_file() and path.suffix.lower() in SUPPORTED_SUFFIXES):
+        src = CorpusSource("folder" if path.is_dir() else "file", path)
+        root = docid_root or (path if path.is_dir() else path.parent)
+        files = _document_files(path, src) if path.is_dir() else [path]
+        _read_files(files, root, src, problems, progress)
+        if not strict:
+            src.skipped, problems = list(problems), _Problems()
+        if not src.records and not problems:
+            found = (f"; {len(src.unsupported)} file(s) of unsupported types: "
+                     + ", ".join(src.unsupported[:10]) if src.unsupported else "")
+            raise IngestError([*src.skipped, f"{path}: no readable documents found{found}"], _FORMATS_HINT)
     elif not path.exists():
-        raise QuarryError("not_found", f"no such file or folder: {path}",
-                          "give a BEIR folder (with corpus.jsonl), a .jsonl file, or a folder of .txt/.md files")
+        raise QuarryError("not_found", f"no such file or folder: {path}", _FORMATS_HINT)
     else:
-        raise QuarryError("bad_input", f"cannot ingest {path}: unsupported file type {path.suffix!r}",
-                          "give a BEIR folder (with corpus.jsonl), a .jsonl file, or a folder of .txt/.md files")
+        raise QuarryError("bad_input", f"cannot ingest {path}: unsupported file type {path.suffix!r}", _FORMATS_HINT)
     if problems:
-        raise IngestError(list(problems))
+        raise IngestError(list(problems), "fix or remove the files named above, or leave out --strict to skip them"
+                          if src.kind in ("folder", "file") else "")
     if not src.records:
         raise IngestError([f"{path}: no documents found"])
     return src

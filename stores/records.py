@@ -7,8 +7,10 @@ line numbers, which is what makes evidence line ranges reproducible.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import textwrap
+from bisect import bisect_right
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,10 +32,25 @@ class DocRecord(BaseModel):
     authors: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
     extras: dict[str, Any] = Field(default_factory=dict)
+    # Pages of a paginated source (PDF): the 0-based index, in `text.splitlines()`, of the first
+    # text line of each page, so `page_starts[n - 1]` is where page n begins. Empty for sources
+    # without pages. `line_pages` / `page_of_line` map a numbered document line to its page.
+    page_starts: tuple[int, ...] = ()
 
     def index_contents(self) -> str:
         """What BM25 sees: title + text + keywords (authors and venue stay metadata)."""
         return "\n".join(p for p in (self.title, self.text, ", ".join(self.keywords)) if p)
+
+
+def record_json(rec: DocRecord) -> str:
+    """The record's canonical JSON (what fingerprints hash). `page_starts` is left out when empty,
+    so records without pages hash as they did before pages existed."""
+    return rec.model_dump_json(exclude={"page_starts"} if not rec.page_starts else None)
+
+
+def content_hash(rec: DocRecord) -> str:
+    """A document's content hash: equal hashes mean re-ingesting it changes nothing."""
+    return hashlib.sha256(record_json(rec).encode()).hexdigest()
 
 
 def last_name(name: str) -> str:
@@ -69,24 +86,58 @@ def _meta_line(rec: DocRecord) -> str:
     return " | ".join(parts)
 
 
-def document_lines(rec: DocRecord) -> list[str]:
-    """The numbered lines `read_document` shows: title, metadata, wrapped text, keywords."""
-    lines = [" ".join(rec.title.split()) or "(untitled)"]  # a title is always exactly line 1
+_HEADER, _TRAILER = -1, -2  # source of the title/metadata lines and of the keywords line
+
+
+def _layout(rec: DocRecord) -> list[tuple[str, int]]:
+    """Each numbered line with the index of the `text.splitlines()` line it comes from."""
+    lines = [(" ".join(rec.title.split()) or "(untitled)", _HEADER)]  # a title is always exactly line 1
     meta = _meta_line(rec)
     if meta:
-        lines.append(meta)
-    for para in rec.text.splitlines():
+        lines.append((meta, _HEADER))
+    for source, para in enumerate(rec.text.splitlines()):
         para = para.rstrip()
         if not para.strip():
-            if lines and lines[-1] != "":
-                lines.append("")
+            if lines and lines[-1][0] != "":
+                lines.append(("", source))
             continue
-        lines.extend(textwrap.wrap(para, LINE_WIDTH, break_long_words=True, break_on_hyphens=False) or [""])
-    while lines and lines[-1] == "":
+        wrapped = textwrap.wrap(para, LINE_WIDTH, break_long_words=True, break_on_hyphens=False) or [""]
+        lines.extend((w, source) for w in wrapped)
+    while lines and lines[-1][0] == "":
         lines.pop()
     if rec.keywords:
-        lines.append("keywords: " + ", ".join(rec.keywords))
+        lines.append(("keywords: " + ", ".join(rec.keywords), _TRAILER))
     return lines
+
+
+def document_lines(rec: DocRecord) -> list[str]:
+    """The numbered lines `read_document` shows: title, metadata, wrapped text, keywords."""
+    return [line for line, _ in _layout(rec)]
+
+
+def line_pages(rec: DocRecord) -> list[int | None]:
+    """The page of each numbered line (index 0 is line 1), or [] for a record without pages.
+    Title and metadata lines belong to page 1; the keywords line (from the file's metadata,
+    printed on no page) to None."""
+    if not rec.page_starts:
+        return []
+    starts = list(rec.page_starts)
+    out: list[int | None] = []
+    for _, source in _layout(rec):
+        if source == _HEADER:
+            out.append(1)
+        elif source == _TRAILER:
+            out.append(None)
+        else:
+            out.append(max(1, bisect_right(starts, source)))
+    return out
+
+
+def page_of_line(rec: DocRecord, line_no: int) -> int | None:
+    """The page that numbered line `line_no` (1-based, as `read_document` shows it) is on;
+    None for a record without pages, a line out of range, or the keywords line."""
+    pages = line_pages(rec)
+    return pages[line_no - 1] if 1 <= line_no <= len(pages) else None
 
 
 def chunk_document(rec: DocRecord, lines: list[str]) -> list[Chunk]:

@@ -178,3 +178,37 @@ def test_error_lines_are_not_hard_wrapped(env, tmp_path: Path) -> None:
     bad = write_jsonl(deep_dir / "bad.jsonl", ['{"_id": "b" "title": "x"}'])
     stderr = assert_fails(run(env[0], "ingest", str(bad), "--name", "badtwo"), "bad_input")
     assert f"{bad}:1:" in stderr, stderr
+
+
+def test_ingest_of_notes_is_lenient_with_a_summary_and_strict_on_request(tmp_path: Path) -> None:
+    home, notes = tmp_path / "home", tmp_path / "notes"
+    notes.mkdir()
+    for i in range(3):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\nretrieval note {i}\n", encoding="utf-8")
+    (notes / "empty.md").write_text("", encoding="utf-8")
+    (notes / "slides.pptx").write_bytes(b"PK")
+    strict = run(home, "ingest", str(notes), "--name", "notes", "--strict")
+    assert strict.exit_code == 2 and "empty.md: empty file" in strict.output and "Traceback" not in strict.output
+    assert run(home, "collections").stdout.split() == []  # all or nothing: nothing was stored
+    result = run(home, "ingest", str(notes), "--name", "notes")
+    assert result.exit_code == 0, result.output
+    assert "3 added, 1 skipped, 1 of unsupported type" in result.stdout
+    assert f"{notes / 'empty.md'}: empty file (nothing to search)" in result.output
+    assert "slides.pptx" in result.output
+
+
+def test_add_and_remove_commands(tmp_path: Path) -> None:
+    home, notes = tmp_path / "home", tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\nretrieval alpha\n", encoding="utf-8")
+    assert run(home, "ingest", str(notes), "--name", "inc").exit_code == 0
+    extra = tmp_path / "b.txt"
+    extra.write_text("B\nretrieval zeppelin\n", encoding="utf-8")
+    added = run(home, "add", "inc", str(extra))
+    assert added.exit_code == 0 and "1 added, 1 unchanged" in added.stdout and "2 documents" in added.stdout
+    assert "docid=b" in run(home, "search", "inc", "zeppelin").stdout
+    missing = run(home, "remove", "inc", "ghost")
+    assert missing.exit_code == 2 and "unknown_document" in missing.output and "Traceback" not in missing.output
+    removed = run(home, "remove", "inc", "b")
+    assert removed.exit_code == 0 and "1 removed, 1 unchanged" in removed.stdout
+    assert "docid=b" not in run(home, "search", "inc", "zeppelin").stdout

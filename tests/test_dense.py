@@ -164,7 +164,10 @@ def test_missing_and_stale_index_errors_then_rebuild(home: Path, tmp_path: Path)
     old = index.build(col.corpus)
     assert index.is_current(col.corpus.fingerprint)
 
-    ingest(write_jsonl(tmp_path / "v2.jsonl", fixture_docs(changed=True)), "drift", home=home, build_lucene=False)
+    # A forced re-ingest rebuilds the corpus and leaves the vectors behind (an incremental one
+    # updates them: tests/test_incremental.py).
+    ingest(write_jsonl(tmp_path / "v2.jsonl", fixture_docs(changed=True)), "drift", home=home, build_lucene=False,
+           force=True)
     col = Collection("drift", home=home)
     assert not index.is_current(col.corpus.fingerprint)
     with pytest.raises(QuarryError) as err:

@@ -71,7 +71,8 @@ def test_text_folder_uses_paths_as_ids_and_first_line_as_title(tmp_path: Path) -
     src = read_corpus(tmp_path / "docs")
     assert src.kind == "folder"
     by_id = {r.docid: r for r in src.records}
-    assert set(by_id) == {"a", "sub_dir/b"}  # whitespace in paths becomes "_"; .csv ignored
+    assert set(by_id) == {"a", "sub_dir/b"}  # whitespace in paths becomes "_"
+    assert src.unsupported == [str(tmp_path / "docs" / "ignored.csv")]  # named, not read
     assert by_id["a"].title == "Heading A"
     assert by_id["a"].text == "body line 1\n\nbody line 2"
     assert by_id["sub_dir/b"].title == "# not a heading in txt"
@@ -155,39 +156,62 @@ def test_non_utf8_jsonl_is_rejected_with_file_and_line(tmp_path: Path) -> None:
     assert any(p.startswith(f"{path}:401: ") for p in problems), problems
 
 
-def test_non_utf8_text_file_is_rejected_with_file_and_line(tmp_path: Path) -> None:
+def test_latin1_text_file_is_decoded_not_rejected(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "good.md").write_text("# Good\nbody\n", encoding="utf-8")
-    (folder / "bad.txt").write_bytes(b"Caf\xe9 society\n")
-    (problem,) = problems_of(folder)
-    assert problem.startswith(f"{folder / 'bad.txt'}:1: ") and "UTF-8" in problem
+    (folder / "latin.txt").write_bytes("Café society\nLes élèves étudient à l'école près du théâtre.\n".encode("latin-1"))
+    src = read_corpus(folder)
+    by_id = {r.docid: r for r in src.records}
+    assert by_id["latin"].title == "Café society"
+    assert "élèves" in by_id["latin"].text and src.skipped == []
 
 
-def test_empty_markdown_file_is_rejected(tmp_path: Path) -> None:
+def test_binary_text_file_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\nbody\n", encoding="utf-8")
+    (folder / "bad.txt").write_bytes(b"\x00\x01\x02\xff\xfe\x00garbage")
+    src = read_corpus(folder)
+    assert [r.docid for r in src.records] == ["good"]
+    assert src.skipped == [f"{folder / 'bad.txt'}: binary data, not text"]
+
+
+def test_empty_markdown_file_is_skipped_or_rejected_with_strict(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "good.md").write_text("# Good\nbody\n", encoding="utf-8")
     (folder / "empty.md").write_text("\n   \n", encoding="utf-8")
-    (problem,) = problems_of(folder)
-    assert problem.startswith(f"{folder / 'empty.md'}:1: ") and "empty" in problem
+    src = read_corpus(folder)
+    assert [r.docid for r in src.records] == ["good"]
+    assert src.skipped == [f"{folder / 'empty.md'}: empty file (nothing to search)"]
+    with pytest.raises(IngestError) as info:
+        read_corpus(folder, strict=True)
+    (problem,) = info.value.problems
+    assert problem.startswith(f"{folder / 'empty.md'}: ") and "empty" in problem
 
 
-def test_folder_without_text_files_is_rejected(tmp_path: Path) -> None:
+def test_folder_without_readable_files_is_rejected_naming_what_it_found(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "data.csv").write_text("a,b\n", encoding="utf-8")
-    (problem,) = problems_of(tmp_path / "docs")
-    assert "no .txt or .md files" in problem
+    (tmp_path / "docs" / "empty.txt").write_text("", encoding="utf-8")
+    problems = problems_of(tmp_path / "docs")
+    assert problems[0] == f"{tmp_path / 'docs' / 'empty.txt'}: empty file (nothing to search)"
+    assert "no readable documents found" in problems[-1] and "data.csv" in problems[-1]
 
 
-def test_text_files_mapping_to_the_same_id_are_rejected(tmp_path: Path) -> None:
+def test_text_files_mapping_to_the_same_id_skip_the_second_or_reject_with_strict(tmp_path: Path) -> None:
     # "notes.md" and "notes.txt" both become docid "notes": two documents cannot share an id.
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "notes.md").write_text("# Notes in markdown\nbody\n", encoding="utf-8")
     (folder / "notes.txt").write_text("Notes in text\nbody\n", encoding="utf-8")
+    src = read_corpus(folder)
+    assert [(r.docid, r.title) for r in src.records] == [("notes", "Notes in markdown")]
+    (skip,) = src.skipped
+    assert skip.startswith(f"{folder / 'notes.txt'}: duplicate document id 'notes'")
     with pytest.raises(IngestError) as info:
-        read_corpus(folder)
+        read_corpus(folder, strict=True)
     assert any("notes" in p and "duplicate" in p for p in info.value.problems)
 
 

@@ -1,0 +1,239 @@
+"""Document formats: one test per format (fixtures built here), pages of a PDF, single files."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from stores.errors import IngestError, QuarryError
+from stores.formats import decode
+from stores.readers import read_corpus
+from stores.records import DocRecord, document_lines, line_pages, page_of_line
+
+
+def make_pdf(path: Path, pages: list[str], *, title: str = "", author: str = "", password: str = "") -> Path:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    if title:
+        pdf.set_title(title)
+    if author:
+        pdf.set_author(author)
+    for text in pages:
+        pdf.add_page()
+        if text:
+            pdf.multi_cell(0, 6, text)
+    data = bytes(pdf.output())
+    if password:
+        from pypdf import PdfWriter
+
+        writer = PdfWriter(clone_from=io.BytesIO(data))
+        writer.encrypt(password, algorithm="RC4-128")
+        buf = io.BytesIO()
+        writer.write(buf)
+        data = buf.getvalue()
+    path.write_bytes(data)
+    return path
+
+
+def one(path: Path) -> DocRecord:
+    src = read_corpus(path)
+    assert src.skipped == [] and len(src.records) == 1, src.skipped
+    return src.records[0]
+
+
+PAGE_TEXT = ["Lexical retrieval with BM25 over scanned proceedings. " * 4,
+             "",  # an empty page keeps its number
+             "Dense retrieval with zeppelin embeddings on the third page. " * 4]
+
+
+def test_pdf_text_metadata_and_pages(tmp_path: Path) -> None:
+    rec = one(make_pdf(tmp_path / "paper.pdf", PAGE_TEXT, title="Paged Retrieval", author="Ann Lee; Bo Chan"))
+    assert (rec.docid, rec.title, rec.authors) == ("paper", "Paged Retrieval", ("Ann Lee", "Bo Chan"))
+    assert "BM25" in rec.text and "zeppelin" in rec.text
+    assert rec.extras["page_count"] == 3
+    assert len(rec.page_starts) == 3
+    lines = document_lines(rec)
+    pages = line_pages(rec)
+    assert len(pages) == len(lines)
+    assert not any(p == 2 and line.strip() for p, line in zip(pages, lines))  # page 2 is empty
+    assert pages[0] == 1  # the title line
+    for no, line in enumerate(lines, start=1):
+        if "BM25" in line:
+            assert page_of_line(rec, no) == 1
+        if "zeppelin" in line:
+            assert page_of_line(rec, no) == 3
+    assert pages == sorted(pages)  # pages never go backwards
+    assert page_of_line(rec, len(lines) + 1) is None and page_of_line(rec, 0) is None
+
+
+def test_pdf_without_a_title_takes_its_first_line(tmp_path: Path) -> None:
+    rec = one(make_pdf(tmp_path / "untitled.pdf", ["Sparse Models Revisited\nThe body follows on the next line."]))
+    assert rec.title == "Sparse Models Revisited"
+    assert rec.text.startswith("The body follows")
+    assert rec.page_starts == (0,)
+
+
+def test_page_of_line_is_none_without_pages() -> None:
+    rec = DocRecord(docid="x", title="t", text="a\nb")
+    assert line_pages(rec) == [] and page_of_line(rec, 2) is None
+
+
+def test_page_map_survives_the_corpus_store(tmp_path: Path) -> None:
+    from stores.collection import Collection, ingest
+
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make_pdf(folder / "paper.pdf", PAGE_TEXT, title="Paged Retrieval")
+    ingest(folder, "paged", home=tmp_path / "home", build_lucene=False)
+    stored = Collection("paged", tmp_path / "home").corpus.get("paper")
+    assert stored == read_corpus(folder).records[0]
+    assert line_pages(stored)[-1] == 3
+
+
+def test_encrypted_and_broken_pdfs_are_skipped_with_their_reasons(tmp_path: Path) -> None:
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    make_pdf(folder / "good.pdf", ["Readable text."])
+    make_pdf(folder / "locked.pdf", ["Secret text."], password="s3cret")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    make_pdf(folder / "blank.pdf", [""])
+    src = read_corpus(folder)
+    assert [r.docid for r in src.records] == ["good"]
+    reasons = dict(s.split(": ", 1) for s in src.skipped)
+    assert reasons[str(folder / "locked.pdf")].startswith("encrypted PDF (password protected)")
+    assert reasons[str(folder / "broken.pdf")].startswith("not a readable PDF")
+    assert reasons[str(folder / "blank.pdf")].startswith("no extractable text in 1 page(s)")
+
+
+def test_markdown_front_matter_gives_title_and_metadata(tmp_path: Path) -> None:
+    path = tmp_path / "note.md"
+    path.write_text("---\ntitle: Learned Sparse Retrieval\nauthors: [Ann Lee, Bo Chan]\ndate: 2021-03-04\n"
+                    "venue: SIGIR\nkeywords: [bm25, splade]\ndoi: 10.1145/3404835\nstatus: draft\n---\n"
+                    "# Learned Sparse Retrieval\n\nWe expand documents.\n", encoding="utf-8")
+    rec = one(path)
+    assert rec.title == "Learned Sparse Retrieval"
+    assert (rec.year, rec.venue, rec.authors, rec.keywords) == (2021, "SIGIR", ("Ann Lee", "Bo Chan"), ("bm25", "splade"))
+    assert rec.extras == {"doi": "10.1145/3404835", "status": "draft"}
+    assert rec.text == "We expand documents."  # the repeated heading is not body text
+    assert "---" not in rec.text
+
+
+def test_markdown_without_front_matter_reads_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "plain.md"
+    path.write_text("\n# Heading\nbody\n", encoding="utf-8")
+    rec = one(path)
+    assert (rec.title, rec.text, rec.year) == ("Heading", "body", None)
+
+
+def test_markdown_with_bad_front_matter_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "ok.md").write_text("# Fine\nbody\n", encoding="utf-8")
+    (folder / "bad.md").write_text("---\ntitle: [unclosed\n---\nbody\n", encoding="utf-8")
+    (folder / "year.md").write_text("---\ntitle: T\nyear: soon\n---\nbody\n", encoding="utf-8")
+    src = read_corpus(folder)
+    assert [r.docid for r in src.records] == ["ok"]
+    reasons = dict(s.split(": ", 1) for s in src.skipped)
+    assert reasons[str(folder / "bad.md")].startswith("front matter is not valid YAML")
+    assert reasons[str(folder / "year.md")].startswith("year must be a whole number")
+
+
+def test_html_drops_scripts_and_navigation_and_reads_citation_meta(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_text("<html><head><title>Web Note</title><meta name='citation_author' content='Ann Lee'>"
+                    "<meta name='citation_publication_date' content='2019/05/01'>"
+                    "<meta name='citation_doi' content='10.1/x'><style>p{}</style></head><body>"
+                    "<nav>Home | About</nav><h1>Web Note</h1><p>First paragraph.</p><p>Second one.</p>"
+                    "<script>var tracking = 1;</script><footer>Copyright</footer></body></html>", encoding="utf-8")
+    rec = one(path)
+    assert (rec.title, rec.authors, rec.year, rec.extras) == ("Web Note", ("Ann Lee",), 2019, {"doi": "10.1/x"})
+    assert rec.text == "First paragraph.\nSecond one."
+
+
+def test_docx_paragraphs_tables_and_properties(tmp_path: Path) -> None:
+    import docx
+
+    document = docx.Document()
+    document.core_properties.author = "Cy Dee"
+    document.core_properties.keywords = "ranking; fusion"
+    document.add_heading("Fusion Notes", 0)
+    document.add_paragraph("Reciprocal rank fusion combines rankings.")
+    table = document.add_table(rows=1, cols=2)
+    table.rows[0].cells[0].text, table.rows[0].cells[1].text = "k", "60"
+    document.save(str(tmp_path / "fusion.docx"))
+    rec = one(tmp_path / "fusion.docx")
+    assert (rec.title, rec.authors, rec.keywords) == ("Fusion Notes", ("Cy Dee",), ("ranking", "fusion"))
+    assert rec.text == "Reciprocal rank fusion combines rankings.\nk | 60"
+
+
+def test_damaged_docx_is_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "ok.txt").write_text("Fine\nbody", encoding="utf-8")
+    (folder / "bad.docx").write_bytes(b"PK\x03\x04 not a zip really")
+    src = read_corpus(folder)
+    assert [r.docid for r in src.records] == ["ok"]
+    assert src.skipped[0].startswith(f"{folder / 'bad.docx'}: not a readable DOCX file")
+
+
+def test_rst_and_latex_read_as_text_with_their_titles(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "guide.rst").write_text("=========\nThe Guide\n=========\n\nSome *rst* text.\n", encoding="utf-8")
+    (tmp_path / "d" / "paper.tex").write_text("\\documentclass{article}\n\\title{Query Expansion}\n"
+                                              "\\author{Ann Lee \\and Bo Chan}\n\\begin{document}\nWe expand.\n"
+                                              "\\end{document}\n", encoding="utf-8")
+    by_id = {r.docid: r for r in read_corpus(tmp_path / "d").records}
+    assert (by_id["guide"].title, by_id["guide"].text) == ("The Guide", "Some *rst* text.")
+    assert by_id["paper"].title == "Query Expansion" and by_id["paper"].authors == ("Ann Lee", "Bo Chan")
+    assert "We expand." in by_id["paper"].text
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("naïve café".encode("utf-8"), "naïve café"),
+    ("\ufeffbom first".encode("utf-8"), "bom first"),
+    ("utf-16 text".encode("utf-16"), "utf-16 text"),
+    ("Les élèves étudient à l'école près du théâtre.".encode("cp1252"), "Les élèves étudient à l'école près du théâtre."),
+    ("naïve café résumé".encode("latin-1"), "naïve café résumé"),
+])
+def test_encodings_are_detected(raw: bytes, expected: str) -> None:
+    assert decode(raw) == expected
+
+
+def test_a_single_file_is_a_corpus_of_one(tmp_path: Path) -> None:
+    path = tmp_path / "Reading List.md"
+    path.write_text("# Reading list\n- BM25\n", encoding="utf-8")
+    src = read_corpus(path)
+    assert src.kind == "file" and [r.docid for r in src.records] == ["Reading_List"]
+
+
+def test_a_single_bad_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "empty.md"
+    path.write_text("  \n", encoding="utf-8")
+    with pytest.raises(IngestError) as info:
+        read_corpus(path)
+    assert info.value.problems[0] == f"{path}: empty file (nothing to search)"
+
+
+def test_a_single_file_of_unsupported_type_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "slides.pptx"
+    path.write_bytes(b"PK")
+    with pytest.raises(QuarryError) as info:
+        read_corpus(path)
+    assert info.value.code == "bad_input" and "'.pptx'" in info.value.message and ".pdf" in info.value.hint
+
+
+def test_recursive_folder_of_mixed_formats_names_unsupported_and_hidden(tmp_path: Path) -> None:
+    folder = tmp_path / "lib"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / ".git").mkdir()
+    make_pdf(folder / "a" / "b" / "deep.pdf", ["Deep down."])
+    (folder / "a" / "note.md").write_text("# Note\nx\n", encoding="utf-8")
+    (folder / "slides.pptx").write_bytes(b"PK")
+    (folder / ".git" / "HEAD").write_text("ref: x\n", encoding="utf-8")
+    src = read_corpus(folder)
+    assert sorted(r.docid for r in src.records) == ["a/b/deep", "a/note"]
+    assert src.unsupported == [str(folder / "slides.pptx")]
+    assert any("1 hidden file(s) not read" in w for w in src.warnings)
