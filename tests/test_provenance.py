@@ -71,3 +71,17 @@ def test_spans_read_back_from_the_store_for_every_document(literature) -> None:
             checked += 1
     assert checked >= 100
     assert corpus.read_span("no-such-doc", 0, 3) is None and corpus.read_span(rec.docid, 5, 10**9) is None
+
+
+def test_evidence_from_a_paged_source_cites_its_page() -> None:
+    from stores.records import page_of_line
+    first = "Cats sleep most of the day in warm places near the window."
+    text = first + "\n\n" + "Dense retrieval encodes passages and questions with two encoders."
+    rec = DocRecord(docid="p1", title="A PDF", text=text, page_starts=(0, 2))  # text lines where pages start
+    lines = document_lines(rec)
+    chunks = quotable_chunks(rec, chunk_document(rec, lines))
+    for item, page in (("dense retrieval encoders", 2), ("cats sleep window", 1)):
+        ev = locate_evidence({"id": "c1", "kind": "topic", "text": item, "weight": 1.0}, chunks, rec.title)
+        entry = evidence_entry(ev, {}, lines, lambda line: page_of_line(rec, line))
+        assert entry["page"] == page, (item, entry)
+        assert document_text(lines)[slice(*entry["chars"])] == entry["quote"]
