@@ -40,8 +40,13 @@ def _names(authors: Sequence[str]) -> list[tuple[str, str]]:
 
 def _met(item: Mapping[str, Any]) -> list[str]:
     """The requirements a ranked document meets, each with its quote and line range."""
-    return [f"{e['item']} ({e['score']:.1f}/5, lines {e['lines'][0]}-{e['lines'][1]}): \"{e['chunk']}\""
+    return [f"{e['item']} ({e['score']:.1f}/5, {_where(e)}): \"{e['chunk']}\""
             for e in item.get("evidence", []) if e["score"] >= MET_AT]
+
+
+def _where(e: Mapping[str, Any]) -> str:
+    """Where a quote is: page (paged sources) and lines."""
+    return (f"p. {e['page']}, " if e.get("page") else "") + f"lines {e['lines'][0]}-{e['lines'][1]}"
 
 
 def _note(item: Mapping[str, Any], rank: int) -> str:
@@ -165,7 +170,7 @@ def markdown(result: Mapping[str, Any], records: Mapping[str, DocRecord]) -> str
     lines += ["", "## Evidence", ""]
     for rank, item in enumerate(result.get("ranked", []), start=1):
         lines.append(f"**{rank}. {_md(item.get('title', ''))}** (`{item['docid']}`)")
-        lines += [f"- {_md(e['item'])} — {e['score']:.1f}/5, lines {e['lines'][0]}–{e['lines'][1]}: “{_md(e['chunk'])}”"
+        lines += [f"- {_md(e['item'])} — {e['score']:.1f}/5, {_where(e)}: “{_md(e['chunk'])}”"
                   for e in item.get("evidence", [])] + [""]
     traj, usage = result.get("trajectory") or {}, result.get("usage") or {}
     lines += ["## Trajectory and budget", "",
