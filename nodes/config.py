@@ -68,6 +68,11 @@ class JobConfig:
     verify_top: int = 100        # candidates read and scored per round
     max_ranked: int = 20         # documents shown with evidence
     run_depth: int = 1000        # the deep run (evaluation)
+    # The semantic channel of a collection without a (current) dense index: MiniLM re-scores the
+    # lexical channel's top `semantic_candidates` for the same query, embedding (and caching) up to
+    # `semantic_chunks` chunks of each on demand (nodes.semantic_filter). 0 turns it off: lexical only.
+    semantic_candidates: int = 100
+    semantic_chunks: int = 2
     verifier: bool = True        # order the answer with the shipped learned verifier when there is one
     models: ModelSettings = field(default_factory=ModelSettings)
     max_tokens: int | None = None      # token budget over all model calls (steer at 0.7, stop at 1.0)

@@ -1,7 +1,8 @@
 """Retrieval node: run the round's queries through the tools, channel by channel, and pool.
 
 Channels: `lexical` (BM25 via the `search` tool), `semantic` (MiniLM chunks via `search` with
-channel="semantic", skipped when the collection has no dense index) and `citations` (citation
+channel="semantic"; without a dense index MiniLM re-scores only the lexical channel's top
+candidates, nodes.semantic_filter, and the search's label says so) and `citations` (citation
 expansion from seed documents). Every ranking's top `pool_depth` (nodes.config) enters the pool, fused by
 weighted Reciprocal Rank Fusion (k=60); deep rankings stay in the job store behind search_ids.
 """
@@ -13,6 +14,7 @@ from nodes.config import config_of
 from nodes.fusion import rrf_score
 from nodes.pool import load_pool, store_pool
 from nodes.runtime import runtime
+from nodes.semantic_filter import FilteredSemantic
 from nodes.state import Candidate, JobState, bump
 from nodes.tool_results import SearchPage, ToolError
 
@@ -24,15 +26,18 @@ def as_query(q: Any) -> dict[str, Any]:
     return {"channel": "lexical", "weight": 1.0, **q}
 
 
-def query_label(q: dict[str, Any]) -> str:
+def query_label(q: dict[str, Any], filtered: int | None = None) -> str:
     """A query as a person reads it: feedback queries repeat words to weight them (Anserini counts
-    repeats), which the label leaves out; citation and metadata channels say what they did."""
+    repeats), which the label leaves out; citation and metadata channels say what they did, and a
+    semantic search without a dense index says it ranked only the top `filtered` lexical hits."""
     if q["channel"] == "citations":
         return "citations of " + ", ".join(q.get("seeds", [])[:5])
     if q["channel"] == "metadata":
         return "papers by " + " or ".join(q.get("authors", []))
-    words = q.get("text", "").split()
-    return " ".join(dict.fromkeys(words)) + (" (semantic)" if q["channel"] == "semantic" else "")
+    words = " ".join(dict.fromkeys(q.get("text", "").split()))
+    if q["channel"] != "semantic":
+        return words
+    return words + (f" (semantic, filtered to the top {filtered} lexical candidates)" if filtered else " (semantic)")
 
 
 def query_key(q: dict[str, Any]) -> str:
@@ -56,13 +61,17 @@ def retrieval(state: JobState) -> dict:
     done = {s.get("key", s["query"]) for s in searches}
     n_search = n_cite = 0
     citation_ranks: dict[str, dict[str, int]] = {}
+    semantic = tools.session.semantic
+    filtered = semantic.candidates if isinstance(semantic, FilteredSemantic) else None
     for q in map(as_query, state.get("queries", [])):
         key = query_key(q)
         if key in done:
             continue
         done.add(key)
-        entry = {"query": q.get("text", ""), "label": query_label(q), "channel": q["channel"], "weight": q["weight"],
-                 "round": round_no, "key": key}
+        entry = {"query": q.get("text", ""), "channel": q["channel"], "weight": q["weight"], "round": round_no,
+                 "key": key, "label": query_label(q, filtered if q["channel"] == "semantic" else None)}
+        if q["channel"] == "semantic" and filtered:
+            entry["filtered_to"] = filtered  # the semantic ranking covers only this many BM25 hits
         if q["channel"] == "metadata":
             ranked = tools.find_by_metadata(f"round {round_no}: documents by the requested authors", q.get("authors", []))
             entry |= {"search_id": f"m{round_no}", "total": len(ranked), "authors": q.get("authors", [])}

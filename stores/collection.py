@@ -39,6 +39,7 @@ from stores.lucene import DEFAULT_B, DEFAULT_K1, META_FILE, IndexMeta, LuceneInd
 from stores.readers import CorpusSource, ProgressFn, read_corpus
 
 if TYPE_CHECKING:
+    from stores.chunk_vectors import ChunkVectors
     from stores.dense import DenseIndex
 
 
@@ -83,6 +84,7 @@ class Collection:
         self._lucene: LuceneIndex | None = None
         self._citations: CitationGraph | None = None
         self._dense: DenseIndex | None = None
+        self._chunk_vectors: ChunkVectors | None = None
 
     @property
     def version(self) -> str | None:
@@ -115,6 +117,15 @@ class Collection:
             index.require_current(self.corpus.fingerprint)
             self._dense = index
         return self._dense
+
+    @property
+    def chunk_vectors(self) -> ChunkVectors:
+        """Chunk vectors embedded on demand and cached with this version (no dense index needed)."""
+        if self._chunk_vectors is None:
+            from stores.chunk_vectors import ChunkVectors  # numpy only; the model loads on first embedding
+
+            self._chunk_vectors = ChunkVectors(self.paths.chunk_vectors_db, self.corpus)
+        return self._chunk_vectors
 
     @property
     def citations(self) -> CitationGraph:

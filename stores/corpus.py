@@ -237,6 +237,19 @@ class CorpusStore:
             "SELECT docid, chunk_no, line_start, line_end, text FROM chunks WHERE docid=? ORDER BY chunk_no", (docid,))
         return [Chunk(**dict(r)) for r in rows]
 
+    def chunks_many(self, docids: Iterable[str]) -> dict[str, list[Chunk]]:
+        """Each found document's chunks in order (unknown docids are absent)."""
+        ids = list(dict.fromkeys(docids))
+        out: dict[str, list[Chunk]] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            rows = self._con().execute(
+                "SELECT docid, chunk_no, line_start, line_end, text FROM chunks "
+                f"WHERE docid IN ({','.join('?' * len(part))}) ORDER BY docid, chunk_no", part)
+            for r in rows:
+                out.setdefault(r["docid"], []).append(Chunk(**dict(r)))
+        return out
+
     def iter_records(self, batch: int = 1000) -> Iterator[DocRecord]:
         cur = self._con().execute("SELECT * FROM docs ORDER BY ord")
         while rows := cur.fetchmany(batch):

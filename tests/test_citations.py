@@ -312,7 +312,8 @@ def test_job_tools_trace_expand_citations(col: Collection, tmp_path: Path, monke
     monkeypatch.setattr(rt, "tool_span", functools.partial(tool_span, tracer=get_tracer(provider)))
     runtime = rt.NodeRuntime(home=tmp_path)
     # a stand-in for the collection: it has no Lucene index, and expand_citations needs none
-    runtime._collections[("cites", None)] = SimpleNamespace(lucene=NoSearch(), corpus=col.corpus, citations=col.citations, dense=None)
+    runtime._collections[("cites", None)] = SimpleNamespace(lucene=NoSearch(), corpus=col.corpus, citations=col.citations, dense=None,
+                                                             chunk_vectors=None)
     job = runtime.tools({"collection": "cites", "job_id": "j1"})
     assert job.session.citations is col.citations
     assert page_of(job.expand_citations("test", "a", "references", 5)).total == 2

@@ -169,7 +169,7 @@ async def test_progress_query_answers_mid_job(env, literature, quarry_home, queu
         assert progress["job_id"] == handle.id and progress["status"] == "running"
         assert progress["node"] == "retrieval" and progress["round"] == 1  # round 1 is being verified
         assert progress["candidates"] > 0 and len(progress["top"]) == 5
-        assert progress["tool_calls"] == 1, "one search so far, no document read yet"
+        assert progress["tool_calls"] == 2, "round 1's lexical and semantic searches, no document read yet"
         assert progress["budget"]["seconds"] == 120 and progress["budget"]["left"] > 0
         assert not progress["budget"]["submit_now"] and not progress["stop_requested"]
         held.release()

@@ -1,0 +1,156 @@
+"""Chunk vectors embedded on demand and cached per collection version.
+
+This is the semantic channel's store for a collection without a (current) dense index: it embeds
+the chunks it is asked for with the same MiniLM model as the dense index (`stores.embedder`),
+keeps their vectors, and scores given documents' given chunks against a query. Which documents
+and chunks are worth scoring is the caller's choice (`nodes.semantic_filter` takes the lexical
+channel's candidates); nothing here ranks or filters.
+
+Vectors are keyed by (docid, chunk_no) and kept as float32 blobs in `chunk-vectors.sqlite` in the
+collection version's folder (`CollectionPaths.chunk_vectors_db`). A version's chunks never change,
+so a cached vector never goes stale, and the cache is pruned with its version. The file records the
+model and the corpus fingerprint; if either differs from what is open, the vectors are dropped.
+Several threads and worker processes may share the file (SQLite WAL; a chunk embedded twice by
+two processes at once is written once).
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from stores.corpus import CorpusStore
+from stores.embedder import DIMENSION, MODEL_NAME, embed_texts
+
+__all__ = ["ChunkVectors"]
+
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+Key = tuple[str, int]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors (
+    docid TEXT NOT NULL, chunk_no INTEGER NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (docid, chunk_no)
+) WITHOUT ROWID;
+"""
+EMBED_BATCH = 32
+
+
+class ChunkVectors:
+    """On-demand chunk vectors of one collection version. Safe to share between threads."""
+
+    def __init__(self, path: Path, corpus: CorpusStore, *, embed: EmbedFn | None = None) -> None:
+        self.path = path
+        self.corpus = corpus
+        self._embed: EmbedFn = embed or (lambda texts: embed_texts(texts, EMBED_BATCH))
+        self._local = threading.local()
+        self._lock = threading.RLock()  # one embedding batch at a time per process
+        self._checked = False
+        self.embedded = 0  # chunks this object embedded (what a cache hit saves; read by tests and bench/)
+
+    # -- storage -----------------------------------------------------------------------------
+
+    def _con(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.executescript(SCHEMA)
+            self._local.con = con
+        if not self._checked:
+            self._check(con)
+        return con
+
+    def _check(self, con: sqlite3.Connection) -> None:
+        """Drop vectors made by another model or for another corpus (a legacy collection's
+        files are rewritten in place)."""
+        with self._lock:
+            if self._checked:
+                return
+            want = {"model": MODEL_NAME, "fingerprint": self.corpus.fingerprint}
+            have = dict(con.execute("SELECT key, value FROM meta").fetchall())
+            if have != want:
+                with con:
+                    con.execute("DELETE FROM vectors")
+                    con.execute("DELETE FROM meta")
+                    con.executemany("INSERT INTO meta VALUES (?, ?)", want.items())
+            self._checked = True
+
+    def _load(self, keys: Sequence[Key]) -> dict[Key, np.ndarray]:
+        wanted = set(keys)
+        docids = list(dict.fromkeys(d for d, _ in keys))
+        out: dict[Key, np.ndarray] = {}
+        con = self._con()
+        for start in range(0, len(docids), 500):
+            part = docids[start:start + 500]
+            rows = con.execute(f"SELECT docid, chunk_no, vec FROM vectors WHERE docid IN ({','.join('?' * len(part))})",
+                               part)
+            for docid, chunk_no, blob in rows:
+                if (docid, chunk_no) in wanted:
+                    out[(docid, chunk_no)] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def _texts(self, keys: Sequence[Key]) -> dict[Key, str]:
+        wanted = set(keys)
+        chunks = self.corpus.chunks_many(d for d, _ in keys)
+        return {(c.docid, c.chunk_no): c.text for cs in chunks.values() for c in cs if (c.docid, c.chunk_no) in wanted}
+
+    # -- vectors and scores ------------------------------------------------------------------
+
+    def cached(self, keys: Iterable[Key]) -> int:
+        """How many of these chunks already have a vector (nothing is embedded)."""
+        keys = list(dict.fromkeys((str(d), int(n)) for d, n in keys))
+        return len(self._load(keys)) if keys else 0
+
+    def vectors(self, keys: Iterable[Key]) -> dict[Key, np.ndarray]:
+        """Unit vectors of these chunks, embedding (and caching) the ones not seen before.
+        Chunks the corpus does not have are absent from the answer."""
+        keys = list(dict.fromkeys((str(d), int(n)) for d, n in keys))
+        if not keys:
+            return {}
+        found = self._load(keys)
+        missing = [k for k in keys if k not in found]
+        if not missing:
+            return found
+        with self._lock:
+            found |= self._load(missing)  # another thread may have embedded them meanwhile
+            texts = self._texts([k for k in missing if k not in found])
+            todo = [k for k in missing if k in texts]
+            if todo:
+                vecs = np.asarray(self._embed([texts[k] for k in todo]), dtype=np.float32).reshape(len(todo), DIMENSION)
+                con = self._con()
+                with con:
+                    con.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
+                                    [(d, n, v.tobytes()) for (d, n), v in zip(todo, vecs)])
+                self.embedded += len(todo)
+                found.update(zip(todo, vecs))
+        return found
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The unit-length query vector (shape `(384,)`); queries are not cached."""
+        return np.asarray(self._embed([text]), dtype=np.float32).reshape(1, DIMENSION)[0]
+
+    def best_chunk_scores(self, text: str, chunks: Mapping[str, Iterable[int]]) -> dict[str, float]:
+        """Per document, the best cosine similarity between `text` and the given chunks of it —
+        the dense index's document score, over the chunks asked for. Documents with none of the
+        given chunks in the corpus are absent; blank text scores nothing."""
+        keys = [(str(d), int(n)) for d, nos in chunks.items() for n in nos]
+        if not keys or not text.strip():
+            return {}
+        vecs = self.vectors(keys)
+        query = self.embed_query(text)
+        best: dict[str, float] = {}
+        for (docid, _), vec in vecs.items():
+            score = float(vec @ query)
+            if score > best.get(docid, -2.0):
+                best[docid] = score
+        return best
+
+    def close(self) -> None:
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
