@@ -167,6 +167,70 @@ def _batches(chunks: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:
         yield batch
 
 
+@dataclass
+class NewBuild:
+    """A Chroma collection being written beside the current build (a staging folder, or a
+    uniquely named collection on a Chroma server): nothing reads it until it is swapped in.
+    Shared by a full build (`DenseIndex.build`) and an incremental one (`stores.dense_update`)."""
+
+    server: tuple[str, int] | None
+    build_id: str
+    name: str
+    staging: Path
+    folder: Path
+    client: Any
+    coll: Any
+    ef: MiniLMEmbedding
+
+    @classmethod
+    def start(cls, index_name: str, root: Path, fingerprint: str, batch_size: int) -> "NewBuild":
+        server = chroma_server()
+        build_id = f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        name = f"{index_name}-chunks-{build_id}" if server else LOCAL_COLLECTION
+        root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+        folder = staging / "chroma"
+        folder.mkdir()
+        client = None
+        try:
+            client = _http_client(server) if server else _persistent_client(folder / f"build-{build_id}")
+            ef = MiniLMEmbedding(batch_size)
+            coll = client.create_collection(name, embedding_function=ef, configuration={"hnsw": {"space": "cosine"}},
+                                            metadata={"quarry_collection": index_name, "fingerprint": fingerprint})
+        except BaseException:
+            build = cls(server, build_id, name, staging, folder, client, None, None)  # type: ignore[arg-type]
+            build.abandon()
+            raise
+        return cls(server, build_id, name, staging, folder, client, coll, ef)
+
+    def add_chunks(self, chunks: Sequence[Chunk]) -> None:
+        """Embed `chunks` and add them with their line ranges."""
+        self.coll.add(ids=[f"{c.docid}#{c.chunk_no}" for c in chunks], embeddings=self.ef.embed([c.text for c in chunks]),
+                      metadatas=[{"docid": c.docid, "chunk_no": c.chunk_no, "line_start": c.line_start,
+                                  "line_end": c.line_end} for c in chunks])
+
+    def meta(self, fingerprint: str, chunks: int, documents: int, started: float) -> DenseMeta:
+        return DenseMeta(fingerprint=fingerprint, model=MODEL_NAME, chunks=chunks, documents=documents,
+                         build_id=self.build_id, collection=self.name, server=_server_label(self.server),
+                         built_seconds=round(time.perf_counter() - started, 3))
+
+    def seal(self, meta: DenseMeta) -> None:
+        """Close the client (flushing its files) and write the build's meta: ready to swap in."""
+        self.client.close()
+        meta.dump(self.folder)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+    def abandon(self) -> None:
+        """Drop the build: its staging folder, and its collection on a server."""
+        self.close()
+        if self.server and self.client is not None:
+            _drop_server_collection(self.server, self.name)
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
 class DenseIndex:
     """Build and search one collection's chunk vectors. Safe to share between threads."""
 
@@ -221,51 +285,35 @@ class DenseIndex:
     def build(self, corpus: CorpusStore, *, progress: ProgressFn | None = None, batch_size: int = 64) -> DenseMeta:
         """Embed every chunk of `corpus` (a CorpusStore) into a new build and swap it in."""
         started = time.perf_counter()
-        server = chroma_server()
-        build_id = f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        collection_name = f"{self.name}-chunks-{build_id}" if server else LOCAL_COLLECTION
         previous = self.meta
-        self.paths.root.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.paths.root))
-        new_folder = staging / "chroma"
-        new_folder.mkdir()
-        client, committed = None, False
+        build = NewBuild.start(self.name, self.paths.root, corpus.fingerprint, batch_size)
+        committed = False
         try:
-            client = _http_client(server) if server else _persistent_client(new_folder / f"build-{build_id}")
-            ef = MiniLMEmbedding(batch_size)
-            coll = client.create_collection(collection_name, embedding_function=ef,
-                                            configuration={"hnsw": {"space": "cosine"}},
-                                            metadata={"quarry_collection": self.name, "fingerprint": corpus.fingerprint})
             total = int(corpus.stats()["chunks"])
             done, docs = 0, set()
             if progress:
                 progress("embedding", 0, total)
             for batch in _batches(corpus.iter_chunks(), max(1, batch_size) * STEP_BATCHES):
-                vectors = ef.embed([c.text for c in batch])
-                coll.add(ids=[f"{c.docid}#{c.chunk_no}" for c in batch], embeddings=vectors,
-                         metadatas=[{"docid": c.docid, "chunk_no": c.chunk_no, "line_start": c.line_start,
-                                     "line_end": c.line_end} for c in batch])
+                build.add_chunks(batch)
                 docs.update(c.docid for c in batch)
                 done += len(batch)
                 if progress:
                     progress("embedding", done, total)
-            meta = DenseMeta(fingerprint=corpus.fingerprint, model=MODEL_NAME, chunks=done, documents=len(docs),
-                             build_id=build_id, collection=collection_name, server=_server_label(server),
-                             built_seconds=round(time.perf_counter() - started, 3))
-            client.close()  # flush and release the files before the folder moves
-            meta.dump(new_folder)
+            meta = build.meta(corpus.fingerprint, done, len(docs), started)
+            build.seal(meta)  # flush and release the files before the folder moves
             with self._lock:
                 self._close_locked()
-                replace_dir(new_folder, self.folder)  # commit point
+                replace_dir(build.folder, self.folder)  # commit point
             committed = True
         finally:
-            if client is not None:
-                client.close()
-            if server and client is not None and not committed:
-                _drop_server_collection(server, collection_name)
-            shutil.rmtree(staging, ignore_errors=True)
+            if committed:
+                build.close()
+                shutil.rmtree(build.staging, ignore_errors=True)
+            else:
+                build.abandon()
+        server = build.server
         if server and previous is not None and previous.server == meta.server \
-                and previous.collection != collection_name:
+                and previous.collection != build.name:
             _drop_server_collection(server, previous.collection)
         return meta
 

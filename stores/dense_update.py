@@ -9,15 +9,12 @@ chunks of new and changed documents are embedded, removed documents' vectors are
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from stores.corpus import CorpusStore
-from stores.dense import (LOCAL_COLLECTION, MODEL_NAME, STEP_BATCHES, DenseIndex, DenseMeta, MiniLMEmbedding,
-                          _drop_server_collection, _http_client, _persistent_client, _server_label, chroma_server)
+from stores.dense import STEP_BATCHES, DenseIndex, DenseMeta, NewBuild, _drop_server_collection, chroma_server
 from stores.incremental import Delta
 from stores.lucene import replace_dir
 from stores.readers import ProgressFn
@@ -57,18 +54,9 @@ def stage_dense_update(index: DenseIndex, corpus: CorpusStore, delta: Delta, *,
     The current build must match the corpus before the change (the caller checks)."""
     started = time.perf_counter()
     previous, old = index._collection()
-    server = chroma_server()
-    build_id = f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
-    name = f"{index.name}-chunks-{build_id}" if server else LOCAL_COLLECTION
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=index.paths.root))
-    folder = staging / "chroma"
-    folder.mkdir()
-    client, ok = None, False
+    build = NewBuild.start(index.name, index.paths.root, corpus.fingerprint, batch_size)
+    ok = False
     try:
-        client = _http_client(server) if server else _persistent_client(folder / f"build-{build_id}")
-        ef = MiniLMEmbedding(batch_size)
-        new = client.create_collection(name, embedding_function=ef, configuration={"hnsw": {"space": "cosine"}},
-                                       metadata={"quarry_collection": index.name, "fingerprint": corpus.fingerprint})
         gone = set(delta.replaced)
         copied, offset = 0, 0
         while True:
@@ -78,8 +66,8 @@ def stage_dense_update(index: DenseIndex, corpus: CorpusStore, delta: Delta, *,
             offset += len(page["ids"])
             keep = [i for i, md in enumerate(page["metadatas"]) if str(md["docid"]) not in gone]
             if keep:
-                new.add(ids=[page["ids"][i] for i in keep], embeddings=[page["embeddings"][i] for i in keep],
-                        metadatas=[page["metadatas"][i] for i in keep])
+                build.coll.add(ids=[page["ids"][i] for i in keep], embeddings=[page["embeddings"][i] for i in keep],
+                               metadatas=[page["metadatas"][i] for i in keep])
                 copied += len(keep)
         chunks = [c for rec in delta.upserts for c in corpus.chunks(rec.docid)]
         step = max(1, batch_size * STEP_BATCHES)
@@ -87,23 +75,16 @@ def stage_dense_update(index: DenseIndex, corpus: CorpusStore, delta: Delta, *,
             progress("embedding", 0, len(chunks))
         for start in range(0, len(chunks), step):
             batch = chunks[start:start + step]
-            new.add(ids=[f"{c.docid}#{c.chunk_no}" for c in batch], embeddings=ef.embed([c.text for c in batch]),
-                    metadatas=[{"docid": c.docid, "chunk_no": c.chunk_no, "line_start": c.line_start,
-                                "line_end": c.line_end} for c in batch])
+            build.add_chunks(batch)
             if progress:
                 progress("embedding", start + len(batch), len(chunks))
         documents = previous.documents - len(delta.removed) + delta.added
-        meta = DenseMeta(fingerprint=corpus.fingerprint, model=MODEL_NAME, chunks=copied + len(chunks),
-                         documents=documents, build_id=build_id, collection=name, server=_server_label(server),
-                         built_seconds=round(time.perf_counter() - started, 3))
-        client.close()
-        meta.dump(folder)
+        meta = build.meta(corpus.fingerprint, copied + len(chunks), documents, started)
+        build.seal(meta)
         ok = True
-        return StagedDense(index, staging, folder, meta, previous, len(chunks), copied)
+        return StagedDense(index, build.staging, build.folder, meta, previous, len(chunks), copied)
     finally:
-        if client is not None:
-            client.close()
-        if not ok:
-            shutil.rmtree(staging, ignore_errors=True)
-            if server and client is not None:
-                _drop_server_collection(server, name)
+        if ok:
+            build.close()
+        else:
+            build.abandon()
