@@ -14,8 +14,8 @@ from nodes.fusion import reciprocal_rank_fusion
 from nodes.policy import AnswerDoc, AnswerDraft, Passage, Policy
 from nodes.scoring import quote, violated_constraint, whole_sentences
 from nodes.state import Candidate, Plan
-from stores.records import page_of_line, quotable_chunks
-from stores.spans import Span, document_text, find_exact, find_loose, span_of
+from stores.records import body_lines, page_of_line, quotable_chunks
+from stores.spans import Span, document_text, find_exact, find_loose, line_offsets, span_of
 
 
 def _quotes(lines: list[str], spans: list[dict]) -> list[dict]:
@@ -38,16 +38,22 @@ def _provenance(where: Span, text: str, lines: list[str], page_of: Any = None) -
     return out
 
 
-def evidence_entry(e: dict[str, Any], items: dict[str, Any], lines: list[str], page_of: Any = None) -> dict[str, Any]:
+def evidence_entry(e: dict[str, Any], items: dict[str, Any], lines: list[str], page_of: Any = None,
+                   body: tuple[int, int] | None = None) -> dict[str, Any]:
     """One requirement's evidence as results show it: `chunk` (the quote, whitespace collapsed,
-    for reading) and exact provenance — `quote` is `read_span(docid, *chars)` byte for byte."""
+    for reading) and exact provenance — `quote` is `read_span(docid, *chars)` byte for byte.
+    `body` is the (first, last) line of the document's text, which sentences stay within."""
     text = e["chunk"]
     where = (find_exact(lines, text, e["line_start"]) or find_loose(lines, text)) if text and lines else None
     entry = {"item": items.get(e["item_id"], {}).get("text", e["item_id"]), "score": e["score"],
              "chunk": " ".join(text.split()), "lines": [e["line_start"], e["line_end"]]}
     if lines and where is not None:
         full = document_text(lines)
-        a, b = whole_sentences(full, where.char_start, where.char_end)  # a passage may end mid-sentence
+        offsets = line_offsets(lines)
+        first, last = body or (1, len(lines))
+        floor = offsets[first - 1] if 0 < first <= len(lines) else 0
+        ceiling = offsets[last - 1] + len(lines[last - 1]) if 0 < last <= len(lines) else len(full)
+        a, b = whole_sentences(full, where.char_start, where.char_end, floor, ceiling)  # passages may cut sentences
         where = span_of(lines, a, b)
         entry |= _provenance(where, full[a:b], lines, page_of)
         entry["chunk"] = " ".join(full[a:b].split())
@@ -71,7 +77,7 @@ def ranked_entry(cand: Candidate, rec: Any, plan: Plan, corpus: Any, policy: Pol
         "docid": cand["docid"], "title": rec.title, "year": rec.year, "score": round(cand.get("score", 0.0), 4),
         "rank_score": round(cand.get("rank_score", cand.get("fused", 0.0)), 6),
         "weak": not evidence or max(e["score"] for e in evidence) < WEAK_BELOW,
-        "evidence": [evidence_entry(e, items, lines, pages) for e in evidence],
+        "evidence": [evidence_entry(e, items, lines, pages, body_lines(rec)) for e in evidence],
         "reason": policy.reason(plan, cand),
     }
 

@@ -49,12 +49,16 @@ def sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def whole_sentences(text: str, start: int, end: int) -> tuple[int, int]:
+def whole_sentences(text: str, start: int, end: int, floor: int = 0, ceiling: int | None = None) -> tuple[int, int]:
     """`[start, end)` widened to the sentences of `text` it touches — a passage (chunk) boundary
     can fall inside a sentence, and a quote must not. Looks within the paragraph, at most
-    3 × SENTENCE_CAP characters either side."""
-    lo = max(0, start - 3 * SENTENCE_CAP)
-    hi = min(len(text), end + 3 * SENTENCE_CAP)
+    3 × SENTENCE_CAP characters either side, and never before `floor` or after `ceiling` (the
+    document's body: its title, metadata and keywords lines are not sentences of it)."""
+    ceiling = len(text) if ceiling is None else ceiling
+    if not floor <= start <= end <= ceiling:
+        return start, end
+    lo = max(floor, start - 3 * SENTENCE_CAP)
+    hi = min(ceiling, end + 3 * SENTENCE_CAP)
     para = [m.end() for m in _PARAGRAPH.finditer(text, lo, start)]
     lo = para[-1] if para else lo
     nxt = _PARAGRAPH.search(text, end, hi)

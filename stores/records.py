@@ -159,18 +159,32 @@ def chunk_document(rec: DocRecord, lines: list[str]) -> list[Chunk]:
     return chunks
 
 
+def body_lines(rec: DocRecord) -> tuple[int, int]:
+    """The first and last numbered line of the record's text (between the title/metadata lines
+    and the keywords line): a quote's sentences never reach outside them. (1, 1) for a record
+    that is only a title."""
+    layout = _layout(rec)
+    body = [no for no, (_, source) in enumerate(layout, start=1) if source not in (_HEADER, _TRAILER)]
+    return (body[0], body[-1]) if body else (1, 1)
+
+
 def quotable_chunks(rec: DocRecord, chunks: list[Chunk]) -> list[Chunk]:
-    """The chunks as evidence quotes them: the first chunk without its title and metadata lines
+    """The chunks as evidence quotes them: the first chunk without its title and metadata lines,
+    the last without the keywords line
     (a result shows those beside the quote; quoted, "year: 2021 | venue: …" crowded out the
     passage), keeping its honest line range. A chunk that is only header stays whole, so a
     title-only record still has evidence. Stored chunks, and the vectors built from them, are
     unchanged."""
     header = 1 + bool(_meta_line(rec))
+    _, last_body = body_lines(rec)
     out = []
     for chunk in chunks:
         if chunk.line_start == 1 and chunk.line_end > header:
             body = chunk.text.split("\n")[header:]
             chunk = chunk.model_copy(update={"line_start": header + 1, "text": "\n".join(body)})
+        if rec.keywords and chunk.line_start <= last_body < chunk.line_end:  # nor the keywords line
+            kept = chunk.text.split("\n")[:last_body - chunk.line_start + 1]
+            chunk = chunk.model_copy(update={"line_end": last_body, "text": "\n".join(kept)})
         out.append(chunk)
     return out
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from nodes.results import evidence_entry
 from nodes.scoring import locate_evidence
-from stores.records import DocRecord, chunk_document, document_lines, quotable_chunks
+from stores.records import DocRecord, body_lines, chunk_document, document_lines, quotable_chunks
 from stores.spans import document_text, find_loose, span_of
 
 WORDS = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=12)
@@ -23,7 +23,7 @@ def quotes_for(rec: DocRecord, item_text: str) -> tuple[list[str], dict]:
     lines = document_lines(rec)
     chunks = quotable_chunks(rec, chunk_document(rec, lines))
     ev = locate_evidence({"id": "c1", "kind": "topic", "text": item_text, "weight": 1.0}, chunks, rec.title)
-    return lines, evidence_entry(ev, {}, lines)
+    return lines, evidence_entry(ev, {}, lines, body=body_lines(rec))
 
 
 @settings(max_examples=200, deadline=None)
@@ -85,3 +85,12 @@ def test_evidence_from_a_paged_source_cites_its_page() -> None:
         entry = evidence_entry(ev, {}, lines, lambda line: page_of_line(rec, line))
         assert entry["page"] == page, (item, entry)
         assert document_text(lines)[slice(*entry["chars"])] == entry["quote"]
+
+
+def test_a_quote_never_takes_in_the_title_metadata_or_keywords_lines() -> None:
+    rec = DocRecord(docid="c1", title="ColBERT efficient passage search", year=2020, venue="SIGIR",
+                    authors=["Khattab, O."], keywords=["late interaction", "dense passages"],
+                    text="Late interaction over dense passages keeps search fast without a terminator")
+    lines, entry = quotes_for(rec, "dense passages late interaction")
+    assert entry["quote"] == rec.text and entry["lines"] == [3, 3], entry
+    assert "year:" not in entry["quote"] and "keywords:" not in entry["quote"]
