@@ -132,6 +132,14 @@ def _tool(span: dict[str, Any]) -> str | None:
     return str(attrs.get("gen_ai.tool.name")) if attrs.get("gen_ai.operation.name") == "execute_tool" else None
 
 
+def _readable_query(attrs: dict[str, Any]) -> str:
+    """`channel: query`, a feedback query's weighting repeats shown once (marked `weighted`)."""
+    raw = str(attrs.get("quarry.query"))
+    words = list(dict.fromkeys(raw.split()))
+    text = " ".join(words) + (" (weighted)" if len(words) < len(raw.split()) else "")
+    return f"{attrs.get('quarry.channel', 'lexical')}: {text}"
+
+
 def span_rounds(spans: list[dict[str, Any]]) -> dict[str, int | None]:
     """Each span's round: its own `quarry.round`, else its nearest ancestor's (node spans carry it)."""
     by_id = {s.get("span_id"): s for s in spans}
@@ -171,7 +179,7 @@ def rounds_summary(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for key in sorted(groups, key=lambda r: (r is None, r if r is not None else 0)):
         members = groups[key]
-        queries = [str((s.get("attributes") or {}).get("quarry.query")) for s in members
+        queries = [_readable_query(s["attributes"]) for s in members
                    if _tool(s) == "search" and (s.get("attributes") or {}).get("quarry.query")]
         chats = [s for s in members if (s.get("attributes") or {}).get("gen_ai.operation.name") == "chat"]
         out.append({

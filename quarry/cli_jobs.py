@@ -343,7 +343,8 @@ def register(app: typer.Typer) -> None:
                   highlight=False)
         if grouped:
             for group in rounds_summary(shown):
-                label = "outside rounds" if group["round"] is None else f"round {group['round']}"
+                label = ("outside rounds (submission, workflow, the agent span)" if group["round"] is None
+                         else "round 0 (planning)" if group["round"] == 0 else f"round {group['round']}")
                 out.print(terminal_safe(f"{label}: {group['spans']} spans, {group['model_calls']} model calls "
                                         f"({group['input_tokens']} in / {group['output_tokens']} out tokens)"),
                           highlight=False, markup=False)

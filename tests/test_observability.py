@@ -429,10 +429,12 @@ def test_rounds_grouping_filters_and_duplicate_spans(tmp_path: Path) -> None:
                                                    "gen_ai.usage.output_tokens": 4}),
     ]
     spans[2]["attributes"]["quarry.query"] = "graph nets"
+    spans[4]["attributes"] |= {"quarry.query": "graph graph nets nets nets", "quarry.channel": "semantic"}
     assert [s["span_id"] for s in select_spans(spans, tool="search")] == ["t1", "t2"]
     assert [s["span_id"] for s in select_spans(spans, round_no=2)] == ["n2", "t2", "t3", "c1"]
     groups = {g["round"]: g for g in rounds_summary(spans)}
-    assert groups[1]["queries"] == ["graph nets"] and groups[1]["tools"][0]["count"] == 1
+    assert groups[1]["queries"] == ["lexical: graph nets"] and groups[1]["tools"][0]["count"] == 1
+    assert groups[2]["queries"] == ["semantic: graph nets (weighted)"]
     assert groups[2]["model_calls"] == 1 and groups[2]["input_tokens"] == 10 and groups[2]["output_tokens"] == 4
     assert groups[None]["spans"] == 1
     folder = tmp_path / "t"
