@@ -30,6 +30,8 @@ bench: setup
 	$(BIN)/python -m bench.bench_react
 	$(BIN)/python -m bench.bench_commands
 	$(BIN)/python -m bench.bench_add
+	$(BIN)/python -m bench.bench_trace
+	@echo "not run here (long): python -m bench.bench_scale (about 40 min at 100k), bench.bench_pdf (needs pymupdf)"
 
 # A real small local model end to end (not part of `make test`): compiles llama-cpp-python
 # (about 6 minutes on 2 cores the first time; pip caches the wheel), serves Gemma 3 270M on
