@@ -23,7 +23,7 @@ from nodes.policy import SCORED_KINDS
 from nodes.pool import load_pool, store_pool
 from nodes.runtime import runtime
 from nodes.scoring import SENTENCE_CAP, combine
-from stores.spans import find_loose
+from stores.spans import Span, find_loose
 from nodes.state import JobState, add_fallback, ranked_candidates
 from nodes.usage import Usage
 
@@ -82,21 +82,19 @@ def _shown_lines(lines: list[str], spans: list[tuple[str, int, int]], limit: int
     return sorted(shown)
 
 
+def find_quote(lines: list[str], text: str) -> Span | None:
+    """Where a model's quote is in the document (case, spacing and surrounding quotation marks
+    ignored), or None when it is too short to mean anything or is not there."""
+    needle = text.strip().strip(" .\"'")
+    if len(" ".join(needle.split())) < MIN_QUOTE_CHARS:
+        return None
+    return find_loose(lines, needle)
+
+
 def locate_quote(lines: list[str], text: str) -> tuple[int, int] | None:
     """The (first, last) line of `lines` holding `text` verbatim (case and spacing ignored)."""
-    needle = " ".join(text.lower().split()).strip(" .\"'")
-    if len(needle) < MIN_QUOTE_CHARS:
-        return None
-    flat, starts = "", []
-    for line in lines:
-        starts.append(len(flat))
-        flat += " ".join(line.lower().split()) + " "
-    pos = flat.find(needle)
-    if pos < 0:
-        return None
-    first = max(i for i, s in enumerate(starts) if s <= pos) + 1
-    last = max(i for i, s in enumerate(starts) if s <= pos + len(needle) - 1) + 1
-    return first, last
+    where = find_quote(lines, text)
+    return (where.line_start, where.line_end) if where else None
 
 
 def librarian(task: dict[str, Any]) -> dict[str, Any]:
@@ -139,8 +137,7 @@ def librarian(task: dict[str, Any]) -> dict[str, Any]:
             if item.item_id not in item_ids:
                 continue
             lines = lines_of[judged.docid]
-            found = locate_quote(lines, item.quote) if item.quote else None
-            where = find_loose(lines, item.quote) if found else None
+            where = find_quote(lines, item.quote) if item.quote else None
             if item.score > 0 and where is None:
                 continue  # a score without a quote found in the document is not evidence
             # The evidence quotes the document's own text at that place, not the model's copy of it.

@@ -15,22 +15,22 @@ from nodes.policy import AnswerDoc, AnswerDraft, Passage, Policy
 from nodes.scoring import quote, violated_constraint, whole_sentences
 from nodes.state import Candidate, Plan
 from stores.records import body_lines, page_of_line, quotable_chunks
-from stores.spans import Span, document_text, find_exact, find_loose, line_offsets, span_of
+from stores.spans import DocumentText, Span
 
 
-def _quotes(lines: list[str], spans: list[dict]) -> list[dict]:
+def _quotes(doc: DocumentText, spans: list[dict]) -> list[dict]:
     """The runner-up evidence passages of one item, quoted from the store by their line ranges
     (exact text and character span, as the main quote)."""
     out = []
     for s in spans:
-        text = "\n".join(lines[s["line_start"] - 1:s["line_end"]])
-        where = find_exact(lines, text, s["line_start"]) if text else None
+        a, b = doc.line_range(s["line_start"], s["line_end"])
+        text = doc.text[a:b]
         out.append({"lines": [s["line_start"], s["line_end"]], "score": s["score"], "chunk": quote(text),
-                    **(_provenance(where, text, lines) if where else {})})
+                    **(_provenance(doc.span(a, b), text) if text else {})})
     return out
 
 
-def _provenance(where: Span, text: str, lines: list[str], page_of: Any = None) -> dict[str, Any]:
+def _provenance(where: Span, text: str, page_of: Any = None) -> dict[str, Any]:
     """The exact quote with its character span, lines and (for paged sources) page."""
     out = {"quote": text, "chars": [where.char_start, where.char_end], "lines": [where.line_start, where.line_end]}
     if page_of is not None:
@@ -38,26 +38,21 @@ def _provenance(where: Span, text: str, lines: list[str], page_of: Any = None) -
     return out
 
 
-def evidence_entry(e: dict[str, Any], items: dict[str, Any], lines: list[str], page_of: Any = None,
+def evidence_entry(e: dict[str, Any], items: dict[str, Any], doc: DocumentText, page_of: Any = None,
                    body: tuple[int, int] | None = None) -> dict[str, Any]:
     """One requirement's evidence as results show it: `chunk` (the quote, whitespace collapsed,
     for reading) and exact provenance — `quote` is `read_span(docid, *chars)` byte for byte.
     `body` is the (first, last) line of the document's text, which sentences stay within."""
     text = e["chunk"]
-    where = (find_exact(lines, text, e["line_start"]) or find_loose(lines, text)) if text and lines else None
+    where = (doc.find_exact(text, e["line_start"]) or doc.find_loose(text)) if text and doc.lines else None
     entry = {"item": items.get(e["item_id"], {}).get("text", e["item_id"]), "score": e["score"],
              "chunk": " ".join(text.split()), "lines": [e["line_start"], e["line_end"]]}
-    if lines and where is not None:
-        full = document_text(lines)
-        offsets = line_offsets(lines)
-        first, last = body or (1, len(lines))
-        floor = offsets[first - 1] if 0 < first <= len(lines) else 0
-        ceiling = offsets[last - 1] + len(lines[last - 1]) if 0 < last <= len(lines) else len(full)
-        a, b = whole_sentences(full, where.char_start, where.char_end, floor, ceiling)  # passages may cut sentences
-        where = span_of(lines, a, b)
-        entry |= _provenance(where, full[a:b], lines, page_of)
-        entry["chunk"] = " ".join(full[a:b].split())
-    entry["more"] = _quotes(lines, e.get("also", []))
+    if where is not None:
+        floor, ceiling = doc.line_range(*(body or (1, len(doc.lines))))
+        a, b = whole_sentences(doc.text, where.char_start, where.char_end, floor, ceiling)  # passages may cut sentences
+        entry |= _provenance(doc.span(a, b), doc.text[a:b], page_of)
+        entry["chunk"] = " ".join(doc.text[a:b].split())
+    entry["more"] = _quotes(doc, e.get("also", []))
     return entry | ({"judged_by": e["judged_by"]} if e.get("judged_by") else {})
 
 
@@ -71,13 +66,13 @@ def ranked_entry(cand: Candidate, rec: Any, plan: Plan, corpus: Any, policy: Pol
     S, evidence per requirement, reason, and whether it meets no requirement (weak)."""
     items = {i["id"]: i for i in plan.get("checklist", [])}
     evidence = cand.get("evidence", [])
-    lines = corpus.lines(cand["docid"]) or []
+    doc = DocumentText.of(corpus.lines(cand["docid"]) or [])
     pages = (lambda line: page_of_line(rec, line)) if getattr(rec, "page_starts", None) else None
     return {
         "docid": cand["docid"], "title": rec.title, "year": rec.year, "score": round(cand.get("score", 0.0), 4),
         "rank_score": round(cand.get("rank_score", cand.get("fused", 0.0)), 6),
         "weak": not evidence or max(e["score"] for e in evidence) < WEAK_BELOW,
-        "evidence": [evidence_entry(e, items, lines, pages, body_lines(rec)) for e in evidence],
+        "evidence": [evidence_entry(e, items, doc, pages, body_lines(rec)) for e in evidence],
         "reason": policy.reason(plan, cand),
     }
 

@@ -41,7 +41,7 @@ def sentences(text: str) -> list[tuple[int, int]]:
     download): evidence needs whole sentences, not linguistics."""
     out: list[tuple[int, int]] = []
     for m in _SENTENCE.finditer(text):
-        end = len(text[:m.end()].rstrip()) if text[m.end() - 1].isspace() else m.end()
+        end = m.start() + len(m.group().rstrip())
         if out and _ABBREVIATION.search(text[out[-1][0]:out[-1][1]]) and not _PARAGRAPH.search(text, out[-1][1], m.start()):
             out[-1] = (out[-1][0], end)
         else:

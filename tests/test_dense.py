@@ -284,6 +284,7 @@ def test_evidence_keeps_the_best_chunks_per_item_with_line_ranges(col: Collectio
     kept as a line range and quoted from the store when a result is built."""
     from nodes.policy import HeuristicPolicy, JudgeInput
     from nodes.results import _quotes
+    from stores.spans import DocumentText
     from stores.records import quotable_chunks
 
     rec, lines = col.corpus.get("long1"), col.corpus.lines("long1")
@@ -297,7 +298,7 @@ def test_evidence_keeps_the_best_chunks_per_item_with_line_ranges(col: Collectio
     assert "penguins" in ev["chunk"] and ev["line_end"] == len(lines)
     (runner,) = ev["also"]
     assert runner["line_end"] < ev["line_start"]
-    (quote,) = _quotes(lines, ev["also"])
+    (quote,) = _quotes(DocumentText.of(lines), ev["also"])
     assert quote["lines"] == [runner["line_start"], runner["line_end"]] and quote["score"] == runner["score"]
     assert quote["chunk"] and quote["chunk"] in " ".join(" ".join(lines[runner["line_start"] - 1:runner["line_end"]]).split())
     assert col.corpus.read_span("long1", *quote["chars"]) == quote["quote"]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from nodes.results import evidence_entry
 from nodes.scoring import locate_evidence
 from stores.records import DocRecord, body_lines, chunk_document, document_lines, quotable_chunks
-from stores.spans import document_text, find_loose, span_of
+from stores.spans import DocumentText, document_text, find_loose, span_of
 
 WORDS = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=12)
 SENTENCE = st.builds(lambda ws, end, cap: (" ".join(ws)).capitalize() + end,
@@ -23,7 +23,7 @@ def quotes_for(rec: DocRecord, item_text: str) -> tuple[list[str], dict]:
     lines = document_lines(rec)
     chunks = quotable_chunks(rec, chunk_document(rec, lines))
     ev = locate_evidence({"id": "c1", "kind": "topic", "text": item_text, "weight": 1.0}, chunks, rec.title)
-    return lines, evidence_entry(ev, {}, lines, body=body_lines(rec))
+    return lines, evidence_entry(ev, {}, DocumentText.of(lines), body=body_lines(rec))
 
 
 @settings(max_examples=200, deadline=None)
@@ -66,7 +66,7 @@ def test_spans_read_back_from_the_store_for_every_document(literature) -> None:
         for item in (rec.title, " ".join(rec.text.split()[3:7]), "graph neural networks molecules"):
             ev = locate_evidence({"id": "c1", "kind": "topic", "text": item, "weight": 1.0},
                                  quotable_chunks(rec, corpus.chunks(rec.docid)), rec.title)
-            entry = evidence_entry(ev, {}, corpus.lines(rec.docid))
+            entry = evidence_entry(ev, {}, DocumentText.of(corpus.lines(rec.docid)))
             assert corpus.read_span(rec.docid, *entry["chars"]) == entry["quote"]
             checked += 1
     assert checked >= 100
@@ -82,7 +82,7 @@ def test_evidence_from_a_paged_source_cites_its_page() -> None:
     chunks = quotable_chunks(rec, chunk_document(rec, lines))
     for item, page in (("dense retrieval encoders", 2), ("cats sleep window", 1)):
         ev = locate_evidence({"id": "c1", "kind": "topic", "text": item, "weight": 1.0}, chunks, rec.title)
-        entry = evidence_entry(ev, {}, lines, lambda line: page_of_line(rec, line))
+        entry = evidence_entry(ev, {}, DocumentText.of(lines), lambda line: page_of_line(rec, line))
         assert entry["page"] == page, (item, entry)
         assert document_text(lines)[slice(*entry["chars"])] == entry["quote"]
 
