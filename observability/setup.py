@@ -96,7 +96,8 @@ def trace_files_on(env: Mapping[str, str] | None = None) -> bool:
     """Whether spans are written to local JSONL files: always, unless OTLP is configured and
     `QUARRY_TRACE_FILES=0` turns them off."""
     env = os.environ if env is None else env
-    return env.get("QUARRY_TRACE_FILES", "").strip() != "0" or _otlp_exporter(env) is None
+    otlp = any(env.get(k, "").strip() for k in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"))
+    return env.get("QUARRY_TRACE_FILES", "").strip() != "0" or not otlp
 
 
 def setup_tracing(service_name: str, home: Path) -> TracerProvider:
