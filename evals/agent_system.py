@@ -21,7 +21,7 @@ import sys
 import uuid
 from contextlib import contextmanager
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +107,20 @@ async def _run_jobs(col: Collection, texts: dict[str, str], modes: dict[str, str
     return results
 
 
+def held_out_verifier(collection: str, options: AgentOptions) -> AgentOptions:
+    """Options that never score a collection with a verifier trained on its own judgements: the
+    shipped verifier is switched off (heuristic order) for the collections it was trained on,
+    which is said on stderr; its held-out figures are in docs/eval/ranker.md."""
+    from stores.verifier_file import load_verifier_file
+
+    shipped = load_verifier_file()
+    if not (options.config.verifier and shipped and collection in shipped.get("trained_on", [])):
+        return options
+    print(f"note: the shipped verifier {shipped['name']} was trained on {collection}'s judgements; the agent is "
+          "evaluated here with the heuristic order (held-out verifier figures: docs/eval/ranker.md)", file=sys.stderr)
+    return replace(options, config=replace(options.config, verifier=False))
+
+
 def agent_runs(col: Collection, texts: dict[str, str], *, system: str = "agent", options: AgentOptions | None = None,
                answers: Mapping[str, str] | None = None, depth: int = 1000,
                on_done: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[tuple[str, float]]], dict]:
@@ -114,6 +128,7 @@ def agent_runs(col: Collection, texts: dict[str, str], *, system: str = "agent",
     trajectory, usage, grades of answers)."""
     options = options or AgentOptions()
     home = col.paths.root.parent.parent
+    options = held_out_verifier(col.name, options)
     grader = options.grader_spec()
     answers = {q: a for q, a in (answers or {}).items() if q in texts} if grader else {}
     modes = {q: "answer" if q in answers else "list" for q in texts}

@@ -14,10 +14,47 @@ from nodes.config import config_of
 from nodes.policy import AnswerRequest, HeuristicPolicy
 from nodes.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
 from nodes.pool import load_pool
-from nodes.ranker import HEURISTIC_ORDER, final_order
+from nodes.ranker import ALT_BM25, HEURISTIC_ORDER, RankContext, final_order
 from nodes.runtime import runtime
 from nodes.state import JobState, model_step_update, ranked_candidates
 from nodes.scoring import violated_constraint
+
+
+@dataclass
+class RankerInputs:
+    """Everything `nodes.ranker.final_order` reads besides the pool (the same for a job and for
+    `evals.train_ranker`, which learns from exactly these)."""
+
+    channel_of: dict[str, str]
+    neighbours: dict[str, set[str]]
+    lengths: dict[str, int]
+    context: RankContext
+
+
+def ranker_inputs(rt: Any, state: JobState, candidates: dict[str, Any]) -> RankerInputs:
+    """The verified candidates' citation links and lengths, the job's rankings (intent's lexical
+    and semantic search, and the others) and their BM25 scores under `ALT_BM25`."""
+    col = rt.collection(state)
+    verified = [d for d, c in candidates.items() if c.get("verified_version") and not c.get("excluded")]
+    neighbours = {d: {n for n, _ in col.citations.references(d)} | {n for n, _ in col.citations.cited_by(d)}
+                  for d in verified} if len(col.citations) else {}
+    lengths = {d: len(r.text) for d, r in col.corpus.get_many(verified).items()}
+    searches = [s for s in state.get("searches", []) if str(s.get("search_id", "")).startswith("s")]
+    channel_of = {s["search_id"]: s["channel"] for s in state.get("searches", []) if s.get("search_id")}
+    first = {ch: next((s for s in searches if s.get("channel") == ch), None) for ch in ("lexical", "semantic")}
+    intent_query = (first["lexical"] or {}).get("query", "")
+    tools = rt.tools(state)
+
+    def docids(search: dict[str, Any] | None) -> tuple[str, ...]:
+        ranking = tools.ranking(search["search_id"]) if search else None
+        return tuple(ranking.docids) if ranking else ()
+
+    others = [docids(s) for s in searches if s is not first["lexical"] and s is not first["semantic"]
+              and s.get("query") != intent_query]
+    alt = {(k1, b): col.lucene.score_documents(intent_query, verified, k1=k1, b=b) for k1, b in ALT_BM25} \
+        if intent_query and verified else {}
+    return RankerInputs(channel_of, neighbours, lengths,
+                        RankContext(docids(first["lexical"]), docids(first["semantic"]), others, alt))
 
 
 @dataclass
@@ -37,13 +74,9 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     candidates = load_pool(rt.jobs, state)
     verifier = rt.verifier() if cfg.verifier else None
     if verifier is not None:
-        col = rt.collection(state)
-        verified = [d for d, c in candidates.items() if c.get("verified_version") and not c.get("excluded")]
-        neighbours = {d: {n for n, _ in col.citations.references(d)} | {n for n, _ in col.citations.cited_by(d)}
-                      for d in verified} if len(col.citations) else {}
-        lengths = {d: len(r.text) for d, r in col.corpus.get_many(verified).items()}
-        channel_of = {s["search_id"]: s["channel"] for s in state.get("searches", []) if s.get("search_id")}
-        pool = final_order(candidates, channel_of, verifier, neighbours=neighbours, lengths=lengths)
+        inputs = ranker_inputs(rt, state, candidates)
+        pool = final_order(candidates, inputs.channel_of, verifier, neighbours=inputs.neighbours,
+                           lengths=inputs.lengths, context=inputs.context)
     else:
         pool = ranked_candidates(candidates)
     records = corpus.get_many([c["docid"] for c in pool[:cfg.run_depth]])

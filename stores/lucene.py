@@ -188,15 +188,18 @@ class LuceneIndex:
             scores.append(float(hit.score))
         return tuple(docids), tuple(scores)
 
-    def score_documents(self, text: str, docids: Iterable[str]) -> dict[str, float]:
+    def score_documents(self, text: str, docids: Iterable[str], *, k1: float | None = None,
+                        b: float | None = None) -> dict[str, float]:
         """The BM25 score `search` would give each of these documents for `text` (0.0 when no
         term matches or the docid is unknown), without ranking the whole collection — how well
-        one requirement's words match a candidate, on the same scale as the lexical channel."""
+        one requirement's words match a candidate, on the same scale as the lexical channel
+        (or, with k1/b, under another BM25 setting)."""
         ids = list(dict.fromkeys(docids))
         query = bag_of_words(text)
         if not query or not ids:
             return {d: 0.0 for d in ids}
-        reader, similarity = _scorer(str(self.folder), self.meta.k1, self.meta.b)
+        reader, similarity = _scorer(str(self.folder), self.meta.k1 if k1 is None else float(k1),
+                                     self.meta.b if b is None else float(b))
         return {d: max(0.0, float(reader.compute_query_document_score(d, query, similarity=similarity))) for d in ids}
 
 

@@ -66,3 +66,89 @@ def test_a_verifier_on_a_subset_of_the_features_scores_full_vectors() -> None:
     vector = [0.0] * len(FEATURES)
     vector[FEATURES.index("ev_coverage")], vector[FEATURES.index("S")] = 1.0, 0.5
     assert v.score(vector) == pytest.approx(0.25 + 2.0 * (1.0 - 0.5) / 0.5 + 0.5)
+
+
+def test_rank_features_read_the_intent_rankings_feedback_and_alternative_bm25() -> None:
+    from nodes.ranker import ABSENT_RANK, RRF_K, RankContext
+
+    ctx = RankContext(lexical=("b", "a", "q"), semantic=("c", "a"), others=[("q", "c"), ("a", "b", "c")],
+                      alt_bm25={(1.2, 0.75): {"a": 1.0, "b": 3.0, "c": 2.0}})
+    feats = candidate_features(list(POOL.values()), CHANNELS, context=ctx)
+    a, b, c = (dict(zip(FEATURES, feats[d])) for d in "abc")
+    rrf = lambda r: 1.0 / (RRF_K + r)  # noqa: E731
+    assert a["lex0_rrf"] == rrf(2) and a["sem0_rrf"] == rrf(2) and a["feedback_rrf"] == rrf(1)
+    assert b["lex0_rrf"] == rrf(1) and b["sem0_rrf"] == rrf(ABSENT_RANK), "b is not in the semantic ranking"
+    assert c["feedback_rrf"] == rrf(2), "the best rank over the other rankings"
+    assert b["s_rrf"] == rrf(1) and a["s_rrf"] == rrf(2) and c["s_rrf"] == rrf(3)
+    assert a["evmax_rrf"] == rrf(1) and b["evmax_rrf"] == rrf(2), "a's best requirement scores 5, b's 4"
+    assert [round(1 / x - RRF_K) for x in (b["bm25_k1.2_b0.75_rrf"], c["bm25_k1.2_b0.75_rrf"], a["bm25_k1.2_b0.75_rrf"])] == [1, 2, 3]
+    assert a["bm25_k2_b0.75_rrf"] == rrf(ABSENT_RANK), "a setting with no scores ranks nobody"
+
+
+def test_without_context_the_rank_features_are_uniform_where_they_need_it() -> None:
+    from nodes.ranker import ABSENT_RANK, RRF_K
+
+    feats = candidate_features(list(POOL.values()), CHANNELS)
+    for d in "abc":
+        v = dict(zip(FEATURES, feats[d]))
+        assert v["lex0_rrf"] == v["sem0_rrf"] == v["feedback_rrf"] == 1.0 / (RRF_K + ABSENT_RANK)
+
+
+def _dataset(name: str, n_queries: int, seed: int) -> dict:
+    """Synthetic heads where the relevant documents are the ones ranked high by feedback_rrf, not lex0."""
+    import random
+
+    rng = random.Random(seed)
+    queries, qrels = [], {}
+    for q in range(n_queries):
+        feats, grades = {}, {}
+        for i in range(30):
+            relevant = i < 3
+            vec = [1 / (60 + rng.randrange(1, 100)) for _ in FEATURES]  # reciprocal ranks, as the real ones
+            vec[FEATURES.index("feedback_rrf")] = 1 / (60 + (i + 1 if relevant else 4 + rng.randrange(100)))
+            feats[f"d{i}"] = vec
+            if relevant:
+                grades[f"d{i}"] = 1
+        queries.append({"qid": str(q), "run": list(feats), "features": feats})
+        qrels[str(q)] = grades
+    return {"collection": name, "queries": queries, "qrels": qrels}
+
+
+def test_coordinate_ascent_learns_the_feature_that_orders_relevant_documents_first() -> None:
+    from evals.train_ranker import _head_matrices, _mean_ndcg, fit_ascent
+    import numpy as np
+
+    train = [_dataset("one", 20, 1), _dataset("two", 20, 2)]
+    v = fit_ascent(train)
+    w = dict(zip(v.features, v.weights))
+    assert w["feedback_rrf"] > w["lex0_rrf"], w
+    held = _head_matrices([_dataset("three", 20, 3)], v.features)[0]
+    assert _mean_ndcg(held, np.asarray(v.weights)) > _mean_ndcg(held, np.ones(len(v.features))) + 0.1
+
+
+def test_a_verifier_ships_only_if_it_beats_the_heuristic_order_and_loses_clearly_nowhere() -> None:
+    from evals.train_ranker import shipping_decision
+
+    def row(name: str, rel: float, p: float) -> dict:
+        return {"held_out": name, "ascent_ranks_vs_agent": {"relative": rel, "p": p}}
+
+    ok, why = shipping_decision([row("x", 0.02, 0.01), row("y", -0.01, 0.4)], "ascent_ranks", {"ascent_ranks": 0.04}, 0.02)
+    assert ok, why
+    ok, why = shipping_decision([row("x", 0.05, 0.01), row("y", -0.02, 0.01)], "ascent_ranks", {"ascent_ranks": 0.04}, 0.02)
+    assert not ok and "significantly worse than the heuristic order on y" in why
+    ok, why = shipping_decision([row("x", 0.0, 1.0)], "ascent_ranks", {"ascent_ranks": 0.01}, 0.02)
+    assert not ok and "does not beat the heuristic order" in why
+    ok, why = shipping_decision([], "lambdamart", {"lambdamart": 0.5}, 0.0)
+    assert not ok and "not linear" in why
+
+
+def test_evaluation_never_scores_a_collection_with_a_verifier_trained_on_it(monkeypatch, capsys) -> None:
+    import stores.verifier_file as vf
+    from evals.agent_system import AgentOptions, held_out_verifier
+
+    monkeypatch.setattr(vf, "load_verifier_file", lambda: {"name": "v", "trained_on": ["cacm", "cranfield"]})
+    assert held_out_verifier("cacm", AgentOptions()).config.verifier is False
+    assert "trained on cacm" in capsys.readouterr().err
+    assert held_out_verifier("unseen", AgentOptions()).config.verifier is True
+    monkeypatch.setattr(vf, "load_verifier_file", lambda: None)
+    assert held_out_verifier("cacm", AgentOptions()).config.verifier is True
