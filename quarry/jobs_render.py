@@ -58,8 +58,20 @@ def render_answer(result: dict[str, Any]) -> None:
     out.print("")
 
 
-SCORE_HELP = ("rank: the score the list is ordered by (reciprocal-rank fusion of the verification score S and "
-              "the retrieval score; for react jobs, the model's order); S = (mean requirement score + p) / 6, 0–1")
+S_HELP = "S = (mean requirement score + p) / 6, 0–1"
+
+
+def score_help(result: dict[str, Any]) -> str:
+    """What the `rank` column means for this result: it depends on the order the job used."""
+    ranker = str(result.get("ranker") or "")
+    if ranker.startswith("verifier"):
+        how = (f"the learned verifier {ranker}: weighted reciprocal ranks of the document in the job's searches, "
+               "by S and under other BM25 settings — docs/eval/ranker.md")
+    elif result.get("policy") == "react":
+        how = "the model's order, then the job's fused rankings"
+    else:
+        how = "reciprocal-rank fusion of the verification score S and the retrieval score"
+    return f"rank: the score the list is ordered by ({how}); {S_HELP}"
 
 
 def _evidence_lines(item: dict[str, Any], full: bool) -> list[str]:
@@ -94,7 +106,7 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
     ranked = result.get("ranked", [])
     strong = [r for r in ranked if not r.get("weak")]
     weak = [r for r in ranked if r.get("weak")]
-    table = Table(show_lines=True, caption=SCORE_HELP if ranked else None, caption_justify="left")
+    table = Table(show_lines=True, caption=_t(score_help(result)) if ranked else None, caption_justify="left")
     table.add_column("#", justify="right")
     table.add_column("docid")
     table.add_column("rank", justify="right")

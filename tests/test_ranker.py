@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.ranker import FEATURES, Verifier, candidate_features, final_order
+from nodes.ranker import FEATURES, HEURISTIC_ORDER, Verifier, candidate_features, final_order
 from nodes.state import ranked_candidates
 
 
@@ -152,3 +152,11 @@ def test_evaluation_never_scores_a_collection_with_a_verifier_trained_on_it(monk
     assert held_out_verifier("unseen", AgentOptions()).config.verifier is True
     monkeypatch.setattr(vf, "load_verifier_file", lambda: None)
     assert held_out_verifier("cacm", AgentOptions()).config.verifier is True
+
+
+def test_the_results_table_says_which_order_its_rank_column_is() -> None:
+    from quarry.jobs_render import score_help
+
+    assert "learned verifier verifier-v2@abc" in score_help({"ranker": "verifier-v2@abc", "policy": "heuristic"})
+    assert "reciprocal-rank fusion of the verification score" in score_help({"ranker": HEURISTIC_ORDER})
+    assert "the model's order" in score_help({"ranker": "the model's submission", "policy": "react"})
