@@ -46,6 +46,7 @@ TRANSFERABLE = tuple(f for f in FEATURES if f not in ("log_len", "cites_top", "c
                      and f not in RANK_FEATURES)
 ASCENT_STEPS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)   # the weights coordinate ascent tries for each feature
 ASCENT_PASSES = 3
+NOTES_HEADING = "## What this says"
 
 
 def _collect_one(rt, col: Collection, qid: str, text: str) -> dict[str, Any]:
@@ -271,7 +272,10 @@ def main() -> None:
     gain = {label: float(np.mean([r[f"{label}_vs_hybrid"]["relative"] for r in results])) for label in labels}
     heuristic_gain = float(np.mean([r["agent_heuristic"] / r["hybrid"] - 1 for r in results]))
     best = max(gain, key=gain.get)
-    REPORT.write_text(report(results, labels, gain, heuristic_gain, best, datasets))
+    # The hand-written reading of the figures ("## What this says") is kept across regenerations.
+    old = REPORT.read_text() if REPORT.is_file() else ""
+    notes = old[old.index(NOTES_HEADING):] if NOTES_HEADING in old else ""
+    REPORT.write_text(report(results, labels, gain, heuristic_gain, best, datasets) + ("\n" + notes if notes else ""))
     print(f"wrote {REPORT}; best held-out scorer {best}: {gain[best]:+.2%} over hybrid on average "
           f"(heuristic order {heuristic_gain:+.2%})")
     ship, reason = shipping_decision(results, best, gain, heuristic_gain)

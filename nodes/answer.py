@@ -72,7 +72,9 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     corpus = rt.collection(state).corpus
     plan = state.get("plan", {})
     candidates = load_pool(rt.jobs, state)
-    verifier = rt.verifier() if cfg.verifier else None
+    # The verifier was trained on the heuristic policy's scores; a model policy's librarians score
+    # on their own scale, so its order stays the rule's.
+    verifier = rt.verifier() if cfg.verifier and state.get("policy", "heuristic") == "heuristic" else None
     if verifier is not None:
         inputs = ranker_inputs(rt, state, candidates)
         pool = final_order(candidates, inputs.channel_of, verifier, neighbours=inputs.neighbours,

@@ -16,6 +16,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from nodes.config import JobConfig, ModelSettings, Price
+from nodes.ranker import HEURISTIC_ORDER
 from tests.conftest import LITERATURE
 from tests.fakes import ModelRouter, ScriptedChatModel, structured_reply, usage
 from workflows.client import new_job_id, submit
@@ -87,6 +88,7 @@ async def test_llm_policy_plans_judges_in_parallel_batches_and_answers_with_chec
     result, events = await run_job(env, quarry_home, nav, judge, mode="answer")
     assert result["status"] == "completed" and result["policy"] == "llm" and result["fallbacks"] == []
     assert result["stop_reason"] == "navigator_done" and result["rounds"] == 1
+    assert result["ranker"] == HEURISTIC_ORDER, "the verifier was trained on heuristic scores, not a librarian model's"
 
     # The navigator's checklist (after one repair), with the user's whole requirement kept as c0.
     checklist = [(i["id"], i["kind"], i["text"]) for i in result["checklist"]]
