@@ -19,8 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.slices import DEFAULT_DATASETS, corpus_slice
+
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATASETS = REPO / ".." / "shared" / "datasets"
 NAME = "bench-add"
 
 
@@ -43,9 +44,8 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="quarry-bench-add-"))
     home = work / "home"
-    lines = (args.datasets / "cacm" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[: args.docs]
     base = work / "base.jsonl"
-    base.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    lines = corpus_slice(args.datasets, "cacm", args.docs, base)
     notes = work / "notes"
     notes.mkdir()
     extra = []

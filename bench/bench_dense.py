@@ -17,8 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.slices import DEFAULT_DATASETS, corpus_slice
+
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATASETS = REPO / ".." / "shared" / "datasets"
 TARGET_RATIO = 1.2
 
 
@@ -32,9 +33,8 @@ def main() -> None:
     from stores.dense import DenseIndex, _model
 
     home = Path(tempfile.mkdtemp(prefix="quarry-bench-dense-"))
-    lines = (args.datasets / "cacm" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:args.docs]
     src = home / "slice.jsonl"
-    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    lines = corpus_slice(args.datasets, "cacm", args.docs, src)
     ingest(src, "slice", home=home, build_lucene=False)
     col = Collection("slice", home)
     texts = [c.text for c in col.corpus.iter_chunks()]

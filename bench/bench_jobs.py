@@ -26,8 +26,9 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.slices import DEFAULT_DATASETS
+
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATASETS = REPO / ".." / "shared" / "datasets"
 COLLECTIONS = ("cacm", "scifact-train")
 TARGET_RATIO = 1.25
 TARGET_RSS_GB = 2.0

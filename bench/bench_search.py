@@ -31,6 +31,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from bench.slices import DEFAULT_DATASETS
 from typing import Any
 
 import numpy as np
@@ -42,7 +44,6 @@ from stores.jvm import pyserini_lucene
 from stores.lucene import build_index, run_index_collection
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATASETS = REPO / ".." / "shared" / "datasets"
 DEFAULT_OUT = REPO / "bench" / "out" / "bench_search.json"
 COLLECTIONS = ("cacm", "scifact-train")
 TARGET_RATIO = 1.1

@@ -73,4 +73,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from stores.errors import run_script
+
+    run_script(main)

@@ -371,4 +371,6 @@ def report(results: list[dict[str, Any]], labels: list[str], gain: dict[str, flo
 
 
 if __name__ == "__main__":
-    main()
+    from stores.errors import run_script
+
+    run_script(main)

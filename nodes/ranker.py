@@ -8,8 +8,8 @@ the other top candidates, and the document's length — and, for a scorer that m
 collections it was not trained on, the same signals as reciprocal ranks 1/(60 + rank) (`RANK_FEATURES`):
 rank in the intent's own lexical and semantic searches, best rank in the job's other (feedback)
 searches, rank by S and by the best requirement's evidence among the verified, and rank under three
-other BM25 settings of the intent's words (k1 1.2–4, b 0.75: the settings tuning chose on the team's
-collections, which rank a collection's documents differently from the index's own). A rank carries
+other BM25 settings of the intent's words (k1 1.2–4, b 0.75: near the settings cross-validated tuning chose on the team's
+collections — so the leave-one-collection-out figures are not fully blind to them, docs/eval/ranker.md). A rank carries
 across collections where a raw score's scale does not. A `Verifier` (weights trained by
 `python -m evals.train_ranker`) scores verified candidates; the final order is by that score,
 unverified candidates after them as before. Without a verifier the rule in
@@ -171,7 +171,7 @@ def final_order(candidates: Mapping[str, Candidate], channel_of: Mapping[str, st
     feats = candidate_features(list(candidates.values()), channel_of, neighbours=neighbours, lengths=lengths,
                                context=context)
     position = {c["docid"]: i for i, c in enumerate(heuristic)}
-    scored = sorted((c for c in heuristic if c["docid"] in feats),
-                    key=lambda c: (-verifier.score(feats[c["docid"]]), position[c["docid"]]))
-    rest = [c for c in heuristic if c["docid"] not in feats]
-    return [dict(c, rank_score=round(verifier.score(feats[c["docid"]]), 6)) for c in scored] + rest
+    score = {d: verifier.score(vector) for d, vector in feats.items()}
+    scored = sorted((c for c in heuristic if c["docid"] in score), key=lambda c: (-score[c["docid"]], position[c["docid"]]))
+    rest = [c for c in heuristic if c["docid"] not in score]
+    return [dict(c, rank_score=round(score[c["docid"]], 6)) for c in scored] + rest

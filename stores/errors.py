@@ -6,6 +6,8 @@ stable status, instead of a stack trace.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class QuarryError(Exception):
     """A user-facing failure: `code` is stable for scripts, `hint` says how to repair it."""
@@ -32,3 +34,15 @@ class IngestError(QuarryError):
             hint or "fix the records named above (file:line) and run the ingest again",
         )
         self.problems = problems
+
+
+def run_script(main: Callable[[], None]) -> None:
+    """Run a module's `main` (evals/, bench/ scripts) so a QuarryError ends it with one line and
+    its hint on stderr, exit 2 — never a traceback — as the `quarry` command does."""
+    import sys
+
+    try:
+        main()
+    except QuarryError as err:
+        print(f"error ({err.code}): {err}", file=sys.stderr)
+        raise SystemExit(2) from None

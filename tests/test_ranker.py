@@ -160,3 +160,13 @@ def test_the_results_table_says_which_order_its_rank_column_is() -> None:
     assert "learned verifier verifier-v2@abc" in score_help({"ranker": "verifier-v2@abc", "policy": "heuristic"})
     assert "reciprocal-rank fusion of the verification score" in score_help({"ranker": HEURISTIC_ORDER})
     assert "the model's order" in score_help({"ranker": "the model's submission", "policy": "react"})
+
+
+def test_the_trainer_on_a_home_without_the_collections_says_so_without_a_traceback(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "evals.train_ranker", "--home", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "error (no_collection): collection 'cacm' does not exist" in proc.stderr and "hint: ingest it" in proc.stderr
