@@ -27,6 +27,11 @@ _SENTENCE = re.compile(r"\S.*?(?:[.!?][\"')\]]*(?=\s+[A-Z0-9\"'(\[])|(?=\n[ \t]*
 # Endings that are abbreviations, not sentence ends ("e.g.", "Fig.", "et al.", an initial "J.").
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|et al|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|No|Dr|Mr|Mrs|Ms|Prof|Inc|Ltd|approx)|"
                            r"\b[A-Z])\.$")
+# A text with no capital letter at all (a lower-cased corpus, as Cranfield's) marks no sentence
+# start by case: there any word may start a sentence, and abbreviations are known in any case.
+_SENTENCE_CASELESS = re.compile(r"\S.*?(?:[.!?][\"')\]]*(?=\s+[\w\"'(\[])|(?=\n[ \t]*\n)|\Z)", re.S)
+_ABBREVIATION_CASELESS = re.compile(r"\b(?:e\.g|i\.e|et al|etc|vs|cf|fig|figs|eq|eqs|sec|no|dr|mr|mrs|ms|prof|inc|ltd|"
+                                    r"approx)\.$")
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 
 
@@ -39,10 +44,12 @@ def sentences(text: str) -> list[tuple[int, int]]:
     """`[start, end)` of each sentence of `text` (whitespace between them excluded). A regular
     expression with an abbreviation list, not a trained splitter (NLTK's punkt needs a model
     download): evidence needs whole sentences, not linguistics."""
+    cased = any(c.isupper() for c in text)
+    pattern, abbreviation = (_SENTENCE, _ABBREVIATION) if cased else (_SENTENCE_CASELESS, _ABBREVIATION_CASELESS)
     out: list[tuple[int, int]] = []
-    for m in _SENTENCE.finditer(text):
+    for m in pattern.finditer(text):
         end = m.start() + len(m.group().rstrip())
-        if out and _ABBREVIATION.search(text[out[-1][0]:out[-1][1]]) and not _PARAGRAPH.search(text, out[-1][1], m.start()):
+        if out and abbreviation.search(text[out[-1][0]:out[-1][1]]) and not _PARAGRAPH.search(text, out[-1][1], m.start()):
             out[-1] = (out[-1][0], end)
         else:
             out.append((m.start(), end))

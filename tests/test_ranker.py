@@ -126,6 +126,20 @@ def test_coordinate_ascent_learns_the_feature_that_orders_relevant_documents_fir
     assert _mean_ndcg(held, np.asarray(v.weights)) > _mean_ndcg(held, np.ones(len(v.features))) + 0.1
 
 
+def test_the_in_sample_bound_fits_the_held_out_collection_itself() -> None:
+    """The report's bound re-orders a collection with weights fitted on that collection's own
+    judgements: where one feature orders the relevant documents first it reaches a perfect nDCG,
+    even though the agent's run put them last."""
+    from evals.train_ranker import in_sample_bound
+
+    data = _dataset("self", 12, 4)
+    for row in data["queries"]:
+        row["run"] = row["run"][::-1]  # the relevant documents d0–d2 last
+    hybrid = {q: {"ndcg@20": 0.5} for q in data["qrels"]}
+    bound = in_sample_bound(data, data["qrels"], "ndcg@20", hybrid)
+    assert bound["score"] == pytest.approx(1.0) and bound["relative"] == pytest.approx(1.0)
+
+
 def test_a_verifier_ships_only_if_it_beats_the_heuristic_order_and_loses_clearly_nowhere() -> None:
     from evals.train_ranker import shipping_decision
 

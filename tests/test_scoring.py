@@ -154,3 +154,22 @@ def test_evidence_quotes_whole_sentences_with_their_own_lines() -> None:
     short, start, end = sentence_quote(Chunk(docid="d", chunk_no=0, line_start=1, line_end=2,
                                              text="Dense retrieval.\nIt works well on many open benchmarks, as shown by several careful studies."), {"dense"})
     assert short.startswith("Dense retrieval.\nIt works") and (start, end) == (1, 2), "a short sentence takes the next"
+
+
+def test_a_lower_cased_text_still_splits_into_sentences() -> None:
+    """Some corpora are lower-cased throughout (Cranfield's abstracts: "… slipstream . an
+    experimental study …"): their sentences start with a small letter, and a quote is still one
+    sentence, not the whole passage; abbreviations in small letters do not end one."""
+    from nodes.scoring import sentences
+    text = ("experimental investigation of a wing in a slipstream . an experimental study of a wing in a "
+            "propeller slipstream was made (see fig. 3, e.g. the tip) . the results agree with theory .")
+    got = [text[a:b] for a, b in sentences(text)]
+    assert got == ["experimental investigation of a wing in a slipstream .",
+                   "an experimental study of a wing in a propeller slipstream was made (see fig. 3, e.g. the tip) .",
+                   "the results agree with theory ."]
+    ev = locate_evidence({"id": "c1", "kind": "topic", "text": "results agree theory", "weight": 1.0},
+                         [Chunk(docid="d", chunk_no=1, line_start=1, line_end=1, text=text)])
+    assert ev["chunk"] == "the results agree with theory ."
+    cased = "We saw it. then it went on. And stopped."
+    assert [cased[a:b] for a, b in sentences(cased)] == ["We saw it. then it went on.", "And stopped."], \
+        "a text with capitals keeps the case rule"
