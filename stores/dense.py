@@ -48,7 +48,7 @@ from stores.embedder import MODEL_NAME, _model, embed_texts, model_dir  # noqa: 
 from stores.errors import QuarryError
 from stores.home import CollectionPaths
 from stores.locks import writer_lock
-from stores.lucene import Hit, replace_dir
+from stores.lucene import Hit, replace_dir, restore_interrupted_swap
 from stores.readers import ProgressFn
 from stores.records import Chunk
 
@@ -246,6 +246,7 @@ class DenseIndex:
     @property
     def meta(self) -> DenseMeta | None:
         """The sidecar of the current build, or None when there is no dense index."""
+        restore_interrupted_swap(self.folder)
         return DenseMeta.load(self.folder)
 
     def is_current(self, fingerprint: str) -> bool:

@@ -238,8 +238,22 @@ def forget_searchers() -> None:
         _scorer_cached.cache_clear()
 
 
+def restore_interrupted_swap(target: Path) -> None:
+    """Undo a `replace_dir` that stopped between its two renames (a crash, a kill): `target`
+    is gone and its complete previous copy waits as `target.old`, so it is put back — readers
+    then see the old build rather than none."""
+    old = target.with_name(target.name + ".old")
+    if not target.exists() and old.is_dir():
+        try:
+            old.rename(target)
+        except FileNotFoundError:  # another process restored (or a new swap finished) first
+            pass
+
+
 def replace_dir(new: Path, target: Path) -> None:
-    """Swap `new` into `target` so that `target` is either fully old or fully new."""
+    """Swap `new` into `target` so that `target` is either fully old or fully new (a swap cut
+    between its two renames is undone by `restore_interrupted_swap`)."""
+    restore_interrupted_swap(target)
     old = target.with_name(target.name + ".old")
     if old.exists():
         shutil.rmtree(old)

@@ -182,6 +182,21 @@ def test_missing_and_stale_index_errors_then_rebuild(home: Path, tmp_path: Path)
     assert Collection("drift", home=home).dense.search("volcano eruption lava", k=3)[0].docid == "astro1"
 
 
+def test_a_swap_cut_between_its_renames_leaves_the_old_build_readable(home: Path, tmp_path: Path) -> None:
+    """A rebuild killed after moving the current build aside and before moving the new one in
+    leaves `chroma.old` and no `chroma`: the next reader puts the old build back and searches it."""
+    ingest(write_jsonl(tmp_path / "cut.jsonl", fixture_docs()), "cut", home=home, build_lucene=False)
+    col = Collection("cut", home=home)
+    built = DenseIndex(col.paths, "cut").build(col.corpus)
+    before = [h.docid for h in col.dense.search("volcano eruption lava", k=3)]
+    folder = col.paths.chroma_dir
+    folder.rename(folder.with_name(folder.name + ".old"))  # the state a kill between the renames leaves
+    again = Collection("cut", home=home)
+    assert [h.docid for h in again.dense.search("volcano eruption lava", k=3)] == before and before
+    assert DenseIndex(again.paths, "cut").meta.build_id == built.build_id
+    assert folder.is_dir() and not folder.with_name(folder.name + ".old").exists()
+
+
 def test_server_configuration_selects_http_client(col: Collection, monkeypatch: pytest.MonkeyPatch) -> None:
     import chromadb
 
