@@ -123,6 +123,9 @@ def emit_agent_span(ref: AgentTrace, *, job_id: str, intent: str, output: Mappin
     if status == "failed":
         span.set_attribute("error.type", (error or "JobFailed").split(":", 1)[0][:100])
         span.set_status(Status(StatusCode.ERROR, clip(error or "the job failed", 500)))
+    elif status == "terminated":  # cut off from outside: the agent did not finish its work
+        span.set_attribute("error.type", "JobTerminated")
+        span.set_status(Status(StatusCode.ERROR, clip(error or "the job was terminated", 500)))
     else:
         span.set_status(Status(StatusCode.OK))
     span.end()

@@ -491,13 +491,37 @@ def job_terminate(job_id: str, reason: Annotated[str, typer.Option(help="Recorde
     _set_address(address)
     _refuse_finished(job_id)
 
+    from workflows.client import terminate_job
+
     async def main():
         client = await _client()
-        await client.get_workflow_handle(job_id).terminate(reason=reason[:300])
-    _run(main(), job_id)
-    if _known_job(job_id):
+        return await terminate_job(client, job_id, reason[:300])
+    trace = _run(main(), job_id)
+    row = _known_job(job_id)
+    if row:
         _store().mark(job_id, "terminated", reason[:300])
+    if trace:
+        _close_terminated_trace(trace, job_id, row, reason[:300])
     out.print(f"{job_id} terminated", highlight=False)
+
+
+def _close_terminated_trace(trace: dict[str, Any], job_id: str, row: dict[str, Any] | None, reason: str) -> None:
+    """Emit the terminated job's `invoke_agent` span (status ERROR, the reason as its message), so
+    its trace has a root like every other job's; recorded in the job store as finish_job does."""
+    from observability import setup_tracing, shutdown_tracing
+    from observability.agent_span import AgentTrace, emit_agent_span
+
+    ref = AgentTrace.from_dict(trace)
+    home = quarry_home()
+    setup_tracing("quarry-cli", home)
+    try:
+        emit_agent_span(ref, job_id=job_id, intent=str((row or {}).get("intent", "")), output={"ranked": []},
+                        status="terminated", error=reason,
+                        attributes={"quarry.collection": str((row or {}).get("collection", ""))})
+    finally:
+        shutdown_tracing()
+    if row:
+        _store().set_trace(job_id, ref.trace_id)
 
 
 @job_app.command("rerun")

@@ -457,9 +457,13 @@ def test_job_commands_with_no_worker_say_so(home, server) -> None:
         res = cli(*args)
         assert res.exit_code != 0 and "(no_worker)" in res.output and "Traceback" not in res.output, res.output
     assert cli("stop", handle.id).exit_code == 0
-    res = cli("terminate", handle.id)
+    res = cli("terminate", handle.id, "--reason", "drill over")
     assert res.exit_code == 0 and "terminated" in res.output
     assert JobStore(home / "jobs.sqlite").get(handle.id)["status"] == "terminated"
+    # the job ran no code after it was terminated: the command closes its trace with the root span
+    roots = [s for s in job_spans(home, handle.id) if s["name"] == "invoke_agent quarry"]
+    assert len(roots) == 1 and roots[0]["status"] == "ERROR" and roots[0]["parent_span_id"] is None, roots
+    assert roots[0]["attributes"]["quarry.status"] == "terminated" and roots[0]["attributes"]["error.type"] == "JobTerminated"
     listed = CliRunner().invoke(app, ["--home", str(home), "job", "list", "--status", "terminated", "--json",
                                       "--temporal-address", server.address])
     assert handle.id in {json.loads(line)["job_id"] for line in listed.stdout.splitlines() if line.strip()}

@@ -18,6 +18,7 @@ from workflows.search_job import SearchJob
 from workflows.shared import JobInput, task_queue, temporal_address, temporal_namespace, web_ui_url  # noqa: F401
 
 
+AGENT_TRACE_MEMO = "quarry_agent_trace"  # the job's invoke_agent span identity, readable without a worker
 STARTING_UP_WAIT_S = 30.0  # a dev server that just (re)started answers "not healthy yet" for a few seconds
 
 
@@ -67,7 +68,8 @@ async def _start(client: Client, inp: JobInput, queue: str | None) -> WorkflowHa
     summary = f"{inp.collection} · {inp.policy} · {inp.intent[:120]}"
     details = f"**intent**: {inp.intent[:2000]}\n\n**collection**: {inp.collection} · **mode**: {inp.mode} · " \
               f"**policy**: {inp.policy} · **budget**: {inp.budget_seconds:g} s"
-    common = dict(id=inp.job_id, task_queue=queue or task_queue(), static_summary=summary, static_details=details)
+    common = dict(id=inp.job_id, task_queue=queue or task_queue(), static_summary=summary, static_details=details,
+                  memo={AGENT_TRACE_MEMO: inp.trace} if inp.trace else None)
     try:
         return await client.start_workflow(SearchJob.run, replace(inp, indexed=True), **common,
                                            search_attributes=TypedSearchAttributes(initial_attributes(inp)))
@@ -75,6 +77,17 @@ async def _start(client: Client, inp: JobInput, queue: str | None) -> WorkflowHa
         if "search attribute" not in str(err).lower():
             raise
         return await client.start_workflow(SearchJob.run, replace(inp, indexed=False), **common)
+
+
+async def terminate_job(client: Client, job_id: str, reason: str) -> dict[str, Any] | None:
+    """Terminate a job at once and return its agent span identity (kept in the workflow's memo
+    at submission; None for a job started without one): a terminated workflow runs no more code,
+    so whoever terminates it closes the job's trace."""
+    handle = client.get_workflow_handle(job_id)
+    memo = await (await handle.describe()).memo()
+    await handle.terminate(reason=reason)
+    trace = memo.get(AGENT_TRACE_MEMO)
+    return trace if isinstance(trace, dict) else None
 
 
 async def result(client: Client, job_id: str) -> dict[str, Any]:
