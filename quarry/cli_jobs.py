@@ -242,19 +242,20 @@ def register(app: typer.Typer) -> None:
     def worker(address: AddressOpt = None) -> None:
         """Run a worker for search jobs in this terminal (Ctrl+C stops it)."""
         _set_address(address)
-        from observability import setup_tracing
-        from workflows.worker import build_worker
+        from observability import setup_tracing, shutdown_tracing
+        from workflows.worker import build_worker, run_until_signalled
         setup_tracing("quarry-worker", quarry_home())
 
-        async def main() -> None:
+        async def main() -> bool:
             client = await _client()
             from workflows.shared import task_queue
             console.print(f"worker polling task queue {task_queue(quarry_home())} …")
-            await build_worker(client, home=quarry_home()).run()
-        try:
-            _run(main())
-        except KeyboardInterrupt:
-            pass
+            return await run_until_signalled(build_worker(client, home=quarry_home()))
+        clean = _run(main())
+        shutdown_tracing()  # OTLP batches still in memory go out before the process ends
+        if not clean:
+            console.print("worker stopped with activities still running; Temporal retries them on another worker")
+            os._exit(1)  # their threads cannot be stopped, and would keep the process alive
 
     @app.command()
     def down() -> None:
@@ -508,18 +509,18 @@ def job_terminate(job_id: str, reason: Annotated[str, typer.Option(help="Recorde
 def _close_terminated_trace(trace: dict[str, Any], job_id: str, row: dict[str, Any] | None, reason: str) -> None:
     """Emit the terminated job's `invoke_agent` span (status ERROR, the reason as its message), so
     its trace has a root like every other job's; recorded in the job store as finish_job does."""
-    from observability import setup_tracing, shutdown_tracing
     from observability.agent_span import AgentTrace, emit_agent_span
+    from observability.setup import build_provider
 
     ref = AgentTrace.from_dict(trace)
-    home = quarry_home()
-    setup_tracing("quarry-cli", home)
+    provider = build_provider("quarry-cli", quarry_home())  # its own, not the process's global one
     try:
         emit_agent_span(ref, job_id=job_id, intent=str((row or {}).get("intent", "")), output={"ranked": []},
                         status="terminated", error=reason,
-                        attributes={"quarry.collection": str((row or {}).get("collection", ""))})
+                        attributes={"quarry.collection": str((row or {}).get("collection", ""))},
+                        tracer=provider.get_tracer("quarry"))
     finally:
-        shutdown_tracing()
+        provider.shutdown()  # flushes an OTLP batch too
     if row:
         _store().set_trace(job_id, ref.trace_id)
 

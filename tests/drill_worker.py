@@ -41,15 +41,18 @@ async def main() -> None:
     args = parser.parse_args()
     if args.gate:
         gate(args.gate)
-    from observability import setup_tracing
+    from observability import setup_tracing, shutdown_tracing
     from workflows.client import connect
-    from workflows.worker import build_worker
+    from workflows.worker import build_worker, run_until_signalled
 
     setup_tracing("quarry-worker", args.home)
     client = await connect(args.address)
     worker = build_worker(client, home=args.home, queue=args.queue)  # None: derived from the home
     (args.home / f"worker-ready-{os.getpid()}").write_text("ready")
-    await worker.run()
+    clean = await run_until_signalled(worker)  # SIGTERM: the same graceful stop as `quarry worker`
+    shutdown_tracing()
+    if not clean:
+        os._exit(1)
 
 
 if __name__ == "__main__":

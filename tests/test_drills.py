@@ -209,6 +209,15 @@ def baseline(home: Path, server: Server) -> dict[str, Any]:
         worker.kill(signal.SIGTERM)
 
 
+def test_a_worker_stops_cleanly_on_sigterm(home, server, baseline) -> None:
+    """SIGTERM (what `quarry down` and service managers send) shuts a worker down gracefully:
+    exit status 0, no traceback — not killed mid-write with its last spans unwritten."""
+    worker = Worker(home, server.address, f"drill-term-{uuid.uuid4().hex[:8]}")
+    worker.kill(signal.SIGTERM)
+    log = worker.log.read_text()
+    assert worker.proc.returncode == 0 and "Traceback" not in log, log[-2000:]
+
+
 def test_worker_sigkilled_in_verification_is_replaced_and_the_result_is_the_same(home, server, baseline,
                                                                                   tmp_path) -> None:
     queue = f"drill-{uuid.uuid4().hex[:8]}"

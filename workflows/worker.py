@@ -1,7 +1,10 @@
 """The Quarry worker: the SearchJob workflow, the graph's node activities and our own activities."""
 from __future__ import annotations
 
+import asyncio
+import signal
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client
@@ -16,6 +19,10 @@ from nodes.runtime import NodeRuntime, configure_runtime
 from workflows.activities import answer_from_state, checkpoint_job, finish_job
 from workflows.search_job import SearchJob
 from workflows.shared import task_queue
+
+
+# What a stopped worker gives its running activities to finish before Temporal hands them on.
+SHUTDOWN_GRACE_S = 10.0
 
 
 def graphs() -> dict:
@@ -36,4 +43,32 @@ def build_worker(client: Client, *, home: Path | None = None, queue: str | None 
         activity_executor=ThreadPoolExecutor(max_workers=max_concurrent_activities),
         max_concurrent_activities=max_concurrent_activities,
         plugins=[LangGraphPlugin(graphs=graphs())],
+        graceful_shutdown_timeout=timedelta(seconds=SHUTDOWN_GRACE_S),
     )
+
+
+async def run_until_signalled(worker: Worker) -> bool:
+    """Run `worker` until SIGTERM or SIGINT (`quarry down`, a service manager, Ctrl+C), then shut
+    it down: it stops polling, finishes the workflow task in hand (so the job's spans end and
+    are written) and gives running activities SHUTDOWN_GRACE_S before Temporal retries them
+    elsewhere. False when activities were still running after that (threads cannot be stopped:
+    the caller flushes what it has and exits the process); a second signal is not waited on."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    running = asyncio.ensure_future(worker.run())
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.remove_signal_handler(sig)  # a second signal ends the process the default way
+    if running.done():  # the worker stopped on its own (an error): say so as it is
+        stopping.cancel()
+        running.result()
+        return True
+    try:
+        await asyncio.wait_for(worker.shutdown(), SHUTDOWN_GRACE_S + 5)
+    except asyncio.TimeoutError:
+        return False
+    await asyncio.gather(running, return_exceptions=True)
+    return True
