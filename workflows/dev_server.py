@@ -46,11 +46,19 @@ def reachable(address: str, timeout: float = 0.5) -> bool:
 
 
 def alive(pid: int) -> bool:
+    """Whether `pid` still runs (a child of this process that exited is reaped here: a zombie
+    does not run)."""
     try:
         os.kill(pid, 0)
+    except PermissionError:
         return True
     except (OSError, ValueError):
         return False
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:  # not our child: kill(0) answered for it
+        return True
 
 
 def _run_dir(home: Path) -> Path:
@@ -157,7 +165,13 @@ def start_server(home: Path, port: int = 7233, ui_port: int = 8233, wait_s: floa
                       f"see {log}")
 
 
-def stop_detached(home: Path, name: str) -> bool:
+STOP_WAIT_S = 20.0  # a worker's graceful stop (workflows.worker.SHUTDOWN_GRACE_S) and some slack
+
+
+def stop_detached(home: Path, name: str, wait_s: float = STOP_WAIT_S) -> bool:
+    """SIGTERM a background process Quarry started and wait until it has exited (a worker
+    finishes what it holds and flushes its spans), SIGKILL after `wait_s`: when this returns,
+    nothing of it still runs or writes."""
     pid = pid_of(home, name)
     _pidfile(home, name).unlink(missing_ok=True)
     if name == "temporal-server":
@@ -166,6 +180,18 @@ def stop_detached(home: Path, name: str) -> bool:
         return False
     try:
         os.killpg(pid, signal.SIGTERM)
-        return True
     except (ProcessLookupError, PermissionError):
         return False
+    deadline, killed = time.monotonic() + wait_s, False
+    while alive(pid):
+        if not killed and time.monotonic() > deadline:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            killed, deadline = True, time.monotonic() + 5.0
+        elif killed and time.monotonic() > deadline:
+            break  # not even SIGKILL ended it (uninterruptible I/O): nothing more to do from here
+        time.sleep(0.05)  # polling a process that is not our child: there is nothing to wait on
+    return True
+
