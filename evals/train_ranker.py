@@ -254,10 +254,10 @@ def loco(home: Path, names: list[str], datasets: dict[str, dict[str, Any]]) -> l
 
 def in_sample_bound(test: dict[str, Any], qrels: dict[str, dict[str, int]], metric: str,
                     hybrid: dict[str, dict[str, float]]) -> dict[str, float]:
-    """What the shipped kind of scorer reaches when fitted on the held-out collection's own
-    judgements and scored on the same queries: an upper bound on what any weights of these
-    features can give there (in-sample, so never a result) — it tells whether a miss is the
-    transfer's fault or the features'."""
+    """What the shipped kind of scorer (coordinate ascent on its grid) reaches when fitted on the
+    held-out collection's own judgements and scored on the same queries: in-sample, so never a
+    result, but it tells whether a miss is the transfer's fault or the scorer's — below the target
+    here, no training data would have lifted this kind of scorer to it (another model might)."""
     fitted = fit_ascent([test], name="bound")
     pq = per_query(qrels, rerank(test, lambda m: np.asarray([fitted.score(x) for x in m])))
     score = float(np.mean([v[metric] for v in pq.values()]))
@@ -358,10 +358,10 @@ def report(results: list[dict[str, Any]], labels: list[str], gain: dict[str, flo
               + ("met." if target else "**not met** — " + ", ".join(
                   f"{r['held_out']} {r[f'{best}_vs_hybrid']['relative']:+.1%}" for r in results) + "."),
               "", "In-sample bound (not a result: `ascent_ranks` fitted on the held-out collection's own judgements "
-              "and scored on the same queries — what the best weights of these features could give there): "
+              "and scored on the same queries — the most its grid of weights could give there): "
               + ", ".join(f"{r['held_out']} {r['bound']['relative']:+.1%}" for r in results if "bound" in r)
-              + ". Where the bound is below +3%, no re-weighting of these features reaches the target on that "
-              "collection, however well it transfers.",
+              + ". Where it is below +3%, this kind of scorer misses the target on that collection whatever it "
+              "is trained on (a scorer of another kind may not: compare the other columns).",
               "", "Scorers: `logistic` — pointwise logistic regression (scikit-learn) on all features; "
               "`logistic_transferable` — the same on the raw features whose scale does not depend on the "
               "collection; `logistic_ranks` — the same on the reciprocal-rank features; `ascent_ranks` — a linear "
