@@ -40,11 +40,12 @@ def quote(text: str) -> str:
     return " ".join(text.split())[:EVIDENCE_CHARS]
 
 
-def sentences(text: str) -> list[tuple[int, int]]:
+def sentences(text: str, cased: bool | None = None) -> list[tuple[int, int]]:
     """`[start, end)` of each sentence of `text` (whitespace between them excluded). A regular
     expression with an abbreviation list, not a trained splitter (NLTK's punkt needs a model
-    download): evidence needs whole sentences, not linguistics."""
-    cased = any(c.isupper() for c in text)
+    download): evidence needs whole sentences, not linguistics. `cased`: whether the document
+    this text comes from has capital letters (default: whether `text` has)."""
+    cased = any(c.isupper() for c in text) if cased is None else cased
     pattern, abbreviation = (_SENTENCE, _ABBREVIATION) if cased else (_SENTENCE_CASELESS, _ABBREVIATION_CASELESS)
     out: list[tuple[int, int]] = []
     for m in pattern.finditer(text):
@@ -71,13 +72,25 @@ def whole_sentences(text: str, start: int, end: int, floor: int = 0, ceiling: in
     nxt = _PARAGRAPH.search(text, end, hi)
     hi = nxt.start() if nxt else hi
     window = text[lo:hi]
-    touching = [(lo + a, lo + b) for a, b in sentences(window) if lo + a < end and lo + b > start]
+    cased = any(c.isupper() for c in text[floor:ceiling])
+    touching = [(lo + a, lo + b) for a, b in sentences(window, cased) if lo + a < end and lo + b > start]
     if not touching:
         return start, end
     new_start, new_end = min(start, touching[0][0]), max(end, touching[-1][1])
     if new_end - new_start > SENTENCE_CAP + (end - start):  # a run-on: keep what the passage gave
         return start, end
     return new_start, new_end
+
+
+def without_padding(text: str, start: int, end: int, floor: int = 0, ceiling: int | None = None) -> tuple[int, int]:
+    """`[start, end)` (whole sentences of `text`) cut to its first sentence when that one alone
+    reaches QUOTE_MIN_CHARS: a passage that began inside a sentence saw only its tail, found it
+    short and took the next sentence too (`sentence_quote`); read whole, it needs no company."""
+    ceiling = len(text) if ceiling is None else ceiling
+    spans = sentences(text[start:end], any(c.isupper() for c in text[floor:ceiling]))
+    if len(spans) > 1 and spans[0][1] - spans[0][0] >= QUOTE_MIN_CHARS:
+        return start, start + spans[0][1]
+    return start, end
 
 
 def sentence_quote(chunk: Chunk, wanted: set[str]) -> tuple[str, int, int]:

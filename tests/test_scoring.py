@@ -173,3 +173,25 @@ def test_a_lower_cased_text_still_splits_into_sentences() -> None:
     cased = "We saw it. then it went on. And stopped."
     assert [cased[a:b] for a, b in sentences(cased)] == ["We saw it. then it went on.", "And stopped."], \
         "a text with capitals keeps the case rule"
+
+
+def test_a_quote_from_a_passage_that_began_inside_a_sentence_is_that_sentence_alone() -> None:
+    """The passage saw only the tail of its best sentence ("stresses in … aircraft ."), found it
+    short and took the next sentence too; read whole in the document the sentence is long
+    enough, so the result quotes it alone. A sentence that is short when whole keeps its company."""
+    from nodes.results import evidence_entry
+    from nodes.scoring import without_padding
+    from stores.spans import DocumentText
+
+    lines = ["a title", "the new technique was correlated with several theories which analyzed the transient thermal",
+             "stresses in idealized wing structures of high-speed aircraft . various theories were investigated",
+             "which represented the same idealized wing models ."]
+    e = {"item_id": "c1", "score": 3.0, "line_start": 3, "line_end": 4,
+         "chunk": "stresses in idealized wing structures of high-speed aircraft . various theories were investigated\n"
+                  "which represented the same idealized wing models ."}
+    entry = evidence_entry(e, {}, DocumentText.of(lines), body=(2, 4))
+    assert entry["chunk"] == ("the new technique was correlated with several theories which analyzed the transient "
+                              "thermal stresses in idealized wing structures of high-speed aircraft .")
+    assert entry["lines"] == [2, 3]
+    short = "Dense retrieval. It works well on many open benchmarks, as shown by several careful studies."
+    assert without_padding(short, 0, len(short)) == (0, len(short))
