@@ -51,7 +51,7 @@ class RankContext:
     """What the rank features need beyond the candidates: the docids of the intent's lexical and
     semantic rankings (full depth), of the job's other rankings, and each verified candidate's
     BM25 score for the intent's words under each `ALT_BM25` setting. Built by
-    `nodes.answer.rank_context` from the job's stored rankings and the collection's index."""
+    `nodes.answer.ranker_inputs` from the job's stored rankings and the collection's index."""
 
     lexical: Sequence[str] = ()
     semantic: Sequence[str] = ()

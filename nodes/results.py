@@ -12,7 +12,7 @@ from typing import Any
 from nodes.citation_check import CheckedAnswer, check_citations, cited_ids
 from nodes.fusion import reciprocal_rank_fusion
 from nodes.policy import AnswerDoc, AnswerDraft, Passage, Policy
-from nodes.scoring import quote, violated_constraint, whole_sentences, without_padding
+from nodes.scoring import quote, violated_constraint, whole_sentences
 from nodes.state import Candidate, Plan
 from stores.records import body_lines, page_of_line, quotable_chunks
 from stores.spans import DocumentText, Span
@@ -50,7 +50,6 @@ def evidence_entry(e: dict[str, Any], items: dict[str, Any], doc: DocumentText, 
     if where is not None:
         floor, ceiling = doc.line_range(*(body or (1, len(doc.lines))))
         a, b = whole_sentences(doc.text, where.char_start, where.char_end, floor, ceiling)  # passages may cut sentences
-        a, b = without_padding(doc.text, a, b, floor, ceiling)
         entry |= _provenance(doc.span(a, b), doc.text[a:b], page_of)
         entry["chunk"] = " ".join(doc.text[a:b].split())
     entry["more"] = _quotes(doc, e.get("also", []))

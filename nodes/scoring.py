@@ -61,7 +61,10 @@ def whole_sentences(text: str, start: int, end: int, floor: int = 0, ceiling: in
     """`[start, end)` widened to the sentences of `text` it touches — a passage (chunk) boundary
     can fall inside a sentence, and a quote must not. Looks within the paragraph, at most
     3 × SENTENCE_CAP characters either side, and never before `floor` or after `ceiling` (the
-    document's body: its title, metadata and keywords lines are not sentences of it)."""
+    document's body: its title, metadata and keywords lines are not sentences of it). A quote
+    that began inside its first sentence saw only that sentence's tail, may have found it short
+    and taken the next one too (`sentence_quote`): when the whole first sentence reaches
+    QUOTE_MIN_CHARS, the quote is that sentence alone."""
     ceiling = len(text) if ceiling is None else ceiling
     if not floor <= start <= end <= ceiling:
         return start, end
@@ -77,20 +80,12 @@ def whole_sentences(text: str, start: int, end: int, floor: int = 0, ceiling: in
     if not touching:
         return start, end
     new_start, new_end = min(start, touching[0][0]), max(end, touching[-1][1])
+    first = touching[0]
+    if first[0] < start and len(touching) > 1 and first[1] - first[0] >= QUOTE_MIN_CHARS:
+        new_end = first[1]  # the sentence after it was padding for a tail that looked short
     if new_end - new_start > SENTENCE_CAP + (end - start):  # a run-on: keep what the passage gave
         return start, end
     return new_start, new_end
-
-
-def without_padding(text: str, start: int, end: int, floor: int = 0, ceiling: int | None = None) -> tuple[int, int]:
-    """`[start, end)` (whole sentences of `text`) cut to its first sentence when that one alone
-    reaches QUOTE_MIN_CHARS: a passage that began inside a sentence saw only its tail, found it
-    short and took the next sentence too (`sentence_quote`); read whole, it needs no company."""
-    ceiling = len(text) if ceiling is None else ceiling
-    spans = sentences(text[start:end], any(c.isupper() for c in text[floor:ceiling]))
-    if len(spans) > 1 and spans[0][1] - spans[0][0] >= QUOTE_MIN_CHARS:
-        return start, start + spans[0][1]
-    return start, end
 
 
 def sentence_quote(chunk: Chunk, wanted: set[str]) -> tuple[str, int, int]:

@@ -180,7 +180,7 @@ def test_a_quote_from_a_passage_that_began_inside_a_sentence_is_that_sentence_al
     short and took the next sentence too; read whole in the document the sentence is long
     enough, so the result quotes it alone. A sentence that is short when whole keeps its company."""
     from nodes.results import evidence_entry
-    from nodes.scoring import without_padding
+    from nodes.scoring import whole_sentences
     from stores.spans import DocumentText
 
     lines = ["a title", "the new technique was correlated with several theories which analyzed the transient thermal",
@@ -194,4 +194,4 @@ def test_a_quote_from_a_passage_that_began_inside_a_sentence_is_that_sentence_al
                               "thermal stresses in idealized wing structures of high-speed aircraft .")
     assert entry["lines"] == [2, 3]
     short = "Dense retrieval. It works well on many open benchmarks, as shown by several careful studies."
-    assert without_padding(short, 0, len(short)) == (0, len(short))
+    assert whole_sentences(short, 3, len(short)) == (0, len(short)), "a first sentence short when whole keeps the next"
