@@ -4,8 +4,8 @@ A citation `[docid]` stands only if (1) the job surfaced and opened that documen
 text — and (2) the sentence it is attached to is backed by text in that document: a passage that
 covers at least half of the sentence's content words (prefix stems), or, with a dense index, one
 whose embedding is close to the sentence's. A failing citation is removed from the sentence and
-counted; it never appears as a source. The supporting passage of each valid citation becomes the
-reference shown beside the answer, with its line range.
+counted; it never appears as a source. The sentence of the supporting passage that backs the claim becomes the
+reference shown beside each valid citation, with its line range.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nodes.scoring import quote, stem, stems
+from nodes.scoring import quote, sentence_quote, stem, stems
 from nodes.excerpts import query_terms
 from stores.records import Chunk
 
@@ -59,9 +59,13 @@ def cited_ids(text: str) -> list[str]:
     return list(dict.fromkeys(d for m in _CITATION.finditer(text) for d in _ids(m.group(1))))
 
 
+def _content(claim: str) -> set[str]:
+    return {stem(t) for t in query_terms(claim)}
+
+
 def _support(claim: str, chunks: Sequence[Chunk]) -> tuple[float, Chunk | None]:
     """The passage covering most of the claim's content words, and that share (0–1)."""
-    wanted = {stem(t) for t in query_terms(claim)}
+    wanted = _content(claim)
     if not wanted:
         return 0.0, None
     best, best_cov = None, 0.0
@@ -101,8 +105,11 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
                 if docid not in seen_refs and (chunk is not None or chunks.get(docid)):
                     seen_refs.add(docid)
                     ref = chunk or chunks[docid][0]
+                    # The passage's sentence that backs the claim, not the passage from its first
+                    # character (a passage boundary falls anywhere in a sentence).
+                    said, first, last = sentence_quote(ref, _content(claim))
                     out.references.append({"docid": docid, "title": (titles or {}).get(docid, ""),
-                                           "lines": [ref.line_start, ref.line_end], "quote": quote(ref.text)})
+                                           "lines": [first, last], "quote": quote(said)})
         cleaned = _CITATION.sub("", sentence)
         cleaned = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(cleaned.split()))
         if valid:

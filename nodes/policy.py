@@ -9,13 +9,12 @@ one per step. The `react` policy runs its own graph and uses this policy only to
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nodes.planning import first_queries, make_plan
-from nodes.scoring import (combine, locate_evidence, locate_evidence_dense, relevance_model_query,
+from nodes.scoring import (combine, locate_evidence, locate_evidence_dense, relevance_model_query, sentences,
                            violated_constraint)
 from nodes.state import Candidate, ChecklistItem, Evidence, Plan
 from nodes.usage import Usage
@@ -195,7 +194,9 @@ class HeuristicPolicy:
         for doc in req.docs[:3]:
             if not doc.passages or not doc.passages[0].text.strip():
                 continue
-            sentence = re.split(r"(?<=[.!?])\s+", " ".join(doc.passages[0].text.split()))[0].strip().rstrip(".!?")
+            text = doc.passages[0].text
+            first = sentences(text)[:1] or [(0, len(text))]
+            sentence = " ".join(text[first[0][0]:first[0][1]].split()).rstrip(".!?").rstrip()
             parts.append(f"{sentence} [{doc.docid}].")
         if not parts:
             return AnswerDecision(AnswerDraft("No document in the collection answers this.", "", 0, True))

@@ -101,15 +101,27 @@ def passing(order: Sequence[str], plan: Plan, corpus: Any, limit: int) -> list[s
 
 
 def answer_docs(ranked: Sequence[dict[str, Any]], corpus: Any, limit: int, chars: int) -> list[AnswerDoc]:
-    """The top documents with their evidence passages re-read from the store (whole lines, up to
-    `chars` characters per document), for the answer step."""
+    """The top documents with their evidence passages re-read from the store, up to `chars`
+    characters per document, best evidence first, for the answer step. A passage is the
+    evidence's exact quote (its character span: whole sentences) when it has one — whole lines
+    would start and end inside sentences, and an answer built from them cites fragments; else the
+    whole lines it spans."""
     docs = []
     for item in ranked[:limit]:
         lines = corpus.lines(item["docid"]) or []
-        spans = sorted({tuple(e["lines"]) for e in item.get("evidence", [])}, key=lambda s: s) or [(1, min(len(lines), 8))]
+        doc = DocumentText.of(lines)
+        seen: set[tuple[int, int]] = set()
+        spans = []
+        for e in sorted(item.get("evidence", []), key=lambda e: (-e.get("score", 0.0), tuple(e["lines"]))):
+            a, b = (int(c) for c in (e.get("chars") or doc.line_range(*e["lines"])))
+            if (a, b) not in seen and 0 <= a < b <= len(doc.text):
+                seen.add((a, b))
+                spans.append((tuple(e["lines"]), a, b))
+        if not spans and lines:
+            spans = [((1, min(len(lines), 8)), *doc.line_range(1, min(len(lines), 8)))]
         passages, used = [], 0
-        for start, end in spans:
-            text = " ".join(lines[start - 1:end])
+        for (start, end), a, b in spans:
+            text = " ".join(doc.text[a:b].split())
             if used + len(text) > chars and passages:
                 break
             passages.append(Passage(start, end, text[:chars]))

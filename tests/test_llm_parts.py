@@ -91,7 +91,7 @@ def test_citations_need_an_opened_document_that_supports_the_sentence() -> None:
         ("b", "the document does not support this sentence"), ("zzz", "not a document this job opened"),
     } and len([r for r in checked.removed if r["docid"] == "b"]) == 2
     assert checked.cited == ["a"] and checked.references == [
-        {"docid": "a", "title": "DPR", "lines": [3, 4], "quote": CHUNKS["a"][0].text}]
+        {"docid": "a", "title": "DPR", "lines": [3, 3], "quote": CHUNKS["a"][0].text}]  # its one line
     assert cited_ids(text) == ["a", "b", "zzz"]
 
 
@@ -273,3 +273,51 @@ def test_a_cited_sentence_ends_at_its_citation() -> None:
               "b": [Chunk(docid="b", chunk_no=0, line_start=1, line_end=1, text="fusion gives better runs")]}
     checked = check_citations(text, allowed={"a", "b"}, chunks=chunks)
     assert checked.text == text and checked.removed == []
+
+
+def test_a_reference_quotes_the_sentence_that_backs_the_claim() -> None:
+    """The supporting passage began inside a sentence and holds three; the reference shown beside
+    the answer is the one sentence the claim rests on, with its own lines."""
+    passage = Chunk(docid="c", chunk_no=0, line_start=9, line_end=11,
+                    text="performance . one aspect is the shear in the propeller\nslipstream . this slipstream "
+                         "shear interacts with a wing surface and can alter the wing\ncharacteristics . in theory")
+    checked = check_citations("this slipstream shear interacts with a wing surface and can alter the wing "
+                              "characteristics [c].", allowed={"c"}, chunks={"c": [passage]})
+    assert checked.removed == [] and checked.references == [{
+        "docid": "c", "title": "", "lines": [10, 11],
+        "quote": "this slipstream shear interacts with a wing surface and can alter the wing characteristics ."}]
+
+
+def test_the_extractive_answer_cites_whole_sentences_of_a_lower_cased_corpus() -> None:
+    """Cranfield-like text: no capitals, lines that start and end inside sentences. The answer
+    step reads each document's best evidence by its exact span, so the heuristic answer cites the
+    evidence sentence, not the tail of a line ("slipstream [453].")."""
+    from types import SimpleNamespace
+
+    from nodes.policy import AnswerRequest, HeuristicPolicy
+    from nodes.results import answer_docs, evidence_entry
+    from stores.spans import DocumentText
+
+    lines = ["the influence of stream shear on airfoil lift .",
+             "attention is the existence of strong gradients of velocity in the propeller",
+             "slipstream . this slipstream shear interacts with a wing surface and can alter the wing",
+             "characteristics . in theoretical treatments of a wing interacting with a slipstream, the",
+             "first simplification is the replacement of the slipstream with a uniform jet ."]
+    doc = DocumentText.of(lines)
+    weak = evidence_entry({"item_id": "c2", "score": 1.0, "line_start": 4, "line_end": 5,
+                           "chunk": "first simplification is the replacement of the slipstream with a uniform jet ."},
+                          {}, doc, body=(2, 5))
+    best = evidence_entry({"item_id": "c1", "score": 4.0, "line_start": 3, "line_end": 4,
+                           "chunk": "this slipstream shear interacts with a wing surface and can alter the wing\n"
+                                    "characteristics ."}, {}, doc, body=(2, 5))
+    corpus = SimpleNamespace(lines=lambda docid: lines)
+    docs = answer_docs([{"docid": "453", "title": lines[0], "evidence": [weak, best]}], corpus, 8, 2000)
+    assert [p.text for p in docs[0].passages] == [
+        "this slipstream shear interacts with a wing surface and can alter the wing characteristics .",
+        "in theoretical treatments of a wing interacting with a slipstream, the first simplification is the "
+        "replacement of the slipstream with a uniform jet ."], "best evidence first, each its whole sentence"
+    draft = HeuristicPolicy().answer(AnswerRequest("slipstream effect on lift", {}, docs)).draft
+    assert draft.explanation == ("this slipstream shear interacts with a wing surface and can alter the wing "
+                                 "characteristics [453].")
+    chunks = {"453": [Chunk(docid="453", chunk_no=0, line_start=2, line_end=5, text="\n".join(lines[1:]))]}
+    assert check_citations(draft.explanation, allowed={"453"}, chunks=chunks).removed == []
