@@ -17,6 +17,7 @@ from quarry.job_options import job_config
 from quarry.jobs_render import render_progress, render_result, usage_line
 from stores.errors import QuarryError
 from stores.home import quarry_home
+from stores.jobs import FINAL
 from workflows.shared import DEFAULT_BUDGET_S, UI_PORT_DEFAULT
 
 AddressOpt = Annotated[Optional[str], typer.Option("--temporal-address", envvar="QUARRY_TEMPORAL_ADDRESS",
@@ -379,7 +380,6 @@ def _known_job(job_id: str) -> dict[str, Any] | None:
         return None
 
 
-FINAL = ("completed", "failed", "stopped", "budget_exhausted", "cancelled", "terminated")
 
 
 def _temporal_statuses(limit: int) -> dict[str, str] | None:
@@ -419,6 +419,8 @@ def job_list(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How man
         seen = (temporal or {}).get(r["job_id"])
         if r["status"] == "running" and seen and seen not in ("running", "continued_as_new"):
             r["status"] = seen  # e.g. terminated or timed out outside Quarry
+            if seen == "terminated" and (reason := asyncio.run(_record_termination(r["job_id"], r))) is not None:
+                r["error"] = reason
     if json_out:
         for r in rows:
             print_json(r)
@@ -457,12 +459,16 @@ def job_watch(job_id: str, address: AddressOpt = None) -> None:
 async def _final(awaitable, job_id: str) -> dict[str, Any]:
     """A job's result; a job that ended cancelled or terminated has its record in the job store."""
     from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import TerminatedError
     try:
         return await awaitable
     except WorkflowFailureError as err:
         row = _known_job(job_id) or {}
+        if isinstance(err.cause, TerminatedError) and row.get("status") not in FINAL:
+            await _record_termination(job_id, row or None)  # terminated outside Quarry, while we waited
+            row = _known_job(job_id) or {}
         return row.get("result") or {"job_id": job_id, "status": row.get("status", "failed"), "ranked": [],
-                                     "error": str(err.cause or err)[:300]}
+                                     "error": row.get("error") or str(err.cause or err)[:300]}
 
 
 def _exit_for(result: dict[str, Any]) -> None:
@@ -499,11 +505,27 @@ def job_terminate(job_id: str, reason: Annotated[str, typer.Option(help="Recorde
         return await terminate_job(client, job_id, reason[:300])
     trace = _run(main(), job_id)
     row = _known_job(job_id)
-    if row:
-        _store().mark(job_id, "terminated", reason[:300])
-    if trace:
+    marked = _store().mark(job_id, "terminated", reason[:300]) if row else True
+    if trace and marked:
         _close_terminated_trace(trace, job_id, row, reason[:300])
     out.print(f"{job_id} terminated", highlight=False)
+
+
+async def _record_termination(job_id: str, row: dict[str, Any] | None) -> str | None:
+    """A job the job store calls running but that was terminated outside Quarry (the Web UI,
+    `temporal workflow terminate`) ran no code at its end: record it as terminated with the reason
+    its terminator gave, and close its trace with the root span, as `job terminate` does. Returns
+    the reason, or None when the job was not terminated (or the server cannot say)."""
+    from workflows.client import termination
+    try:
+        ended = await termination(await _client(), job_id)
+    except Exception:  # noqa: BLE001 - the server's view is an addition, never a reason to fail the command
+        return None
+    if ended is None:
+        return None
+    if _store().mark(job_id, "terminated", ended.reason[:300]) and ended.trace:
+        _close_terminated_trace(ended.trace, job_id, row, ended.reason[:300])
+    return ended.reason
 
 
 def _close_terminated_trace(trace: dict[str, Any], job_id: str, row: dict[str, Any] | None, reason: str) -> None:

@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS messages (
     job_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (job_id, seq)
 );
 """
+FINAL = ("completed", "failed", "stopped", "budget_exhausted", "cancelled", "terminated")  # a job's last statuses
 RANKINGS_PER_JOB = 32
 POOLS_PER_JOB = 3  # the pool an activity reads, the one it writes, and one before (retries, resumes)
 
@@ -79,10 +80,14 @@ class JobStore:
             " workflow_id, params) VALUES (?,?,?,?,?,?,?,?,?)",
             (job_id, collection, intent, "running", now, now, trace_id, workflow_id, _dumps(params) if params else None))
 
-    def mark(self, job_id: str, status: str, error: str | None = None) -> None:
-        """Set the status of a job that ended without finishing itself (terminated)."""
-        self._con().execute("UPDATE jobs SET status=?, error=COALESCE(?, error), updated_at=? WHERE job_id=?",
-                            (status, error, time.time(), job_id))
+    def mark(self, job_id: str, status: str, error: str | None = None) -> bool:
+        """Set the status of a job that ended without finishing itself (terminated), unless it has
+        already ended; returns whether it changed — the one caller that changed it closes the
+        job's trace, however many saw the termination."""
+        cur = self._con().execute(
+            f"UPDATE jobs SET status=?, error=COALESCE(?, error), updated_at=? WHERE job_id=?"
+            f" AND status NOT IN ({','.join('?' * len(FINAL))})", (status, error, time.time(), job_id, *FINAL))
+        return cur.rowcount > 0
 
     def checkpoint(self, job_id: str, state: dict[str, Any], status: str = "running") -> None:
         """Save the latest state between rounds (creates the row if the job was started elsewhere)."""

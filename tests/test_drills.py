@@ -478,6 +478,53 @@ def test_job_commands_with_no_worker_say_so(home, server) -> None:
     assert handle.id in {json.loads(line)["job_id"] for line in listed.stdout.splitlines() if line.strip()}
 
 
+def test_a_job_terminated_outside_quarry_is_recorded_with_its_trace(home, server) -> None:
+    """Terminated from the Web UI or the temporal CLI, a job runs no more code and no Quarry
+    command saw it end: the next `job list` records it as terminated with the terminator's reason
+    and closes its trace with the root span, once; `job result` then reports it (exit 1)."""
+    from typer.testing import CliRunner
+
+    from quarry.cli import app
+
+    from workflows.shared import task_queue
+
+    # The home's own queue (where `job list` looks), and no worker: it runs until terminated.
+    handle = asyncio.run(start(server.address, task_queue(home)))
+    store = JobStore(home / "jobs.sqlite")
+    store.create(handle.id, "lit", INTENT, workflow_id=handle.id, trace_id=None)
+
+    async def terminate_from_outside():
+        client = await client_for(server.address)
+        await client.get_workflow_handle(handle.id).terminate(reason="stopped from the web ui")
+    asyncio.run(terminate_from_outside())
+
+    async def visible_status() -> str:
+        client = await client_for(server.address)
+        async for w in client.list_workflows(f'WorkflowId="{handle.id}"'):
+            return w.status.name
+        return ""
+    wait_for(lambda: asyncio.run(visible_status()) == "TERMINATED", "the termination in Temporal's visibility")
+
+    def cli(*args: str):
+        return CliRunner().invoke(app, ["--home", str(home), "job", *args, "--temporal-address", server.address])
+
+    def listed() -> dict:
+        res = cli("list", "--json", "--limit", "100")
+        assert res.exit_code == 0, res.output
+        return {json.loads(line)["job_id"]: json.loads(line) for line in res.stdout.splitlines() if line.strip()}
+    assert store.get(handle.id)["status"] == "running", "nothing in Quarry saw the termination yet"
+    assert listed()[handle.id]["status"] == "terminated"
+    row = store.get(handle.id)
+    assert (row["status"], row["error"]) == ("terminated", "stopped from the web ui")
+    roots = [s for s in job_spans(home, handle.id) if s["name"] == "invoke_agent quarry"]
+    assert len(roots) == 1 and roots[0]["status"] == "ERROR" and roots[0]["parent_span_id"] is None, roots
+    assert roots[0]["attributes"]["error.type"] == "JobTerminated"
+    assert listed()[handle.id]["status"] == "terminated"
+    assert len([s for s in job_spans(home, handle.id) if s["name"] == "invoke_agent quarry"]) == 1, "closed once"
+    res = cli("result", handle.id)
+    assert res.exit_code == 1 and "terminated" in res.output and "Traceback" not in res.output, res.output
+
+
 def test_watch_cancel_and_rerun(home, server, tmp_path) -> None:
     """`job watch` shows the rounds of a running job as they happen; `job cancel` ends it with its
     best result so far; `job rerun` runs it again with the same input."""

@@ -6,9 +6,9 @@ import time
 import uuid
 from typing import Any
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistoryEventFilterType
 from temporalio.common import TypedSearchAttributes
 from temporalio.service import RPCError
 
@@ -88,6 +88,30 @@ async def terminate_job(client: Client, job_id: str, reason: str) -> dict[str, A
     await handle.terminate(reason=reason)
     trace = memo.get(AGENT_TRACE_MEMO)
     return trace if isinstance(trace, dict) else None
+
+
+@dataclass(frozen=True)
+class Termination:
+    """How a terminated job ended: the reason its terminator gave and its agent span identity."""
+
+    reason: str
+    trace: dict[str, Any] | None
+
+
+async def termination(client: Client, job_id: str) -> Termination | None:
+    """The termination of a job that was terminated by anyone — `quarry job terminate`, the Web UI
+    or `temporal workflow terminate` — read from its close event and memo; None for a job that
+    was not terminated."""
+    handle = client.get_workflow_handle(job_id)
+    desc = await handle.describe()
+    if desc.status != WorkflowExecutionStatus.TERMINATED:
+        return None
+    reason = ""
+    async for event in handle.fetch_history_events(event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT):
+        if event.HasField("workflow_execution_terminated_event_attributes"):
+            reason = event.workflow_execution_terminated_event_attributes.reason
+    trace = (await desc.memo()).get(AGENT_TRACE_MEMO)
+    return Termination(reason or "terminated outside Quarry", trace if isinstance(trace, dict) else None)
 
 
 async def result(client: Client, job_id: str) -> dict[str, Any]:
