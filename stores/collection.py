@@ -36,7 +36,7 @@ from stores.home import CURRENT_FILE, VERSIONS_DIR, CollectionPaths, collection_
 from stores.incremental import Delta, delta_fingerprint, diff, removal, update_corpus_db
 from stores.locks import writer_lock
 from stores.lucene import DEFAULT_B, DEFAULT_K1, META_FILE, IndexMeta, LuceneIndex, build_index
-from stores.readers import CorpusSource, ProgressFn, read_corpus
+from stores.readers import CorpusSource, ProgressFn, docids, read_corpus
 
 if TYPE_CHECKING:
     from stores.chunk_vectors import ChunkVectors
@@ -218,7 +218,7 @@ def _apply(paths: CollectionPaths, name: str, delta: Delta, old_fp: str, fingerp
     staged = None
     try:
         count = update_corpus_db(paths.corpus_db, staging / "corpus.sqlite", delta, fingerprint=fingerprint,
-                                 src=src, order=[r.docid for r in src.records] if src else None)
+                                 src=src, order=docids(src.records) if src else None)
         if count == 0:
             raise QuarryError("empty_collection", f"that would leave collection {name!r} without documents",
                               "keep at least one document, or ingest a new source with --force")

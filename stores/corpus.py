@@ -8,6 +8,7 @@ not shareable across threads) in read-only mode.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import sqlite3
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.errors import QuarryError
-from stores.readers import CorpusSource, ProgressFn
+from stores.readers import CorpusSource, ProgressFn, RecordStream
 from stores.spans import document_text
 from stores.records import Chunk, DocRecord, chunk_document, content_hash, document_lines, last_name, record_json
 
@@ -41,9 +42,12 @@ CREATE TABLE qrels (split TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL,
 
 def source_fingerprint(src: CorpusSource) -> str:
     """A content hash of everything ingested: equal hashes mean a re-ingest changes nothing."""
-    h = hashlib.sha256()
-    for rec in src.records:
-        h.update(record_json(rec).encode())
+    if isinstance(src.records, RecordStream):
+        h = src.records.digest.copy()  # hashed while validating: no second read of the file
+    else:
+        h = hashlib.sha256()
+        for rec in src.records:
+            h.update(record_json(rec).encode())
     h.update(json.dumps([src.citations, src.queries, src.qrels], sort_keys=True).encode())
     if src.answers:  # only when present, so collections without answers keep their fingerprints
         h.update(json.dumps(src.answers, sort_keys=True).encode())
@@ -53,13 +57,14 @@ def source_fingerprint(src: CorpusSource) -> str:
 DOC_COLUMNS = "ord, docid, title, text, year, venue, authors, keywords, extras, lines, page_starts, hash"
 
 
-def insert_records(con: sqlite3.Connection, records: list[DocRecord], first_ord: int,
-                   progress: ProgressFn | None = None) -> None:
-    """Insert documents (with their lines and chunks), numbered from `first_ord` on."""
-    total = len(records)
-    for start in range(0, total, 1000):
+def insert_records(con: sqlite3.Connection, records: Iterable[DocRecord], first_ord: int,
+                   progress: ProgressFn | None = None, total: int | None = None) -> None:
+    """Insert documents (with their lines and chunks), numbered from `first_ord` on, a thousand
+    at a time as they come (a RecordStream is read, not held)."""
+    it, start = iter(records), 0
+    while batch := list(itertools.islice(it, 1000)):  # itertools.batched is Python 3.12
         doc_rows, chunk_rows = [], []
-        for ord_, rec in enumerate(records[start:start + 1000], start=first_ord + start):
+        for ord_, rec in enumerate(batch, start=first_ord + start):
             lines = document_lines(rec)
             doc_rows.append((ord_, rec.docid, rec.title, rec.text, rec.year, rec.venue,
                              json.dumps(rec.authors), json.dumps(rec.keywords),
@@ -69,8 +74,9 @@ def insert_records(con: sqlite3.Connection, records: list[DocRecord], first_ord:
                               for c in chunk_document(rec, lines))
         con.executemany(f"INSERT INTO docs ({DOC_COLUMNS}) VALUES ({','.join('?' * 12)})", doc_rows)
         con.executemany("INSERT INTO chunks VALUES (?,?,?,?,?)", chunk_rows)
+        start += len(batch)
         if progress:
-            progress("storing", min(start + 1000, total), total)
+            progress("storing", start, total)
 
 
 def replace_extras(con: sqlite3.Connection, src: CorpusSource) -> None:
@@ -90,7 +96,7 @@ def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: Progress
     con = sqlite3.connect(path)
     try:
         con.executescript(SCHEMA)
-        insert_records(con, src.records, 0, progress)
+        insert_records(con, src.records, 0, progress, len(src.records))
         replace_extras(con, src)
         meta = {"name": name, "source": str(src.path.resolve()), "kind": src.kind, "fingerprint": fingerprint,
                 "documents": str(len(src.records))}

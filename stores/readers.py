@@ -2,7 +2,8 @@
 
 BEIR and JSONL readers validate every record and collect *all* problems as `file:line: reason`
 before anything is written, so a user fixes a bad file in one pass and a failed ingest changes
-nothing. Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX, text; see
+nothing. Their documents are not held in memory: the validating pass keeps ids and hashes, and
+each later pass (storing, indexing) reads the file again (`RecordStream`). Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX, text; see
 `stores.formats`) are read leniently by default: a bad file (unreadable, empty, undecodable, an
 encrypted PDF) is skipped and reported as `path: reason` in `CorpusSource.skipped`, files of
 other types are named in `CorpusSource.unsupported`, and the rest is read; `strict=True` rejects
@@ -11,6 +12,7 @@ the whole input instead when any file is bad.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -20,7 +22,7 @@ from typing import Any
 
 from stores.errors import IngestError, QuarryError
 from stores.formats import SUPPORTED_SUFFIXES, Unreadable, read_file
-from stores.records import DocRecord
+from stores.records import DocRecord, record_json
 
 ProgressFn = Callable[[str, int, int | None], None]
 """Called as `progress(stage, done, total)`; the command line draws it as a bar."""
@@ -41,7 +43,7 @@ class CorpusSource:
 
     kind: str
     path: Path
-    records: list[DocRecord] = field(default_factory=list)
+    records: "RecordStream | list[DocRecord]" = field(default_factory=list)  # a stream for JSONL/BEIR
     citations: list[tuple[str, str]] = field(default_factory=list)
     queries: dict[str, str] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)  # reference answers by query id (answers.jsonl)
@@ -148,10 +150,12 @@ def record_from_json(obj: Any) -> DocRecord:
     )
 
 
-def _read_jsonl(path: Path, problems: _Problems, progress: ProgressFn | None) -> Iterator[tuple[int, Any]]:
+def _read_jsonl(path: Path, problems: _Problems, progress: ProgressFn | None,
+                raw: "hashlib._Hash | None" = None) -> Iterator[tuple[int, Any]]:
+    """Parsed values of a JSONL file with their line numbers; `raw` (if given) hashes its bytes."""
     total = path.stat().st_size
     done = 0
-    for no, line in _utf8_lines(path, problems):
+    for no, line in _utf8_lines(path, problems, raw):
         done += len(line)
         if progress and no % 500 == 0:
             progress("reading", done, total)
@@ -165,22 +169,56 @@ def _read_jsonl(path: Path, problems: _Problems, progress: ProgressFn | None) ->
         progress("reading", total, total)
 
 
-def _utf8_lines(path: Path, problems: _Problems) -> Iterator[tuple[int, str]]:
+def _utf8_lines(path: Path, problems: _Problems, digest: "hashlib._Hash | None" = None) -> Iterator[tuple[int, str]]:
     """Lines decoded one by one, so a bad byte is reported with its line number."""
     with path.open("rb") as fh:
         for no, raw in enumerate(fh, start=1):
+            if digest is not None:
+                digest.update(raw)
             try:
                 yield no, raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 problems.add(f"{path}:{no}", f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)")
 
 
+class RecordStream:
+    """The validated documents of one JSONL file, read again from the file on every pass rather
+    than held in memory: a corpus of 100k 5,000-word documents held as records took 2.8 GB before
+    anything was written (docs/performance.md). `len()` and the ids (in source order) are known
+    from the validating pass, and so is `digest`, the running hash of the records' canonical JSON
+    that fingerprints start from. A later pass that reads different bytes (the file changed
+    during the ingest) raises IngestError at its end, before anything it fed is committed."""
+
+    def __init__(self, path: Path, ids: dict[str, int], digest: "hashlib._Hash", raw: str) -> None:
+        self.path, self.ids, self.digest, self._raw = path, ids, digest, raw
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[DocRecord]:
+        raw = hashlib.sha256()
+        with self.path.open("rb") as fh:
+            for line in fh:
+                raw.update(line)
+                try:
+                    rec = record_from_json(json.loads(line)) if line.strip() else None
+                except (ValueError, UnicodeDecodeError):  # EmptyRecord included; a changed file is caught below
+                    rec = None
+                if rec is not None:
+                    yield rec
+        if raw.hexdigest() != self._raw:
+            raise IngestError([f"{self.path}: the file changed while it was being ingested"],
+                              "nothing was changed; ingest again once the file is complete")
+
+
 def _read_documents(path: Path, problems: _Problems, progress: ProgressFn | None,
-                    warnings: list[str]) -> list[DocRecord]:
-    records: list[DocRecord] = []
+                    warnings: list[str]) -> RecordStream:
+    """Validate every record of a JSONL file (problems collected, not raised) and return them as
+    a RecordStream; only the ids, line numbers and two running hashes stay in memory."""
     first_seen: dict[str, int] = {}
     empty: list[str] = []
-    for no, obj in _read_jsonl(path, problems, progress):
+    digest, raw = hashlib.sha256(), hashlib.sha256()
+    for no, obj in _read_jsonl(path, problems, progress, raw):
         try:
             rec = record_from_json(obj)
         except EmptyRecord as exc:
@@ -193,11 +231,16 @@ def _read_documents(path: Path, problems: _Problems, progress: ProgressFn | None
             problems.add(f"{path}:{no}", f"duplicate document id {rec.docid!r} (first at line {first_seen[rec.docid]})")
             continue
         first_seen[rec.docid] = no
-        records.append(rec)
+        digest.update(record_json(rec).encode())
     if empty:
         shown = ", ".join(empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
         warnings.append(f"{path}: skipped {len(empty)} document(s) with neither title nor text (nothing to search): {shown}")
-    return records
+    return RecordStream(path, first_seen, digest, raw.hexdigest())
+
+
+def docids(records: "RecordStream | list[DocRecord]") -> list[str]:
+    """The ids of a source's documents in source order, without reading a stream again."""
+    return list(records.ids) if isinstance(records, RecordStream) else [r.docid for r in records]
 
 
 def _read_tsv(path: Path, problems: _Problems, columns: int) -> Iterator[tuple[int, list[str]]]:
@@ -216,7 +259,7 @@ def _read_tsv(path: Path, problems: _Problems, columns: int) -> Iterator[tuple[i
 
 
 def _read_beir_extras(folder: Path, src: CorpusSource, problems: _Problems) -> None:
-    known = {r.docid for r in src.records}
+    known = src.records.ids if isinstance(src.records, RecordStream) else {r.docid for r in src.records}
     cites = folder / "citations.tsv"
     if cites.is_file():
         dropped, seen = 0, set()

@@ -78,6 +78,48 @@ def test_failed_index_build_keeps_the_old_corpus(base: Path, home: Path, src: Pa
     assert leftovers("base", home) == []
 
 
+@pytest.mark.parametrize("force", [False, True])
+def test_a_source_changed_during_the_ingest_changes_nothing(base: Path, home: Path, src: Path, force: bool,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records are read from the file again when they are stored and indexed, not kept from the
+    validating pass; a file that changed in between fails the ingest before its commit."""
+    before = snapshot("base", home)
+    grows = write_jsonl(src / f"grows-{force}.jsonl", topic_docs(20)[:12])
+    read = collection_module.read_corpus
+
+    def read_then_append(*args, **kwargs):
+        source = read(*args, **kwargs)
+        with grows.open("a", encoding="utf-8") as fh:
+            fh.write('{"_id": "late", "title": "written after validation"}\n')
+        return source
+
+    monkeypatch.setattr(collection_module, "read_corpus", read_then_append)
+    with pytest.raises(IngestError) as info:
+        ingest(grows, "base", home=home, force=force)
+    assert info.value.problems == [f"{grows}: the file changed while it was being ingested"]
+    assert snapshot("base", home) == before and Collection("base", home).corpus.get("late") is None
+    assert leftovers("base", home) == []
+    fresh_home = home.parent / f"fresh-{force}"
+    with pytest.raises(IngestError):
+        ingest(write_jsonl(grows, topic_docs(3)), "fresh", home=fresh_home)
+    assert not (fresh_home / "collections" / "fresh" / "CURRENT").exists(), "a new collection is not created"
+
+
+def test_a_streamed_source_fingerprints_as_its_records_did(src: Path) -> None:
+    """The fingerprint of a stream (hashed while validating) is the one the records give, so
+    collections ingested before streaming are still recognised as unchanged."""
+    from dataclasses import replace as with_records
+
+    from stores.corpus import source_fingerprint
+    from stores.readers import RecordStream, read_corpus
+
+    source = read_corpus(write_jsonl(src / "fp.jsonl", topic_docs(7)))
+    assert isinstance(source.records, RecordStream) and len(source.records) == 7
+    held = with_records(source, records=list(source.records))
+    assert [r.docid for r in held.records] == list(source.records.ids)
+    assert source_fingerprint(source) == source_fingerprint(held)
+
+
 def test_reingest_of_the_same_input_is_a_no_op(base: Path, home: Path) -> None:
     lucene_dir = Collection("base", home).paths.lucene_dir
     before_inode, before_fp = lucene_dir.stat().st_ino, Collection("base", home).corpus.fingerprint

@@ -60,7 +60,7 @@ def test_jsonl_file_accepts_id_aliases_and_contents(tmp_path: Path) -> None:
     assert src.kind == "jsonl"
     assert [(r.docid, r.title, r.text) for r in src.records] == [("a", "", "body a"), ("b", "Title b", ""),
                                                                 ("c", "padded", "t")]
-    assert src.records[2].year == 2020
+    assert list(src.records)[2].year == 2020
 
 
 def test_text_folder_uses_paths_as_ids_and_first_line_as_title(tmp_path: Path) -> None:
