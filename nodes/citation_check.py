@@ -22,6 +22,9 @@ _CITATION = re.compile(r"\[([^\[\]\n]{1,300})\]")
 # which belongs to the sentence it follows ("… toxicity. [gnn01] Atoms …").
 # A citation closed by a full stop ("… [a]. next") always ends its sentence.
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|(?<=\][.!?])\s+")
+# An answer with no capital letter at all (a model answering in a lower-cased corpus's style)
+# marks no sentence start by case: any word after . ! ? starts one.
+_SENTENCE_CASELESS = re.compile(r"(?<=[.!?])\s+(?=[\w\"'(])|(?<=\][.!?])\s+")
 MIN_COVERAGE = 0.5
 MIN_COSINE = 0.5
 
@@ -47,7 +50,9 @@ class CheckedAnswer:
 
 
 def sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE.split(" ".join(text.split())) if s]
+    cased = any(c.isupper() for c in _CITATION.sub("", text))  # a docid's capitals say nothing of the prose
+    pattern = _SENTENCE if cased else _SENTENCE_CASELESS
+    return [s for s in pattern.split(" ".join(text.split())) if s]
 
 
 def _ids(inner: str) -> list[str]:

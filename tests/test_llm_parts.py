@@ -321,3 +321,16 @@ def test_the_extractive_answer_cites_whole_sentences_of_a_lower_cased_corpus() -
                                  "characteristics [453].")
     chunks = {"453": [Chunk(docid="453", chunk_no=0, line_start=2, line_end=5, text="\n".join(lines[1:]))]}
     assert check_citations(draft.explanation, allowed={"453"}, chunks=chunks).removed == []
+
+
+def test_a_lower_case_answer_is_checked_sentence_by_sentence() -> None:
+    """An answer with no capitals (a model writing in a lower-cased corpus's style): a citation
+    belongs to its own sentence, so a supported sentence before it cannot carry an unsupported one."""
+    text = ("dense passage retrieval trains dual bert encoders with in-batch negatives. "
+            "pasta is best cooked for ten minutes in salted water [A1].")
+    chunks = {"A1": [Chunk(docid="A1", chunk_no=0, line_start=1, line_end=1,
+                           text="Dense passage retrieval trains dual BERT encoders with in-batch negatives.")]}
+    checked = check_citations(text, allowed={"A1"}, chunks=chunks)
+    assert [r["docid"] for r in checked.removed] == ["A1"] and checked.cited == []
+    assert checked.text == ("dense passage retrieval trains dual bert encoders with in-batch negatives. "
+                            "pasta is best cooked for ten minutes in salted water.")
