@@ -2,8 +2,9 @@
 
 BEIR and JSONL readers validate every record and collect *all* problems as `file:line: reason`
 before anything is written, so a user fixes a bad file in one pass and a failed ingest changes
-nothing. Their documents are not held in memory: the validating pass keeps ids and hashes, and
-each later pass (storing, indexing) reads the file again (`RecordStream`). Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX, text; see
+nothing. No reader holds the documents in memory: the validating pass keeps ids and hashes, and
+each later pass (storing, indexing) reads the file again, or for document files a spool of the
+parsed records (`RecordStream`). Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX, text; see
 `stores.formats`) are read leniently by default: a bad file (unreadable, empty, undecodable, an
 encrypted PDF) is skipped and reported as `path: reason` in `CorpusSource.skipped`, files of
 other types are named in `CorpusSource.unsupported`, and the rest is read; `strict=True` rejects
@@ -15,6 +16,7 @@ import csv
 import hashlib
 import json
 import re
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,10 +189,21 @@ class RecordStream:
     anything was written (docs/performance.md). `len()` and the ids (in source order) are known
     from the validating pass, and so is `digest`, the running hash of the records' canonical JSON
     that fingerprints start from. A later pass that reads different bytes (the file changed
-    during the ingest) raises IngestError at its end, before anything it fed is committed."""
+    during the ingest) raises IngestError at its end, before anything it fed is committed.
 
-    def __init__(self, path: Path, ids: dict[str, int], digest: "hashlib._Hash", raw: str) -> None:
+    Document files (PDF, HTML, …) are parsed once into a spool of records (`spooled`: one
+    DocRecord JSON per line, in a temporary folder `keep` holds for the stream's life): parsing a
+    PDF again on every pass would cost more than writing its text once."""
+
+    def __init__(self, path: Path, ids: dict[str, Any], digest: "hashlib._Hash", raw: str, *,
+                 spooled: bool = False, keep: Any = None) -> None:
         self.path, self.ids, self.digest, self._raw = path, ids, digest, raw
+        self._spooled, self._keep = spooled, keep
+
+    def _parse(self, line: bytes) -> DocRecord | None:
+        if not line.strip():
+            return None
+        return DocRecord.model_validate_json(line) if self._spooled else record_from_json(json.loads(line))
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -201,7 +214,7 @@ class RecordStream:
             for line in fh:
                 raw.update(line)
                 try:
-                    rec = record_from_json(json.loads(line)) if line.strip() else None
+                    rec = self._parse(line)
                 except (ValueError, UnicodeDecodeError):  # EmptyRecord included; a changed file is caught below
                     rec = None
                 if rec is not None:
@@ -321,28 +334,37 @@ def _hidden(path: Path, root: Path) -> bool:
 
 def _read_files(files: list[Path], root: Path, src: CorpusSource, problems: _Problems,
                 progress: ProgressFn | None) -> None:
-    """Read document files (ids relative to `root`); a bad file becomes a problem `path: reason`."""
+    """Read document files (ids relative to `root`) into a spooled RecordStream; a bad file
+    becomes a problem `path: reason`."""
     first_file: dict[str, Path] = {}
-    for i, path in enumerate(files, start=1):
-        if progress:
-            progress("reading", i - 1, len(files))
-        if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-            src.unsupported.append(str(path))
-            continue
-        docid = file_docid(path, root)
-        if docid in first_file:
-            problems.add(str(path), f"duplicate document id {docid!r} (also the id of {first_file[docid]}); rename one file")
-            continue
-        try:
-            rec = _file_record(path, docid)
-        except ValueError as exc:
-            problems.add(str(path), str(exc))
-            continue
-        except Exception as exc:  # noqa: BLE001 - a parser's own failure on a damaged file is that file's problem
-            problems.add(str(path), f"cannot be read ({type(exc).__name__}: {exc})")
-            continue
-        first_file[docid] = path
-        src.records.append(rec)
+    keep = tempfile.TemporaryDirectory(prefix="quarry-read-")  # removed with the stream
+    spool = Path(keep.name) / "records.jsonl"
+    digest, raw = hashlib.sha256(), hashlib.sha256()
+    with spool.open("wb") as out:
+        for i, path in enumerate(files, start=1):
+            if progress:
+                progress("reading", i - 1, len(files))
+            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+                src.unsupported.append(str(path))
+                continue
+            docid = file_docid(path, root)
+            if docid in first_file:
+                problems.add(str(path), f"duplicate document id {docid!r} (also the id of {first_file[docid]}); rename one file")
+                continue
+            try:
+                rec = _file_record(path, docid)
+            except ValueError as exc:
+                problems.add(str(path), str(exc))
+                continue
+            except Exception as exc:  # noqa: BLE001 - a parser's own failure on a damaged file is that file's problem
+                problems.add(str(path), f"cannot be read ({type(exc).__name__}: {exc})")
+                continue
+            first_file[docid] = path
+            line = (rec.model_dump_json() + "\n").encode()
+            out.write(line)
+            raw.update(line)
+            digest.update(record_json(rec).encode())
+    src.records = RecordStream(spool, first_file, digest, raw.hexdigest(), spooled=True, keep=keep)
     if progress and files:
         progress("reading", len(files), len(files))
 

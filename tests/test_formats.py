@@ -41,7 +41,7 @@ def make_pdf(path: Path, pages: list[str], *, title: str = "", author: str = "",
 def one(path: Path) -> DocRecord:
     src = read_corpus(path)
     assert src.skipped == [] and len(src.records) == 1, src.skipped
-    return src.records[0]
+    return list(src.records)[0]
 
 
 PAGE_TEXT = ["Lexical retrieval with BM25 over scanned proceedings. " * 4,
@@ -89,8 +89,35 @@ def test_page_map_survives_the_corpus_store(tmp_path: Path) -> None:
     make_pdf(folder / "paper.pdf", PAGE_TEXT, title="Paged Retrieval")
     ingest(folder, "paged", home=tmp_path / "home", build_lucene=False)
     stored = Collection("paged", tmp_path / "home").corpus.get("paper")
-    assert stored == read_corpus(folder).records[0]
+    assert stored == list(read_corpus(folder).records)[0]
     assert line_pages(stored)[-1] == 3
+
+
+def test_document_files_are_parsed_once_into_a_spool_that_leaves_with_the_source(tmp_path: Path) -> None:
+    """A folder of files is parsed once; its records (pages included) come back from a spool of
+    records on every pass, fingerprint as the records do, and the spool is removed with the source."""
+    import gc
+
+    from dataclasses import replace as with_records
+
+    from stores.corpus import source_fingerprint
+    from stores.readers import RecordStream
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    make_pdf(folder / "paper.pdf", PAGE_TEXT, title="Paged Retrieval")
+    (folder / "notes.md").write_text("# Notes\n\nDense retrieval with dual encoders.\n", encoding="utf-8")
+    src = read_corpus(folder)
+    assert isinstance(src.records, RecordStream) and list(src.records.ids) == ["notes", "paper"]
+    first, second = list(src.records), list(src.records)
+    assert first == second and [r.docid for r in first] == ["notes", "paper"]
+    assert line_pages(first[1])[-1] == 3, "the page map survives the spool"
+    assert source_fingerprint(src) == source_fingerprint(with_records(src, records=first))
+    spool = src.records.path
+    assert spool.is_file()
+    del src, first, second
+    gc.collect()
+    assert not spool.exists() and not spool.parent.exists()
 
 
 def test_encrypted_and_broken_pdfs_are_skipped_with_their_reasons(tmp_path: Path) -> None:
