@@ -64,13 +64,8 @@ def cited_ids(text: str) -> list[str]:
     return list(dict.fromkeys(d for m in _CITATION.finditer(text) for d in _ids(m.group(1))))
 
 
-def _content(claim: str) -> set[str]:
-    return {stem(t) for t in query_terms(claim)}
-
-
-def _support(claim: str, chunks: Sequence[Chunk]) -> tuple[float, Chunk | None]:
-    """The passage covering most of the claim's content words, and that share (0–1)."""
-    wanted = _content(claim)
+def _support(wanted: set[str], chunks: Sequence[Chunk]) -> tuple[float, Chunk | None]:
+    """The passage covering most of a claim's content words (`wanted`), and that share (0–1)."""
     if not wanted:
         return 0.0, None
     best, best_cov = None, 0.0
@@ -90,6 +85,7 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
     seen_refs: set[str] = set()
     for sentence in sentences(explanation):
         claim = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(_CITATION.sub(" ", sentence).split()))
+        wanted = {stem(t) for t in query_terms(claim)}  # the claim's content words, as prefix stems
         valid: list[str] = []
         for m in _CITATION.finditer(sentence):
             for docid in _ids(m.group(1)):
@@ -98,7 +94,7 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
                     out.removed.append({"docid": docid[:200], "sentence": claim[:300],
                                         "reason": "not a document this job opened"})
                     continue
-                coverage, chunk = _support(claim, chunks.get(docid, ()))
+                coverage, chunk = _support(wanted, chunks.get(docid, ()))
                 cosine = similarity(claim, docid) if similarity is not None and coverage < MIN_COVERAGE else None
                 if coverage < MIN_COVERAGE and (cosine is None or cosine < MIN_COSINE):
                     out.removed.append({"docid": docid, "sentence": claim[:300],
@@ -112,7 +108,7 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
                     ref = chunk or chunks[docid][0]
                     # The passage's sentence that backs the claim, not the passage from its first
                     # character (a passage boundary falls anywhere in a sentence).
-                    said, first, last = sentence_quote(ref, _content(claim))
+                    said, first, last = sentence_quote(ref, wanted)
                     out.references.append({"docid": docid, "title": (titles or {}).get(docid, ""),
                                            "lines": [first, last], "quote": quote(said)})
         cleaned = _CITATION.sub("", sentence)

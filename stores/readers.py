@@ -45,7 +45,7 @@ class CorpusSource:
 
     kind: str
     path: Path
-    records: "RecordStream | list[DocRecord]" = field(default_factory=list)  # a stream for JSONL/BEIR
+    records: "RecordStream | list[DocRecord]" = field(default_factory=list)  # readers give a stream
     citations: list[tuple[str, str]] = field(default_factory=list)
     queries: dict[str, str] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)  # reference answers by query id (answers.jsonl)
@@ -360,10 +360,10 @@ def _read_files(files: list[Path], root: Path, src: CorpusSource, problems: _Pro
                 problems.add(str(path), f"cannot be read ({type(exc).__name__}: {exc})")
                 continue
             first_file[docid] = path
-            line = (rec.model_dump_json() + "\n").encode()
-            out.write(line)
-            raw.update(line)
-            digest.update(record_json(rec).encode())
+            body = record_json(rec).encode()  # complete (it leaves out only empty pages): the spool line
+            digest.update(body)
+            out.write(body + b"\n")
+            raw.update(body + b"\n")
     src.records = RecordStream(spool, first_file, digest, raw.hexdigest(), spooled=True, keep=keep)
     if progress and files:
         progress("reading", len(files), len(files))
