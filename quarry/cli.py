@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from quarry.console import console, fail, out, print_json, progress_bar, terminal_safe
-from stores.errors import QuarryError
+from stores.errors import QuarryError, run_script
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Quarry: durable agentic search over a corpus you own.")
@@ -342,28 +342,6 @@ _cli_jobs.register(app)
 
 
 def main() -> None:
-    """The `quarry` executable: run the command, then leave without interpreter teardown once a
-    Temporal client or worker has run.
-
-    Why: the Temporal SDK's Rust bridge keeps Tokio threads that can outlive the event loop; if
-    one touches the GIL while CPython finalises, the process aborts with "Fatal Python error:
-    PyGILState_Release" (exit 134) after the command already succeeded — measured here in 2 of 40
-    `quarry run` calls (temporalio/sdk-python#300, open). Everything the command owes is done by
-    then (output written and flushed, spans exported, stores committed), so the exit skips
-    finalisation and reports the command's own status.
-    """
-    import sys
-
-    code = 0
-    try:
-        app(prog_name="quarry")
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    if "temporalio.bridge.temporal_sdk_bridge" in sys.modules:
-        import logging
-
-        sys.stdout.flush()
-        sys.stderr.flush()
-        logging.shutdown()
-        os._exit(code)
-    sys.exit(code)
+    """The `quarry` executable: run the command, then `leave` with its status (which skips the
+    interpreter teardown that can crash once a Temporal client has run)."""
+    run_script(lambda: app(prog_name="quarry"))

@@ -7,6 +7,7 @@ stable status, instead of a stack trace.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NoReturn
 
 
 class QuarryError(Exception):
@@ -36,13 +37,43 @@ class IngestError(QuarryError):
         self.problems = problems
 
 
-def run_script(main: Callable[[], None]) -> None:
-    """Run a module's `main` (evals/, bench/ scripts) so a QuarryError ends it with one line and
-    its hint on stderr, exit 2 — never a traceback — as the `quarry` command does."""
+def run_script(main: Callable[[], None]) -> NoReturn:
+    """Run a program's `main` (the `quarry` command, evals/ and bench/ scripts) so a QuarryError
+    ends it with one line and its hint on stderr, exit 2 — never a traceback; then `leave`."""
     import sys
 
+    code = 0
     try:
         main()
     except QuarryError as err:
         print(f"error ({err.code}): {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+        code = 2
+    except SystemExit as exc:  # argparse's usage errors, a script's own exit status
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    leave(code)
+
+
+def leave(code: int) -> NoReturn:
+    """End the process with `code`, without interpreter teardown once a Temporal client or worker
+    has run in it.
+
+    Why: the Temporal SDK's Rust bridge keeps Tokio threads that can outlive the event loop; if
+    one touches the GIL while CPython finalises, the process aborts with "Fatal Python error:
+    PyGILState_Release" (exit 134) after its work is done — measured here in 2 of 40 `quarry run`
+    calls (temporalio/sdk-python#300, open), and seen in a drill worker stopped by SIGTERM. The
+    exit handlers still run first (span exporters flush, logging closes), as they would at a
+    normal exit; only the finalisation that can crash is skipped.
+    """
+    import sys
+
+    if "temporalio.bridge.temporal_sdk_bridge" in sys.modules:
+        import atexit
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        atexit._run_exitfuncs()  # CPython's hook for what a normal exit runs before finalising
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

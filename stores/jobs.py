@@ -49,15 +49,25 @@ def _dumps(obj: Any) -> str:
 
 
 class JobStore:
+    """One connection per thread, all closed with the store (`close`, `with`, or when dropped).
+
+    Closing is not left to the garbage collector on purpose: CPython's sqlite3 connection sits in
+    a reference cycle with its statement cache, so a dropped connection — with its file
+    descriptors and its SQLite locks — lives until a cyclic collection, which may be never in a
+    short command and is at a random moment in a long process.
+    """
+
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        with self._con() as con:
-            con.executescript(SCHEMA)
-            columns = {r[1] for r in con.execute("PRAGMA table_info(jobs)")}
-            if "params" not in columns:  # job stores written before jobs kept their input
-                con.execute("ALTER TABLE jobs ADD COLUMN params TEXT")
+        self._open: list[sqlite3.Connection] = []
+        self._open_lock = threading.Lock()
+        con = self._con()
+        con.executescript(SCHEMA)
+        columns = {r[1] for r in con.execute("PRAGMA table_info(jobs)")}
+        if "params" not in columns:  # job stores written before jobs kept their input
+            con.execute("ALTER TABLE jobs ADD COLUMN params TEXT")
 
     def _con(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -67,7 +77,29 @@ class JobStore:
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA busy_timeout=30000")
             self._local.con = con
+            with self._open_lock:
+                self._open.append(con)
         return con
+
+    def close(self) -> None:
+        """Close every thread's connection; the store opens a new one if it is used again."""
+        with self._open_lock:
+            open_, self._open = self._open, []
+        self._local = threading.local()
+        for con in open_:
+            con.close()
+
+    def __enter__(self) -> "JobStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # at interpreter exit the sqlite module may already be gone
+            pass
 
     # -- jobs ----------------------------------------------------------------------------------
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
@@ -17,6 +19,26 @@ from typing import Any
 # real query term.
 FILLER = ("granite", "harbor", "lantern", "meadow", "orchid", "pebble", "quiver", "saddle",
           "timber", "velvet", "willow", "yonder", "copper", "dusk", "ember", "fjord")
+
+
+# The scan runs in a child process: reading a live SQLite file from the test's own process closes a
+# descriptor of it there, which drops every POSIX lock that process holds on the file (its job
+# stores' and in-process workers' connections); a connection without its locks can later read the
+# write-ahead log through a stale index and miss rows other processes committed.
+_SCAN = """import sys, pathlib
+root, needles = pathlib.Path(sys.argv[1]), [n.encode() for n in sys.argv[2:]]
+for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    data = path.read_bytes()
+    if any(n in data for n in needles):
+        print(path)
+"""
+
+
+def files_holding(root: Path, needles: Iterable[str]) -> list[str]:
+    """The files under `root` (recursively) that contain any of `needles`, read by a child process."""
+    out = subprocess.run([sys.executable, "-c", _SCAN, str(root), *needles], capture_output=True, text=True,
+                         timeout=120, check=True)
+    return out.stdout.splitlines()
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:

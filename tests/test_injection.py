@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from nodes.config import JobConfig, ModelSettings
 from stores.jobs import JobStore
-from tests.fakes import ModelRouter, ScriptedChatModel, search_docs, tool_call, write_jsonl
+from tests.fakes import ModelRouter, ScriptedChatModel, files_holding, search_docs, tool_call, write_jsonl
 from workflows.client import new_job_id, submit
 from workflows.dev_server import temporal_binary
 from workflows.search_job import SearchJob
@@ -108,6 +108,5 @@ async def test_an_obedient_model_cannot_break_the_rules(env, hostile_collection,
     assert cites["checked"] == 2 and [r["docid"] for r in cites["removed"]] == ["999999"]
     # No credential in the result, the workflow history, or any file under QUARRY_HOME.
     assert sentinel not in json.dumps(result) and sentinel not in history
-    for path in quarry_home.rglob("*"):
-        if path.is_file():
-            assert sentinel.encode() not in path.read_bytes(), f"the key reached {path}"
+    assert any(quarry_home.rglob("jobs.sqlite")), "the job store is among the files checked"
+    assert files_holding(quarry_home, [sentinel]) == [], "the key reached these files"

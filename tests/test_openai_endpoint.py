@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from nodes.config import JobConfig, ModelSettings, Price
 from stores.redact import REDACTED
 from tests.conftest import LITERATURE
+from tests.fakes import files_holding
 from tests.openai_standin import Request, StandinServer, tool_call_response
 from workflows.client import new_job_id, submit
 from workflows.dev_server import temporal_binary
@@ -67,10 +68,6 @@ def leaky_search(request: Request) -> dict[str, Any]:
     reason = f"find GNN papers as {request.headers.get('authorization')}"
     args = {"reason": reason, "query": "graph neural networks"}
     return tool_call_response("search", args, *USAGE[0], call_id="call_0")
-
-
-def files_containing(root: Path, needle: bytes) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
 
 
 async def test_react_job_over_http_reports_usage_sends_tools_and_never_stores_the_key(
@@ -137,7 +134,7 @@ async def test_react_job_over_http_reports_usage_sends_tools_and_never_stores_th
     assert not [k for k, r in enumerate(requests) if sentinel in json.dumps(r.body)], "never sent back in a prompt"
     assert sentinel not in history
     assert sentinel not in json.dumps(result)
-    assert files_containing(quarry_home, sentinel.encode()) == []
+    assert files_holding(quarry_home, [sentinel]) == []
 
 
 def free_port() -> int:
