@@ -30,6 +30,9 @@ from stores.home import collection_paths, quarry_home
 from stores.jobs import JobStore
 
 
+# Words of a collection's first document that the worker searches for once before it polls.
+WARM_QUERY_WORDS = 24
+
 # A collection by name, or a job state naming it (and the version the job pinned).
 CollectionRef = str | Mapping[str, Any]
 
@@ -207,6 +210,35 @@ class NodeRuntime:
                     del self._collections[stale]
                 self._collections[key] = col
             return self._collections[key]
+
+    def warm(self) -> list[str]:
+        """Open now what a job's first steps would otherwise pay for inside its budget: the JVM
+        with each collection's Lucene searcher and one search on it (the JIT), the channels the
+        planner asks for (Chroma's import), the MiniLM model when jobs would use it, the shipped
+        verifier: ~10 s of a fresh worker's first CACM job (bench/bench_cold_start.py). Returns
+        what was opened, for the worker's log; a collection that cannot be opened is left for
+        its jobs to report."""
+        from stores.embedder import embed_texts
+        from stores.home import list_collections
+        opened = []
+        for name in list_collections(self.home):
+            try:
+                col = self.collection(name)
+                first = next(col.corpus.iter_records(batch=1), None)
+                if first is not None:  # a real search: the JIT, not only the searcher, is cold
+                    words = " ".join(f"{first.title} {first.text}".split()[:WARM_QUERY_WORDS])
+                    docids, _ = col.lucene.ranking(words)
+                    col.lucene.score_documents(words, docids[:100])
+                self.channels(name)  # the planner asks for them first: this imports Chroma when it is needed
+            except QuarryError:
+                continue
+            opened.append(name)
+        if opened and JobConfig().semantic_candidates > 0 and model_available():
+            embed_texts(["warm up"])
+            opened.append("MiniLM")
+        if self.verifier() is not None:
+            opened.append("verifier")
+        return opened
 
     def tools(self, state: JobState) -> JobTools:
         col = self.collection(state)

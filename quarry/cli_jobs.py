@@ -244,14 +244,12 @@ def register(app: typer.Typer) -> None:
         """Run a worker for search jobs in this terminal (Ctrl+C stops it)."""
         _set_address(address)
         from observability import setup_tracing, shutdown_tracing
-        from workflows.worker import build_worker, run_until_signalled
+        from workflows.worker import serve
         setup_tracing("quarry-worker", quarry_home())
 
         async def main() -> bool:
             client = await _client()
-            from workflows.shared import task_queue
-            console.print(f"worker polling task queue {task_queue(quarry_home())} …")
-            return await run_until_signalled(build_worker(client, home=quarry_home()))
+            return await serve(client, home=quarry_home(), say=lambda line: console.print(line, highlight=False))
         clean = _run(main())
         shutdown_tracing()  # OTLP batches still in memory go out before the process ends
         if not clean:

@@ -1,12 +1,13 @@
 """A real Quarry worker process for the drills (tests/test_drills.py), with an optional gate.
 
-    python -m tests.drill_worker --home H --address A --queue Q [--gate DIR] [--models-url URL]
+    python -m tests.drill_worker --home H --address A --queue Q [--gate DIR] [--hold-warm-up DIR]
 
-It is `quarry worker` (the same `build_worker`, tracing into QUARRY_HOME) plus, for the drills
+It is `quarry worker` (the same `workflows.worker.serve`, tracing into QUARRY_HOME) plus, for the drills
 only, a gate on the verification node: while the file DIR/hold exists, a verification call
 writes DIR/entered-<pid> and waits until DIR/release exists. The drill can then SIGKILL this
-process, or the Temporal server, at a known point of a job. This file is test code; nothing in
-Quarry knows about it.
+process, or the Temporal server, at a known point of a job. `--hold-warm-up` holds the warm-up
+before polling the same way, so the drill can stop the worker inside it. This file is test code;
+nothing in Quarry knows about it.
 """
 from __future__ import annotations
 
@@ -32,28 +33,52 @@ def gate(folder: Path):
     verification_mod.verification = gated
 
 
-async def main() -> None:
+def hold_warm_up(folder: Path):
+    """Hold the worker's warm-up: write DIR/warming, then wait until DIR/release exists."""
+    from nodes.runtime import NodeRuntime
+
+    real = NodeRuntime.warm
+
+    def held(self):
+        (folder / "warming").write_text(str(os.getpid()))
+        while not (folder / "release").exists():
+            time.sleep(0.02)  # the drill, not a timer, decides when the warm-up may go on
+        return real(self)
+
+    NodeRuntime.warm = held
+
+
+async def main() -> bool:
     parser = argparse.ArgumentParser()
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--address", required=True)
     parser.add_argument("--queue", help="default: the home's own task queue, as `quarry worker` uses")
     parser.add_argument("--gate", type=Path)
+    parser.add_argument("--hold-warm-up", type=Path, help="hold the warm-up until DIR/release exists")
     args = parser.parse_args()
     if args.gate:
         gate(args.gate)
+    if args.hold_warm_up:
+        hold_warm_up(args.hold_warm_up)
     from observability import setup_tracing, shutdown_tracing
     from workflows.client import connect
-    from workflows.worker import build_worker, run_until_signalled
+    from workflows.worker import serve
 
     setup_tracing("quarry-worker", args.home)
     client = await connect(args.address)
-    worker = build_worker(client, home=args.home, queue=args.queue)  # None: derived from the home
-    (args.home / f"worker-ready-{os.getpid()}").write_text("ready")
-    clean = await run_until_signalled(worker)  # SIGTERM: the same graceful stop as `quarry worker`
+
+    def say(line: str) -> None:  # the drill waits for the line `quarry worker` prints before polling
+        print(line, flush=True)
+        if line.startswith("worker polling"):
+            (args.home / f"worker-ready-{os.getpid()}").write_text("ready")
+    # `queue` None: derived from the home; SIGTERM: the same graceful stop as `quarry worker`
+    clean = await serve(client, home=args.home, queue=args.queue, say=say)
     shutdown_tracing()
     if not clean:
-        os._exit(1)
+        os._exit(1)  # activities still running: their threads cannot be stopped (as `quarry worker`)
+    return clean
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    from stores.errors import leave
+    leave(0 if asyncio.run(main()) else 1)  # the same exit as the `quarry` executable

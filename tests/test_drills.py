@@ -22,7 +22,7 @@ import pytest
 from nodes.config import JobConfig
 from stores.collection import ingest
 from stores.jobs import JobStore
-from tests.fakes import search_docs, write_jsonl
+from tests.fakes import files_holding, search_docs, write_jsonl
 from workflows.dev_server import server_command
 from workflows.shared import JobInput
 
@@ -218,6 +218,44 @@ def test_a_worker_stops_cleanly_on_sigterm(home, server, baseline) -> None:
     assert worker.proc.returncode == 0 and "Traceback" not in log, log[-2000:]
 
 
+def test_a_worker_is_warm_before_it_polls(home, server) -> None:
+    """The worker opens the JVM (with the collection's searcher) and MiniLM before it polls, so
+    the first job's budget is not spent on them; its log says what it warmed."""
+    worker = Worker(home, server.address, f"drill-warm-{uuid.uuid4().hex[:8]}")
+    try:
+        maps = Path(f"/proc/{worker.proc.pid}/maps").read_text()
+    finally:
+        worker.kill(signal.SIGTERM)
+    log = worker.log.read_text()
+    assert "libjvm.so" in maps, "the JVM is running in the worker before its first job"
+    warmed = next(line for line in log.splitlines() if line.startswith("warmed up in"))
+    assert "lit" in warmed and "MiniLM" in warmed, warmed
+    assert log.index("warmed up in") < log.index("worker polling"), log[-2000:]
+
+
+def test_a_worker_stopped_while_warming_up_exits_cleanly(home, server, tmp_path) -> None:
+    """SIGTERM during the warm-up (`quarry down` right after `quarry run` started the worker) ends
+    it at once with exit status 0 and a line that says so — no traceback, no wait for the warm-up."""
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    log = home / f"worker-warm-{uuid.uuid4().hex[:6]}.log"
+    proc = subprocess.Popen([sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address", server.address,
+                             "--queue", f"drill-warm-{uuid.uuid4().hex[:8]}", "--hold-warm-up", str(hold)],
+                            cwd=ROOT, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
+                            env=os.environ | {"QUARRY_HOME": str(home)})
+    try:
+        wait_for(lambda: (hold / "warming").exists() or proc.poll() is not None, "the warm-up to start")
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)  # the held warm-up never ends: only a stop that does not wait for it returns
+    finally:
+        (hold / "release").write_text("1")
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert proc.returncode == 0 and "stopped while warming up" in text and "Traceback" not in text, text[-2000:]
+    assert "worker polling" not in text
+
+
 def test_worker_sigkilled_in_verification_is_replaced_and_the_result_is_the_same(home, server, baseline,
                                                                                   tmp_path) -> None:
     queue = f"drill-{uuid.uuid4().hex[:8]}"
@@ -366,10 +404,7 @@ def test_no_key_reaches_any_file(home, server, capsys) -> None:
     assert result["status"] == "completed" and result["submitted"]["docids"] == ["gnn01"]
     files = [p for p in home.rglob("*") if p.is_file()]
     assert any(p.name.startswith("temporal.db") for p in files) and any(p.suffix == ".jsonl" for p in files)
-    for path in files:
-        data = path.read_bytes()
-        for name, value in secrets.items():
-            assert value.encode() not in data, f"{name} reached {path}"
+    assert files_holding(home, secrets.values()) == [], "a key reached these files"
     with capsys.disabled():
         print(f"\n[drill] secrets: {len(files)} files under QUARRY_HOME checked, no key in any")
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -15,7 +17,8 @@ from graphs.react_graph import make_react_graph
 from graphs.search_graph import make_search_graph
 from graphs.state import REACT_GRAPH, SEARCH_GRAPH
 from nodes.models import ModelFactory
-from nodes.runtime import NodeRuntime, configure_runtime
+from nodes.runtime import NodeRuntime, configure_runtime, runtime
+from stores.redact import redact
 from workflows.activities import answer_from_state, checkpoint_job, finish_job
 from workflows.search_job import SearchJob
 from workflows.shared import task_queue
@@ -72,3 +75,39 @@ async def run_until_signalled(worker: Worker) -> bool:
         return False
     await asyncio.gather(running, return_exceptions=True)
     return True
+
+
+async def serve(client: Client, *, home: Path | None = None, queue: str | None = None,
+                say: Callable[[str], None] = print) -> bool:
+    """What `quarry worker` does: build the worker, warm it up (`NodeRuntime.warm`) before it
+    polls — a job's budget starts when a worker picks it up, so start-up is not spent from the
+    first job's budget — then run until signalled (see `run_until_signalled`). A signal during
+    the warm-up ends it at once and cleanly (no job had started); a warm-up that fails is said
+    and skipped (the jobs then open what they need, and report what they cannot)."""
+    worker = build_worker(client, home=home, queue=queue)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    # Its own thread, not the loop's default executor, which asyncio.run would wait for on a stop.
+    warm_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quarry-warm")
+    began = time.monotonic()
+    warming = loop.run_in_executor(warm_thread, runtime().warm)
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({warming, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    warm_thread.shutdown(wait=False)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.remove_signal_handler(sig)
+    if stop.is_set():
+        say("stopped while warming up; no job had started")
+        return True
+    stopping.cancel()
+    try:
+        opened = warming.result()
+    except Exception as exc:  # noqa: BLE001 - a warm-up is an optimisation, never a reason not to serve
+        say(redact(f"warm-up skipped ({type(exc).__name__}: {exc}); jobs open what they need themselves"))
+    else:
+        if opened:
+            say(f"warmed up in {time.monotonic() - began:.1f} s: {', '.join(opened)}")
+    say(f"worker polling task queue {queue or task_queue(home)} …")
+    return await run_until_signalled(worker)
