@@ -220,7 +220,7 @@ class NodeRuntime:
         its jobs to report."""
         from stores.embedder import embed_texts
         from stores.home import list_collections
-        opened = []
+        opened, semantic = [], False
         for name in list_collections(self.home):
             try:
                 col = self.collection(name)
@@ -229,11 +229,12 @@ class NodeRuntime:
                     words = " ".join(f"{first.title} {first.text}".split()[:WARM_QUERY_WORDS])
                     docids, _ = col.lucene.ranking(words)
                     col.lucene.score_documents(words, docids[:100])
-                self.channels(name)  # the planner asks for them first: this imports Chroma when it is needed
+                # The planner asks for them first (this imports Chroma when it is needed).
+                semantic |= "semantic" in self.channels(name)
             except QuarryError:
                 continue
             opened.append(name)
-        if opened and JobConfig().semantic_candidates > 0 and model_available():
+        if semantic:  # its queries (and the chunks it lacks) are embedded with MiniLM
             embed_texts(["warm up"])
             opened.append("MiniLM")
         if self.verifier() is not None:

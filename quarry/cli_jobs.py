@@ -378,8 +378,6 @@ def _known_job(job_id: str) -> dict[str, Any] | None:
         return None
 
 
-
-
 def _temporal_statuses(limit: int) -> dict[str, str] | None:
     """This home's jobs as Temporal's visibility sees them (job id → execution status), or None
     when the server cannot be reached."""

@@ -18,6 +18,14 @@ import time
 from pathlib import Path
 
 
+def wait_for_release(folder: Path, marker: str, text: str) -> None:
+    """Write DIR/marker, then wait until DIR/release exists: the drill, not a timer, decides when
+    the held call may go on."""
+    (folder / marker).write_text(text)
+    while not (folder / "release").exists():
+        time.sleep(0.02)
+
+
 def gate(folder: Path):
     import nodes.verification as verification_mod
 
@@ -25,9 +33,7 @@ def gate(folder: Path):
 
     def gated(state):
         if (folder / "hold").exists():
-            (folder / f"entered-{os.getpid()}").write_text(str(state.get("round", 0)))
-            while not (folder / "release").exists():
-                time.sleep(0.02)  # the drill, not a timer, decides when this call may go on
+            wait_for_release(folder, f"entered-{os.getpid()}", str(state.get("round", 0)))
         return real(state)
 
     verification_mod.verification = gated
@@ -40,9 +46,7 @@ def hold_warm_up(folder: Path):
     real = NodeRuntime.warm
 
     def held(self):
-        (folder / "warming").write_text(str(os.getpid()))
-        while not (folder / "release").exists():
-            time.sleep(0.02)  # the drill, not a timer, decides when the warm-up may go on
+        wait_for_release(folder, "warming", str(os.getpid()))
         return real(self)
 
     NodeRuntime.warm = held

@@ -50,23 +50,32 @@ def build_worker(client: Client, *, home: Path | None = None, queue: str | None 
     )
 
 
+async def _signalled_first(task: asyncio.Future) -> bool:
+    """Wait for `task` or SIGTERM/SIGINT, whichever comes first; True when a signal came.
+    The handlers are removed again, so a second signal ends the process the default way."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        stopping.cancel()
+    return stop.is_set()
+
+
 async def run_until_signalled(worker: Worker) -> bool:
     """Run `worker` until SIGTERM or SIGINT (`quarry down`, a service manager, Ctrl+C), then shut
     it down: it stops polling, finishes the workflow task in hand (so the job's spans end and
     are written) and gives running activities SHUTDOWN_GRACE_S before Temporal retries them
     elsewhere. False when activities were still running after that (threads cannot be stopped:
     the caller flushes what it has and exits the process); a second signal is not waited on."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     running = asyncio.ensure_future(worker.run())
-    stopping = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.remove_signal_handler(sig)  # a second signal ends the process the default way
+    await _signalled_first(running)
     if running.done():  # the worker stopped on its own (an error): say so as it is
-        stopping.cancel()
         running.result()
         return True
     try:
@@ -85,23 +94,15 @@ async def serve(client: Client, *, home: Path | None = None, queue: str | None =
     the warm-up ends it at once and cleanly (no job had started); a warm-up that fails is said
     and skipped (the jobs then open what they need, and report what they cannot)."""
     worker = build_worker(client, home=home, queue=queue)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     # Its own thread, not the loop's default executor, which asyncio.run would wait for on a stop.
     warm_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quarry-warm")
     began = time.monotonic()
-    warming = loop.run_in_executor(warm_thread, runtime().warm)
-    stopping = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({warming, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    warming = asyncio.get_running_loop().run_in_executor(warm_thread, runtime().warm)
+    signalled = await _signalled_first(warming)
     warm_thread.shutdown(wait=False)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.remove_signal_handler(sig)
-    if stop.is_set():
+    if signalled:
         say("stopped while warming up; no job had started")
         return True
-    stopping.cancel()
     try:
         opened = warming.result()
     except Exception as exc:  # noqa: BLE001 - a warm-up is an optimisation, never a reason not to serve
