@@ -33,6 +33,7 @@ from evals.metrics import per_query
 from evals.runner import judged_queries, system_ranker
 from evals.significance import compare
 from nodes.ranker import FEATURES, RANK_FEATURES, Verifier, candidate_features
+from stores.atomic import write_atomic  # workers read the verifier file while it is rewritten
 from stores.collection import Collection
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,7 +94,7 @@ def collect(home: Path, name: str, refresh: bool = False) -> dict[str, Any]:
     data = {"collection": name, "split": split, "fingerprint": col.corpus.fingerprint, "features": list(FEATURES),
             "queries": rows, "qrels": {q: qrels[q] for q in qids}, "seconds": round(time.perf_counter() - started, 1)}
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(data))
+    write_atomic(cache, json.dumps(data))
     return data
 
 
@@ -296,10 +297,10 @@ def main() -> None:
     if args.write and ship:
         verifier = FITS[best](list(datasets.values()), name="verifier-v2")
         VERIFIER_FILE.parent.mkdir(parents=True, exist_ok=True)
-        VERIFIER_FILE.write_text(json.dumps({"name": verifier.name, "features": list(verifier.features),
-                                             "mean": verifier.mean, "scale": verifier.scale, "weights": verifier.weights,
-                                             "bias": verifier.bias, "trained_on": args.collections, "model": best,
-                                             "rebuild": "python -m evals.train_ranker --home H --write"}, indent=1) + "\n")
+        write_atomic(VERIFIER_FILE, json.dumps({"name": verifier.name, "features": list(verifier.features),
+                                               "mean": verifier.mean, "scale": verifier.scale, "weights": verifier.weights,
+                                               "bias": verifier.bias, "trained_on": args.collections, "model": best,
+                                               "rebuild": "python -m evals.train_ranker --home H --write"}, indent=1) + "\n")
         print(f"wrote {VERIFIER_FILE}")
 
 

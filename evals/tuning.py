@@ -20,6 +20,7 @@ from typing import Any
 from evals.metrics import mean_metrics
 from evals.plots import heatmap
 from evals.runner import judged_queries
+from stores.atomic import write_atomic
 from stores.collection import Collection, reindex
 from stores.errors import QuarryError
 from stores.lucene import LuceneIndex, default_bm25_params
@@ -138,7 +139,7 @@ def grid_search(col: Collection, split: str | None = None, k1_grid: tuple[float,
                   if stored[0] in k1_grid and stored[1] in b_grid else None)
     result = TuneResult(col.name, split, len(qids), k1_grid, b_grid, cells, best, baseline, png,
                         runs / f"bm25-grid-{split}.json", time.perf_counter() - started)
-    result.grid_file.write_text(json.dumps(result.summary() | {
+    write_atomic(result.grid_file, json.dumps(result.summary() | {
         "k1_grid": list(k1_grid), "b_grid": list(b_grid), "depth": depth,
         "cells": [{"k1": c.k1, "b": c.b, **{m: round(v, 6) for m, v in c.metrics.items()}} for c in cells]},
         indent=1))
@@ -191,9 +192,7 @@ def _write_tuned(col: Collection, record: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     record = record | {"fingerprint": col.corpus.fingerprint,
                        "tuned_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=2))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(record, indent=2))
 
 
 def load_tuned(col: Collection) -> dict[str, Any]:
@@ -202,7 +201,13 @@ def load_tuned(col: Collection) -> dict[str, Any]:
     if not path.is_file():
         raise QuarryError("not_tuned", f"the BM25 parameters of {col.name!r} were never tuned",
                           f"run: quarry tune {col.name}")
-    record = json.loads(path.read_text())
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(record, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
+        raise QuarryError("bad_tuning", f"the tuning record of {col.name!r} ({path}) is unreadable ({exc})",
+                          f"tune again: quarry tune {col.name}") from exc
     if record.get("fingerprint") != col.corpus.fingerprint:
         raise QuarryError("stale_tuning", f"the BM25 parameters of {col.name!r} were tuned on an older version of "
                           "its documents", f"run again: quarry tune {col.name}")

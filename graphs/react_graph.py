@@ -17,7 +17,7 @@ from graphs.search_graph import activity_options
 from nodes import react as react_mod
 from nodes import react_finish as finish_mod
 from nodes.budget import budget_spent, budget_steer
-from nodes.config import MODEL_ATTEMPTS, config_of
+from nodes.config import config_of
 from nodes.heartbeat import with_heartbeats
 from nodes.state import JobState
 
@@ -97,7 +97,7 @@ def make_react_graph() -> StateGraph:
     g = StateGraph(JobState)
     g.add_node("inbox", inbox, metadata={"execute_in": "workflow"})
     g.add_node("remind", remind, metadata={"execute_in": "workflow"})
-    g.add_node("agent", agent, metadata=activity_options(600, MODEL_ATTEMPTS))
+    g.add_node("agent", agent, metadata=activity_options(600))
     g.add_node("tools", tools, metadata=activity_options(300))
     g.add_node("finish", finish, metadata=activity_options(300))
     g.add_conditional_edges(START, route_start)

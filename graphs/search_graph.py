@@ -25,7 +25,7 @@ from nodes import reflection as reflection_mod
 from nodes import retrieval as retrieval_mod
 from nodes import verification as verification_mod
 from nodes.budget import budget_steer
-from nodes.config import MODEL_ATTEMPTS, config_of
+from nodes.config import config_of
 from nodes.excerpts import query_terms
 from nodes.heartbeat import with_heartbeats
 from nodes.planning import make_plan, parse_exclusions, parse_years
@@ -59,14 +59,36 @@ async def answer(state: JobState) -> dict:
     return await with_heartbeats(answer_mod.answer, state)
 
 
-def activity_options(timeout_s: int, attempts: int = 3) -> dict[str, Any]:
-    """Node metadata for the Temporal plugin: an activity with a timeout, heartbeats and retries
-    (a `QuarryError` is the user's to fix, so it is never retried)."""
+# Errors no retry can fix fail the node at once: a `QuarryError` is the user's to fix (a bad
+# request, a collection that is gone), and these are bugs. Everything else is retried.
+NON_RETRYABLE = ["QuarryError", "IngestError", "TypeError", "AttributeError", "NameError", "KeyError",
+                 "IndexError", "AssertionError", "ZeroDivisionError", "NotImplementedError", "RecursionError"]
+# How long a node may keep being retried. Attempts are counted by time, not by number: a worker
+# that stalls inside an activity (a laptop asleep, a paused VM, SIGSTOP) lets each attempt it
+# holds time out on its heartbeat — and its still-open polls take the next attempts too — so a
+# small count (3) failed a job after a pause of about 50 s. Within this window a job survives a
+# pause of minutes; the job's own budget (a workflow timer) still ends it on time.
+RETRY_WINDOW = timedelta(hours=1)
+RETRY_BACKOFF_CAP = timedelta(seconds=10)
+# Heartbeats come every 5 s (nodes.heartbeat); a worker that died is noticed within 15 s.
+HEARTBEAT_TIMEOUT = timedelta(seconds=15)
+
+
+def retry_by_time() -> RetryPolicy:
+    """Unlimited attempts (bounded by RETRY_WINDOW as the activity's schedule-to-close), backoff
+    1 s doubling to RETRY_BACKOFF_CAP; NON_RETRYABLE errors fail at once."""
+    return RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                       maximum_interval=RETRY_BACKOFF_CAP, maximum_attempts=0,
+                       non_retryable_error_types=NON_RETRYABLE)
+
+
+def activity_options(timeout_s: int) -> dict[str, Any]:
+    """Node metadata for the Temporal plugin: an activity with a per-attempt timeout, heartbeats
+    and retries by time (`retry_by_time`). Model steps still fall back to the heuristic decision
+    on their MODEL_ATTEMPTS-th attempt (nodes.heartbeat.final_attempt) instead of failing."""
     return {"execute_in": "activity", "start_to_close_timeout": timedelta(seconds=timeout_s),
-            # Heartbeats come every 5 s (nodes.heartbeat); a worker that died is noticed within 15 s.
-            "heartbeat_timeout": timedelta(seconds=15),
-            "retry_policy": RetryPolicy(maximum_attempts=attempts, initial_interval=timedelta(seconds=1),
-                                        non_retryable_error_types=["QuarryError"])}
+            "schedule_to_close_timeout": RETRY_WINDOW, "heartbeat_timeout": HEARTBEAT_TIMEOUT,
+            "retry_policy": retry_by_time()}
 
 
 def must_answer(state: JobState) -> bool:
@@ -141,14 +163,14 @@ async def steer(state: JobState) -> dict:
 
 def make_search_graph() -> StateGraph:
     g = StateGraph(JobState)
-    g.add_node("navigator", navigator, metadata=activity_options(600, MODEL_ATTEMPTS))
+    g.add_node("navigator", navigator, metadata=activity_options(600))
     g.add_node("retrieval", retrieval, metadata=activity_options(300))
     g.add_node("verification", verification, metadata=activity_options(300))
-    g.add_node("librarian", librarian, metadata=activity_options(600, MODEL_ATTEMPTS))
+    g.add_node("librarian", librarian, metadata=activity_options(600))
     g.add_node("fold", fold, metadata=activity_options(120))
-    g.add_node("reflection", reflection, metadata=activity_options(600, MODEL_ATTEMPTS))
+    g.add_node("reflection", reflection, metadata=activity_options(600))
     g.add_node("steer", steer, metadata={"execute_in": "workflow"})
-    g.add_node("answer", answer, metadata=activity_options(600, MODEL_ATTEMPTS))
+    g.add_node("answer", answer, metadata=activity_options(600))
     g.add_conditional_edges(START, route_start)
     g.add_edge("navigator", "retrieval")
     g.add_conditional_edges("retrieval", route_after_retrieval)

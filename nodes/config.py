@@ -13,7 +13,9 @@ from typing import Any, Mapping
 
 POLICIES = ("heuristic", "llm", "react")
 # Attempts of an activity that calls a model: earlier attempts raise (Temporal retries them),
-# the last one falls back to the heuristic decision. The graphs' retry policies use this number.
+# the last one falls back to the heuristic decision (nodes.heartbeat.final_attempt). The graphs'
+# retry policies count by time, not attempts (graphs.search_graph.retry_by_time), so a paused
+# worker's timed-out attempts cannot exhaust them.
 MODEL_ATTEMPTS = 3
 # Share of any budget (time, tokens, dollars) after which the job is steered to submit now.
 STEER_FRACTION = 0.7
@@ -74,6 +76,10 @@ class JobConfig:
     semantic_candidates: int = 100
     semantic_chunks: int = 2
     verifier: bool = True        # order the answer with the shipped learned verifier when there is one
+    # The answer without a model (extractive): sentences it quotes at most, and how deep the
+    # collection is searched to count a question word's documents for its IDF weight.
+    answer_sentences: int = 4
+    idf_depth: int = 1000
     models: ModelSettings = field(default_factory=ModelSettings)
     max_tokens: int | None = None      # token budget over all model calls (steer at 0.7, stop at 1.0)
     max_dollars: float | None = None   # dollar budget, the same way

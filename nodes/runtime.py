@@ -195,11 +195,17 @@ class NodeRuntime:
 
     def collection(self, where: CollectionRef) -> Collection:
         """A collection by name (its current version) or for a job's state (the version the job
-        pinned when it started, so one job never mixes two versions; the current one if that
-        version was pruned). A new version ingested while the worker runs is noticed here: the
-        current version is read from disk on every call."""
+        pinned when it started, so one job never mixes two versions). Writers never prune a
+        version a running job pins (stores.versions); if it is gone all the same (removed by
+        hand, or the job outlived its budget), the job is told so (`version_gone`) rather than
+        moved silently to another version. A new version ingested while the worker runs is
+        noticed here: the current version is read from disk on every call."""
         name, pinned = (where, None) if isinstance(where, str) else (where["collection"], where.get("collection_version"))
         version = collection_paths(name, self.home, pinned).version
+        if pinned is not None and version != pinned:
+            raise QuarryError("version_gone", f"version {pinned} of collection {name!r}, which this job started "
+                              "on, no longer exists; its results would mix two versions",
+                              "start the job again on the current version: quarry job rerun JOB_ID")
         key = (name, version)
         with self._lock:
             if key not in self._collections:

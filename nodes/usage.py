@@ -8,7 +8,9 @@ job carries in its configuration; a model without a price costs 0 and is reporte
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints
 
 from nodes.config import Price
 
@@ -24,6 +26,35 @@ DEFAULT_PRICES: dict[str, Price] = {
     "claude-3-5-haiku-latest": Price(0.80, 0.08, 4.00),
     "claude-sonnet-4-5": Price(3.00, 0.30, 15.00),
 }
+
+# The dearest 2025 list price is $600 per million output tokens (o1-pro); a price above this
+# bound is a typo (or 1e400) that would make any dollar budget meaningless.
+MAX_PRICE = 10_000.0
+
+# Dollars per million tokens: a finite JSON number in [0, MAX_PRICE]. Strict, so `true` is not 1.0
+# and "0.2" is not a number; NaN, Infinity and 1e400 (which json reads as inf) are refused —
+# a NaN or negative price makes spent dollars NaN or falling, and a dollar budget never stops.
+PriceValue = Annotated[float, Field(ge=0.0, le=MAX_PRICE, allow_inf_nan=False, strict=True)]
+
+
+class PriceRow(BaseModel):
+    """One model's row of a `--prices` file; a misspelt key ("ouput") is an error, not a free output."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    input: PriceValue
+    cached_input: PriceValue = 0.0
+    output: PriceValue
+
+
+ModelName = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")]
+
+
+class PriceTable(RootModel[dict[ModelName, PriceRow]]):
+    """The schema of a `--prices` file: `{"provider:name" or "name": {"input", "cached_input", "output"}}`."""
+
+    def prices(self) -> dict[str, Price]:
+        return {name: Price(row.input, row.cached_input, row.output) for name, row in self.root.items()}
 
 
 @dataclass

@@ -66,7 +66,7 @@ def span_to_record(span: ReadableSpan) -> dict[str, Any]:
 
 def _append_line(path: Path, data: bytes) -> None:
     """Append `data` with one write call so concurrent appenders never interleave inside it."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # intents, documents: owner only
     try:
         written = os.write(fd, data)
     finally:
@@ -97,7 +97,7 @@ class JsonlSpanExporter(SpanExporter):
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
             by_trace[record["trace_id"]].append(line.encode("utf-8"))
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             for trace_id, lines in by_trace.items():
                 path = self.folder / f"{trace_id}.jsonl"
                 for line in lines:

@@ -8,10 +8,35 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from quarry.console import console, fail, out, print_json, progress_bar, terminal_safe
-from stores.errors import QuarryError, run_script
+from typer.core import TyperGroup
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+from quarry.console import console, fail, out, print_json, progress_bar, safe, terminal_safe
+from stores.errors import QuarryError, disk_full, run_script
+
+
+class _OneMessage(TyperGroup):
+    """The `quarry` command group: a QuarryError that a command did not catch, or a full disk
+    anywhere (a raw sqlite3.OperationalError or OSError 28 from a store write), ends the command
+    with one message, its hint and exit 2 — the same for every command, and inside CliRunner too
+    (which never reaches `main`'s run_script)."""
+
+    def invoke(self, ctx):
+        from typer.exceptions import Abort, Exit, TyperException
+
+        try:
+            return super().invoke(ctx)
+        except (Exit, Abort, TyperException):
+            raise  # typer's own exits and usage errors: a fail() inside an `except` already printed its message
+        except QuarryError as err:
+            fail(err)
+        except Exception as exc:  # noqa: BLE001 - only a full disk is translated; anything else re-raises
+            from stores.home import quarry_home
+            if (err := disk_full(exc, home=quarry_home())) is not None:
+                fail(err)
+            raise
+
+
+app = typer.Typer(cls=_OneMessage, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Quarry: durable agentic search over a corpus you own.")
 
 
@@ -33,20 +58,24 @@ _SHOWN = 20  # skipped and unsupported files listed by name before "… and N mo
 def _print_changes(report) -> None:
     """Warnings, then every skipped file as `path: reason`, unsupported files by name, then the
     summary line ("812 added, 3 skipped") — on stderr except the summary."""
-    from rich.markup import escape
-    for warning in report.warnings:
-        console.print(f"[yellow]warning[/]: {escape(warning)}", highlight=False)
+    _print_warnings(report)
     for line in report.skipped[:_SHOWN]:
-        console.print(f"[yellow]skipped[/] {escape(line)}", highlight=False)
+        console.print(f"[yellow]skipped[/] {safe(line)}", highlight=False)
     if len(report.skipped) > _SHOWN:
         console.print(f"[yellow]skipped[/] … and {len(report.skipped) - _SHOWN} more", highlight=False)
     if report.unsupported:
         names = ", ".join(report.unsupported[:_SHOWN]) + (
             f" and {len(report.unsupported) - _SHOWN} more" if len(report.unsupported) > _SHOWN else "")
-        console.print(f"[yellow]not read[/]: {len(report.unsupported)} file(s) of unsupported types: {escape(names)}",
+        console.print(f"[yellow]not read[/]: {len(report.unsupported)} file(s) of unsupported types: {safe(names)}",
                       highlight=False)
     dense = f"; {report.embedded} chunk(s) embedded into the dense index" if report.embedded is not None else ""
-    out.print(f"{escape(report.summary())}{dense}", highlight=False)
+    out.print(f"{safe(report.summary())}{dense}", highlight=False)
+
+
+def _print_warnings(report) -> None:
+    """The report's warnings on stderr; they name documents and files, so each goes through `safe`."""
+    for warning in report.warnings:
+        console.print(f"[yellow]warning[/]: {safe(warning)}", highlight=False)
 
 
 @app.command()
@@ -66,29 +95,34 @@ def ingest(path: Annotated[Path, typer.Argument(help="BEIR folder, .jsonl file, 
     except QuarryError as err:
         fail(err)
     if report.unchanged:
-        for warning in report.warnings:
-            console.print(f"[yellow]warning[/]: {warning}", highlight=False)
-        out.print(f"collection [bold]{name}[/] unchanged ({report.documents} documents); nothing to do")
+        _print_warnings(report)
+        out.print(f"collection [bold]{safe(name)}[/] unchanged ({report.documents} documents); nothing to do")
         return
     _print_changes(report)
-    out.print(f"collection [bold]{name}[/]: {report.documents} documents, {report.citations} citations, "
-              f"{report.queries} queries" + (f" ({report.answers} with reference answers)" if report.answers else "") + f", qrels splits: {', '.join(report.splits) or 'none'}"
+    out.print(f"collection [bold]{safe(name)}[/]: {report.documents} documents, {report.citations} citations, "
+              f"{report.queries} queries" + (f" ({report.answers} with reference answers)" if report.answers else "")
+              + f", qrels splits: {safe(', '.join(report.splits)) or 'none'}"
               + ("; BM25 index built" if report.indexed else ""))
 
 
 @app.command()
 def add(name: str,
         paths: Annotated[list[Path], typer.Argument(help="Document files or folders (or .jsonl files) to add or update")],
-        strict: Annotated[bool, typer.Option("--strict", help="Change nothing if any file is bad")] = False) -> None:
-    """Add or update documents in a collection; only their chunks are indexed and embedded."""
+        strict: Annotated[bool, typer.Option("--strict", help="Change nothing if any file is bad")] = False,
+        root: Annotated[Optional[Path], typer.Option(
+            "--root", help="Folder that ids are relative to, as a folder ingest of it would give them "
+                           "(default: the folder the collection was ingested from, for files inside it; "
+                           "otherwise each folder given, or a single file's name)")] = None) -> None:
+    """Add or update documents in a collection; only their chunks are indexed and embedded.
+    A file whose id is already another file's document is refused, naming both."""
     from stores.collection import add as run_add
     try:
         with progress_bar(console.is_terminal) as progress:
-            report = run_add(name, list(paths), strict=strict, progress=progress)
+            report = run_add(name, list(paths), root=root, strict=strict, progress=progress)
     except QuarryError as err:
         fail(err)
     _print_changes(report)
-    out.print(f"collection [bold]{name}[/]: {report.documents} documents"
+    out.print(f"collection [bold]{safe(name)}[/]: {report.documents} documents"
               + ("" if report.unchanged else "; BM25 index updated" if report.indexed else ""))
 
 
@@ -102,7 +136,7 @@ def remove(name: str, docids: Annotated[list[str], typer.Argument(help="Ids of t
     except QuarryError as err:
         fail(err)
     _print_changes(report)
-    out.print(f"collection [bold]{name}[/]: {report.documents} documents")
+    out.print(f"collection [bold]{safe(name)}[/]: {report.documents} documents")
 
 
 @app.command()
@@ -114,11 +148,12 @@ def index(name: str,
     """Build (or re-parameterise) the BM25 index of an ingested collection; --dense adds vectors."""
     from stores.collection import reindex
     try:
+        _check_bm25(k1, b)
         with progress_bar(console.is_terminal) as progress:
             meta = reindex(name, k1=k1, b=b, progress=progress)
     except QuarryError as err:
         fail(err)
-    out.print(f"index [bold]{name}[/]: {meta.documents} documents, BM25 k1={meta.k1} b={meta.b}")
+    out.print(f"index [bold]{safe(name)}[/]: {meta.documents} documents, BM25 k1={meta.k1} b={meta.b}")
     if dense:
         from stores.dense import DenseIndex
         try:
@@ -130,8 +165,18 @@ def index(name: str,
         if reused:
             out.print("dense index current; reused")
         else:
-            out.print(f"dense index [bold]{name}[/]: {dmeta.chunks} chunks of {dmeta.documents} documents, "
-                      f"{dmeta.model}, built in {dmeta.built_seconds:.1f} s")
+            out.print(f"dense index [bold]{safe(name)}[/]: {dmeta.chunks} chunks of {dmeta.documents} documents, "
+                      f"{safe(dmeta.model)}, built in {dmeta.built_seconds:.1f} s")
+
+
+def _check_bm25(k1: float | None, b: float | None) -> None:
+    """BM25 parameters as numbers Lucene can use: typer lets NaN (no `min=` on search and eval) and
+    Infinity through, and either makes every score NaN or infinite (and `index` would store it)."""
+    import math
+    if k1 is not None and not (math.isfinite(k1) and 0 <= k1 <= 1000):
+        raise QuarryError("bad_option", f"--k1 {k1} is not usable", "give a k1 from 0 to 1000 (0.9 is Anserini's default)")
+    if b is not None and not (math.isfinite(b) and 0 <= b <= 1):
+        raise QuarryError("bad_option", f"--b {b} is not usable", "give a b from 0 to 1 (0.4 is Anserini's default)")
 
 
 def _tools(name: str, k1: float | None = None, b: float | None = None, semantic: bool = False):
@@ -183,6 +228,7 @@ def search(name: str, query: str,
         fail(QuarryError("bad_option", "--k1/--b set BM25 parameters, which the semantic channel does not use",
                          "drop --k1/--b, or search with --channel lexical"))
     try:
+        _check_bm25(k1, b)
         from workflows.job_input import check_text
         if query.strip():  # an empty query is the tool's to explain
             check_text(query, "query", 10 * MAX_QUERY_CHARS)
@@ -247,6 +293,9 @@ def eval_cmd(name: str,
     try:
         if metric not in BASE_METRICS:
             raise QuarryError("bad_option", f"unknown metric {metric!r}", f"use one of: {', '.join(BASE_METRICS)}")
+        from workflows.job_input import check_budget
+        budget = check_budget(budget)  # typer's min=1 lets inf and 1e400 through
+        _check_bm25(k1, b)
         systems = parse_systems(system)
         model_systems = [s for s in systems if s in ("llm", "react")]
         config = job_config(("llm" if "llm" in model_systems else "react") if model_systems else "heuristic", model,
@@ -282,17 +331,17 @@ def eval_cmd(name: str,
         print_json(obj | ({"report": str(report_path)} if report_path else {}))
         return
     first = results[0]
-    table = Table(title=f"{name} · {', '.join(systems)} · {first.split} · {first.queries} queries")
+    table = Table(title=safe(f"{name} · {', '.join(systems)} · {first.split} · {first.queries} queries"))
     table.add_column("metric")
     for sys_name in summaries:
-        table.add_column(sys_name, justify="right")
+        table.add_column(safe(sys_name), justify="right")
     keys = [k for k in dict.fromkeys(k for s in summaries.values() for k in s) if k not in ("system", "split", "queries")]
     for key in keys:
         cells = [summaries[s].get(key) for s in summaries]
-        table.add_row(key, *("–" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v) for v in cells))
+        table.add_row(safe(key), *("–" if v is None else f"{v:.4f}" if isinstance(v, float) else safe(v) for v in cells))
     out.print(table)
     if report_path:
-        out.print(f"report: {report_path}")
+        out.print(f"report: {safe(report_path)}", highlight=False)
 
 
 @app.command()
@@ -314,18 +363,18 @@ def tune(name: str,
         print_json(result.summary() | {"applied": apply})
         return
     if isinstance(result, DefaultParams):
-        out.print(f"[bold]{name}[/] has no relevance judgements, so nothing to tune on: {stored}, the [bold]default[/] "
+        out.print(f"[bold]{safe(name)}[/] has no relevance judgements, so nothing to tune on: {stored}, the [bold]default[/] "
                   f"BM25 k1={result.k1} b={result.b} for a mean document length of {result.avg_doc_tokens:.0f} words "
                   f"(was k1={result.baseline[0]} b={result.baseline[1]})")
         return
     best, base = result.best.brief(), result.baseline.brief()
-    out.print(f"tuned [bold]{name}[/] on {result.split} ({result.queries} queries, "
+    out.print(f"tuned [bold]{safe(name)}[/] on {safe(result.split)} ({result.queries} queries, "
               f"{len(result.cells)} settings, {result.seconds:.0f} s)")
     out.print(f"best      k1={best['k1']:g} b={best['b']:g}  nDCG@20 {best['ndcg@20']:.4f}  MAP {best['map']:.4f}"
               f"  ({stored})")
     out.print(f"baseline  k1={base['k1']:g} b={base['b']:g}  nDCG@20 {base['ndcg@20']:.4f}  MAP {base['map']:.4f}"
               "  (the setting stored before)")
-    out.print(f"heatmap   {result.heatmap}", highlight=False)
+    out.print(f"heatmap   {safe(result.heatmap)}", highlight=False)
 
 
 @app.command("collections")
@@ -333,7 +382,7 @@ def collections_cmd() -> None:
     """List ingested collections."""
     from stores.home import list_collections
     for name in list_collections():
-        out.print(name)
+        out.print(safe(name), highlight=False)
 
 
 from quarry import cli_jobs as _cli_jobs  # noqa: E402  (registers the job commands)

@@ -10,12 +10,10 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from rich.markup import escape
-
-from quarry.console import console, fail, out, print_json, terminal_safe
+from quarry.console import console, fail, out, print_json, safe, terminal_safe
 from quarry.job_options import job_config
 from quarry.jobs_render import render_progress, render_result, usage_line
-from stores.errors import QuarryError
+from stores.errors import QuarryError, disk_full
 from stores.home import quarry_home
 from stores.jobs import FINAL
 from workflows.shared import DEFAULT_BUDGET_S, UI_PORT_DEFAULT
@@ -117,9 +115,15 @@ async def _client():
                           "start it with `quarry server` (or `quarry run`, which starts it), or set --temporal-address")
 
 
+def _say_note(line: str) -> None:
+    console.print(terminal_safe(f"note: {line}"), markup=False, highlight=False)
+
+
 def _worker_alive(home: Path) -> bool:
+    """Whether the worker this home started still runs — that very process, not whatever now has
+    its pid (a stale record is removed and said, and `quarry run` then starts a worker)."""
     from workflows.dev_server import pid_of
-    return pid_of(home, "worker") is not None
+    return pid_of(home, "worker", say=_say_note) is not None
 
 
 # The environment a worker's model clients read. A worker started before the user exported a
@@ -137,8 +141,9 @@ def _model_env_digest() -> str:
 
 def _spawn_worker(home: Path) -> None:
     from workflows.dev_server import spawn_detached
+    from stores.atomic import write_atomic
     spawn_detached(home, "worker", [sys.executable, "-m", "quarry", "worker"])
-    (home / "run" / "worker.models").write_text(_model_env_digest())
+    write_atomic(home / "run" / "worker.models", _model_env_digest(), mode=0o600)
 
 
 def ensure_infrastructure(home: Path) -> None:
@@ -153,21 +158,22 @@ def ensure_infrastructure(home: Path) -> None:
             raise QuarryError("no_server", f"no Temporal server at {address}",
                               "check the address, or unset QUARRY_TEMPORAL_ADDRESS to use the embedded server")
         port = int(address.rsplit(":", 1)[1])
-        console.print(f"starting the embedded Temporal dev server on {address} (Web UI :{_ui_port()}) …")
+        console.print(f"starting the embedded Temporal dev server on {safe(address)} (Web UI :{_ui_port()}) …",
+                      highlight=False)
         start_server(home, port, _ui_port())
     elif (record := server_record(home)) is None or record.address != address:
-        console.print(f"[yellow]note[/]: the Temporal server at {address} was not started by this home "
-                      f"({home}); its jobs run on this home's task queue {task_queue(home)}, so they stay apart",
+        console.print(f"[yellow]note[/]: the Temporal server at {safe(address)} was not started by this home "
+                      f"({safe(home)}); its jobs run on this home's task queue {safe(task_queue(home))}, so they stay apart",
                       highlight=False)
     if _worker_alive(home):
         digest = home / "run" / "worker.models"
         if digest.is_file() and digest.read_text().strip() != _model_env_digest():
             console.print("restarting the background worker: the model settings in this shell "
                           "(OPENAI_*, ANTHROPIC_*, OLLAMA_HOST) changed since it started …")
-            stop_detached(home, "worker")
+            stop_detached(home, "worker", say=_say_note)
     if not _worker_alive(home):
         console.print("starting a Quarry worker in the background (logs: "
-                      f"{home / 'logs' / 'worker.log'}; stop both with `quarry down`) …")
+                      f"{safe(home / 'logs' / 'worker.log')}; stop both with `quarry down`) …", highlight=False)
         _spawn_worker(home)
 
 
@@ -180,7 +186,8 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, budget: float,
     from stores.jobs import JobStore
     from workflows.client import new_job_id, submit
     from workflows.shared import JobInput
-    home = quarry_home()
+    from stores.home import ensure_home
+    home = ensure_home(quarry_home())  # 0700: the job store, traces, logs and Temporal's database are private
     setup_tracing("quarry-cli", home)
 
     async def main() -> dict[str, Any]:
@@ -212,7 +219,7 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, budget: float,
     elif wait:
         render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"])
     else:
-        out.print(f"submitted {result['job_id']}" + (f"\nWeb UI: {result['web_ui']}" if result["web_ui"] else "")
+        out.print(f"submitted {safe(result['job_id'])}" + (f"\nWeb UI: {safe(result['web_ui'])}" if result["web_ui"] else "")
                   + f"\nprogress: quarry job watch {result['job_id']}\nresult: quarry job result {result['job_id']} --wait",
                   highlight=False)
     if wait:
@@ -228,8 +235,8 @@ def register(app: typer.Typer) -> None:
                foreground: Annotated[bool, typer.Option(help="Run in this terminal instead of the background")] = False) -> None:
         """Start the embedded Temporal dev server (SQLite and Web UI under QUARRY_HOME)."""
         from workflows.dev_server import server_command, start_server
-        home = quarry_home()
-        home.mkdir(parents=True, exist_ok=True)
+        from stores.home import ensure_home
+        home = ensure_home(quarry_home())
         if foreground:
             os.execv(server_command(home, port, ui_port)[0], server_command(home, port, ui_port))
         try:
@@ -237,7 +244,8 @@ def register(app: typer.Typer) -> None:
         except QuarryError as err:
             fail(err)
         out.print(("already running" if pid == 0 else f"started (pid {pid})") +
-                  f": 127.0.0.1:{port}, Web UI http://127.0.0.1:{ui_port}, database {home / 'temporal.db'}")
+                  f": 127.0.0.1:{port}, Web UI http://127.0.0.1:{ui_port}, database {safe(home / 'temporal.db')}",
+                  highlight=False)
 
     @app.command()
     def worker(address: AddressOpt = None) -> None:
@@ -249,7 +257,7 @@ def register(app: typer.Typer) -> None:
 
         async def main() -> bool:
             client = await _client()
-            return await serve(client, home=quarry_home(), say=lambda line: console.print(line, highlight=False))
+            return await serve(client, home=quarry_home(), say=lambda line: console.print(safe(line), highlight=False))
         clean = _run(main())
         shutdown_tracing()  # OTLP batches still in memory go out before the process ends
         if not clean:
@@ -262,7 +270,8 @@ def register(app: typer.Typer) -> None:
         from workflows.dev_server import stop_detached
         home = quarry_home()
         for name in ("worker", "temporal-server"):
-            out.print(f"{name}: {'stopped' if stop_detached(home, name) else 'not running'}")
+            # Only the very process this home started is signalled: a stale record is said and removed.
+            out.print(f"{name}: {'stopped' if stop_detached(home, name, say=_say_note) else 'not running'}")
 
     @app.command()
     def run(name: str, intent: str,
@@ -339,7 +348,7 @@ def register(app: typer.Typer) -> None:
             print_json({"job_id": job_id, "trace_id": row["trace_id"], "file": _trace_file(row["trace_id"]),
                         "spans": shown, "tools": tool_summary(shown), "rounds": rounds_summary(spans)})
             return
-        out.print(f"trace {row['trace_id']} · {len(shown)} of {len(spans)} spans · {_trace_file(row['trace_id'])}",
+        out.print(f"trace {safe(row['trace_id'])} · {len(shown)} of {len(spans)} spans · {safe(_trace_file(row['trace_id']))}",
                   highlight=False)
         if grouped:
             for group in rounds_summary(shown):
@@ -351,7 +360,8 @@ def register(app: typer.Typer) -> None:
                 for query in group["queries"]:
                     out.print(terminal_safe(f"  query: {query}"), highlight=False, markup=False)
                 for t in group["tools"]:
-                    out.print(f"  {t['tool']}: {t['count']} calls, {t['total_ms']:.1f} ms total, p50 {t['p50_ms']:.1f} ms",
+                    out.print(terminal_safe(f"  {t['tool']}: {t['count']} calls, {t['total_ms']:.1f} ms total, "
+                                            f"p50 {t['p50_ms']:.1f} ms"),
                               highlight=False, markup=False)
             return
         for line in span_tree_lines(shown):
@@ -360,7 +370,7 @@ def register(app: typer.Typer) -> None:
         for col in ("tool", "count", "total_ms", "p50_ms"):
             table.add_column(col, justify="left" if col == "tool" else "right")
         for row_ in tool_summary(shown):
-            table.add_row(row_["tool"], str(row_["count"]), f"{row_['total_ms']:.1f}", f"{row_['p50_ms']:.1f}")
+            table.add_row(safe(row_["tool"]), str(row_["count"]), f"{row_['total_ms']:.1f}", f"{row_['p50_ms']:.1f}")
         out.print(table)
 
 
@@ -425,12 +435,12 @@ def job_list(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How man
     for col in ("job", "status", "collection", "round", "created", "intent"):
         table.add_column(col, no_wrap=col != "intent", overflow="fold")
     for j in rows:
-        table.add_row(j["job_id"], j["status"], terminal_safe(j["collection"]), str(j["round"]),
+        table.add_row(safe(j["job_id"]), safe(j["status"]), safe(j["collection"]), str(j["round"]),
                       dt.datetime.fromtimestamp(j["created_at"]).strftime("%Y-%m-%d %H:%M:%S"),
-                      escape(terminal_safe(j["intent"][:60])))
+                      safe(j["intent"][:60]))
     out.print(table)
     if temporal is None:
-        out.print(f"(statuses from the job store: no Temporal server answers at {_address()})", highlight=False)
+        out.print(f"(statuses from the job store: no Temporal server answers at {safe(_address())})", highlight=False)
 
 
 @job_app.command("watch")
@@ -484,7 +494,8 @@ def job_cancel(job_id: str, address: AddressOpt = None) -> None:
         client = await _client()
         await client.get_workflow_handle(job_id).cancel()
     _run(main(), job_id)
-    out.print(f"cancel sent to {job_id}; its best result so far: quarry job result {job_id} --wait", highlight=False)
+    out.print(f"cancel sent to {safe(job_id)}; its best result so far: quarry job result {safe(job_id)} --wait",
+              highlight=False)
 
 
 @job_app.command("terminate")
@@ -504,7 +515,7 @@ def job_terminate(job_id: str, reason: Annotated[str, typer.Option(help="Recorde
     marked = _store().mark(job_id, "terminated", reason[:300]) if row else True
     if trace and marked:
         _close_terminated_trace(trace, job_id, row, reason[:300])
-    out.print(f"{job_id} terminated", highlight=False)
+    out.print(f"{safe(job_id)} terminated", highlight=False)
 
 
 async def _record_termination(job_id: str, row: dict[str, Any] | None) -> str | None:
@@ -582,14 +593,15 @@ def job_show(job_id: str, json_out: Annotated[bool, typer.Option("--json")] = Fa
         render_result(row["result"], web_ui=_web_ui(job_id), trace_file=_trace_file(row.get("trace_id")), full=full)
         return
     state = row.get("state") or {}
-    out.print(f"{job_id} · {row['status']} · {row['collection']} · round {row['round']}\nintent: {row['intent']}", highlight=False)
+    out.print(safe(f"{job_id} · {row['status']} · {row['collection']} · round {row['round']}\nintent: {row['intent']}"),
+              highlight=False)
     for item in state.get("plan", {}).get("checklist", []):
-        out.print(f"  [{item['kind']}] {item['text']}", markup=False, highlight=False)
+        out.print(safe(f"  [{item['kind']}] {item['text']}"), highlight=False)
     if line := usage_line(state.get("usage")):
-        out.print(f"usage (at the last checkpoint): {line}", highlight=False)
+        out.print(f"usage (at the last checkpoint): {safe(line)}", highlight=False)
     if ui := _web_ui(job_id):
-        out.print(f"Web UI: {ui}", highlight=False)
-    out.print(f"trace:  {_trace_file(row.get('trace_id'))}", highlight=False)
+        out.print(f"Web UI: {safe(ui)}", highlight=False)
+    out.print(f"trace:  {safe(_trace_file(row.get('trace_id')))}", highlight=False)
 
 
 @job_app.command("progress")
@@ -601,7 +613,7 @@ def job_progress(job_id: str, address: AddressOpt = None,
     from datetime import timedelta
     row = _known_job(job_id)
     if row and row["status"] in FINAL and row.get("result"):
-        out.print(f"{job_id} has finished ({row['status']}); its result: quarry job result {job_id}", highlight=False)
+        out.print(safe(f"{job_id} has finished ({row['status']}); its result: quarry job result {job_id}"), highlight=False)
         return
 
     async def main():
@@ -632,7 +644,7 @@ def job_stop(job_id: str, address: AddressOpt = None) -> None:
         client = await _client()
         await client.get_workflow_handle(job_id).signal("stop")
     _run(main(), job_id)
-    out.print(f"stop sent to {job_id}; it answers at its next step")
+    out.print(f"stop sent to {safe(job_id)}; it answers at its next step", highlight=False)
 
 
 @job_app.command("steer")
@@ -665,7 +677,10 @@ def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
             raise QuarryError("steer_rejected", f"steering rejected: {getattr(cause, 'message', None) or cause or err}",
                               'phrase one requirement, e.g. "must use hospital data" or "not surveys"') from None
     accepted = _run(main(), job_id)
-    out.print(f"accepted: {accepted['accepted']!r} (applies from round {accepted['applies_from_round']})", highlight=False)
+    # The steer is applied by now: printing must not fail (a retry would steer twice), so the
+    # accepted text goes through `safe` — `[/z]` or an escape sequence in it is shown as written.
+    out.print(f"accepted: {safe(repr(accepted['accepted']))} "
+              f"(applies from round {safe(accepted['applies_from_round'])})", highlight=False)
 
 
 @job_app.command("result")
@@ -697,7 +712,9 @@ def job_result(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = Fals
 @job_app.command("export")
 def job_export(job_id: str,
                fmt: Annotated[str, typer.Option("--format", help="bibtex, ris, csl-json, csv or markdown")] = "bibtex",
-               output: Annotated[Optional[Path], typer.Option("-o", "--output", help="File to write (default: stdout)")] = None
+               output: Annotated[Optional[Path], typer.Option(
+                   "-o", "--output", help="File to write (default: stdout); name a CSL-JSON file *.json, the "
+                                          "extension pandoc reads it by (refs.bib, refs.ris, refs.json)")] = None
                ) -> None:
     """A finished job's ranked documents as BibTeX, RIS, CSL-JSON or CSV, or the job as a Markdown report."""
     from quarry.export import export
@@ -715,12 +732,17 @@ def job_export(job_id: str,
             pass  # the collection is gone: export what the result itself holds
         text = export(result, records, fmt)
         if output is not None:
-            output.write_text(text, encoding="utf-8")
+            from stores.atomic import write_atomic
+            write_atomic(output, text)  # a full disk or a kill leaves the previous file, never half of one
     except QuarryError as err:
         fail(err)
     except OSError as err:
-        fail(QuarryError("cannot_write", f"cannot write {output}: {err.strerror}", "choose another --output path"))
+        fail(disk_full(err) or QuarryError("cannot_write", f"cannot write {output}: {err.strerror}",
+                                           "choose another --output path"))
     if output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
-        console.print(f"wrote {len(result.get('ranked', []))} documents as {fmt} to {output}", highlight=False)
+        console.print(f"wrote {len(result.get('ranked', []))} documents as {fmt} to {safe(output)}", highlight=False)
+        from quarry.export import suffix_hint
+        if (hint := suffix_hint(fmt, output)) is not None:
+            console.print(terminal_safe(hint), markup=False, highlight=False)

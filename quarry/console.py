@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from stores.errors import QuarryError
+from stores.errors import QuarryError, printable
 from stores.readers import ProgressFn
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)  # never hard-wrap paths in error messages
@@ -25,24 +25,43 @@ EXIT_CODES = {"job_finished": 1, "not_finished": 1}
 
 
 def fail(err: QuarryError) -> NoReturn:
-    console.print(f"[bold red]error[/] [dim]({escape(err.code)})[/]: {escape(err.message)}", highlight=False)
+    """Print a QuarryError as one message and its hint, then exit: its message can carry a user's
+    path, docid or intent, so it goes through `safe` like any other untrusted text."""
+    console.print(f"[bold red]error[/] [dim]({safe(err.code)})[/]: {safe(err.message)}", highlight=False)
     if err.hint:
-        console.print(f"[yellow]hint[/]: {escape(err.hint)}", highlight=False)
+        console.print(f"[yellow]hint[/]: {safe(err.hint)}", highlight=False)
     raise typer.Exit(EXIT_CODES.get(err.code, 2))
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+def terminal_safe(text: object) -> str:
+    """Untrusted text for a line printed with markup off: every character a terminal would obey
+    (stores.errors.UNPRINTABLE) shown as a visible escape such as `\\x1b` instead."""
+    return printable(text)
 
 
-def terminal_safe(text: str) -> str:
-    """Document text for a terminal: control characters (escape sequences, NUL, bells) shown as
-    visible escapes instead of being obeyed by the terminal."""
-    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else "\ufffd", text)
+def safe(text: object) -> str:
+    """The one escaping path for user and corpus text (intents, docids, titles, quotes, paths,
+    error messages) in a rich line printed with markup on: control characters made visible and
+    rich markup escaped, so `[/z]` is shown as written instead of raising a MarkupError and an
+    escape sequence is shown instead of obeyed."""
+    return escape(terminal_safe(text))
+
+
+# Characters `json.dumps(ensure_ascii=False)` leaves raw although a terminal obeys them (it already
+# writes C0 controls as \u00XX): DEL, C1, bidi controls, line/paragraph separators, surrogates.
+_JSON_RAW = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def json_line(obj: Any) -> str:
+    """`obj` as one line of exact JSON; non-ASCII text stays readable, but the characters in
+    `_JSON_RAW` are written as \\uXXXX escapes (they can only occur inside JSON strings, where the
+    escape decodes to the same character)."""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(obj, ensure_ascii=False))
 
 
 def print_json(obj: Any) -> None:
     """One JSON object on one line (the last line of output), for scripts."""
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_line(obj) + "\n")
     sys.stdout.flush()
 
 

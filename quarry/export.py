@@ -1,141 +1,49 @@
 """A job's result in a researcher's formats: BibTeX, RIS, CSL-JSON, CSV and a Markdown report.
 
 One entry per ranked document with its metadata from the corpus store and, in a note, the
-requirements it meets with their evidence quotes and line ranges. The bibliographic formats are
-written by their libraries (bibtexparser, rispy; CSL-JSON is plain JSON in the CSL data schema),
-so they parse back and import into reference managers.
+requirements it meets with their evidence quotes and line ranges. What an entry is (its type from
+the venue, its citation key, its title, its URL) is decided once in quarry.bibliography, so every
+format cites a document by the same key. The bibliographic formats are written in
+quarry.bibliography_formats; CSV and the Markdown report here.
 """
 from __future__ import annotations
 
 import csv
 import io
-import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from stores.errors import QuarryError
+from quarry.bibliography import Origin, Reference, collection_origin, references
+from quarry.bibliography_formats import bibtex, csl_json, met, ris, where
+from quarry.bibliography_rules import display_title
+from stores.errors import UNPRINTABLE, QuarryError
 from stores.records import DocRecord
 
 FORMATS = ("bibtex", "ris", "csl-json", "csv", "markdown")
 SUFFIX = {"bibtex": ".bib", "ris": ".ris", "csl-json": ".json", "csv": ".csv", "markdown": ".md"}
-MET_AT = 3.0  # a requirement counts as met from this evidence score (0–5) on
 
 
-def _names(authors: Sequence[str]) -> list[tuple[str, str]]:
-    """(family, given) for "Last, F." and "First Last" forms."""
-    out = []
-    for name in authors:
-        name = " ".join(name.split())
-        if not name:
-            continue
-        if "," in name:
-            family, given = (p.strip() for p in name.split(",", 1))
-        else:
-            *given_parts, family = name.split(" ")
-            given = " ".join(given_parts)
-        out.append((family, given))
-    return out
+def suffix_hint(fmt: str, path: Path) -> str | None:
+    """A hint when a file's extension will keep a tool from reading it: pandoc picks the
+    bibliography reader by extension and reads CSL-JSON only from `.json` (not `.csl-json`)."""
+    if fmt == "csl-json" and path.suffix.lower() != ".json":
+        return f"hint: pandoc reads CSL-JSON only from a .json file: name it {path.stem}.json"
+    return None
 
 
-def _met(item: Mapping[str, Any]) -> list[str]:
-    """The requirements a ranked document meets, each with its quote and line range."""
-    return [f"{e['item']} ({e['score']:.1f}/5, {_where(e)}): \"{e['chunk']}\""
-            for e in item.get("evidence", []) if e["score"] >= MET_AT]
-
-
-def _where(e: Mapping[str, Any]) -> str:
-    """Where a quote is: page (paged sources) and lines."""
-    return (f"p. {e['page']}, " if e.get("page") else "") + f"lines {e['lines'][0]}-{e['lines'][1]}"
-
-
-def _note(item: Mapping[str, Any], rank: int) -> str:
-    met = _met(item)
-    head = f"Quarry rank {rank} (rank score {item.get('rank_score', 0):.4f}, S {item.get('score', 0):.3f})"
-    return head + (". Meets: " + " | ".join(met) if met else ". Meets no requirement at 3/5 or more.")
-
-
-def _key(docid: str, used: set[str]) -> str:
-    key = re.sub(r"[^A-Za-z0-9_:\-]", "_", docid)[:60] or "doc"
-    base, n = key, 1
-    while key in used:
-        n += 1
-        key = f"{base}_{n}"
-    used.add(key)
-    return key
-
-
-def bibtex(result: Mapping[str, Any], records: Mapping[str, DocRecord]) -> str:
-    import bibtexparser
-    from bibtexparser.model import Entry, Field
-
-    library = bibtexparser.Library()
-    used: set[str] = set()
-    for rank, item in enumerate(result.get("ranked", []), start=1):
-        rec = records.get(item["docid"])
-        fields = [Field("title", item.get("title") or (rec.title if rec else ""))]
-        if rec and rec.authors:
-            fields.append(Field("author", " and ".join(f"{f}, {g}".strip(", ") for f, g in _names(rec.authors))))
-        if item.get("year"):
-            fields.append(Field("year", str(item["year"])))
-        if rec and rec.venue:
-            fields.append(Field("journal", rec.venue))
-        if rec and rec.keywords:
-            fields.append(Field("keywords", ", ".join(rec.keywords)))
-        if rec and isinstance(rec.extras.get("doi"), str):
-            fields.append(Field("doi", rec.extras["doi"]))
-        fields.append(Field("note", _note(item, rank).replace("{", "(").replace("}", ")")))
-        library.add(Entry("article" if rec and rec.venue else "misc", _key(item["docid"], used), fields))
-    return bibtexparser.write_string(library)
-
-
-def ris(result: Mapping[str, Any], records: Mapping[str, DocRecord]) -> str:
-    import rispy
-
-    entries = []
-    for rank, item in enumerate(result.get("ranked", []), start=1):
-        rec = records.get(item["docid"])
-        entry: dict[str, Any] = {"type_of_reference": "JOUR" if rec and rec.venue else "GEN", "id": item["docid"],
-                                 "title": item.get("title", ""), "notes": [_note(item, rank)]}
-        if rec and rec.authors:
-            entry["authors"] = [f"{f}, {g}".strip(", ") for f, g in _names(rec.authors)]
-        if item.get("year"):
-            entry["year"] = str(item["year"])
-        if rec and rec.venue:
-            entry["journal_name"] = rec.venue
-        if rec and rec.keywords:
-            entry["keywords"] = list(rec.keywords)
-        entries.append(entry)
-    return rispy.dumps(entries)
-
-
-def csl_json(result: Mapping[str, Any], records: Mapping[str, DocRecord]) -> str:
-    items = []
-    for rank, item in enumerate(result.get("ranked", []), start=1):
-        rec = records.get(item["docid"])
-        entry: dict[str, Any] = {"id": item["docid"], "type": "article-journal" if rec and rec.venue else "article",
-                                 "title": item.get("title", ""), "note": _note(item, rank)}
-        if rec and rec.authors:
-            entry["author"] = [{"family": f, "given": g} if g else {"family": f} for f, g in _names(rec.authors)]
-        if item.get("year"):
-            entry["issued"] = {"date-parts": [[int(item["year"])]]}
-        if rec and rec.venue:
-            entry["container-title"] = rec.venue
-        if rec and rec.keywords:
-            entry["keyword"] = ", ".join(rec.keywords)
-        items.append(entry)
-    return json.dumps(items, ensure_ascii=False, indent=2)
-
-
-def csv_rows(result: Mapping[str, Any], records: Mapping[str, DocRecord]) -> str:
+def csv_rows(refs: Sequence[Reference]) -> str:
+    """One row per ranked document; `key` is the citation key of the other formats."""
     buf = io.StringIO()
     writer = csv.writer(buf)
-    writer.writerow(["rank", "docid", "title", "year", "venue", "authors", "rank_score", "S", "weak", "meets"])
-    for rank, item in enumerate(result.get("ranked", []), start=1):
-        rec = records.get(item["docid"])
-        writer.writerow([rank, item["docid"], item.get("title", ""), item.get("year") or "", rec.venue if rec else "",
-                         "; ".join(rec.authors) if rec else "", item.get("rank_score", ""), item.get("score", ""),
-                         bool(item.get("weak")), " | ".join(_met(item))])
+    writer.writerow(["rank", "key", "docid", "title", "year", "type", "venue", "authors", "url", "rank_score", "S",
+                     "weak", "meets"])
+    for ref in refs:
+        item = ref.item
+        writer.writerow([ref.rank, ref.key, ref.docid, ref.title, ref.year or "", ref.kind, ref.venue or "",
+                         "; ".join(f"{f}, {g}".strip(", ") for f, g in ref.authors), ref.url or "",
+                         item.get("rank_score", ""), item.get("score", ""), bool(item.get("weak")),
+                         " | ".join(met(item))])
     return buf.getvalue()
 
 
@@ -144,7 +52,9 @@ def _md(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def markdown(result: Mapping[str, Any], records: Mapping[str, DocRecord]) -> str:
+def markdown(result: Mapping[str, Any], refs: Sequence[Reference]) -> str:
+    """The job as a report: intent, checklist, answer, ranked documents (with their citation
+    keys) and the evidence per document."""
     lines = [f"# Quarry job {result.get('job_id')}", "",
              f"- **intent**: {_md(result.get('intent', ''))}",
              f"- **collection**: {result.get('collection')} · **mode**: {result.get('mode')} · "
@@ -158,19 +68,23 @@ def markdown(result: Mapping[str, Any], records: Mapping[str, DocRecord]) -> str
         lines += ["## Answer", "", _md(answer.get("explanation", "")), "",
                   f"**Exact answer**: {_md(answer.get('exact_answer', '') or '-')} · **Confidence**: "
                   f"{answer.get('confidence', 0)}%", ""]
-        refs = result.get("references") or []
-        if refs:
-            lines += ["### References", ""] + [f"- [{r['docid']}] {_md(r.get('title', ''))}, lines "
-                                               f"{r['lines'][0]}–{r['lines'][1]}: “{_md(r.get('quote', ''))}”"
-                                               for r in refs] + [""]
-    lines += ["## Ranked documents", "", "| # | docid | title | year | rank | S |", "|---:|---|---|---:|---:|---:|"]
-    for rank, item in enumerate(result.get("ranked", []), start=1):
-        lines.append(f"| {rank} | {_md(item['docid'])} | {_md(item.get('title', ''))}{' (weak)' if item.get('weak') else ''} "
-                     f"| {item.get('year') or ''} | {item.get('rank_score', 0):.4f} | {item.get('score', 0):.3f} |")
+        cited = result.get("references") or []
+        if cited:
+            lines += ["### References", ""] + [
+                f"- [{r['docid']}] {_md(display_title(r.get('title', ''), r['docid']))}, lines "
+                f"{r['lines'][0]}–{r['lines'][1]}: “{_md(r.get('quote', ''))}”" for r in cited] + [""]
+    lines += ["## Ranked documents", "", "| # | key | docid | title | year | rank | S |",
+              "|---:|---|---|---|---:|---:|---:|"]
+    for ref in refs:
+        item = ref.item
+        weak = " (weak)" if item.get("weak") else ""
+        lines.append(f"| {ref.rank} | {ref.key} | {_md(ref.docid)} | {_md(ref.title)}{weak} "
+                     f"| {ref.year or ''} | {item.get('rank_score', 0):.4f} | {item.get('score', 0):.3f} |")
     lines += ["", "## Evidence", ""]
-    for rank, item in enumerate(result.get("ranked", []), start=1):
-        lines.append(f"**{rank}. {_md(item.get('title', ''))}** (`{item['docid']}`)")
-        lines += [f"- {_md(e['item'])} — {e['score']:.1f}/5, {_where(e)}: “{_md(e['chunk'])}”"
+    for ref in refs:
+        item = ref.item
+        lines.append(f"**{ref.rank}. {_md(ref.title)}** (`{ref.docid}`, key `{ref.key}`)")
+        lines += [f"- {_md(e['item'])} — {e['score']:.1f}/5, {where(e)}: “{_md(e['chunk'])}”"
                   for e in item.get("evidence", [])] + [""]
     traj, usage = result.get("trajectory") or {}, result.get("usage") or {}
     lines += ["## Trajectory and budget", "",
@@ -181,10 +95,44 @@ def markdown(result: Mapping[str, Any], records: Mapping[str, DocRecord]) -> str
     return "\n".join(lines)
 
 
-WRITERS = {"bibtex": bibtex, "ris": ris, "csl-json": csl_json, "csv": csv_rows, "markdown": markdown}
+# the formats written from the references alone (markdown also reports the job itself)
+WRITERS: dict[str, Callable[[Sequence[Reference]], str]] = {"bibtex": bibtex, "ris": ris, "csl-json": csl_json,
+                                                            "csv": csv_rows}
 
 
-def export(result: Mapping[str, Any], records: Mapping[str, DocRecord], fmt: str) -> str:
-    if fmt not in WRITERS:
+def _clean(value: Any) -> Any:
+    """`value` with UNPRINTABLE characters (stores.errors: control characters but tab and newline,
+    C1, bidi overrides, lone surrogates) removed from every string in it, keys included.
+
+    Why: an export is a data file that is also printed to a terminal (`job export` writes to
+    stdout by default) and imported by reference managers; a title or quote with ESC or OSC
+    sequences must reach neither raw. Removing (not escaping) keeps the fields clean data.
+    """
+    if isinstance(value, str):
+        return UNPRINTABLE.sub("", value)
+    if isinstance(value, Mapping):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clean(v) for v in value)
+    return value
+
+
+def _clean_record(rec: DocRecord) -> DocRecord:
+    return rec.model_copy(update={k: _clean(getattr(rec, k)) for k in ("docid", "title", "venue", "authors",
+                                                                       "keywords", "extras")})
+
+
+def export(result: Mapping[str, Any], records: Mapping[str, DocRecord], fmt: str,
+           origin: Origin | None = None) -> str:
+    """The job's result in `fmt`, every text field cleaned of terminal control characters first.
+
+    `origin` (where the collection was ingested from) gives local files their `file://` URL; by
+    default it is read from the result's collection through the stores API (None when gone)."""
+    if fmt not in FORMATS:
         raise QuarryError("bad_format", f"unknown export format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
-    return WRITERS[fmt](result, records)
+    clean_records = {_clean(docid): _clean_record(rec) for docid, rec in records.items()}
+    clean_result = _clean(result)
+    if origin is None and records:
+        origin = collection_origin(clean_result.get("collection"))
+    refs = references(clean_result, clean_records, origin)
+    return markdown(clean_result, refs) if fmt == "markdown" else WRITERS[fmt](refs)

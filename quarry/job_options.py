@@ -1,14 +1,18 @@
 """The job configuration from command-line options, shared by `quarry run` and `quarry eval`.
 
-Checked before anything is submitted: the policy exists, a model policy has a model
-(PROVIDER:NAME) whose endpoint answers, and the price table reads.
+Checked before anything is submitted: the policy exists, token and dollar budgets are finite and
+in range, the price table reads and fits its schema, and a model policy has a model
+(PROVIDER:NAME) whose endpoint answers.
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
-from nodes.config import JobConfig
+from pydantic import ValidationError
+
+from nodes.config import JobConfig, Price
 from stores.errors import QuarryError
 
 
@@ -22,6 +26,7 @@ def job_config(policy: str, model: str | None, judge_model: str | None, *, round
     from nodes.usage import prices_for
     if policy not in POLICIES:
         raise QuarryError("bad_policy", f"unknown policy {policy!r}", f"use one of: {', '.join(POLICIES)}")
+    check_model_budgets(max_tokens, max_dollars)
     if policy == "heuristic":
         if model or judge_model or max_tokens or max_dollars:
             raise QuarryError("bad_option", "--model, --judge-model, --max-tokens and --max-dollars need a model policy",
@@ -36,31 +41,91 @@ def job_config(policy: str, model: str | None, judge_model: str | None, *, round
     main = str(ModelSpec.parse(model))
     judge = str(ModelSpec.parse(judge_model)) if judge_model else None
     specs = list(dict.fromkeys(s for s in (main, judge, *(str(ModelSpec.parse(m)) for m in extra_models if m)) if s))
+    table = load_prices(prices)  # a local file: checked before any endpoint is probed
     for spec in specs:
         check_endpoint(spec)
     return JobConfig(max_rounds=rounds, models=ModelSettings(model=main, judge_model=judge,
                                                              max_output_tokens=max_output_tokens),
-                     max_tokens=max_tokens, max_dollars=max_dollars, prices=prices_for(specs, load_prices(prices)))
+                     max_tokens=max_tokens, max_dollars=max_dollars, prices=prices_for(specs, table))
+
+
+MAX_DOLLARS = 1_000_000.0  # a per-job dollar budget above this is a typo, not a limit
+MAX_TOKENS = 10**12
+
+
+def check_model_budgets(max_tokens: object, max_dollars: object) -> None:
+    """Refuse budgets that could never stop a job, for the command line (typer's `min=` refuses
+    NaN and negatives but lets Infinity and 1e400 through) and the Python API alike (where NaN,
+    which compares false with everything, would make `spent >= budget` never true). Booleans are
+    refused too: True is not a budget of 1."""
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                   or not 1 <= max_tokens <= MAX_TOKENS):
+        raise QuarryError("bad_budget", f"a token budget of {max_tokens!r} is not usable",
+                          f"give a whole number of tokens from 1 to {MAX_TOKENS:,}, e.g. --max-tokens 200000")
+    if max_dollars is not None and (isinstance(max_dollars, bool) or not isinstance(max_dollars, (int, float))
+                                    or not math.isfinite(max_dollars) or not 0 <= max_dollars <= MAX_DOLLARS):
+        raise QuarryError("bad_budget", f"a dollar budget of {max_dollars!r} is not usable",
+                          f"give a finite amount from 0 to {MAX_DOLLARS:,.0f} dollars, e.g. --max-dollars 0.50")
 
 
 def load_prices(path: Path | None) -> dict[str, Price]:
-    """The default table, extended/overridden by a JSON file `{"model": {"input": …, …}}`."""
-    from nodes.config import Price
-    from nodes.usage import DEFAULT_PRICES
+    """The default table, extended/overridden by a JSON file `{"model": {"input": …, …}}`,
+    checked against nodes.usage.PriceTable: every price a finite number from 0 to MAX_PRICE (not
+    a boolean, not NaN or Infinity), `input` and `output` given, no other keys. A bad table is one
+    `bad_prices` error naming the model and field, before anything is submitted."""
+    from nodes.usage import DEFAULT_PRICES, PriceTable
 
     table = dict(DEFAULT_PRICES)
     if path is None:
         return table
+    hint = ('write JSON like {"openai:gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}'
+            " (dollars per million tokens; cached_input may be left out)")
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
         if not isinstance(raw, dict):
             raise ValueError("the top level must be an object of model → prices")
-        for name, row in raw.items():
-            if not isinstance(row, dict):
-                raise ValueError(f"{name!r}: expected an object with input, cached_input, output")
-            table[str(name)] = Price(**{k: float(v) for k, v in row.items() if k in ("input", "cached_input", "output")})
-    except (OSError, ValueError, TypeError) as exc:
-        raise QuarryError("bad_prices", f"cannot read the price table {path}: {exc}",
-                          'write JSON like {"openai:gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}'
-                          " (dollars per million tokens)") from None
+        table.update(PriceTable.model_validate(raw).prices())
+    except ValidationError as exc:
+        raise QuarryError("bad_prices", f"the price table {path} is not usable: {_price_problems(exc)}", hint) from None
+    except (OSError, ValueError, RecursionError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise QuarryError("bad_prices", f"cannot read the price table {path}: {reason}", hint) from None
     return table
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object, refusing a key given twice (json keeps the last one silently)."""
+    keys = [k for k, _ in pairs]
+    if dup := next((k for k in keys if keys.count(k) > 1), None):
+        raise ValueError(f"{dup!r} is given twice")
+    return dict(pairs)
+
+
+def _price_problems(exc: ValidationError) -> str:
+    """Pydantic's errors as `model → field: what is wrong (got VALUE)`, the first five."""
+    problems = []
+    for e in exc.errors()[:5]:
+        loc = [str(x) for x in e["loc"]]
+        what = e["msg"]
+        if loc and loc[-1] == "[key]":
+            loc, what = [f"model name {loc[0]!r}"], what.replace("String", "it")
+        if e["type"] in ("dict_type", "model_type"):
+            what = "expected an object with input, cached_input, output"
+        elif e["type"] == "extra_forbidden":
+            what = "unknown key (the keys are input, cached_input, output)"
+        elif e["type"] == "missing":
+            what = "missing"
+        elif "input" in e:
+            what += f" (got {json.dumps(e['input']) if _jsonable(e['input']) else repr(e['input'])})"
+        where = " → ".join(loc) if loc else "the table"
+        problems.append(f"{where}: {what}")
+    more = f"; and {len(exc.errors()) - 5} more" if len(exc.errors()) > 5 else ""
+    return "; ".join(problems) + more
+
+
+def _jsonable(value: object) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+        return True
+    except (TypeError, ValueError):
+        return False

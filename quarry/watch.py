@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from quarry.console import terminal_safe
 from quarry.jobs_render import usage_line
 
 EVERY_S = 1.0
@@ -50,7 +51,9 @@ class ProgressView:
         for fb in p.get("fallbacks", [])[len(before.get("fallbacks", [])):]:
             out.append(f"  fallback: {fb['step']} — {fb['reason'][:120]}")
         self.last = p
-        return out
+        # Printed with markup off; queries, docids and model reasons are untrusted, so every line
+        # has the characters a terminal would obey made visible.
+        return [terminal_safe(line) for line in out]
 
 
 async def watch(handle: Any, emit: Callable[[str], None], every_s: float = EVERY_S) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """Update a dense index for a corpus change without re-embedding what did not change.
 
-A staged update writes a complete new build beside the current one, like `DenseIndex.build`:
-the vectors of unchanged documents are copied over from the current build (no model call), the
-chunks of new and changed documents are embedded, removed documents' vectors are left behind.
-`StagedDense.commit()` swaps it in with `replace_dir`; until then readers see the old build, and
-`discard()` drops it, so a failed change leaves the dense index as it was.
+A staged update writes a complete new build into the staged collection version (its `chroma/`
+folder), like `DenseIndex.build` writes a whole one: the vectors of unchanged documents are
+copied over from the current version's build (no model call), the chunks of new and changed
+documents are embedded, removed documents' vectors are left behind. The new version's switch
+(`stores.collection._commit`) commits corpus, BM25 index and vectors together, so the dense index
+can never lag behind the corpus, and a version pinned by a job keeps its own vectors. Until then
+readers see the old version; `discard()` drops the build (and its collection on a Chroma server).
 """
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from pathlib import Path
 
 from stores.corpus import CorpusStore
 from stores.dense import STEP_BATCHES, DenseIndex, DenseMeta, NewBuild, _drop_server_collection, chroma_server
+from stores.errors import QuarryError
+from stores.home import CollectionPaths
 from stores.incremental import Delta
-from stores.lucene import replace_dir
 from stores.readers import ProgressFn
 
 COPY_BATCH = 2000  # vectors read from the current build per Chroma call
@@ -24,37 +27,27 @@ COPY_BATCH = 2000  # vectors read from the current build per Chroma call
 
 @dataclass
 class StagedDense:
-    index: DenseIndex
-    staging: Path
-    folder: Path
+    folder: Path  # the staged version's chroma/ folder
     meta: DenseMeta
     previous: DenseMeta
     embedded: int  # chunks embedded by the model (new and changed documents only)
     copied: int  # vectors carried over unchanged
 
-    def commit(self) -> None:
-        with self.index._lock:
-            self.index._close_locked()
-            replace_dir(self.folder, self.index.folder)  # commit point of the dense index
-        shutil.rmtree(self.staging, ignore_errors=True)
-        server = chroma_server()
-        if server and self.previous.collection != self.meta.collection:
-            _drop_server_collection(server, self.previous.collection)
-
     def discard(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
         server = chroma_server()
         if server:
             _drop_server_collection(server, self.meta.collection)
 
 
-def stage_dense_update(index: DenseIndex, corpus: CorpusStore, delta: Delta, *,
+def stage_dense_update(index: DenseIndex, corpus: CorpusStore, delta: Delta, target: Path, *,
                        progress: ProgressFn | None = None, batch_size: int = 64) -> StagedDense:
-    """Stage the dense index of `corpus` (the changed corpus) from the current build plus `delta`.
-    The current build must match the corpus before the change (the caller checks)."""
+    """Stage the dense index of `corpus` (the changed corpus) into `target` (a new folder inside
+    the staged version) from the current build plus `delta`. The current build must match the
+    corpus before the change (the caller checks)."""
     started = time.perf_counter()
     previous, old = index._collection()
-    build = NewBuild.start(index.name, index.paths.root, corpus.fingerprint, batch_size)
+    build = NewBuild.start(index.name, index.paths.root, corpus.fingerprint, batch_size, folder=target)
     ok = False
     try:
         gone = set(delta.replaced)
@@ -82,9 +75,52 @@ def stage_dense_update(index: DenseIndex, corpus: CorpusStore, delta: Delta, *,
         meta = build.meta(corpus.fingerprint, copied + len(chunks), documents, started)
         build.seal(meta)
         ok = True
-        return StagedDense(index, build.staging, build.folder, meta, previous, len(chunks), copied)
+        return StagedDense(build.folder, meta, previous, len(chunks), copied)
     finally:
         if ok:
             build.close()
         else:
             build.abandon()
+
+
+def _behind(name: str) -> str:
+    return (f"the dense index of {name!r} is behind its documents and was not updated; "
+            f"build it: quarry index {name} --dense")
+
+
+def stage_version_dense(paths: CollectionPaths, name: str, corpus: CorpusStore, delta: Delta, old_fp: str,
+                        staging: Path, progress: ProgressFn | None) -> tuple[StagedDense | None, list[str]]:
+    """The staged version's dense index from the current version's, when that one is current for
+    the documents before the change; otherwise nothing, and a warning that says the vectors are
+    behind and what rebuilds them (instead of a silently stale semantic channel)."""
+    dense = DenseIndex(paths, name)
+    try:
+        if not dense.is_current(old_fp):
+            return None, [_behind(name)]
+        return stage_dense_update(dense, corpus, delta, staging / "chroma", progress=progress), []
+    except QuarryError as exc:
+        if exc.code not in ("bad_dense_meta", "no_dense_index", "stale_dense_index"):
+            raise
+        return None, [_behind(name)]
+    finally:
+        dense.close()
+
+
+def carry_dense(paths: CollectionPaths, name: str, staging: Path, fingerprint: str) -> str | None:
+    """Give a staged version with the same documents as the current one (a rebuilt BM25 index, a
+    forced re-ingest of the same source) the current version's dense index — its files copied,
+    no vector re-embedded. Returns a warning when the documents changed and the vectors stay
+    behind."""
+    dense = DenseIndex(paths, name)
+    try:
+        meta = dense.meta
+    except QuarryError:
+        meta = None
+    if meta is None or meta.fingerprint != fingerprint:
+        return _behind(name)
+    if meta.server is None:
+        shutil.copytree(dense.where(), staging / "chroma")
+    else:  # on a Chroma server both versions name the same server collection (pruning keeps it while named)
+        (staging / "chroma").mkdir()
+        meta.dump(staging / "chroma")
+    return None

@@ -6,8 +6,31 @@ stable status, instead of a stack trace.
 """
 from __future__ import annotations
 
+import errno
+import re
 from collections.abc import Callable
 from typing import NoReturn
+
+# What a terminal would obey rather than show: C0 controls but tab and newline (ESC starts CSI and
+# OSC sequences; BEL, CR and BS ring or overwrite), DEL, the C1 controls (U+009B is a one-byte CSI),
+# the bidi embeddings, overrides and isolates that reorder a line ("Trojan Source", CVE-2021-42574),
+# and lone surrogates (bytes that were not UTF-8, which cannot even be encoded). The one rule for
+# every printed user or corpus text: quarry.console builds its escaping on it, quarry.export strips it.
+UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _visible(ch: str) -> str:
+    code = ord(ch)
+    if 0xD800 <= code <= 0xDFFF:
+        return "\ufffd"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: object) -> str:
+    """`text` with every UNPRINTABLE character shown as a visible escape (`\\x1b`, `\\u202e`; a
+    lone surrogate as U+FFFD), so printing it cannot move the cursor, retitle the window, ring,
+    hide what came before or reorder the line."""
+    return UNPRINTABLE.sub(lambda m: _visible(m.group()), str(text))
 
 
 class QuarryError(Exception):
@@ -37,16 +60,55 @@ class IngestError(QuarryError):
         self.problems = problems
 
 
+# errno values of a full disk (ENOSPC) and of an exhausted disk quota (EDQUOT).
+_DISK_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", 122)}
+
+
+def disk_full(exc: BaseException, home: object = None) -> QuarryError | None:
+    """A full disk behind `exc` (itself or anything in its cause/context chain: an OSError with
+    ENOSPC/EDQUOT, or SQLite's "database or disk is full") as one QuarryError naming the path when
+    known (else the home it was writing under, `home`); None for any other failure.
+
+    Why here: a full disk can surface from any store write (SQLite, a temporary file, Lucene's
+    output), so the top-level handlers (the `quarry` command group, `run_script`) map it once
+    instead of every writer. Stores write a new version and switch to it atomically, and SQLite
+    rolls back a failed transaction, so nothing was changed.
+    """
+    import sqlite3
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        full_db = isinstance(current, sqlite3.OperationalError) and (
+            getattr(current, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(current))
+        if full_db or (isinstance(current, OSError) and current.errno in _DISK_FULL_ERRNOS):
+            path = getattr(current, "filename", None)
+            where = f" (writing {path})" if path else f" (writing under {home})" if home else ""
+            return QuarryError("disk_full", f"the disk is full{where}",
+                               "free space on the disk that holds QUARRY_HOME (or the path named) and run the "
+                               "command again; nothing was changed (a failed write leaves the previous version)")
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+    return None
+
+
 def run_script(main: Callable[[], None]) -> NoReturn:
     """Run a program's `main` (the `quarry` command, evals/ and bench/ scripts) so a QuarryError
-    ends it with one line and its hint on stderr, exit 2 — never a traceback; then `leave`."""
+    (or a full disk, see `disk_full`) ends it with one line and its hint on stderr, exit 2 —
+    never a traceback; then `leave`."""
     import sys
 
     code = 0
     try:
         main()
     except QuarryError as err:
-        print(f"error ({err.code}): {err}", file=sys.stderr)
+        print(f"error ({err.code}): {printable(str(err))}", file=sys.stderr)
+        code = 2
+    except Exception as exc:  # noqa: BLE001 - only a full disk is translated; anything else re-raises
+        err = disk_full(exc)
+        if err is None:
+            raise
+        print(f"error ({err.code}): {printable(str(err))}", file=sys.stderr)
         code = 2
     except SystemExit as exc:  # argparse's usage errors, a script's own exit status
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -7,24 +7,42 @@ text. Text files are decoded as UTF-8 when they are, else by `charset-normalizer
 
 A file that cannot give a document raises `Unreadable` with the reason a user reads
 ("encrypted PDF (password protected)"); the reader decides whether that skips the file or
-rejects the ingest (`--strict`).
+rejects the ingest (`--strict`). Text is read only from a regular file, opened without blocking
+(a FIFO renamed `notes.txt` would otherwise hang the ingest for ever).
 
-HTML: BeautifulSoup over lxml, with script/style/nav/header/footer/aside dropped. Measured
-against trafilatura on a note-like page (a nav bar, a heading, two paragraphs, a footer):
-BeautifulSoup kept every paragraph and no navigation at 0.3 ms a page; trafilatura kept the
-navigation links as text and took 5.7 ms. trafilatura's main-content heuristics pay off on
-news pages, not on the saved notes and papers Quarry reads.
+Titles: a title is at most `TITLE_MAX_CHARS`. A longer one (a one-line 5 MB HTML page has
+nothing but a "first line") is a paragraph, not a title: its text goes back to the top of the
+body, so every word stays searchable, and the title shown is its start cut at a word boundary
+with an ellipsis (`cap_title`).
+
+HTML: `stores.html` (the page's main text with inline elements kept inline; why its rules and
+not a boilerplate remover is measured there). Titles come from the sources that name a document
+(front matter, `<title>`/`<h1>`, PDF metadata, a man page's NAME line, a reStructuredText
+section title) before its first line, and never from a comment or markup: `stores.titles`.
 """
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FileDocument", "SUPPORTED_SUFFIXES", "Unreadable", "read_file"]
+from stores.titles import man_page_title, rst_title, text_title
+
+__all__ = ["FileDocument", "MAX_DOCUMENT_CHARS", "SUPPORTED_SUFFIXES", "TITLE_MAX_CHARS", "Unreadable",
+           "cap_title", "read_file"]
+
+# The Lucene indexer (Anserini's JSON reader) refuses a document over 20 million characters and
+# would drop the rest of its shard; Quarry refuses such documents itself, with the reason. Here
+# (not in stores.readers) so a paged reader can stop as soon as a file passes it.
+MAX_DOCUMENT_CHARS = 10_000_000
+# Long enough for real titles (the longest in CACM, Cranfield and scifact-train have 214, 249 and
+# 300 characters), short enough to show on a result line or two.
+TITLE_MAX_CHARS = 400
 
 
 class Unreadable(ValueError):
@@ -66,26 +84,58 @@ def decode(raw: bytes) -> str:
     return str(next((m for m in tied if m.encoding == "cp1252"), best))
 
 
-def _read_text(path: Path) -> str:
+def read_regular(path: Path) -> bytes:
+    """The bytes of `path` if it is a regular file. Opened non-blocking and checked on the open
+    descriptor, so a FIFO or device put in the file's place after the folder was listed is
+    refused without ever waiting for a writer."""
     try:
-        return decode(path.read_bytes())
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise Unreadable(f"cannot read the file ({exc.strerror or exc})") from exc
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Unreadable("not a regular file")
+        try:
+            return fh.read()
+        except OSError as exc:
+            raise Unreadable(f"cannot read the file ({exc.strerror or exc})") from exc
+
+
+def _read_text(path: Path) -> str:
+    return decode(read_regular(path))
+
+
+def cap_title(title: str, limit: int = TITLE_MAX_CHARS) -> str:
+    """`title` if it has at most `limit` characters, else its start cut at a word boundary (or
+    mid-word when the first word alone is too long) with "…", `limit` characters at most."""
+    if len(title) <= limit:
+        return title
+    head = " ".join(title[: limit * 2].split())  # whitespace runs count once, as they are shown
+    if len(head) <= limit:
+        return head
+    cut = head[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-–—") + "…"
 
 
 def first_line_title(text: str, strip: str = "") -> tuple[str, str]:
-    """(first non-empty line without the `strip` characters, the rest of the text)."""
-    lines = text.splitlines()
-    first = next((n for n, line in enumerate(lines) if line.strip()), None)
-    if first is None:
-        return "", ""
-    return lines[first].strip().lstrip(strip).strip(), "\n".join(lines[first + 1:]).strip()
+    """(first line that is text, without the `strip` characters; the rest of the text): see
+    `stores.titles.text_title` (comments, markup-only and badge-only lines are never titles)."""
+    return text_title(text, strip)
 
 
 # -- text-like formats ---------------------------------------------------------------------------
 
 def read_txt(path: Path) -> FileDocument:
-    title, text = first_line_title(_read_text(path))
+    """Plain text; a man page saved as text ("GREP(1) User Commands GREP(1)") is titled by its NAME
+    line and kept whole."""
+    content = _read_text(path)
+    name = man_page_title(content)
+    if name:
+        return FileDocument(name, content.strip())
+    title, text = first_line_title(content)
     return FileDocument(title, text)
 
 
@@ -151,21 +201,11 @@ def read_markdown(path: Path) -> FileDocument:
     return FileDocument(title, body, meta)
 
 
-_RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
-
-
 def read_rst(path: Path) -> FileDocument:
-    """reStructuredText as text; the title is the first line that is not an adornment row, and
-    the adornment rows around it are dropped."""
-    lines = _read_text(path).splitlines()
-    keep = [n for n, line in enumerate(lines) if line.strip() and not _RST_ADORNMENT.match(line)]
-    if not keep:
-        return FileDocument("", "")
-    first = keep[0]
-    rest = lines[first + 1:]
-    if rest and _RST_ADORNMENT.match(rest[0]):
-        rest = rest[1:]
-    return FileDocument(lines[first].strip(), "\n".join(rest).strip())
+    """reStructuredText as text; the title is the first section title (`stores.titles.rst_title`:
+    past `..` comments and directives), and the adornment rows around it are dropped."""
+    title, text = rst_title(_read_text(path))
+    return FileDocument(title, text)
 
 
 _TEX_COMMAND = r"\\{name}\s*(?:\[[^\]]*\])?\s*\{{((?:[^{{}}]|\{{[^{{}}]*\}})*)\}}"
@@ -176,6 +216,9 @@ def _tex_arg(source: str, name: str) -> str | None:
     return " ".join(found.group(1).replace("\\\\", " ").split()) if found else None
 
 
+_TEX_MARKUP_LINE = re.compile(r"^\s*(?:%.*|(?:\\[A-Za-z@]+\*?\s*(?:\[[^\]]*\]\s*)*(?:\{[^{}]*\}\s*)*)+(?:%.*)?)$")
+
+
 def read_latex(path: Path) -> FileDocument:
     """LaTeX as text (the source, as BM25 and the reader see it), with `\\title` and `\\author`."""
     source = _read_text(path)
@@ -184,47 +227,19 @@ def read_latex(path: Path) -> FileDocument:
     authors = _tex_arg(source, "author")
     if authors:
         meta["authors"] = [a.strip() for a in re.split(r"\\and\b|,", authors) if a.strip()]
-    if title is None:
-        title, text = first_line_title(source)
-        return FileDocument(title, text, meta)
+    if title is None:  # the first line of prose: never a % comment or a command line (\\documentclass{…})
+        title = next((line.strip() for line in source.splitlines()
+                      if line.strip() and not _TEX_MARKUP_LINE.match(line)), "")
     return FileDocument(title, source.strip(), meta)
 
 
 # -- structured formats --------------------------------------------------------------------------
 
-_HTML_META = {"author": "authors", "citation_author": "authors", "dc.creator": "authors",
-              "citation_publication_date": "year", "citation_date": "year", "dc.date": "year",
-              "citation_journal_title": "venue", "citation_conference_title": "venue",
-              "keywords": "keywords", "citation_keywords": "keywords", "citation_doi": "doi", "dc.identifier": "doi"}
-
-
 def read_html(path: Path) -> FileDocument:
-    from bs4 import BeautifulSoup
+    """The page's main text, title and citation metadata (`stores.html`)."""
+    from stores.html import read_html_text
 
-    soup = BeautifulSoup(_read_text(path), "lxml")
-    meta: dict[str, Any] = {}
-    for tag in soup.find_all("meta"):
-        key = _HTML_META.get(str(tag.get("name") or "").lower())
-        value = str(tag.get("content") or "").strip()
-        if not key or not value:
-            continue
-        if key == "authors":
-            meta.setdefault("authors", []).append(value)
-        elif key == "year":
-            if re.match(r"^\d{4}", value):
-                meta.setdefault("year", value[:4])
-        else:
-            meta.setdefault(key, value)
-    head_title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    for tag in soup(["script", "style", "noscript", "template", "nav", "header", "footer", "aside", "head"]):
-        tag.decompose()
-    body = soup.body or soup
-    h1 = body.find("h1")
-    title = head_title or (h1.get_text(" ", strip=True) if h1 else "")
-    if h1 is not None and h1.get_text(" ", strip=True) == title:
-        h1.decompose()
-    lines = [" ".join(line.split()) for line in body.get_text("\n").splitlines()]
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    title, text, meta = read_html_text(_read_text(path))
     if not title:
         title, text = first_line_title(text)
     return FileDocument(title, text, meta)
@@ -279,8 +294,14 @@ SUPPORTED_SUFFIXES = frozenset(READERS)
 
 
 def read_file(path: Path) -> FileDocument:
-    """Read one file of a supported format (see `SUPPORTED_SUFFIXES`); raise `Unreadable`."""
+    """Read one file of a supported format (see `SUPPORTED_SUFFIXES`); raise `Unreadable`.
+    A title over `TITLE_MAX_CHARS` goes back to the top of the text (see the module docstring;
+    a paged reader caps its own, as its page offsets index the text)."""
     reader = READERS.get(path.suffix.lower())
     if reader is None:
         raise Unreadable(f"unsupported file type {path.suffix or '(none)'!r}")
-    return reader(path)
+    doc = reader(path)
+    if len(doc.title) <= TITLE_MAX_CHARS or doc.page_starts:
+        return doc
+    text = f"{doc.title}\n\n{doc.text}" if doc.text else doc.title
+    return FileDocument(cap_title(doc.title), text, doc.metadata)

@@ -21,6 +21,34 @@ def quarry_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(raw).expanduser().resolve()
 
 
+# What only a Quarry home holds: an existing folder with one of these (or an empty one) is ours to tighten.
+_HOME_MARKERS = ("jobs.sqlite", "collections", "run", "temporal.db", "traces", "logs")
+
+
+def ensure_home(home: Path | None = None) -> Path:
+    """The home folder, private to its owner: created 0700 when missing; an existing Quarry home
+    (empty, or holding Quarry's files) that this user owns and that others can read is tightened
+    to 0700 — the job store, the Temporal database, traces and logs hold intents and documents.
+    A folder that is not this user's, or is not a Quarry home, is left as it is."""
+    import stat
+
+    home = Path(home) if home is not None else quarry_home()
+    try:
+        home.mkdir(mode=0o700, parents=True)
+        home.chmod(0o700)  # mkdir's mode is filtered by the umask
+        return home
+    except FileExistsError:
+        pass
+    try:
+        info = home.stat()
+        if (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077
+                and (not any(home.iterdir()) or any((home / m).exists() for m in _HOME_MARKERS))):
+            home.chmod(stat.S_IMODE(info.st_mode) & 0o700)
+    except OSError:
+        pass  # a home we cannot inspect or change: the command that needs it reports that
+    return home
+
+
 def check_name(name: str) -> str:
     """Return `name` if it is a safe collection name, else raise a repairable error."""
     if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
@@ -44,8 +72,11 @@ class CollectionPaths:
     `versions/<id>/` and then points `CURRENT` at it with one atomic rename, so a reader opens
     either the old version or the new one, never a mix, and files it has open are never replaced
     under it. `version` is the id these paths are for (None: a collection written before
-    versions, whose files sit in the root). The dense index and evaluation runs live beside the
-    versions: the dense index records the corpus fingerprint it was built from.
+    versions, whose files sit in the root). The dense index belongs to its version
+    (`versions/<id>/chroma/`), so a job pinned to a version only ever reads that version's
+    vectors; collections written before that kept it in the root (`legacy_chroma_dir`), which is
+    still read and is moved into its version on the next write (`stores.versions`). Evaluation
+    runs live beside the versions.
     """
 
     root: Path
@@ -70,6 +101,12 @@ class CollectionPaths:
 
     @property
     def chroma_dir(self) -> Path:
+        """The dense index of this version (written here; see `legacy_chroma_dir` for reading)."""
+        return self.version_dir / "chroma"
+
+    @property
+    def legacy_chroma_dir(self) -> Path:
+        """Where collections written before per-version dense indexes kept theirs."""
         return self.root / "chroma"
 
     @property

@@ -48,6 +48,19 @@ def _dumps(obj: Any) -> str:
     return redact(json.dumps(obj, ensure_ascii=False))
 
 
+def _private_db(path: Path) -> None:
+    """Create the job store readable by its owner only (SQLite gives its -wal and -shm files the
+    database file's mode); tighten one an older Quarry left 0644. It holds intents and results."""
+    import os
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            if part.exists() and part.stat().st_uid == os.geteuid() and part.stat().st_mode & 0o077:
+                part.chmod(0o600)
+    except OSError:
+        pass  # opening it below reports what is wrong
+
+
 class JobStore:
     """One connection per thread, all closed with the store (`close`, `with`, or when dropped).
 
@@ -60,6 +73,7 @@ class JobStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        _private_db(path)
         self._local = threading.local()
         self._open: list[sqlite3.Connection] = []
         self._open_lock = threading.Lock()
@@ -233,3 +247,26 @@ class JobStore:
     def load_draft(self, job_id: str) -> dict[str, Any] | None:
         row = self._con().execute("SELECT body FROM drafts WHERE job_id=?", (job_id,)).fetchone()
         return json.loads(row[0]) if row else None
+
+
+# A job cannot run longer than its budget (at most 7 days, workflows.job_input), so a row still
+# "running" after this long belongs to a job whose workflow is gone: it pins nothing.
+RUNNING_HORIZON_SECONDS = 8 * 24 * 3600
+
+
+def running_pins(path: Path, collection: str, *, now: float | None = None) -> list[tuple[str | None, float]]:
+    """(pinned collection version or None when not yet recorded, created_at) of every job of
+    `collection` the job store still counts as running — what a writer must not prune
+    (stores.versions). Read only: a missing job store means no jobs (it is not created)."""
+    if not path.is_file():
+        return []
+    since = (time.time() if now is None else now) - RUNNING_HORIZON_SECONDS
+    con = sqlite3.connect(path, timeout=30)
+    try:
+        rows = con.execute(
+            "SELECT json_extract(state, '$.collection_version'), created_at FROM jobs WHERE collection=?"
+            f" AND status NOT IN ({','.join('?' * len(FINAL))}) AND created_at >= ?",
+            (collection, *FINAL, since)).fetchall()
+    finally:
+        con.close()
+    return [(str(v) if isinstance(v, str) and v else None, float(t)) for v, t in rows]

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from stores.atomic import write_atomic
 from stores.errors import QuarryError
 from stores.jvm import JVM_OPTIONS, anserini_jar, autoclass, java_executable, pyserini_lucene
 from stores.readers import ProgressFn
@@ -52,11 +54,30 @@ class IndexMeta:
     built_seconds: float
 
     def dump(self, folder: Path) -> None:
-        (folder / META_FILE).write_text(json.dumps(asdict(self), indent=2))
+        """Write the settings atomically: `quarry index N --k1/--b` and `tune --apply` rewrite
+        them in a live index, where a kill mid-write must not leave an empty file and a reader
+        must never see a half-written one."""
+        write_atomic(folder / META_FILE, json.dumps(asdict(self), indent=2))
 
     @classmethod
-    def load(cls, folder: Path) -> "IndexMeta":
-        return cls(**json.loads((folder / META_FILE).read_text()))
+    def load(cls, folder: Path, name: str = "") -> "IndexMeta":
+        """The stored settings; `bad_index_meta` (not a traceback) when the file cannot be read
+        or parsed — `quarry index NAME` or `quarry ingest … --force` rebuilds it."""
+        path = folder / META_FILE
+        text = ""
+        try:
+            text = path.read_text(encoding="utf-8")
+            raw = json.loads(text)
+            return cls(**{f: raw[f] for f in cls.__slots__})
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            label = name or "NAME"
+            why = "the file is empty" if isinstance(exc, ValueError) and not text.strip() else str(exc)[:200]
+            raise QuarryError("bad_index_meta", f"the BM25 index settings of collection {label!r} ({path}) are "
+                              f"unreadable: {why}",
+                              f"rebuild the index: quarry index {label} (or quarry ingest SOURCE --name {label} "
+                              "--force)") from exc
 
 
 def distinct_terms(text: str) -> int:
@@ -93,7 +114,7 @@ def build_index(records: Iterable[DocRecord], out_dir: Path, *, fingerprint: str
     """
     threads = threads or max(1, min(4, os.cpu_count() or 1))
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="quarry-lucene-", dir=out_dir.parent) as tmp:
+    with tempfile.TemporaryDirectory(prefix="quarry-lucene-", dir=out_dir.parent) as tmp, _disk_full_as_error(out_dir):
         shards = [open(Path(tmp) / f"part{i:02d}.jsonl", "w", encoding="utf-8") for i in range(threads)]
         count = 0
         try:
@@ -129,12 +150,10 @@ def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> int:
     cmd = [str(java_executable()), *JVM_OPTIONS, "-cp", str(anserini_jar()), "io.anserini.index.IndexCollection",
            "-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
            "-input", str(input_dir), "-index", str(out_dir), "-threads", str(threads), "-optimize"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0 or not list(out_dir.glob("segments_*")):
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
-        raise QuarryError("index_failed", f"Lucene indexing failed (exit {proc.returncode}):\n{tail}",
-                          "check free disk space under QUARRY_HOME and run `quarry index NAME` again")
+    proc = subprocess.run(_dying_with_parent(cmd), capture_output=True, text=True)
     output = f"{proc.stdout}\n{proc.stderr}"
+    if proc.returncode != 0 or not list(out_dir.glob("segments_*")) or _DISK_FULL.search(output):
+        raise index_failure(proc.returncode, output, out_dir)
     found = _INDEXED.search(output)
     errors = [m.group(1)[:300] for m in _JAVA_ERROR.finditer(output)]
     if found is None or errors:
@@ -142,6 +161,62 @@ def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> int:
         raise QuarryError("index_incomplete", f"Lucene indexing reported a problem: {detail}",
                           "documents over 20 million characters cannot be indexed; split them and ingest again")
     return int(found.group(1).replace(",", ""))
+
+
+_DISK_FULL = re.compile(r"No space left on device|ENOSPC|errno[ =:]*28\b|Disk quota exceeded", re.I)
+
+
+def index_failure(returncode: int, output: str, out_dir: Path) -> QuarryError:
+    """The error for a failed IndexCollection run. A full disk is named as such (Anserini logs
+    the IOException and may still exit 0, having written no segment); otherwise the tail of its
+    output. The hint names no command: the build may belong to a first ingest, an `add` or an
+    index rebuild, and the collection's previous version is untouched in every case."""
+    if _DISK_FULL.search(output):
+        return QuarryError("disk_full", f"Lucene indexing failed: the disk holding {out_dir.parent} is full "
+                           "(No space left on device); nothing was changed",
+                           "free space on that disk, then run the same command again")
+    tail = "\n".join(output.strip().splitlines()[-15:])
+    state = f"exit {returncode}" if returncode != 0 else "exit 0, but no index was written"
+    return QuarryError("index_failed", f"Lucene indexing failed ({state}); nothing was changed:\n{tail}",
+                       "see the Java output above; check free disk space where QUARRY_HOME lives, then run the "
+                       "same command again")
+
+
+class _disk_full_as_error:
+    """Turn a full disk while exporting the shards (ENOSPC) into the same `disk_full` error."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if isinstance(exc, OSError) and exc.errno in (28, 122):
+            raise QuarryError("disk_full", f"Lucene indexing failed: the disk holding {self.out_dir.parent} is full "
+                              f"({exc.strerror}); nothing was changed",
+                              "free space on that disk, then run the same command again") from exc
+        return False
+
+
+# Started in place of `java`: set PR_SET_PDEATHSIG (1) to SIGKILL, end if the parent is already
+# gone, then exec the JVM (the setting survives exec). Stdlib only, no site packages.
+_DIE_WITH_PARENT = ("import ctypes, os, signal, sys\n"
+                    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
+                    "if os.getppid() != int(sys.argv[1]):\n    os._exit(70)\n"
+                    "os.execv(sys.argv[2], sys.argv[2:])\n")
+
+
+def _dying_with_parent(cmd: list[str]) -> list[str]:
+    """`cmd` started so that the child JVM receives SIGKILL when the process that started it dies
+    (Linux `prctl(PR_SET_PDEATHSIG)`): a killed ingest leaves no indexer running as an orphan.
+    Why a launcher rather than `preexec_fn`: Python code between fork and exec can deadlock when
+    other threads (jnius' JVM, a worker's pool) hold locks at the fork; the launcher is a fresh
+    process. The signal follows the *thread* that started the child, which `subprocess.run`
+    keeps blocked until the child ends. Elsewhere the command runs as it is."""
+    if not sys.platform.startswith("linux"):
+        return cmd
+    return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *cmd]
 
 
 _searcher_lock = threading.Lock()
@@ -155,7 +230,7 @@ class LuceneIndex:
             raise QuarryError("no_index", f"collection {name or folder} has no Lucene index",
                               f"build it: quarry index {name or 'NAME'}")
         self.folder = folder
-        self.meta = IndexMeta.load(folder)
+        self.meta = IndexMeta.load(folder, name)
 
     def search(self, text: str, k: int = 1000, *, k1: float | None = None, b: float | None = None) -> list[Hit]:
         """Top-k hits for a bag-of-words query, ties broken by docid; [] if no searchable term."""

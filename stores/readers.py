@@ -9,13 +9,22 @@ parsed records (`RecordStream`). Document files (PDF, HTML, DOCX, Markdown, reSt
 encrypted PDF) is skipped and reported as `path: reason` in `CorpusSource.skipped`, files of
 other types are named in `CorpusSource.unsupported`, and the rest is read; `strict=True` rejects
 the whole input instead when any file is bad.
+
+A folder is read as what it holds, never as what its links point to: a link that resolves
+outside the folder (`env.txt → /proc/self/environ` would put the process's API keys in the
+corpus), anything that is not a regular file (a FIFO would block the ingest, a device never
+ends), system files (/proc, /sys) and files whose names are not valid UTF-8 (no id can be
+made of them) are skipped and named with the reason. Names are shown printable
+(`printable_path`: undecodable bytes and control characters as backslash escapes).
 """
 from __future__ import annotations
 
 import csv
 import hashlib
 import json
+import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.errors import IngestError, QuarryError
-from stores.formats import SUPPORTED_SUFFIXES, Unreadable, read_file
+from stores.formats import MAX_DOCUMENT_CHARS, SUPPORTED_SUFFIXES, Unreadable, read_file
 from stores.records import DocRecord, record_json
 
 ProgressFn = Callable[[str, int, int | None], None]
@@ -33,9 +42,6 @@ _JSONL_SUFFIXES = {".jsonl", ".json", ".ndjson"}
 _FORMATS_HINT = ("give a BEIR folder (with corpus.jsonl), a .jsonl file, or document files or folders "
                  "(.pdf .html .docx .md .rst .tex .txt)")
 _MAX_PROBLEMS = 1000
-# The Lucene indexer (Anserini's JSON reader) refuses a document over 20 million characters and
-# would drop the rest of its shard; Quarry refuses such documents itself, with the reason.
-MAX_DOCUMENT_CHARS = 10_000_000
 _KNOWN_META = {"year", "venue", "authors", "keywords"}
 
 
@@ -295,7 +301,7 @@ def _read_beir_extras(folder: Path, src: CorpusSource, problems: _Problems) -> N
             problems.add(f"{folder / 'answers.jsonl'}:{no}", f"answer for query {qid!r}, which queries.jsonl does not have")
     qrels_dir = folder / "qrels"
     if qrels_dir.is_dir():
-        for tsv in sorted(qrels_dir.glob("*.tsv")):
+        for tsv in sorted(p for p in qrels_dir.glob("*.tsv") if p.is_file()):  # a FIFO is never opened
             rows, unknown = [], 0
             for no, (qid, docid, score) in _read_tsv(tsv, problems, 3):
                 try:
@@ -315,11 +321,18 @@ def file_docid(path: Path, root: Path) -> str:
     return re.sub(r"\s+", "_", path.relative_to(root).with_suffix("").as_posix())
 
 
+# The absolute path a document file was read from, kept in its record's extras: `quarry add` tells
+# an update of the same file from a different file that arrives at the same id (stores.additions),
+# and exports give local files their file:// URL.
+SOURCE_PATH = "source_path"
+
+
 def _file_record(path: Path, docid: str) -> DocRecord:
     """One file as a validated record; raises ValueError (Unreadable, EmptyRecord) with the reason."""
     doc = read_file(path)
+    metadata = {**doc.metadata, SOURCE_PATH: str(path.absolute())}
     try:
-        rec = record_from_json({"_id": docid, "title": doc.title, "text": doc.text, "metadata": doc.metadata})
+        rec = record_from_json({"_id": docid, "title": doc.title, "text": doc.text, "metadata": metadata})
     except EmptyRecord:
         raise Unreadable("empty file (nothing to search)") from None
     if doc.page_starts:
@@ -332,10 +345,53 @@ def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_SYSTEM_DIRS = (Path("/proc"), Path("/sys"))  # what /dev holds is refused as not regular files
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def printable_path(path: str | Path) -> str:
+    """A path as text that can be printed, stored and serialised: bytes that are not UTF-8 (which
+    Python carries as lone surrogates, and JSON, SQLite and Pydantic refuse) and control
+    characters written as backslash escapes (`caf\\xe9.txt`)."""
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def unsafe_reason(path: Path, within: Path | None = None) -> str | None:
+    """Why `path` must not be opened (None: it may be). `within` is the resolved folder a walk
+    started from: what resolves outside it (a link to /proc/self/environ, to /etc/passwd) is
+    not read. Checked without opening anything: opening a FIFO blocks until a writer comes."""
+    try:
+        real = path.resolve(strict=True)
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "broken link (its target does not exist)" if path.is_symlink() else "vanished while it was being read"
+    except (OSError, RuntimeError) as exc:  # a link loop is RuntimeError before Python 3.13
+        return f"cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    if within is not None and not real.is_relative_to(within):
+        return f"link to {printable_path(real)}, outside the folder being read: not followed"
+    if any(real.is_relative_to(d) for d in _SYSTEM_DIRS):
+        return f"system file {printable_path(real)}: not read"
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+        return f"not a regular file ({kind})"
+    return None
+
+
 def _read_files(files: list[Path], root: Path, src: CorpusSource, problems: _Problems,
-                progress: ProgressFn | None) -> None:
+                progress: ProgressFn | None, within: Path | None) -> None:
     """Read document files (ids relative to `root`) into a spooled RecordStream; a bad file
-    becomes a problem `path: reason`."""
+    becomes a problem `path: reason`. `within`: see `unsafe_reason`."""
     first_file: dict[str, Path] = {}
     keep = tempfile.TemporaryDirectory(prefix="quarry-read-")  # removed with the stream
     spool = Path(keep.name) / "records.jsonl"
@@ -344,20 +400,29 @@ def _read_files(files: list[Path], root: Path, src: CorpusSource, problems: _Pro
         for i, path in enumerate(files, start=1):
             if progress:
                 progress("reading", i - 1, len(files))
+            shown = printable_path(path)
+            reason = unsafe_reason(path, within)  # first: whatever its name, it is never opened
+            if reason is not None:
+                problems.add(shown, reason)
+                continue
             if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-                src.unsupported.append(str(path))
+                src.unsupported.append(shown)
                 continue
             docid = file_docid(path, root)
+            if not _utf8(docid):
+                problems.add(shown, "the file name is not valid UTF-8: rename the file")
+                continue
             if docid in first_file:
-                problems.add(str(path), f"duplicate document id {docid!r} (also the id of {first_file[docid]}); rename one file")
+                problems.add(shown, f"duplicate document id {docid!r} (also the id of "
+                                    f"{printable_path(first_file[docid])}); rename one file")
                 continue
             try:
                 rec = _file_record(path, docid)
             except ValueError as exc:
-                problems.add(str(path), str(exc))
+                problems.add(shown, str(exc))
                 continue
             except Exception as exc:  # noqa: BLE001 - a parser's own failure on a damaged file is that file's problem
-                problems.add(str(path), f"cannot be read ({type(exc).__name__}: {exc})")
+                problems.add(shown, f"cannot be read ({type(exc).__name__}: {exc})")
                 continue
             first_file[docid] = path
             body = record_json(rec).encode()  # complete (it leaves out only empty pages): the spool line
@@ -370,11 +435,25 @@ def _read_files(files: list[Path], root: Path, src: CorpusSource, problems: _Pro
 
 
 def _document_files(path: Path, src: CorpusSource) -> list[Path]:
-    files = sorted(p for p in path.rglob("*") if p.is_file())
-    hidden = [p for p in files if _hidden(p, path)]
+    """Every entry under `path` to read or name: files, and links that are not to a folder inside
+    it (a folder link inside is not followed: its files are read where they are, and a link
+    loop ends there). Other folders are walked, not listed."""
+    within = path.resolve()
+    entries = []
+    for p in sorted(path.rglob("*")):
+        if p.is_symlink():
+            try:
+                if p.is_dir() and p.resolve(strict=True).is_relative_to(within):
+                    continue
+            except (OSError, RuntimeError):
+                pass  # a loop or a broken link: named with its reason when read
+        elif p.is_dir():
+            continue
+        entries.append(p)
+    hidden = [p for p in entries if _hidden(p, path)]
     if hidden:
-        src.warnings.append(f"{path}: {len(hidden)} hidden file(s) not read (names starting with '.')")
-    return [p for p in files if not _hidden(p, path)]
+        src.warnings.append(f"{printable_path(path)}: {len(hidden)} hidden file(s) not read (names starting with '.')")
+    return [p for p in entries if not _hidden(p, path)]
 
 
 def read_corpus(path: str | Path, progress: ProgressFn | None = None, *, strict: bool = False,
@@ -386,6 +465,13 @@ def read_corpus(path: str | Path, progress: ProgressFn | None = None, *, strict:
     """
     path = Path(path).expanduser()
     problems = _Problems()
+    if not _utf8(str(path)):
+        raise IngestError([f"{printable_path(path)}: the name is not valid UTF-8"],
+                          "rename the file or folder (names are stored as UTF-8 text)")
+    if path.exists() and not path.is_dir():
+        reason = unsafe_reason(path)
+        if reason is not None:  # a FIFO named x.jsonl, /proc/self/environ: never opened
+            raise IngestError([f"{printable_path(path)}: {reason}"], "give a regular file or a folder")
     if path.is_dir() and (path / "corpus.jsonl").is_file():
         src = CorpusSource("beir", path)
         src.records = _read_documents(path / "corpus.jsonl", problems, progress, src.warnings)
@@ -397,17 +483,19 @@ def read_corpus(path: str | Path, progress: ProgressFn | None = None, *, strict:
         src = CorpusSource("folder" if path.is_dir() else "file", path)
         root = docid_root or (path if path.is_dir() else path.parent)
         files = _document_files(path, src) if path.is_dir() else [path]
-        _read_files(files, root, src, problems, progress)
+        _read_files(files, root, src, problems, progress, path.resolve() if path.is_dir() else None)
         if not strict:
             src.skipped, problems = list(problems), _Problems()
         if not src.records and not problems:
             found = (f"; {len(src.unsupported)} file(s) of unsupported types: "
                      + ", ".join(src.unsupported[:10]) if src.unsupported else "")
-            raise IngestError([*src.skipped, f"{path}: no readable documents found{found}"], _FORMATS_HINT)
+            raise IngestError([*src.skipped, f"{printable_path(path)}: no readable documents found{found}"],
+                              _FORMATS_HINT)
     elif not path.exists():
-        raise QuarryError("not_found", f"no such file or folder: {path}", _FORMATS_HINT)
+        raise QuarryError("not_found", f"no such file or folder: {printable_path(path)}", _FORMATS_HINT)
     else:
-        raise QuarryError("bad_input", f"cannot ingest {path}: unsupported file type {path.suffix!r}", _FORMATS_HINT)
+        raise QuarryError("bad_input", f"cannot ingest {printable_path(path)}: unsupported file type {path.suffix!r}",
+                          _FORMATS_HINT)
     if problems:
         raise IngestError(list(problems), "fix or remove the files named above, or leave out --strict to skip them"
                           if src.kind in ("folder", "file") else "")

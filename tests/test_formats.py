@@ -143,7 +143,7 @@ def test_markdown_front_matter_gives_title_and_metadata(tmp_path: Path) -> None:
     rec = one(path)
     assert rec.title == "Learned Sparse Retrieval"
     assert (rec.year, rec.venue, rec.authors, rec.keywords) == (2021, "SIGIR", ("Ann Lee", "Bo Chan"), ("bm25", "splade"))
-    assert rec.extras == {"doi": "10.1145/3404835", "status": "draft"}
+    assert rec.extras == {"doi": "10.1145/3404835", "status": "draft", "source_path": str(path)}
     assert rec.text == "We expand documents."  # the repeated heading is not body text
     assert "---" not in rec.text
 
@@ -176,8 +176,11 @@ def test_html_drops_scripts_and_navigation_and_reads_citation_meta(tmp_path: Pat
                     "<nav>Home | About</nav><h1>Web Note</h1><p>First paragraph.</p><p>Second one.</p>"
                     "<script>var tracking = 1;</script><footer>Copyright</footer></body></html>", encoding="utf-8")
     rec = one(path)
-    assert (rec.title, rec.authors, rec.year, rec.extras) == ("Web Note", ("Ann Lee",), 2019, {"doi": "10.1/x"})
-    assert rec.text == "First paragraph.\nSecond one."
+    assert (rec.title, rec.authors, rec.year, rec.extras) == ("Web Note", ("Ann Lee",), 2019,
+                                                              {"doi": "10.1/x", "source_path": str(path)})
+    # Paragraphs are separated by a blank line (issue 20): sentence splitting ends a sentence there,
+    # so a heading cannot run into the next paragraph's first sentence.
+    assert rec.text == "First paragraph.\n\nSecond one."
 
 
 def test_docx_paragraphs_tables_and_properties(tmp_path: Path) -> None:

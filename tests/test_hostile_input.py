@@ -48,6 +48,14 @@ def files(tmp_path_factory) -> dict[str, Path]:
     (loop / "note.txt").write_text("A note\nabout retrieval")
     os.symlink(loop, loop / "again")  # a symlink loop inside a text folder
     (d / "nothing").mkdir()
+    outside = d / "outside"  # nothing but what must not be read: links out of the folder, a FIFO, an undecodable name
+    outside.mkdir()
+    os.symlink("/proc/self/environ", outside / "env.txt")
+    os.symlink("/etc/passwd", outside / "passwd.txt")
+    os.mkfifo(outside / "pipe.md")
+    (Path(os.fsdecode(os.fsencode(outside) + b"/caf\xe9.txt"))).write_text("Cafe\nnotes")
+    os.mkfifo(d / "fifo.jsonl")
+    os.symlink("/proc/self/environ", d / "environ.txt")
     return {p.stem if p.is_file() else p.name: p for p in d.iterdir()}
 
 
@@ -110,6 +118,31 @@ CLI_CASES: list[tuple[str, Any, str | None]] = [
     ("job-show-unknown", lambda f: ["job", "show", "job-nope"], "unknown_job"),
     ("job-list-limit-huge", lambda f: ["job", "list", "--limit", str(10**20)], "usage"),
     ("trace-unknown", lambda f: ["trace", "job-nope"], "unknown_job"),
+    ("ingest-links-out-fifo-bad-name", lambda f: ["ingest", str(f["outside"]), "--name", "x12"], "bad_input"),
+    ("ingest-fifo-jsonl", lambda f: ["ingest", str(f["fifo.jsonl"]), "--name", "x13"], "bad_input"),
+    ("ingest-proc-environ-link", lambda f: ["ingest", str(f["environ"]), "--name", "x14"], "bad_input"),
+    ("add-links-out-fifo-bad-name", lambda f: ["add", NAME, str(f["outside"])], "bad_input"),
+    # issue 19 item 6: price tables and budgets that could never stop a job (see tests/test_faults_cli.py)
+    ("run-prices-nan", lambda f: [*LLM_RUN, "--prices", _prices(f, "nan", '{"openai:m": {"input": NaN, "output": 1}}')],
+     "bad_prices"),
+    ("run-prices-infinity", lambda f: [*LLM_RUN, "--prices", _prices(f, "inf", '{"openai:m": {"input": 1, "output": Infinity}}')],
+     "bad_prices"),
+    ("run-prices-negative", lambda f: [*LLM_RUN, "--prices", _prices(f, "neg", '{"openai:m": {"input": -1, "output": 1}}')],
+     "bad_prices"),
+    ("run-prices-1e400", lambda f: [*LLM_RUN, "--prices", _prices(f, "big", '{"openai:m": {"input": 1e400, "output": 1}}')],
+     "bad_prices"),
+    ("run-prices-boolean", lambda f: [*LLM_RUN, "--prices", _prices(f, "bool", '{"openai:m": {"input": false, "output": 1}}')],
+     "bad_prices"),
+    ("run-prices-misspelt", lambda f: [*LLM_RUN, "--prices", _prices(f, "typo", '{"openai:m": {"inptu": 1, "output": 1}}')],
+     "bad_prices"),
+    ("run-prices-missing-file", lambda f: [*LLM_RUN, "--prices", "/no/such/prices.json"], "bad_prices"),
+    ("run-max-dollars-inf", lambda f: [*LLM_RUN, "--max-dollars", "inf"], "bad_budget"),
+    ("run-max-dollars-nan", lambda f: [*LLM_RUN, "--max-dollars", "nan"], "usage"),
+    ("run-max-tokens-nan", lambda f: [*LLM_RUN, "--max-tokens", "nan"], "usage"),
+    ("eval-budget-inf", lambda f: ["eval", NAME, "--system", "bm25", "--budget", "inf"], "bad_budget"),
+    # issue 19 item 8: untrusted text in an error message stays text
+    ("ingest-path-markup-escapes", lambda f: ["ingest", "/no/such/[/x]\x1b]0;t\x07.jsonl", "--name", "x20"], "not_found"),
+    ("read-docid-markup-escapes", lambda f: ["read", NAME, "[/x]\x1b[2J\x9b"], "unknown_docid"),
 ]
 
 
@@ -231,3 +264,13 @@ def test_every_job_command_on_a_finished_job(tmp_path: Path) -> None:
         assert res.exit_code == 0 and "Traceback" not in res.output, (args, res.output)
     assert "1 weak match(es)" in cli(tmp_path, "job", "result", "job-done").output
     assert "GNN" in cli(tmp_path, "job", "result", "job-done", "--full").output
+
+
+LLM_RUN = ["run", NAME, "retrieval", "--policy", "llm", "--model", "openai:m"]
+
+
+def _prices(files: dict[str, Path], name: str, text: str) -> str:
+    """A price table file beside the other hostile files (for the `--prices` cases above)."""
+    path = files["empty"].parent / f"prices-{name}.json"
+    path.write_text(text)
+    return str(path)

@@ -14,13 +14,13 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from temporalio.langgraph import graph
 
     from graphs.control import Control
+    from graphs.search_graph import RETRY_WINDOW, retry_by_time
     from graphs.state import graph_for, initial_state
     from nodes.budget import budget_used
     from nodes.config import config_of
@@ -37,9 +37,10 @@ with workflow.unsafe.imports_passed_through():
 RECURSION_LIMIT = 10_000
 CHECKPOINT_EVERY_STEPS = 5
 
-_QUICK = {"start_to_close_timeout": timedelta(seconds=60),
-          "retry_policy": RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=1),
-                                      non_retryable_error_types=["QuarryError"])}
+# Checkpoints, the answer after a hard stop and the final write retry by time like the graph's
+# nodes (graphs.search_graph.retry_by_time): a worker paused while it holds one must not fail the job.
+_QUICK = {"start_to_close_timeout": timedelta(seconds=60), "schedule_to_close_timeout": RETRY_WINDOW,
+          "retry_policy": retry_by_time()}
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -93,6 +93,8 @@ async def serve(client: Client, *, home: Path | None = None, queue: str | None =
     first job's budget — then run until signalled (see `run_until_signalled`). A signal during
     the warm-up ends it at once and cleanly (no job had started); a warm-up that fails is said
     and skipped (the jobs then open what they need, and report what they cannot)."""
+    from stores.home import ensure_home
+    ensure_home(home)  # 0700 (the job store and traces it writes hold intents and documents)
     worker = build_worker(client, home=home, queue=queue)
     # Its own thread, not the loop's default executor, which asyncio.run would wait for on a stop.
     warm_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quarry-warm")

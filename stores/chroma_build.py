@@ -1,0 +1,232 @@
+"""Chroma plumbing shared by the dense index (`stores.dense`) and its incremental update
+(`stores.dense_update`): the MiniLM embedding function Chroma calls, the build sidecar
+(`DenseMeta`, written atomically), the client for a local folder or a `chroma run` server, and a
+build being written beside (or inside a staged version of) the current one (`NewBuild`).
+
+Split from `stores.dense` so each stays small; `stores.dense` re-exports every name here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from chromadb import Documents, EmbeddingFunction, Embeddings
+from chromadb.config import Settings
+from chromadb.utils.embedding_functions import register_embedding_function
+
+from stores.atomic import write_atomic
+from stores.embedder import MODEL_NAME, embed_texts
+from stores.errors import QuarryError
+from stores.records import Chunk
+
+META_FILE = "dense.json"
+LOCAL_COLLECTION = "chunks"
+STEP_BATCHES = 4  # model batches embedded and written to Chroma per step (one progress tick)
+
+@register_embedding_function
+class MiniLMEmbedding(EmbeddingFunction[Documents]):
+    """Chroma embedding function: all-MiniLM-L6-v2 from the local package, normalised, CPU."""
+
+    def __init__(self, batch_size: int = 64) -> None:
+        self.batch_size = int(batch_size)
+
+    def __call__(self, input: Documents) -> Embeddings:
+        return list(self.embed(input))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text (shape `(len(texts), 384)`)."""
+        return embed_texts(texts, self.batch_size)
+
+    @staticmethod
+    def name() -> str:
+        return "quarry-minilm-l6-v2"
+
+    def default_space(self) -> str:
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:
+        return ["cosine", "ip", "l2"]
+
+    def get_config(self) -> dict[str, Any]:
+        return {"batch_size": self.batch_size}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> "MiniLMEmbedding":
+        return MiniLMEmbedding(batch_size=int(config.get("batch_size", 64)))
+
+
+@dataclass(frozen=True, slots=True)
+class DenseMeta:
+    fingerprint: str
+    model: str
+    chunks: int
+    documents: int
+    build_id: str
+    collection: str  # the Chroma collection name
+    server: str | None  # "host:port" of a Chroma server, None when embedded
+    built_seconds: float
+
+    def dump(self, folder: Path) -> None:
+        write_atomic(folder / META_FILE, json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, folder: Path, name: str = "") -> "DenseMeta | None":
+        """The sidecar, None when there is none, or `bad_dense_meta` when it cannot be read
+        (a rebuild, `quarry index NAME --dense`, replaces it)."""
+        path = folder / META_FILE
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _bad_meta(path, name, exc) from exc
+        try:
+            return cls(**json.loads(raw))
+        except (ValueError, TypeError) as exc:
+            raise _bad_meta(path, name, exc) from exc
+
+
+def _bad_meta(path: Path, name: str, exc: BaseException) -> QuarryError:
+    return QuarryError("bad_dense_meta", f"the dense index settings {path} are unreadable: {str(exc)[:200]}",
+                       f"rebuild the dense index: quarry index {name or 'NAME'} --dense")
+
+
+def chroma_server() -> tuple[str, int] | None:
+    """(host, port) from `QUARRY_CHROMA_HOST`/`QUARRY_CHROMA_PORT`, or None for embedded Chroma."""
+    host = os.environ.get("QUARRY_CHROMA_HOST", "").strip()
+    if not host:
+        return None
+    raw = os.environ.get("QUARRY_CHROMA_PORT", "").strip() or "8000"
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise QuarryError("bad_config", f"QUARRY_CHROMA_PORT must be a port number, got {raw!r}",
+                          "set it to the port of `chroma run` (default 8000)")
+    return host, int(raw)
+
+
+def _server_label(server: tuple[str, int] | None) -> str | None:
+    return f"{server[0]}:{server[1]}" if server else None
+
+
+def _settings() -> Settings:
+    return Settings(anonymized_telemetry=False)
+
+
+def _http_client(server: tuple[str, int]) -> Any:
+    import chromadb
+
+    try:
+        return chromadb.HttpClient(host=server[0], port=server[1], settings=_settings())
+    except Exception as exc:  # chromadb raises plain ValueError/ConnectError on an unreachable server
+        raise QuarryError("chroma_unreachable", f"cannot reach the Chroma server at {server[0]}:{server[1]}: {exc}",
+                          "start it (chroma run --path DIR --port PORT) or unset QUARRY_CHROMA_HOST") from exc
+
+
+def _persistent_client(path: Path) -> Any:
+    import chromadb
+
+    return chromadb.PersistentClient(path=str(path), settings=_settings())
+
+
+def _batches(chunks: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:
+    batch: list[Chunk] = []
+    for chunk in chunks:
+        batch.append(chunk)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@dataclass
+class NewBuild:
+    """A Chroma collection being written beside the current build (a staging folder, or a
+    uniquely named collection on a Chroma server): nothing reads it until it is swapped in.
+    Shared by a full build (`DenseIndex.build`) and an incremental one (`stores.dense_update`)."""
+
+    server: tuple[str, int] | None
+    build_id: str
+    name: str
+    staging: Path
+    folder: Path
+    client: Any
+    coll: Any
+    ef: MiniLMEmbedding
+
+    @classmethod
+    def start(cls, index_name: str, root: Path, fingerprint: str, batch_size: int,
+              folder: Path | None = None) -> "NewBuild":
+        """A build in a staging folder of `root`, or (`folder`) directly in that new folder —
+        the `chroma/` of a staged collection version, committed with it."""
+        server = chroma_server()
+        build_id = f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        name = f"{index_name}-chunks-{build_id}" if server else LOCAL_COLLECTION
+        if folder is not None:
+            folder.mkdir()
+            staging = folder
+        else:
+            root.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+            folder = staging / "chroma"
+            folder.mkdir()
+        client = None
+        try:
+            client = _http_client(server) if server else _persistent_client(folder / f"build-{build_id}")
+            ef = MiniLMEmbedding(batch_size)
+            coll = client.create_collection(name, embedding_function=ef, configuration={"hnsw": {"space": "cosine"}},
+                                            metadata={"quarry_collection": index_name, "fingerprint": fingerprint})
+        except BaseException:
+            build = cls(server, build_id, name, staging, folder, client, None, None)  # type: ignore[arg-type]
+            build.abandon()
+            raise
+        return cls(server, build_id, name, staging, folder, client, coll, ef)
+
+    def add_chunks(self, chunks: Sequence[Chunk]) -> None:
+        """Embed `chunks` and add them with their line ranges."""
+        self.coll.add(ids=[f"{c.docid}#{c.chunk_no}" for c in chunks], embeddings=self.ef.embed([c.text for c in chunks]),
+                      metadatas=[{"docid": c.docid, "chunk_no": c.chunk_no, "line_start": c.line_start,
+                                  "line_end": c.line_end} for c in chunks])
+
+    def meta(self, fingerprint: str, chunks: int, documents: int, started: float) -> DenseMeta:
+        return DenseMeta(fingerprint=fingerprint, model=MODEL_NAME, chunks=chunks, documents=documents,
+                         build_id=self.build_id, collection=self.name, server=_server_label(self.server),
+                         built_seconds=round(time.perf_counter() - started, 3))
+
+    def seal(self, meta: DenseMeta) -> None:
+        """Close the client (flushing its files) and write the build's meta: ready to swap in."""
+        self.client.close()
+        meta.dump(self.folder)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+    def abandon(self) -> None:
+        """Drop the build: its staging folder, and its collection on a server."""
+        self.close()
+        if self.server and self.client is not None:
+            _drop_server_collection(self.server, self.name)
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _drop_server_collection(server: tuple[str, int], name: str) -> None:
+    """Best effort: a leftover server collection wastes space but is never read."""
+    try:
+        client = _http_client(server)
+        try:
+            client.delete_collection(name)
+        finally:
+            client.close()
+    except Exception as exc:  # noqa: BLE001 - cleanup must not mask the build's own outcome
+        warnings.warn(f"could not delete Chroma collection {name!r} at {server[0]}:{server[1]}: {exc}",
+                      RuntimeWarning, stacklevel=2)

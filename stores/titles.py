@@ -1,0 +1,214 @@
+"""Titles from the sources that name a document, before its first line.
+
+A title is what a bibliography entry and a result line show, so a comment, a directive, a badge
+or a man page's running header must never be one (issue 20: ".. cmake-manual-description: …",
+"GREP(1) User Commands GREP(1)" and "<!--" were). Sources, by format:
+
+- Markdown: front matter `title` (read in `stores.formats`), else the first line that is text —
+  HTML comments, markup-only lines (`<p align="center">`, `<img …>`) and badge-only lines are
+  passed over; `<h1 align="center">Name</h1>` gives "Name"; a setext underline goes with it.
+- reStructuredText: the first section title (a line under-, or over- and underlined, by one
+  punctuation character), past `..` comments and directives with their indented blocks and
+  leading field lists (":orphan:"). Hand-written, not docutils: docutils would have to know every
+  Sphinx or CMake directive a file uses (it reports the rest as errors), and Quarry keeps the
+  reStructuredText source as the text anyway; the title needs only the adornment rule.
+- HTML: `html_title` — the page's heading when `<title>` is that heading plus a site name
+  ("Running Code on Cleanup with the Drop Trait - The Rust Programming Language" → the heading),
+  else `<title>`, else the first `<h1>`. The heading is preferred because the site suffix is the
+  same on every page of a site and says nothing about this one; a `<title>` that is not a
+  heading plus a suffix (Javadoc's "Instrumentation (AppDynamics SDK for Connected Devices)")
+  is kept whole, as the author wrote it.
+- Man pages saved as text ("GREP(1) User Commands GREP(1)" as first line): the NAME section's
+  line ("grep - print lines that match patterns").
+- LaTeX: `\\title{…}`, else the first line of prose — never a `%` comment or a command line
+  such as `\\documentclass{article}` (`stores.formats.read_latex`).
+- PDF: the metadata title (`stores.pdf`), unless it is a placeholder a tool wrote
+  (`placeholder_title`: "untitled", "Microsoft Word - x.docx").
+- Anything else: the first line that is text, as for Markdown.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["first_text_line", "html_title", "man_page_title", "placeholder_title", "rst_title",
+           "text_title"]
+
+# What joins a page's heading to its site's name in `<title>`: "A - Site", "A — Site", "A | Site".
+_SITE_SEPARATORS = (" - ", " – ", " — ", " | ", " · ", " :: ", " » ", " ‹ ", " › ")
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def html_title(head_title: str, headings: list[tuple[str, str]]) -> tuple[str, int | None]:
+    """(title, index in `headings` of the heading it is, or None) from `<title>`'s text and the
+    page's ("h1" | "h2", text) headings, the main content's first. See the module docstring."""
+    head = " ".join(head_title.split())
+    if head:
+        wanted = _norm(head)
+        for level in ("h1", "h2"):
+            for n, (tag, text) in enumerate(headings):
+                heading = _norm(text)
+                if tag == level and heading and (wanted == heading or any(wanted.startswith(heading + sep)
+                                                                          for sep in _SITE_SEPARATORS)):
+                    return " ".join(text.split()), n
+        return head, None
+    for n, (tag, text) in enumerate(headings):
+        if tag == "h1" and text.strip():
+            return " ".join(text.split()), n
+    return "", None
+
+
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>|<![A-Za-z][^<>]*>")
+# Bracket and parenthesis classes exclude their own openers, so each match attempt stops at the
+# next one: linear on a line of "![![![…".
+_MD_IMAGE = re.compile(r"!\[[^\[\]]*\]\([^()]*\)|!\[[^\[\]]*\]\[[^\[\]]*\]")
+_MD_EMPTY_LINK = re.compile(r"\[\s*\]\([^()]*\)|\[\s*\]\[[^\[\]]*\]")
+
+
+def _line_text(line: str) -> str:
+    """A line's words with HTML tags, comments and Markdown images taken out."""
+    text = _COMMENT.sub(" ", line)
+    text = _TAG.sub(" ", text)
+    text = _MD_EMPTY_LINK.sub(" ", _MD_IMAGE.sub(" ", text))
+    return " ".join(text.split())
+
+
+def first_text_line(lines: list[str]) -> tuple[int, str] | None:
+    """(index, title text) of the first line that says something: past blank lines, HTML comments
+    (also over several lines), markup-only and badge-only lines. None when there is none."""
+    in_comment = False
+    for n, line in enumerate(lines):
+        if in_comment:
+            if "-->" not in line:
+                continue
+            in_comment = False
+            line = line.split("-->", 1)[1]
+        if "<!--" in line and "-->" not in line.split("<!--", 1)[1]:
+            in_comment = True
+            line = line.split("<!--", 1)[0]
+        text = _line_text(line)
+        if text:
+            return n, text
+    return None
+
+
+_SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
+
+
+def text_title(text: str, strip: str = "") -> tuple[str, str]:
+    """(title, the rest of the text) for a text-like file: the first line that is text (see
+    `first_text_line`) without the `strip` characters (Markdown's "#") and any setext underline
+    leaves the text; lines before it (a comment, a badge row) stay in it, every word searchable."""
+    lines = text.splitlines()
+    found = first_text_line(lines)
+    if found is None:
+        return "", text.strip()
+    n, title = found
+    rest = lines[n + 1:]
+    if strip and rest and _SETEXT.match(rest[0]):
+        rest = rest[1:]
+    raw = lines[n].strip()
+    if not (raw.startswith("<") or "<!--" in raw or "-->" in raw or "![" in raw):
+        title = raw  # no markup taken out: the line as written ("Using <T> in Rust" in a .txt)
+    if strip:
+        title = title.lstrip(strip).strip()
+        core = title.rstrip("#")
+        if core != title and (not core or core[-1].isspace()):
+            title = core.rstrip()  # and a closing "##" of an ATX heading
+    return title, "\n".join([*lines[:n], *rest]).strip()
+
+
+# -- reStructuredText ----------------------------------------------------------------------------
+
+_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}\s*$")
+_EXPLICIT = re.compile(r"^\.\.(?:\s|$)")
+_FIELD = re.compile(r"^:[\w][\w -]*:(?:\s|$)")
+
+
+def _rst_skippable(lines: list[str]) -> list[bool]:
+    """Per line: blank, an adornment row, or part of a `..` comment or directive (with its
+    indented block), or a leading field (":orphan:")."""
+    out: list[bool] = []
+    in_block = False
+    for line in lines:
+        if not line.strip():
+            out.append(True)
+            continue
+        if in_block and line[:1].isspace():
+            out.append(True)
+            continue
+        in_block = bool(_EXPLICIT.match(line))
+        out.append(in_block or bool(_ADORNMENT.match(line)) or bool(_FIELD.match(line)))
+    return out
+
+
+def rst_title(text: str) -> tuple[str, str]:
+    """(title, rest of the text) of a reStructuredText source: the first section title, its
+    adornment rows dropped; the lines before it (comments, directives) stay in the text. Without
+    a section title, the first line that is not markup."""
+    lines = text.splitlines()
+    skippable = _rst_skippable(lines)
+    fallback = None
+    for n, line in enumerate(lines):
+        if skippable[n]:
+            continue
+        fallback = n if fallback is None else fallback
+        under = lines[n + 1] if n + 1 < len(lines) else ""
+        over = lines[n - 1] if n > 0 else ""
+        m = _ADORNMENT.match(under)
+        if m and len(under.strip()) >= min(len(line.strip()), 3):
+            drop = {n, n + 1}
+            if _ADORNMENT.match(over) and over.strip()[0] == m.group(1):
+                drop.add(n - 1)
+            rest = [ln for i, ln in enumerate(lines) if i not in drop]
+            return line.strip(), "\n".join(rest).strip()
+    if fallback is None:
+        return "", text.strip()
+    rest = lines[:fallback] + lines[fallback + 1:]
+    return lines[fallback].strip(), "\n".join(rest).strip()
+
+
+# -- man pages -----------------------------------------------------------------------------------
+
+_OVERSTRIKE = re.compile(r".\x08")
+_MAN_HEADER = re.compile(r"^\s*([\w.:+\-\[\]]+)\((\d\w*)\)\s+(?:.*\s)?\1\(\2\)\s*$")
+_MAN_SECTION = re.compile(r"^[A-Z][A-Z0-9 /&-]*$")
+
+
+def man_page_title(text: str) -> str | None:
+    """The NAME line of a man page saved as text ("grep - print lines that match patterns"), or
+    None when `text` does not open like one ("GREP(1) User Commands GREP(1)")."""
+    lines = _OVERSTRIKE.sub("", text).splitlines()
+    first = next((line for line in lines if line.strip()), "")
+    if len(first) > 200 or not _MAN_HEADER.match(first):  # a header line is short; a long one is not one
+        return None
+    try:
+        at = next(n for n, line in enumerate(lines) if line.strip() in ("NAME", "Name", "NOM", "NOMBRE"))
+    except StopIteration:
+        return None
+    name: list[str] = []
+    for line in lines[at + 1:]:
+        if not line.strip():
+            if name:
+                break
+            continue
+        if _MAN_SECTION.match(line.rstrip()) and not line[:1].isspace():
+            break
+        name.append(line.strip())
+    return " ".join(" ".join(name).split()) or None
+
+
+# -- PDF -----------------------------------------------------------------------------------------
+
+_PLACEHOLDERS = {"untitled", "microsoft word", "title", "no title", "document", "slide 1", "layout 1"}
+
+
+def placeholder_title(title: str) -> bool:
+    """Whether a file's metadata title is what a tool writes when the author gave none
+    ("Untitled", "Microsoft Word - draft.docx", "paper.pdf")."""
+    low = " ".join(title.split()).lower()
+    return (low in _PLACEHOLDERS or low.startswith("microsoft word - ")
+            or low.endswith((".doc", ".docx", ".pdf", ".tex", ".dvi", ".odt", ".rtf", ".indd", ".ps")))
