@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodes.answer_extractive import question_weights
 from nodes.budget import budget_spent
+from nodes.excerpts import query_terms
 from nodes.config import config_of
 from nodes.policy import AnswerRequest, HeuristicPolicy
 from nodes.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
@@ -18,6 +20,7 @@ from nodes.ranker import ALT_BM25, HEURISTIC_ORDER, RankContext, final_order
 from nodes.runtime import runtime
 from nodes.state import JobState, model_step_update, ranked_candidates
 from nodes.scoring import violated_constraint
+from stores.errors import QuarryError
 
 
 @dataclass
@@ -55,6 +58,21 @@ def ranker_inputs(rt: Any, state: JobState, candidates: dict[str, Any]) -> Ranke
         if intent_query and verified else {}
     return RankerInputs(channel_of, neighbours, lengths,
                         RankContext(docids(first["lexical"]), docids(first["semantic"]), others, alt))
+
+
+def question_idf(tools: Any, col: Any, question: str, depth: int) -> dict[str, float] | None:
+    """The question's content words weighted by their IDF in the collection, for the extractive
+    answer: each word's documents counted by a BM25 search `depth` deep (a word in more documents
+    than that gets the smallest weight), one traced store call. None when they cannot be counted
+    (the answer then weighs every word alike)."""
+    words = query_terms(question)
+    if not words:
+        return None
+    try:
+        with tools.store_call("document_frequencies", "lucene", arguments={"words": len(words), "depth": depth}):
+            return question_weights(question, lambda w: len(col.lucene.search(w, k=depth)), col.corpus.count())
+    except QuarryError:
+        return None
 
 
 @dataclass
@@ -106,10 +124,11 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     }
     update: dict[str, Any] = {}
     if state.get("mode") == "answer":
+        weights = question_idf(rt.tools(state), rt.collection(state), state["intent"], cfg.idf_depth)
         decision = policy.answer(AnswerRequest(state["intent"], plan, answer_docs(
-            ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars)))
+            ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars), weights, cfg.answer_sentences))
         answer, checked = checked_answer(decision.draft, opened=set(state.get("opened", [])), corpus=corpus,
-                                         similarity=rt.similarity(state))
+                                         similarity=rt.similarity(state), question=state["intent"])
         result |= {"answer": answer, "references": checked.references, "citations": checked.stats(),
                    "cited": checked.cited}
         update = model_step_update(state, "answer", decision.usage, decision.fallback)

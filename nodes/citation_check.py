@@ -18,6 +18,9 @@ from nodes.excerpts import query_terms
 from stores.records import Chunk
 
 _CITATION = re.compile(r"\[([^\[\]\n]{1,300})\]")
+# A citation right before punctuation, with the spaces around it: removed whole, so "claim [d]." reads
+# "claim." while the sentence's own text ("using :command:`x`") is left exactly as written.
+_CITATION_BEFORE_MARK = re.compile(r"(?:\s*\[[^\[\]\n]{1,300}\])+\s*(?=[.,;:!?])")
 # A sentence ends at . ! ? before a capital, digit, quote or bracket — not before a citation,
 # which belongs to the sentence it follows ("… toxicity. [gnn01] Atoms …").
 # A citation closed by a full stop ("… [a]. next") always ends its sentence.
@@ -27,6 +30,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|(?<=\][.!?])\s+")
 _SENTENCE_CASELESS = re.compile(r"(?<=[.!?])\s+(?=[\w\"'(])|(?<=\][.!?])\s+")
 MIN_COVERAGE = 0.5
 MIN_COSINE = 0.5
+# A cited sentence "shares the question's content words" when it holds at least this share of them.
+QUESTION_SHARE = 0.5
 
 # (claim, docid) -> best cosine between the claim and the document's passages, or None.
 Similarity = Callable[[str, str], float | None]
@@ -39,20 +44,34 @@ class CheckedAnswer:
     references: list[dict] = field(default_factory=list)
     checked: int = 0
     removed: list[dict] = field(default_factory=list)
+    # Sentences that carried a citation; of them, those left with a supported citation; and of
+    # those, the ones sharing the question's content words (None when no question was given).
+    # A hallucination rate of 0 says every citation is backed by its document, not that the
+    # sentences answer the question: these counts say how many do.
+    sentences: int = 0
+    supported: int = 0
+    on_question: int | None = None
 
     @property
     def hallucination_rate(self) -> float:
         return round(len(self.removed) / self.checked, 4) if self.checked else 0.0
 
     def stats(self) -> dict:
-        return {"checked": self.checked, "valid": self.checked - len(self.removed), "removed": self.removed,
-                "hallucination_rate": self.hallucination_rate}
+        out = {"checked": self.checked, "valid": self.checked - len(self.removed), "removed": self.removed,
+               "hallucination_rate": self.hallucination_rate, "sentences": self.sentences,
+               "supported_sentences": self.supported}
+        return out | ({"on_question_sentences": self.on_question} if self.on_question is not None else {})
 
 
 def sentences(text: str) -> list[str]:
     cased = any(c.isupper() for c in _CITATION.sub("", text))  # a docid's capitals say nothing of the prose
     pattern = _SENTENCE if cased else _SENTENCE_CASELESS
     return [s for s in pattern.split(" ".join(text.split())) if s]
+
+
+def _without_citations(sentence: str) -> str:
+    """The sentence without its `[docid]` citations, whitespace collapsed."""
+    return " ".join(_CITATION.sub(" ", _CITATION_BEFORE_MARK.sub("", sentence)).split())
 
 
 def _ids(inner: str) -> list[str]:
@@ -77,14 +96,19 @@ def _support(wanted: set[str], chunks: Sequence[Chunk]) -> tuple[float, Chunk | 
 
 
 def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str, Sequence[Chunk]],
-                    titles: Mapping[str, str] | None = None, similarity: Similarity | None = None) -> CheckedAnswer:
+                    titles: Mapping[str, str] | None = None, similarity: Similarity | None = None,
+                    question: str = "") -> CheckedAnswer:
     """Validate each `[docid]` against the documents the job opened (`allowed`, with their
-    quotable `chunks`); return the cleaned text, the valid citations and what was removed."""
+    quotable `chunks`); return the cleaned text, the valid citations and what was removed. With
+    the `question`, also count the supported sentences that share its content words."""
     out = CheckedAnswer(text="")
+    asked = {stem(t) for t in query_terms(question)}
+    if question:
+        out.on_question = 0
     kept_sentences = []
     seen_refs: set[str] = set()
     for sentence in sentences(explanation):
-        claim = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(_CITATION.sub(" ", sentence).split()))
+        claim = _without_citations(sentence)
         wanted = {stem(t) for t in query_terms(claim)}  # the claim's content words, as prefix stems
         valid: list[str] = []
         for m in _CITATION.finditer(sentence):
@@ -111,8 +135,13 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
                     said, first, last = sentence_quote(ref, wanted)
                     out.references.append({"docid": docid, "title": (titles or {}).get(docid, ""),
                                            "lines": [first, last], "quote": quote(said)})
-        cleaned = _CITATION.sub("", sentence)
-        cleaned = re.sub(r"\s+([.,;:!?])", r"\1", " ".join(cleaned.split()))
+        if _CITATION.search(sentence):
+            out.sentences += 1
+            if valid:
+                out.supported += 1
+                if asked and out.on_question is not None and len(asked & stems(claim)) >= QUESTION_SHARE * len(asked):
+                    out.on_question += 1
+        cleaned = claim
         if valid:
             tail = "".join(f" [{d}]" for d in valid)
             cleaned = (cleaned[:-1] + tail + cleaned[-1]) if cleaned[-1:] in ".!?" else cleaned + tail

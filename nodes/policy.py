@@ -9,12 +9,13 @@ one per step. The `react` policy runs its own graph and uses this policy only to
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nodes.answer_extractive import extractive_answer
 from nodes.planning import first_queries, make_plan
-from nodes.scoring import (combine, locate_evidence, locate_evidence_dense, relevance_model_query, sentences,
+from nodes.scoring import (combine, locate_evidence, locate_evidence_dense, quote_cap, relevance_model_query,
                            violated_constraint)
 from nodes.state import Candidate, ChecklistItem, Evidence, Plan
 from nodes.usage import Usage
@@ -103,14 +104,19 @@ class AnswerRequest:
     intent: str
     plan: Plan
     docs: Sequence[AnswerDoc]
+    # IDF of the question's content words in the collection (prefix stem -> weight), when the
+    # answer node could count them; the extractive answer weighs shared words by it.
+    term_weights: Mapping[str, float] | None = None
+    max_sentences: int = 4  # sentences an extractive answer quotes at most (JobConfig.answer_sentences)
 
 
 @dataclass
 class AnswerDraft:
     explanation: str
     exact_answer: str = ""
-    confidence: int = 0
+    confidence: int | None = 0      # None: not estimated (an extractive answer claims none)
     insufficient_evidence: bool = False
+    method: str = ""                # "extractive" for an answer of quoted sentences (no model)
 
 
 @dataclass
@@ -161,7 +167,8 @@ class HeuristicPolicy:
                 # BM25 weighs rare words and repeats where plain word coverage counts "method"
                 # like "Gaussian" (CACM nDCG@20 0.594 → 0.610; scifact-train 0.725 → 0.733).
                 lexical["score"] = round(5.0 * cand.item_lexical[item["id"]], 3)
-            dense = (locate_evidence_dense(item, item_vecs[item["id"]], cand.chunk_vecs, cand.chunks, top_m=EVIDENCE_CHUNKS)
+            dense = (locate_evidence_dense(item, item_vecs[item["id"]], cand.chunk_vecs, cand.chunks, top_m=EVIDENCE_CHUNKS,
+                                           title=cand.rec.title)
                      if item_vecs and cand.chunk_vecs and item["id"] in item_vecs else [])
             # With embeddings, the semantic match decides where the evidence is and half the score.
             if dense:
@@ -173,6 +180,8 @@ class HeuristicPolicy:
                 evidence.append(best)
             else:
                 evidence.append(lexical)
+            # Whatever scored the item, the quote shown for it must carry its words (issue 20 #3).
+            evidence[-1]["score"] = min(evidence[-1]["score"], quote_cap(item, evidence[-1]["chunk"], cand.rec.title))
         excluded = violated_constraint(plan, cand.rec)
         score = combine(((e["score"], i["weight"]) for e, i in zip(evidence, items)), cand.p)
         return Judgement(0.0 if excluded else score, evidence, excluded)
@@ -188,19 +197,11 @@ class HeuristicPolicy:
         return ReflectDecision([q for q in dict.fromkeys(queries) if q != core])
 
     def answer(self, req: AnswerRequest) -> AnswerDecision:
-        """Extractive: the first sentence of the best passage of each of the top three documents,
-        cited inline; confidence is not estimated (0) because nothing here judges correctness."""
-        parts = []
-        for doc in req.docs[:3]:
-            if not doc.passages or not doc.passages[0].text.strip():
-                continue
-            text = doc.passages[0].text
-            first = sentences(text)[:1] or [(0, len(text))]
-            sentence = " ".join(text[first[0][0]:first[0][1]].split()).rstrip(".!?").rstrip()
-            parts.append(f"{sentence} [{doc.docid}].")
-        if not parts:
-            return AnswerDecision(AnswerDraft("No document in the collection answers this.", "", 0, True))
-        return AnswerDecision(AnswerDraft(" ".join(parts), "", 0, False))
+        """Extractive (`nodes.answer_extractive`): the evidence sentences of the top documents that
+        share most of the question's words, each cited; an exact value only when one can be read
+        off the best sentence; no confidence (nothing here is calibrated)."""
+        explanation, exact, insufficient = extractive_answer(req.intent, req.docs, req.term_weights, req.max_sentences)
+        return AnswerDecision(AnswerDraft(explanation, exact, None, insufficient, method="extractive"))
 
     def reason(self, plan: Plan, cand: Candidate) -> str:
         items = {i["id"]: i for i in plan.get("checklist", [])}

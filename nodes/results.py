@@ -130,13 +130,19 @@ def answer_docs(ranked: Sequence[dict[str, Any]], corpus: Any, limit: int, chars
     return docs
 
 
-def checked_answer(draft: AnswerDraft, *, opened: set[str], corpus: Any, similarity=None) -> tuple[dict, CheckedAnswer]:
-    """The answer as results carry it, after every citation was checked against what the job read."""
+def checked_answer(draft: AnswerDraft, *, opened: set[str], corpus: Any, similarity=None,
+                   question: str = "") -> tuple[dict, CheckedAnswer]:
+    """The answer as results carry it, after every citation was checked against what the job read
+    (and, given the `question`, how many cited sentences share its words). An extractive answer
+    has `confidence` None (not estimated) and `method` "extractive"; a model's answer keeps its
+    fields as they were."""
     wanted = [d for d in cited_ids(draft.explanation) if d in opened]
     records = corpus.get_many(wanted) if wanted else {}
     chunks = {d: quotable_chunks(r, corpus.chunks(d)) for d, r in records.items()}
     checked = check_citations(draft.explanation, allowed=set(records), chunks=chunks,
-                              titles={d: r.title for d, r in records.items()}, similarity=similarity)
-    answer = {"explanation": checked.text, "exact_answer": draft.exact_answer, "confidence": int(draft.confidence),
+                              titles={d: r.title for d, r in records.items()}, similarity=similarity,
+                              question=question)
+    answer = {"explanation": checked.text, "exact_answer": draft.exact_answer,
+              "confidence": None if draft.confidence is None else int(draft.confidence),
               "insufficient_evidence": bool(draft.insufficient_evidence)}
-    return answer, checked
+    return answer | ({"method": draft.method} if draft.method else {}), checked

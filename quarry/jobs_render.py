@@ -1,21 +1,18 @@
 """Rich rendering of job results and progress for the terminal.
 
-Text that comes from documents, models or users is printed with markup off (or escaped), so a
-citation like `[ance-2021]` or a document's own brackets are shown as written.
+Text that comes from documents, models or users goes through `quarry.console.safe`, so a
+citation like `[ance-2021]`, a document's own brackets or `[/z]` are shown as written (never a
+MarkupError), and escape sequences are shown as `\\x1b…` instead of being obeyed.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 
-from quarry.console import out, terminal_safe
+from quarry.console import out, safe
 
-
-def _t(text: str) -> str:
-    """Untrusted text for a rich console line: control characters made visible, markup escaped."""
-    return escape(terminal_safe(str(text)))
+_t = safe  # every field of a job record (intent, docids, titles, quotes, model output, reasons) is untrusted
 
 
 def usage_line(usage: dict[str, Any] | None) -> str:
@@ -36,25 +33,34 @@ def render_answer(result: dict[str, Any]) -> None:
     if isinstance(answer, str):  # results stored before answers had fields
         answer = {"explanation": answer}
     out.print("\n[bold]Explanation[/]", highlight=False)
-    out.print(terminal_safe(answer.get("explanation", "")), markup=False, highlight=False)
+    out.print(_t(answer.get("explanation", "")), highlight=False)
     if answer.get("exact_answer"):
         out.print(f"[bold]Exact Answer[/]: {_t(answer['exact_answer'])}", highlight=False)
-    out.print(f"[bold]Confidence[/]: {answer.get('confidence', 0)}%"
+    confidence = answer.get("confidence", 0)
+    stated = (f"{_t(confidence)}%" if confidence is not None
+              else f"not estimated ({_t(answer.get('method') or 'no model')} answer)")
+    out.print(f"[bold]Confidence[/]: {stated}"
               + ("  [yellow](the evidence is insufficient)[/]" if answer.get("insufficient_evidence") else ""),
               highlight=False)
     refs = result.get("references", [])
     if refs:
         out.print("[bold]References[/]", highlight=False)
         for ref in refs:
-            out.print(terminal_safe(f"  [{ref['docid']}] {ref.get('title', '')} (lines {ref['lines'][0]}–{ref['lines'][1]}): "
-                                    f"\u201c{ref.get('quote', '')[:160]}\u201d"), markup=False, highlight=False)
+            out.print(_t(f"  [{ref['docid']}] {ref.get('title', '')} (lines {ref['lines'][0]}–{ref['lines'][1]}): "
+                         f"\u201c{ref.get('quote', '')[:160]}\u201d"), highlight=False)
     cites = result.get("citations") or {}
     if cites.get("checked"):
         removed = cites.get("removed", [])
-        out.print(f"citations: {cites['checked']} checked, {len(removed)} removed "
-                  f"(hallucination rate {cites.get('hallucination_rate', 0):.0%})", highlight=False)
+        out.print(_t(f"citations: {cites['checked']} checked, {len(removed)} removed "
+                     f"(hallucination rate {cites.get('hallucination_rate', 0):.0%})"), highlight=False)
+        if cites.get("sentences"):  # a 0% rate says the quotes exist, not that they answer
+            on_question = cites.get("on_question_sentences")
+            out.print(_t(f"citations checked: {cites.get('supported_sentences', 0)} of {cites['sentences']} cited "
+                         f"sentences found in their documents"
+                         + (f"; {on_question} of {cites['sentences']} share the question's content words"
+                            if on_question is not None else "")), highlight=False)
         for r in removed[:5]:
-            out.print(f"  removed [{r['docid']}]: {r['reason']}", markup=False, highlight=False)
+            out.print(_t(f"  removed [{r['docid']}]: {r['reason']}"), highlight=False)
     out.print("")
 
 
@@ -89,14 +95,14 @@ def _evidence_lines(item: dict[str, Any], full: bool) -> list[str]:
 
 
 def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str = "", full: bool = False) -> None:
-    status = result.get("status", "?")
+    status = str(result.get("status", "?"))
     colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(status, "white")
     models = result.get("models") or {}
-    policy = result.get("policy", "heuristic") + (f" ({models['model']})" if models.get("model") else "")
-    out.print(f"[bold]{result.get('job_id')}[/] · [{colour}]{status}[/] · {_t(str(result.get('collection')))} · "
-              f"{_t(policy)} · rounds {result.get('rounds', result.get('stats', {}).get('rounds', '?'))} · "
-              f"stop: {result.get('stop_reason') or '-'}", highlight=False)
-    out.print(terminal_safe(f"intent: {result.get('intent')}"), markup=False, highlight=False)
+    policy = str(result.get("policy", "heuristic")) + (f" ({models['model']})" if models.get("model") else "")
+    out.print(f"[bold]{_t(result.get('job_id'))}[/] · [{colour}]{_t(status)}[/] · {_t(result.get('collection'))} · "
+              f"{_t(policy)} · rounds {_t(result.get('rounds', result.get('stats', {}).get('rounds', '?')))} · "
+              f"stop: {_t(result.get('stop_reason') or '-')}", highlight=False)
+    out.print(f"intent: {_t(result.get('intent'))}", highlight=False)
     if result.get("error"):
         out.print(f"[red]error[/]: {_t(result['error'])}", highlight=False)
     for fb in result.get("fallbacks") or []:
@@ -118,36 +124,36 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
         ev = "\n".join(_evidence_lines(item, full))
         tag = " [yellow](weak match)[/]" if item.get("weak") else ""
         table.add_row(str(rank), _t(item["docid"]), f"{item.get('rank_score', 0):.4f}", f"{item['score']:.3f}",
-                      f"[bold]{_t(item['title'])}[/] ({item.get('year') or '—'}){tag}\n{_t(item.get('reason', ''))}\n{ev}")
+                      f"[bold]{_t(item['title'])}[/] ({_t(item.get('year') or '—')}){tag}\n{_t(item.get('reason', ''))}\n{ev}")
     out.print(table)
     if weak and not full:
         out.print(f"{len(weak)} weak match(es) meet no requirement and are not shown; --full lists them", highlight=False)
     traj = result.get("trajectory", {})
     if traj:
-        out.print(f"trajectory: surfaced {traj.get('surfaced', 0)} · previewed {len(traj.get('previewed', []))} · "
+        out.print(f"trajectory: surfaced {_t(traj.get('surfaced', 0))} · previewed {len(traj.get('previewed', []))} · "
                   f"opened {len(traj.get('opened', []))} · cited {len(traj.get('cited', []))}"
                   + (f" · {len(traj['steps'])} tool calls" if traj.get("steps") else ""))
     if line := usage_line(result.get("usage")):
-        out.print(f"usage: {line}", highlight=False)
+        out.print(f"usage: {_t(line)}", highlight=False)
     if web_ui:
-        out.print(f"Web UI: {web_ui}", highlight=False)
+        out.print(f"Web UI: {_t(web_ui)}", highlight=False)
     if trace_file:
-        out.print(f"trace:  {trace_file}", highlight=False)
+        out.print(f"trace:  {_t(trace_file)}", highlight=False)
 
 
 def render_progress(p: dict[str, Any]) -> None:
     b = p.get("budget", {})
     steps = f" · step {p['steps']}" if p.get("steps") else ""
-    out.print(f"{p.get('job_id')} · {p.get('status')} · {p.get('policy', 'heuristic')} · round {p.get('round')}{steps} · "
-              f"node {p.get('node')} · {p.get('candidates')} candidates · {p.get('tool_calls')} tool calls · "
-              f"budget {b.get('used')}s used / {b.get('left')}s left" + (" · submit-now" if b.get("submit_now") else ""),
+    out.print(_t(f"{p.get('job_id')} · {p.get('status')} · {p.get('policy', 'heuristic')} · round {p.get('round')}{steps} · "
+                 f"node {p.get('node')} · {p.get('candidates')} candidates · {p.get('tool_calls')} tool calls · "
+                 f"budget {b.get('used')}s used / {b.get('left')}s left" + (" · submit-now" if b.get("submit_now") else "")),
               highlight=False)
     if line := usage_line(p.get("usage")):
         limit = ""
         if b.get("model_budget"):
             limit = f" ({b['model_budget_used']:.0%} of the {b['model_budget']} budget)"
-        out.print(f"  usage: {line}{limit}", highlight=False)
+        out.print(_t(f"  usage: {line}{limit}"), highlight=False)
     for fb in p.get("fallbacks") or []:
-        out.print(f"  fallback: {fb['step']} — {fb['reason'][:120]}", markup=False, highlight=False)
+        out.print(_t(f"  fallback: {fb['step']} — {fb['reason'][:120]}"), highlight=False)
     for i, t in enumerate(p.get("top", []), start=1):
-        out.print(terminal_safe(f"  {i}. {t['docid']}  {t['score']:.3f}  {t.get('title', '')}"), markup=False, highlight=False)
+        out.print(_t(f"  {i}. {t['docid']}  {t['score']:.3f}  {t.get('title', '')}"), highlight=False)

@@ -317,8 +317,13 @@ def test_the_extractive_answer_cites_whole_sentences_of_a_lower_cased_corpus() -
         "in theoretical treatments of a wing interacting with a slipstream, the first simplification is the "
         "replacement of the slipstream with a uniform jet ."], "best evidence first, each its whole sentence"
     draft = HeuristicPolicy().answer(AnswerRequest("slipstream effect on lift", {}, docs)).draft
-    assert draft.explanation == ("this slipstream shear interacts with a wing surface and can alter the wing "
-                                 "characteristics [453].")
+    # Both sentences share the question's word "slipstream", so both are quoted (issue 20 #4: the
+    # answer is the sentences on the question, no longer the first passage's first sentence), each
+    # whole and cited, best evidence first, then the note that the answer is extractive.
+    assert draft.explanation.startswith(
+        "this slipstream shear interacts with a wing surface and can alter the wing characteristics [453]. "
+        "in theoretical treatments of a wing interacting with a slipstream, the first simplification is the "
+        "replacement of the slipstream with a uniform jet [453]. (Extractive answer:")
     chunks = {"453": [Chunk(docid="453", chunk_no=0, line_start=2, line_end=5, text="\n".join(lines[1:]))]}
     assert check_citations(draft.explanation, allowed={"453"}, chunks=chunks).removed == []
 

@@ -1,0 +1,201 @@
+"""The answer without a model (issue 20, item 4): it quotes the sentences that answer the
+question, across the top documents, cites each, fills the Exact Answer only when a value can be
+read off the best sentence, claims no confidence, says that it is extractive, and the citation
+check reports how many cited sentences share the question's words (a 0% hallucination rate alone
+reads as "supported" when the quotes are beside the point).
+
+Fixture: "what is the default weight value?" over three documents: the top one states "The
+default weight value is 50." among other sentences, but its strongest evidence passage is another
+sentence; the other two open with irrelevant sentences (a grep option, a curl option) — what the
+old answer quoted."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from nodes.answer_extractive import exact_value, question_weights, select_sentences
+from nodes.citation_check import check_citations
+from nodes.policy import AnswerRequest, HeuristicPolicy
+from nodes.results import answer_docs, checked_answer
+from stores.records import Chunk, DocRecord, chunk_document, document_lines
+
+QUESTION = "what is the default weight value?"
+WEIGHT = "The default weight value is 50."
+DOCS = {
+    "weights-guide": ("Configuring field weights", [
+        "Weights control how much each field contributes to the final score of a document.",
+        "Options are read from the configuration file when the service starts.",
+        WEIGHT,
+        "A weight of 0 disables the field entirely.",
+    ]),
+    "grep-options": ("grep options", [
+        "The --max-count option makes grep stop reading a file after NUM matching lines.",
+        "Patterns given with -e are matched in the order given.",
+        "The option takes a numeric value; the default weight of a pattern is not configurable.",
+    ]),
+    "curl-options": ("curl options", [
+        "The --limit-rate option tells curl the maximum transfer rate it may use.",
+        "The value is given in bytes per second unless a suffix is appended.",
+    ]),
+}
+# The verified evidence per document (line ranges of the numbered text: line 1 is the title, line
+# 2 the first sentence), strongest first as the verifier scored them: the top document's strongest
+# passage is NOT the answering sentence, and the others' strongest is their first sentence.
+EVIDENCE = {
+    "weights-guide": [(2, 4.0), (4, 3.5)],
+    "grep-options": [(2, 3.0), (4, 2.0)],
+    "curl-options": [(2, 2.5), (3, 1.0)],
+}
+
+
+def record(docid: str) -> DocRecord:
+    title, sentences = DOCS[docid]
+    return DocRecord(docid=docid, title=title, text="\n".join(sentences))
+
+
+def fake_corpus() -> SimpleNamespace:
+    recs = {d: record(d) for d in DOCS}
+    return SimpleNamespace(lines=lambda d: document_lines(recs[d]),
+                           get_many=lambda ids: {d: recs[d] for d in ids if d in recs},
+                           chunks=lambda d: chunk_document(recs[d], document_lines(recs[d])))
+
+
+def ranked() -> list[dict]:
+    return [{"docid": d, "title": DOCS[d][0],
+             "evidence": [{"lines": [line, line], "score": score} for line, score in EVIDENCE[d]]} for d in DOCS]
+
+
+def draft_of(question: str = QUESTION):
+    """The heuristic policy's answer from the top documents' evidence, as the answer node asks it."""
+    return HeuristicPolicy().answer(AnswerRequest(question, {}, answer_docs(ranked(), fake_corpus(), 8, 1200))).draft
+
+
+def answer_of(question: str = QUESTION) -> tuple[dict, dict]:
+    """The answer as the result carries it, after the citation check, and the check's counts."""
+    answer, checked = checked_answer(draft_of(question), opened=set(DOCS), corpus=fake_corpus(), question=question)
+    return answer, checked.stats()
+
+
+def test_the_answer_quotes_the_answering_sentence_first_and_reads_off_the_exact_value() -> None:
+    draft = draft_of()
+    explanation = draft.explanation
+    assert explanation.startswith("The default weight value is 50 [weights-guide].")
+    assert draft.exact_answer == "50"
+    for filler in ("--max-count", "--limit-rate", "Weights control how much"):
+        assert filler not in explanation, f"{filler!r} does not answer the question"
+
+
+def test_the_answer_says_it_is_extractive_and_claims_no_confidence() -> None:
+    answer, _ = answer_of()
+    assert answer["confidence"] is None and answer["method"] == "extractive"
+    assert "Extractive answer" in answer["explanation"] and not answer["insufficient_evidence"]
+
+
+def test_the_citation_check_counts_cited_sentences_that_share_the_questions_words() -> None:
+    _, cites = answer_of()
+    assert cites["hallucination_rate"] == 0.0
+    assert cites["sentences"] == cites["supported_sentences"] >= 1
+    assert cites["on_question_sentences"] == cites["sentences"], "every quoted sentence is on the question"
+    # The old answer's shape: each document's first sentence, cited. Every citation stands (the
+    # sentences are in their documents), but only one of three is about the question.
+    corpus = fake_corpus()
+    chunks = {d: corpus.chunks(d) for d in DOCS}
+    old = (f"{WEIGHT[:-1]} [weights-guide]. The --max-count option makes grep stop reading a file after NUM "
+           "matching lines [grep-options]. The --limit-rate option tells curl the maximum transfer rate it may use "
+           "[curl-options].")
+    stats = check_citations(old, allowed=set(DOCS), chunks=chunks, question=QUESTION).stats()
+    assert (stats["hallucination_rate"], stats["sentences"], stats["supported_sentences"],
+            stats["on_question_sentences"]) == (0.0, 3, 3, 1)
+
+
+def test_idf_weights_prefer_the_sentence_with_the_rare_words() -> None:
+    """"default" is in most documents, "weight" in few: with IDF a sentence with "weight value"
+    beats one with "default value"."""
+    docs = answer_docs(ranked(), fake_corpus(), 8, 1200)
+    df = {"default": 900, "weight": 12, "value": 300}
+    weights = question_weights(QUESTION, lambda w: df.get(w, 0), 1000)
+    assert weights["weigh"] > weights["value"] > weights["defau"]
+    best = select_sentences(QUESTION, docs, weights)
+    assert best[0][1:] == ("weights-guide", WEIGHT)
+
+
+def test_no_sentence_on_the_question_is_said_plainly() -> None:
+    answer, cites = answer_of("how tall is the eiffel tower?")
+    assert answer["insufficient_evidence"] and answer["exact_answer"] == "" and answer["confidence"] is None
+    assert "[" not in answer["explanation"] and cites["sentences"] == 0
+
+
+def test_the_result_page_says_what_the_check_found(capsys) -> None:
+    """`job result`: no "0%" confidence for an extractive answer, and beside the hallucination rate
+    how many cited sentences were found in their documents and share the question's words."""
+    from quarry.jobs_render import render_answer
+
+    answer, cites = answer_of()
+    render_answer({"answer": answer, "citations": cites, "references": []})
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "Confidence: not estimated (extractive answer)" in printed and "0%" not in printed.split("hallucination")[0]
+    n = cites["sentences"]
+    assert f"citations checked: {n} of {n} cited sentences found in their documents; {n} of {n} share the " \
+           "question's content words" in printed
+    assert "Exact Answer: 50" in printed
+
+
+@pytest.mark.parametrize("question,sentence,value", [
+    (QUESTION, WEIGHT, "50"),
+    ("what is the default port?", "The server listens on the default port 7233 unless told otherwise.", "7233"),
+    ("what constant does reciprocal rank fusion use?", "Reciprocal rank fusion uses the constant k = 60.", "60"),
+    ("what is the default generator?", "The default generator is `Ninja` on this platform.", "Ninja"),
+    ("who proposed reciprocal rank fusion?", "Reciprocal rank fusion was proposed by Cormack, Clarke and Buettcher.",
+     "Cormack, Clarke and Buettcher"),
+    # Nothing precise to read off: empty.
+    (QUESTION, "Weights control how much each field contributes.", ""),
+    ("why are weights useful?", "The default weight value is 50.", ""),
+    (QUESTION, "The value 50 is the default for the weight of new fields.", ""),
+])
+def test_exact_value_only_when_the_sentence_states_it_after_the_questions_words(question, sentence, value) -> None:
+    assert exact_value(question, sentence) == value
+
+
+# -- through the round graph, on a real (Lucene-indexed) collection --------------------------------
+
+
+@pytest.fixture(scope="module")
+def weights_runtime(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    from graphs.control import Control, reset_local_control, use_local_control
+    from nodes.runtime import NodeRuntime, configure_runtime
+    from stores.collection import ingest
+    from tests.fakes import write_jsonl
+
+    rows = [{"_id": d, "title": title, "text": "\n".join(sentences)} for d, (title, sentences) in DOCS.items()]
+    rows += [{"_id": f"filler-{i}", "title": f"Release notes {i}",
+              "text": f"Version {i} fixes crashes in the parser. It also updates the manual pages."} for i in range(6)]
+    ingest(write_jsonl(tmp_path_factory.mktemp("weights-src") / "weights.jsonl", rows), "weights", home=quarry_home)
+    rt = NodeRuntime(quarry_home)
+    configure_runtime(rt)
+    token = use_local_control(Control())
+    yield
+    reset_local_control(token)
+    configure_runtime(None)
+
+
+async def test_an_answer_job_without_a_model_quotes_the_weight_sentence(weights_runtime) -> None:
+    from graphs.search_graph import make_search_graph
+    from graphs.state import initial_state
+    from nodes.config import JobConfig
+    from nodes.runtime import runtime
+
+    app = make_search_graph().compile()
+    state: dict = dict(initial_state("extractive-1", "weights", QUESTION, mode="answer", config=JobConfig(max_rounds=1)))
+    async for update in app.astream(state, stream_mode="updates"):
+        for delta in update.values():
+            state = state | (delta or {})
+    result = runtime().jobs.load_draft("extractive-1")
+    answer = result["answer"]
+    assert "The default weight value is 50 [weights-guide]." in answer["explanation"]
+    assert answer["exact_answer"] == "50" and answer["confidence"] is None
+    assert result["citations"]["on_question_sentences"] >= 1
+    assert all(r["docid"] in {"weights-guide", "grep-options", "curl-options"} or r["docid"].startswith("filler")
+               for r in result["references"])
