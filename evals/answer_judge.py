@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from nodes.answer_confidence import stated_confidence
 from nodes.clipped import Clipped
 from nodes.config import JobConfig
 from nodes.context import neutralise
@@ -68,7 +69,7 @@ def response_text(result: Mapping[str, Any]) -> str:
     if isinstance(answer, str):
         answer = {"explanation": answer}
     return (f"Explanation: {answer.get('explanation', '')}\nExact Answer: {answer.get('exact_answer', '') or 'None'}\n"
-            f"Confidence: {answer.get('confidence', 0)}%")
+            f"Confidence: {stated_confidence(answer)}")
 
 
 def grade(model: Any, spec: str, qid: str, question: str, response: str, correct_answer: str,

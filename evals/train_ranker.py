@@ -382,7 +382,7 @@ def report(results: list[dict[str, Any]], labels: list[str], gain: dict[str, flo
               "## Reproduce", "", "```",
               "python -m evals.train_ranker --home H   # H holds cacm, cranfield, scifact-train, BM25 defaults, --dense",
               "```", "",
-              f"Feature collection: " + ", ".join(f"{n} {d['seconds']} s" for n, d in datasets.items())
+              "Feature collection: " + ", ".join(f"{n} {d['seconds']} s" for n, d in datasets.items())
               + f". scikit-learn {sklearn.__version__}, Python {platform.python_version()}, {platform.machine()}, "
               f"{os.cpu_count()} cores. Corpus fingerprints: "
               + ", ".join(f"{n} {d['fingerprint'][:12]}" for n, d in datasets.items()) + "."]

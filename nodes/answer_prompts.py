@@ -5,7 +5,7 @@ citation is checked afterwards against the text of the document it names.
 """
 from __future__ import annotations
 
-from nodes.clipped import Clipped, ClippedList
+from nodes.clipped import Clipped
 from pydantic import BaseModel, Field
 
 from nodes.context import DATA_RULE

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from nodes.state import ChecklistItem, Plan
-from nodes.excerpts import STOPWORDS, query_terms
+from nodes.excerpts import query_terms
 
 _DASH = r"(?:-|–|—|to|until|through)"
 _YEAR = r"((?:1[5-9]|20)\d\d)"
@@ -87,10 +87,53 @@ def parse_venue(text: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
+_PAIRS = {"(": ")", "[": "]", "{": "}", "\u201c": "\u201d", "\u00ab": "\u00bb"}
+
+
+def _protected(text: str) -> list[tuple[int, int]]:
+    """Spans [start, end) inside (), [], {} or quotes ("…", “…”, «…»): a comma or a cue word
+    there belongs to the phrase ("a target in CMake (CXX_STANDARD, CXX_EXTENSIONS)"), not to
+    the list of requirements. Only balanced pairs count: a stray "(" protects nothing."""
+    spans: list[tuple[int, int]] = []
+    stack: list[tuple[str, int]] = []
+    for i, ch in enumerate(text):
+        if ch == '"':
+            if stack and stack[-1][0] == '"':
+                spans.append((stack.pop()[1], i + 1))
+            else:
+                stack.append(('"', i))
+        elif ch in _PAIRS:
+            stack.append((ch, i))
+        elif ch in _PAIRS.values():
+            for depth in range(len(stack) - 1, -1, -1):  # close the nearest matching opener
+                if _PAIRS.get(stack[depth][0]) == ch:
+                    spans.append((stack[depth][1], i + 1))
+                    del stack[depth:]
+                    break
+    return spans
+
+
+def split_requirements(core: str) -> tuple[list[str], list[str]]:
+    """The intent's core cut into requirement phrases at commas, semicolons and cue words
+    (" for ", " using ", …) — never inside brackets or quotes. Returns (pieces, cues), where
+    cues[i] is the separator between pieces[i] and pieces[i + 1]."""
+    spans = _protected(core)
+    pieces: list[str] = []
+    cues: list[str] = []
+    start = 0
+    for m in _SPLIT.finditer(core):
+        if any(a < m.start() < b for a, b in spans):
+            continue
+        pieces.append(core[start:m.start()])
+        cues.append(m.group(0))
+        start = m.end()
+    pieces.append(core[start:])
+    return pieces, cues
+
+
 def _items_from_core(core: str) -> list[ChecklistItem]:
     items: list[ChecklistItem] = []
-    pieces = _SPLIT.split(core)
-    cues = [m.group(0) for m in _SPLIT.finditer(core)]
+    pieces, cues = split_requirements(core)
     for i, piece in enumerate(pieces):
         piece = piece.strip(" ,;.")
         if not query_terms(piece):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodes.state import Candidate, JobState, ranked_candidates
+from nodes.state import Candidate, ranked_candidates
 
 TOP = 10
 

@@ -146,3 +146,4 @@ def checked_answer(draft: AnswerDraft, *, opened: set[str], corpus: Any, similar
               "confidence": None if draft.confidence is None else int(draft.confidence),
               "insufficient_evidence": bool(draft.insufficient_evidence)}
     return answer | ({"method": draft.method} if draft.method else {}), checked
+

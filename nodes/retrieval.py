@@ -63,6 +63,8 @@ def retrieval(state: JobState) -> dict:
     citation_ranks: dict[str, dict[str, int]] = {}
     semantic = tools.session.semantic
     filtered = semantic.candidates if isinstance(semantic, FilteredSemantic) else None
+    if isinstance(semantic, FilteredSemantic):
+        semantic.batch = cfg.semantic_batch  # embedded in batches, a stop checked between them
     for q in map(as_query, state.get("queries", [])):
         key = query_key(q)
         if key in done:
@@ -88,6 +90,10 @@ def retrieval(state: JobState) -> dict:
                 searches.append(entry | {"search_id": "", "total": 0, "error": getattr(page, "code", "error")})
                 continue
             entry |= {"search_id": page.search_id, "total": page.total}
+            run = semantic.last if q["channel"] == "semantic" and isinstance(semantic, FilteredSemantic) else None
+            if run is not None and run.stopped:  # a stop or the deadline cut the embedding short: say so
+                entry |= {"partial": run.partial_note(), "stopped": run.stopped,
+                          "label": entry["label"] + f" (partial: {run.scored} of {run.candidates} re-scored)"}
             previewed.extend(h.docid for h in page.hits if h.docid not in seen_preview)
             seen_preview.update(h.docid for h in page.hits)
             ranking = tools.ranking(page.search_id)

@@ -19,6 +19,7 @@ from nodes.excerpts import excerpt
 from nodes.tool_results import CitationHit, CitationPage, DocumentPage, HitView, SearchPage, ToolError
 from stores.citations import CitationGraph
 from stores.lucene import MAX_QUERY_TERMS, distinct_terms
+from stores.errors import QuarryError
 from stores.records import DocRecord
 
 DEFAULT_DEPTH = 1000
@@ -32,6 +33,38 @@ CITATION_DIRECTIONS = ("references", "cited_by", "both", "co_cited", "coupled", 
 CITATION_LIMIT_MAX = 50
 
 ToolResult = SearchPage | DocumentPage | CitationPage | ToolError
+
+
+class QueryProblem(QuarryError):
+    """A query that cannot be searched. The check is shared by every front door (the ReAct/MCP
+    tools, the command line); the hint is typed — what to do plus an example query — so each door
+    renders it in its own syntax: `search(reason="…", query="…")` for a model, `quarry search NAME
+    "…"` for a person at a shell. `hint` (the QuarryError field) is the tool form."""
+
+    def __init__(self, code: str, message: str, advice: str, tail: str = "", example: str = "dense retrieval") -> None:
+        self.advice, self.tail, self.example = advice, tail, example
+        super().__init__(code, message, self.tool_hint())
+
+    def tool_hint(self) -> str:
+        return f'{self.advice}, e.g. search(reason="…", query="{self.example}"){self.tail}'
+
+    def cli_hint(self, collection: str) -> str:
+        return f'{self.advice}, e.g. quarry search {collection} "{self.example}"{self.tail}'
+
+    def for_cli(self, collection: str) -> QuarryError:
+        """The same problem as the command line says it (code and message unchanged)."""
+        return QuarryError(self.code, self.message, self.cli_hint(collection))
+
+
+def check_query(query: Any, channel: Any = "lexical") -> str:
+    """The query as it will be searched (cut to MAX_QUERY_CHARS), or QueryProblem when it is not
+    text, is empty, or (lexical channel) has no searchable word."""
+    if not isinstance(query, str) or not query.strip():
+        raise QueryProblem("empty_query", "the query is empty or not text", "give some words describing what to find")
+    if channel == "lexical" and distinct_terms(query[:MAX_QUERY_CHARS]) == 0:
+        raise QueryProblem("empty_query", "the query has no searchable word", "use words",
+                           tail="; symbols alone match nothing")
+    return query[:MAX_QUERY_CHARS]
 
 
 class Searcher(Protocol):
@@ -118,9 +151,10 @@ class ToolSession:
     def search(self, reason: str = "", query: Any = None, channel: Any = "lexical") -> ToolResult:
         """Search the collection (`lexical`: BM25, or `semantic`: MiniLM over chunks); cache the
         deep ranking; preview ranks 1–5."""
-        if not isinstance(query, str) or not query.strip():
-            return ToolError(tool="search", code="empty_query", message="the query is empty or not text",
-                             hint='give some words describing what to find, e.g. search(reason="…", query="dense retrieval")')
+        try:
+            check_query(query, channel if channel in ("lexical", "semantic") else None)
+        except QueryProblem as problem:
+            return ToolError(tool="search", code=problem.code, message=problem.message, hint=problem.tool_hint())
         if channel not in ("lexical", "semantic"):
             return ToolError(tool="search", code="bad_channel", message=f"unknown channel {channel!r}",
                              hint='use channel="lexical" (BM25, default) or channel="semantic" (embeddings)')
@@ -128,9 +162,6 @@ class ToolSession:
         if len(query) > MAX_QUERY_CHARS:
             query, note = query[:MAX_QUERY_CHARS], f"query cut to its first {MAX_QUERY_CHARS} characters"
         terms = distinct_terms(query) if channel == "lexical" else 1
-        if terms == 0:
-            return ToolError(tool="search", code="empty_query", message="the query has no searchable word",
-                             hint='use words, e.g. search(reason="…", query="dense retrieval"); symbols alone match nothing')
         searcher = self.searcher if channel == "lexical" else self.semantic
         if searcher is None:
             return ToolError(tool="search", code="no_dense_index", message="this collection has no semantic index",

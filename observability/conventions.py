@@ -6,29 +6,27 @@ Two conventions, both on every span, so any backend reads a job:
 - OpenInference (`openinference.span.kind`, `input.value`, `retrieval.documents.*`, `llm.*`),
   which Arize Phoenix and Arize read to show AGENT / TOOL / LLM / RETRIEVER / CHAIN spans.
 
-Content (intents, answers, tool arguments and results, model messages) is recorded on the span
-and filtered per exporter when it is exported: the standard
-`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` switches it on (`true`) or off (`false`)
-everywhere; unset, the local JSONL files keep it (they stay on this machine) and OTLP exports
-drop it. Every exported span also gets a final status: UNSET becomes OK, or ERROR (with
-`error.type`) when the span recorded an exception — Temporal's own spans included — and any
-credential pattern in content is redacted (`stores.redact`).
+Content (intents, queries, reasons, answers, tool arguments and results, model messages, error
+text) is recorded on the span and filtered per exporter when it is exported, by the one policy in
+`content_policy` (see there for the exact rule and the classification of every key). Every
+exported span also gets a final status: UNSET becomes OK, or ERROR (with `error.type`) when the
+span recorded an exception — Temporal's own spans included.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from openinference.semconv.trace import DocumentAttributes, OpenInferenceSpanKindValues, SpanAttributes
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as GA
 from opentelemetry.trace import Status, StatusCode
 
-from stores.redact import redact
+from observability import content_policy
+from observability.content_policy import CAPTURE_ENV, capture_content, is_content  # noqa: F401 (re-exported)
 
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 CONTENT_CAP = 4000          # characters of any one content attribute (intent, arguments, result, message)
 RETRIEVED_SHOWN = 20        # documents listed on a retriever span (the rest stay in the job store)
 
@@ -41,11 +39,6 @@ INPUT_MESSAGES, OUTPUT_MESSAGES = GA.GEN_AI_INPUT_MESSAGES, GA.GEN_AI_OUTPUT_MES
 OI_KIND, OI_INPUT, OI_OUTPUT = SpanAttributes.OPENINFERENCE_SPAN_KIND, SpanAttributes.INPUT_VALUE, SpanAttributes.OUTPUT_VALUE
 OI_INPUT_MIME, OI_OUTPUT_MIME = SpanAttributes.INPUT_MIME_TYPE, SpanAttributes.OUTPUT_MIME_TYPE
 KIND = OpenInferenceSpanKindValues
-
-# Attributes that carry user, document or model text: exported only where content is captured.
-CONTENT_KEYS = frozenset({TOOL_ARGUMENTS, TOOL_RESULT, INPUT_MESSAGES, OUTPUT_MESSAGES, GA.GEN_AI_SYSTEM_INSTRUCTIONS,
-                          OI_INPUT, OI_OUTPUT, SpanAttributes.TOOL_PARAMETERS})
-CONTENT_SUFFIXES = (DocumentAttributes.DOCUMENT_CONTENT, "message.content")
 
 
 def clip(text: str, cap: int = CONTENT_CAP) -> str:
@@ -72,20 +65,6 @@ def retrieved_documents(hits: Sequence[tuple[str, float]], shown: int = RETRIEVE
     return out
 
 
-def is_content(key: str) -> bool:
-    return key in CONTENT_KEYS or key.endswith(CONTENT_SUFFIXES)
-
-
-def capture_content(env: Mapping[str, str], *, local_file: bool) -> bool:
-    """Whether an exporter keeps content: the standard variable when set, else only local files."""
-    raw = env.get(CAPTURE_ENV, "").strip().lower()
-    if raw in ("true", "1", "yes"):
-        return True
-    if raw in ("false", "0", "no"):
-        return False
-    return local_file
-
-
 def final_status(span: ReadableSpan) -> tuple[Status, str | None]:
     """The span's status with UNSET resolved: ERROR if it recorded an exception, else OK."""
     if span.status.status_code is not StatusCode.UNSET:
@@ -99,20 +78,22 @@ def final_status(span: ReadableSpan) -> tuple[Status, str | None]:
 
 
 def shaped(span: ReadableSpan, keep_content: bool) -> ReadableSpan:
-    """A copy of `span` with its final status (and `error.type` on errors) and, unless
-    `keep_content`, without content attributes. Spans are immutable once ended, hence a copy."""
+    """A copy of `span` with its final status (and `error.type` on errors) and the content policy
+    applied to its attributes, its status message and its events' attributes (an exception
+    event quotes the error text). Spans are immutable once ended, hence a copy."""
     status, error_type = final_status(span)
     attrs = dict(span.attributes or {})
     if status.status_code is StatusCode.ERROR:
         attrs.setdefault("error.type", error_type or "Error")
-    if keep_content:  # content is user, document and model text: a pasted key stops here too
-        attrs = {k: (redact(v) if isinstance(v, str) and is_content(k) else v) for k, v in attrs.items()}
-    else:
-        attrs = {k: v for k, v in attrs.items() if not is_content(k)}
-    if status is span.status and attrs == dict(span.attributes or {}):
+    attrs = content_policy.attributes(attrs, keep_content)
+    status = content_policy.status(status, str(attrs.get("error.type") or error_type or "Error"), keep_content)
+    events = [Event(e.name, content_policy.attributes(e.attributes or {}, keep_content), e.timestamp)
+              for e in span.events]
+    same_events = all(dict(a.attributes or {}) == dict(b.attributes or {}) for a, b in zip(events, span.events))
+    if status is span.status and attrs == dict(span.attributes or {}) and same_events:
         return span
     return ReadableSpan(name=span.name, context=span.context, parent=span.parent, resource=span.resource,
-                        attributes=attrs, events=span.events, links=span.links, kind=span.kind, status=status,
+                        attributes=attrs, events=events, links=span.links, kind=span.kind, status=status,
                         start_time=span.start_time, end_time=span.end_time,
                         instrumentation_scope=span.instrumentation_scope)
 

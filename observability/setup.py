@@ -10,8 +10,10 @@ Why this shape:
   `OTEL_EXPORTER_OTLP_ENDPOINT` adds OTLP export (batched: a collector is a network hop);
   `QUARRY_TRACE_FILES=0` then turns the files off (and `quarry trace` says so).
 - Every exporter sits behind `ShapingExporter`: final statuses, and the GenAI content policy
-  (content kept in local files, dropped from OTLP unless
-  `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
+  (`content_policy`: content kept in local files, dropped from OTLP unless
+  `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, dropped everywhere when `false`).
+- Workflow queries (progress polls, the Web UI's) are not sampled (`sampling.NoQuerySpans`): a
+  read is not a trace.
 - The SDK provider is built with Temporal's `TemporalIdGenerator` and installed globally wrapped
   in `ReplaySafeTracerProvider`, which `OpenTelemetryPlugin` requires: span ids inside workflows
   are then deterministic and replays do not emit duplicate spans. Inside it, `ForcedIds` lets the
@@ -33,6 +35,7 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from observability.agent_span import ForcedIds
 from observability.conventions import ShapingExporter, capture_content
 from observability.jsonl_exporter import JsonlSpanExporter
+from observability.sampling import NoQuerySpans
 from stores.errors import QuarryError
 
 if TYPE_CHECKING:
@@ -82,6 +85,7 @@ def build_provider(service_name: str, home: Path, env: Mapping[str, str] | None 
     provider = TracerProvider(
         resource=Resource.create({"service.name": service_name}),
         id_generator=TemporalIdGenerator(ForcedIds(RandomIdGenerator())),
+        sampler=NoQuerySpans(),  # a progress poll is not a trace (observability.sampling)
     )
     otlp = _otlp_exporter(env)
     if otlp is not None:

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -210,6 +213,40 @@ def _semantic(col, lexical):
                             chunks_per_doc=cfg.semantic_chunks)
 
 
+PLAIN_PROGRESS_EVERY_S = 5.0  # progress lines when stderr is not a terminal (logs, pipes)
+
+
+@contextmanager
+def _embedding_progress(semantic) -> Iterator[None]:
+    """While a semantic search without a dense index embeds chunks on demand (a minute for a
+    hundred long documents), show chunks embedded / total: a bar on a terminal, else a plain
+    line at the start, every PLAIN_PROGRESS_EVERY_S and at the end."""
+    from nodes.semantic_filter import FilteredSemantic
+    from nodes.step_control import StepControl, using_step
+    if not isinstance(semantic, FilteredSemantic):
+        yield
+        return
+    terminal = console.is_terminal
+    said = [0.0]
+
+    with progress_bar(terminal) as bar:
+        def show(stage: str, done: int, total: int) -> None:
+            bar(stage, done, total)
+            now = time.monotonic()
+            if not terminal and (done in (0, total) or now - said[0] >= PLAIN_PROGRESS_EVERY_S):
+                said[0] = now
+                console.print(f"{stage} {done:,}/{total:,} chunks (MiniLM, for semantic re-scoring)", highlight=False)
+
+        with using_step(StepControl(on_progress=show)):
+            yield
+
+
+def _what_it_is(semantic, name: str) -> str:
+    """'' for the dense index; the plain statement for MiniLM over the lexical hits."""
+    from nodes.semantic_filter import FilteredSemantic, what_it_is
+    return what_it_is(semantic.candidates, name) if isinstance(semantic, FilteredSemantic) else ""
+
+
 @app.command()
 def search(name: str, query: str,
            offset: Annotated[int, typer.Option(min=1, help="First rank to show")] = 1,
@@ -221,7 +258,7 @@ def search(name: str, query: str,
            json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False) -> None:
     """Search a collection (deep ranking, previews with excerpts)."""
     from nodes.tool_results import ToolError
-    from nodes.tools import MAX_QUERY_CHARS
+    from nodes.tools import MAX_QUERY_CHARS, QueryProblem, check_query
     if channel not in ("lexical", "semantic"):
         fail(QuarryError("bad_option", f"unknown channel {channel!r}", "use --channel lexical or --channel semantic"))
     if channel == "semantic" and (k1 is not None or b is not None):
@@ -230,20 +267,28 @@ def search(name: str, query: str,
     try:
         _check_bm25(k1, b)
         from workflows.job_input import check_text
-        if query.strip():  # an empty query is the tool's to explain
+        if query.strip():
             check_text(query, "query", 10 * MAX_QUERY_CHARS)
+        try:  # the tools' own check, its hint said in this door's syntax
+            check_query(query, channel)
+        except QueryProblem as problem:
+            raise problem.for_cli(name) from None
         tools = _tools(name, k1, b, semantic=channel == "semantic")
-        page = tools.search("command line", query, channel)
+        with _embedding_progress(tools.semantic if channel == "semantic" else None):
+            page = tools.search("command line", query, channel)
         if not isinstance(page, ToolError) and (offset, limit) != (1, 5) and page.total:
             page = tools.read_search_results("command line", page.search_id, offset, limit)
     except QuarryError as err:
         fail(err)
     if isinstance(page, ToolError):
         fail(QuarryError(page.code, page.message, page.hint))
+    what = _what_it_is(tools.semantic, name) if channel == "semantic" else ""
     if json_out:
-        print_json({"search_id": page.search_id, "total": page.total,
-                    "hits": [h.model_dump() for h in page.hits]})
+        print_json({"search_id": page.search_id, "total": page.total, **({"note": page.note} if page.note else {}),
+                    **({"semantic": what} if what else {}), "hits": [h.model_dump() for h in page.hits]})
     else:
+        if what:  # first, not only in the note under the hits: this ranking is not a dense search
+            out.print(terminal_safe(what), highlight=False, markup=False)
         out.print(terminal_safe(page.render(name)), highlight=False, markup=False)
 
 

@@ -19,7 +19,8 @@ from stores.jobs import FINAL
 from workflows.shared import DEFAULT_BUDGET_S, UI_PORT_DEFAULT
 
 AddressOpt = Annotated[Optional[str], typer.Option("--temporal-address", envvar="QUARRY_TEMPORAL_ADDRESS",
-                                                   help="Temporal frontend host:port (default 127.0.0.1:7233)")]
+                                                   help="Temporal frontend host:port (default: the server this home "
+                                                        "started, if it runs, else 127.0.0.1:7233)")]
 job_app = typer.Typer(no_args_is_help=True, help="Inspect and steer jobs.")
 
 
@@ -79,10 +80,19 @@ def _temporal_error(err: Exception, job_id: str | None = None) -> QuarryError:
         return QuarryError("job_finished", f"{what} has already finished", f"see its result: quarry job result {job_id or 'JOB_ID'}")
     if status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED) or "no poller" in text.lower() \
             or "timeout expired" in text.lower():
-        return QuarryError("no_worker", f"no worker answered for {what}: {text[:200]}",
-                           "start one: quarry worker (quarry run starts one in the background)")
+        return _no_worker(f"no worker answered for {what}: {text[:200]}", job_id)
     return QuarryError("temporal_error", f"Temporal refused the request for {what}: {text[:300]}",
                        "check `quarry server` / --temporal-address and try again")
+
+
+def _no_worker(message: str, job_id: str | None) -> QuarryError:
+    """No worker answered: while this home's worker is still warming up, say that (and do not
+    invite a second worker); otherwise say how to start one."""
+    from workflows.warmup import warming_message
+    if (warming := warming_message(quarry_home())) is not None:
+        return QuarryError("worker_warming_up", warming,
+                           f"follow it: quarry job watch {job_id}" if job_id else "try again in a few seconds")
+    return QuarryError("no_worker", message, "start one: quarry worker (quarry run starts one in the background)")
 
 
 def _address() -> str:
@@ -106,12 +116,13 @@ def _run(coro, job_id: str | None = None):
 
 
 async def _client():
+    from workflows.address import resolve_address
     from workflows.client import connect
-    from workflows.shared import temporal_address
+    where = resolve_address()
     try:
-        return await connect()
+        return await connect(where.address)
     except RuntimeError as err:
-        raise QuarryError("no_server", f"cannot reach Temporal at {temporal_address()}: {err}",
+        raise QuarryError("no_server", f"cannot reach Temporal at {where.address} ({where.source}): {err}",
                           "start it with `quarry server` (or `quarry run`, which starts it), or set --temporal-address")
 
 
@@ -142,8 +153,10 @@ def _model_env_digest() -> str:
 def _spawn_worker(home: Path) -> None:
     from workflows.dev_server import spawn_detached
     from stores.atomic import write_atomic
+    from observability.exporter_settings import record_worker_settings
     spawn_detached(home, "worker", [sys.executable, "-m", "quarry", "worker"])
     write_atomic(home / "run" / "worker.models", _model_env_digest(), mode=0o600)
+    record_worker_settings(home)  # the worker writes it too; here so the next command never reads an old one
 
 
 def ensure_infrastructure(home: Path) -> None:
@@ -171,6 +184,10 @@ def ensure_infrastructure(home: Path) -> None:
             console.print("restarting the background worker: the model settings in this shell "
                           "(OPENAI_*, ANTHROPIC_*, OLLAMA_HOST) changed since it started …")
             stop_detached(home, "worker", say=_say_note)
+    if _worker_alive(home):
+        from observability.exporter_settings import worker_settings_note
+        if note := worker_settings_note(home):  # its spans go where its own settings say, not this shell's
+            console.print(f"[yellow]warning[/]: {safe(note)}", highlight=False)
     if not _worker_alive(home):
         console.print("starting a Quarry worker in the background (logs: "
                       f"{safe(home / 'logs' / 'worker.log')}; stop both with `quarry down`) …", highlight=False)
@@ -252,8 +269,10 @@ def register(app: typer.Typer) -> None:
         """Run a worker for search jobs in this terminal (Ctrl+C stops it)."""
         _set_address(address)
         from observability import setup_tracing, shutdown_tracing
+        from observability.exporter_settings import record_worker_settings
         from workflows.worker import serve
         setup_tracing("quarry-worker", quarry_home())
+        record_worker_settings(quarry_home())  # `quarry run` warns when its shell's OTEL_* settings differ
 
         async def main() -> bool:
             client = await _client()
@@ -474,6 +493,7 @@ async def _final(awaitable, job_id: str) -> dict[str, Any]:
             await _record_termination(job_id, row or None)  # terminated outside Quarry, while we waited
             row = _known_job(job_id) or {}
         return row.get("result") or {"job_id": job_id, "status": row.get("status", "failed"), "ranked": [],
+                                     "intent": row.get("intent"), "collection": row.get("collection"),
                                      "error": row.get("error") or str(err.cause or err)[:300]}
 
 
@@ -533,6 +553,16 @@ async def _record_termination(job_id: str, row: dict[str, Any] | None) -> str | 
     if _store().mark(job_id, "terminated", ended.reason[:300]) and ended.trace:
         _close_terminated_trace(ended.trace, job_id, row, ended.reason[:300])
     return ended.reason
+
+
+def _seen_terminated(job_id: str, row: dict[str, Any]) -> dict[str, Any]:
+    """The job's row, after asking the server (if it answers) whether a job the store calls
+    running was terminated outside Quarry."""
+    from workflows.dev_server import reachable
+    from workflows.shared import temporal_address
+    if not reachable(temporal_address()) or asyncio.run(_record_termination(job_id, row)) is None:
+        return row
+    return _known_job(job_id) or row
 
 
 def _close_terminated_trace(trace: dict[str, Any], job_id: str, row: dict[str, Any] | None, reason: str) -> None:
@@ -620,6 +650,9 @@ def job_progress(job_id: str, address: AddressOpt = None,
         client = await _client()
         return await client.get_workflow_handle(job_id).query("progress", rpc_timeout=timedelta(seconds=5))
     p = _run(main(), job_id)
+    step = _store().step(job_id)  # a long step inside the node (embedding), written by the activity
+    if step and step.get("node") == p.get("node"):
+        p["step_detail"] = step["text"]
     try:
         col = p.get("job_id") and _store().get(job_id)["collection"]
         from stores.collection import Collection
@@ -670,8 +703,7 @@ def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
             return await client.get_workflow_handle(job_id).execute_update("steer", text,
                                                                             rpc_timeout=timedelta(seconds=10))
         except WorkflowUpdateRPCTimeoutOrCancelledError:
-            raise QuarryError("no_worker", f"no worker answered the steering of job {job_id} within 10 s",
-                              "start one: quarry worker (quarry run starts one in the background)") from None
+            raise _no_worker(f"no worker answered the steering of job {job_id} within 10 s", job_id) from None
         except WorkflowUpdateFailedError as err:
             cause = getattr(err, "cause", None)
             raise QuarryError("steer_rejected", f"steering rejected: {getattr(cause, 'message', None) or cause or err}",
@@ -695,11 +727,21 @@ def job_result(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = Fals
     except QuarryError as err:
         fail(err)
     result = row.get("result")
-    if result is None and wait:
+    if result is None and row["status"] == "running" and not wait:
+        row = _seen_terminated(job_id, row)  # ended outside Quarry: the store learns it now
+    if result is None and wait and row["status"] not in FINAL:
         async def main():
             client = await _client()
             return await _final(client.get_workflow_handle(job_id).result(), job_id)
         result = _run(main(), job_id)
+        row = _known_job(job_id) or row
+        if not row.get("result") and row["status"] in FINAL and not result.get("ranked") \
+                and result.get("status") in ("terminated", "failed", "cancelled"):
+            result = None  # it ended while we waited, without building a result: said below
+    if result is None and row["status"] in FINAL:  # terminated (or failed) before it built a result
+        from quarry.ended_job import render_ended
+        render_ended(row, json_out)
+        raise typer.Exit(1)
     if result is None:
         fail(QuarryError("not_finished", f"job {job_id} is {row['status']} (round {row['round']})",
                          f"wait for it: quarry job result {job_id} --wait"))

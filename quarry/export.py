@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from nodes.answer_confidence import stated_confidence
 from quarry.bibliography import Origin, Reference, collection_origin, references
 from quarry.bibliography_formats import bibtex, csl_json, met, ris, where
 from quarry.bibliography_rules import display_title
@@ -67,7 +68,7 @@ def markdown(result: Mapping[str, Any], refs: Sequence[Reference]) -> str:
     if isinstance(answer, dict) and answer:
         lines += ["## Answer", "", _md(answer.get("explanation", "")), "",
                   f"**Exact answer**: {_md(answer.get('exact_answer', '') or '-')} · **Confidence**: "
-                  f"{answer.get('confidence', 0)}%", ""]
+                  f"{_md(stated_confidence(answer))}", ""]
         cited = result.get("references") or []
         if cited:
             lines += ["### References", ""] + [

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
+from nodes.answer_confidence import stated_confidence
 from quarry.console import out, safe
 
 _t = safe  # every field of a job record (intent, docids, titles, quotes, model output, reasons) is untrusted
@@ -36,9 +37,7 @@ def render_answer(result: dict[str, Any]) -> None:
     out.print(_t(answer.get("explanation", "")), highlight=False)
     if answer.get("exact_answer"):
         out.print(f"[bold]Exact Answer[/]: {_t(answer['exact_answer'])}", highlight=False)
-    confidence = answer.get("confidence", 0)
-    stated = (f"{_t(confidence)}%" if confidence is not None
-              else f"not estimated ({_t(answer.get('method') or 'no model')} answer)")
+    stated = _t(stated_confidence(answer))
     out.print(f"[bold]Confidence[/]: {stated}"
               + ("  [yellow](the evidence is insufficient)[/]" if answer.get("insufficient_evidence") else ""),
               highlight=False)
@@ -148,6 +147,8 @@ def render_progress(p: dict[str, Any]) -> None:
                  f"node {p.get('node')} · {p.get('candidates')} candidates · {p.get('tool_calls')} tool calls · "
                  f"budget {b.get('used')}s used / {b.get('left')}s left" + (" · submit-now" if b.get("submit_now") else "")),
               highlight=False)
+    if p.get("step_detail"):
+        out.print(_t(f"  now: {p['step_detail']}"), highlight=False)
     if line := usage_line(p.get("usage")):
         limit = ""
         if b.get("model_budget"):

@@ -69,7 +69,11 @@ async def watch(handle: Any, emit: Callable[[str], None], every_s: float = EVERY
             except Exception:  # no worker answered this tick, or the job just ended: try again next tick
                 progress, misses = None, misses + 1
                 if misses == 5:
-                    emit("  (no worker is answering for this job; it resumes when one runs: quarry worker)")
+                    from stores.home import quarry_home
+                    from workflows.warmup import warming_message
+                    warming = warming_message(quarry_home())
+                    emit(f"  ({warming})" if warming else
+                         "  (no worker is answering for this job; it resumes when one runs: quarry worker)")
             if progress:
                 for line in view.lines(progress):
                     emit(line)

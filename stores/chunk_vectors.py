@@ -12,12 +12,17 @@ so a cached vector never goes stale, and the cache is pruned with its version. T
 model and the corpus fingerprint; if either differs from what is open, the vectors are dropped.
 Several threads and worker processes may share the file (SQLite WAL; a chunk embedded twice by
 two processes at once is written once).
+
+Missing chunks are embedded in batches, each written as soon as it is done (`embed`): the caller
+may stop the loop between batches (a job's stop or deadline) and keeps every finished batch, so a
+retry or the next search embeds only the rest.
 """
 from __future__ import annotations
 
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +30,12 @@ import numpy as np
 from stores.corpus import CorpusStore
 from stores.embedder import DIMENSION, MODEL_NAME, embed_texts
 
-__all__ = ["ChunkVectors"]
+__all__ = ["ChunkVectors", "Embedded"]
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 Key = tuple[str, int]
+StopFn = Callable[[], str]              # '' to go on, else why the loop must stop
+BatchProgress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,7 +43,20 @@ CREATE TABLE IF NOT EXISTS vectors (
     docid TEXT NOT NULL, chunk_no INTEGER NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (docid, chunk_no)
 ) WITHOUT ROWID;
 """
-EMBED_BATCH = 32
+EMBED_BATCH = 32  # the model's encode batch, and chunks per stoppable batch when the caller gives none
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """What one `ChunkVectors.embed` call did: the vectors it has, how many were already cached,
+    how many of the `missing` chunks it embedded (or found embedded by another thread), and why it
+    stopped early ('' when it did not)."""
+
+    vectors: dict[Key, np.ndarray]
+    cached: int
+    done: int
+    missing: int
+    stopped: str
 
 
 class ChunkVectors:
@@ -108,46 +128,73 @@ class ChunkVectors:
     def vectors(self, keys: Iterable[Key]) -> dict[Key, np.ndarray]:
         """Unit vectors of these chunks, embedding (and caching) the ones not seen before.
         Chunks the corpus does not have are absent from the answer."""
+        return self.embed(keys).vectors
+
+    def embed(self, keys: Iterable[Key], *, batch: int = EMBED_BATCH, should_stop: StopFn | None = None,
+              progress: BatchProgress | None = None) -> Embedded:
+        """`vectors`, embedding the missing chunks `batch` at a time: `should_stop()` is asked
+        before each batch and a non-empty answer ends the loop (a job's stop or deadline must not
+        wait for hundreds of chunks); every finished batch is already cached, so a retry or the
+        next search embeds only the rest. `progress(done, total)` follows the missing chunks."""
         keys = list(dict.fromkeys((str(d), int(n)) for d, n in keys))
         if not keys:
-            return {}
+            return Embedded({}, 0, 0, 0, "")
         found = self._load(keys)
         missing = [k for k in keys if k not in found]
-        if not missing:
-            return found
-        with self._lock:
-            found |= self._load(missing)  # another thread may have embedded them meanwhile
-            texts = self._texts([k for k in missing if k not in found])
-            todo = [k for k in missing if k in texts]
-            if todo:
-                vecs = np.asarray(self._embed([texts[k] for k in todo]), dtype=np.float32).reshape(len(todo), DIMENSION)
-                con = self._con()
-                with con:
-                    con.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
-                                    [(d, n, v.tobytes()) for (d, n), v in zip(todo, vecs)])
-                self.embedded += len(todo)
-                found.update(zip(todo, vecs))
-        return found
+        cached = len(found)
+        texts = self._texts(missing) if missing else {}
+        todo = [k for k in missing if k in texts]
+        done, stopped, size = 0, "", max(1, int(batch))
+        if todo and progress is not None:
+            progress(0, len(todo))
+        for start in range(0, len(todo), size):
+            stopped = should_stop() if should_stop is not None else ""
+            if stopped:
+                break
+            part = todo[start:start + size]
+            with self._lock:  # one embedding batch at a time per process; a stop waits one batch at most
+                found |= self._load(part)  # another thread may have embedded them meanwhile
+                need = [k for k in part if k not in found]
+                if need:
+                    vecs = np.asarray(self._embed([texts[k] for k in need]), dtype=np.float32).reshape(len(need), DIMENSION)
+                    con = self._con()
+                    with con:
+                        con.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
+                                        [(d, n, v.tobytes()) for (d, n), v in zip(need, vecs)])
+                    self.embedded += len(need)
+                    found.update(zip(need, vecs))
+            done += len(part)
+            if progress is not None:
+                progress(done, len(todo))
+        return Embedded(found, cached, done, len(todo), stopped)
 
     def embed_query(self, text: str) -> np.ndarray:
         """The unit-length query vector (shape `(384,)`); queries are not cached."""
         return np.asarray(self._embed([text]), dtype=np.float32).reshape(1, DIMENSION)[0]
 
-    def best_chunk_scores(self, text: str, chunks: Mapping[str, Iterable[int]]) -> dict[str, float]:
+    def best_chunk_scores(self, text: str, chunks: Mapping[str, Iterable[int]], *, batch: int = EMBED_BATCH,
+                          should_stop: StopFn | None = None, progress: BatchProgress | None = None) -> dict[str, float]:
         """Per document, the best cosine similarity between `text` and the given chunks of it —
         the dense index's document score, over the chunks asked for. Documents with none of the
         given chunks in the corpus are absent; blank text scores nothing."""
+        return self.score_chunks(text, chunks, batch=batch, should_stop=should_stop, progress=progress)[0]
+
+    def score_chunks(self, text: str, chunks: Mapping[str, Iterable[int]], *, batch: int = EMBED_BATCH,
+                     should_stop: StopFn | None = None,
+                     progress: BatchProgress | None = None) -> tuple[dict[str, float], Embedded]:
+        """`best_chunk_scores` with how the embedding went (`Embedded`): a stopped loop scores the
+        documents that have at least one vector, and says why it stopped."""
         keys = [(str(d), int(n)) for d, nos in chunks.items() for n in nos]
         if not keys or not text.strip():
-            return {}
-        vecs = self.vectors(keys)
+            return {}, Embedded({}, 0, 0, 0, "")
+        got = self.embed(keys, batch=batch, should_stop=should_stop, progress=progress)
         query = self.embed_query(text)
         best: dict[str, float] = {}
-        for (docid, _), vec in vecs.items():
+        for (docid, _), vec in got.vectors.items():
             score = float(vec @ query)
             if score > best.get(docid, -2.0):
                 best[docid] = score
-        return best
+        return best, got
 
     def close(self) -> None:
         con = getattr(self._local, "con", None)

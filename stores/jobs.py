@@ -38,6 +38,10 @@ CREATE TABLE IF NOT EXISTS drafts (job_id TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS messages (
     job_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (job_id, seq)
 );
+CREATE TABLE IF NOT EXISTS steps (
+    job_id TEXT PRIMARY KEY, node TEXT NOT NULL, stage TEXT NOT NULL, done INTEGER NOT NULL,
+    total INTEGER NOT NULL, updated_at REAL NOT NULL
+);
 """
 FINAL = ("completed", "failed", "stopped", "budget_exhausted", "cancelled", "terminated")  # a job's last statuses
 RANKINGS_PER_JOB = 32
@@ -238,6 +242,27 @@ class JobStore:
             raise QuarryError("lost_pool", f"job {job_id!r} has no candidate pool #{seq} in {self.path}",
                               "the job store was changed under a running job; start the job again")
         return json.loads(row[0])
+
+    # -- what a running node is doing inside a long step ------------------------------------------
+
+    def set_step(self, job_id: str, node: str, stage: str, done: int, total: int) -> None:
+        """Record a node's long-step progress ("retrieval: embedding 320/1,200 chunks"): the
+        workflow's progress query cannot see inside an activity, so `job progress` reads it here."""
+        self._con().execute("INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?)",
+                            (job_id, node, stage, int(done), int(total), time.time()))
+
+    def clear_step(self, job_id: str) -> None:
+        self._con().execute("DELETE FROM steps WHERE job_id=?", (job_id,))
+
+    def step(self, job_id: str) -> dict[str, Any] | None:
+        """The running node's long step: node, stage, done, total, updated_at and `text`, or None."""
+        row = self._con().execute("SELECT node, stage, done, total, updated_at FROM steps WHERE job_id=?",
+                                  (job_id,)).fetchone()
+        if row is None:
+            return None
+        out = dict(row)
+        out["text"] = f"{out['stage']} {out['done']:,}/{out['total']:,} chunks"
+        return out
 
     # -- the result before the workflow finishes it ------------------------------------------------
 

@@ -345,6 +345,25 @@ def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
+HIDDEN_NAMED = 5  # how many hidden entries the warning names; the rest are counted
+
+
+def _hidden_names(hidden: list[Path], root: Path) -> str:
+    """The hidden entries, named so the user can tell a stray `.env` from `.git/`: each hidden
+    folder once, with how many files it holds (`.git/ (140 files)`), each hidden file by its
+    path in the folder; up to HIDDEN_NAMED, then "… and N more"."""
+    groups: dict[str, int] = {}
+    for p in hidden:
+        parts = p.relative_to(root).parts
+        first = next(i for i, part in enumerate(parts) if part.startswith("."))
+        key = "/".join(parts[:first + 1]) + ("/" if first < len(parts) - 1 else "")
+        groups[key] = groups.get(key, 0) + 1
+    named = [printable_path(k) + (f" ({n} files)" if k.endswith("/") and n > 1 else "")
+             for k, n in list(groups.items())[:HIDDEN_NAMED]]
+    more = len(groups) - len(named)
+    return ", ".join(named) + (f" … and {more} more" if more else "")
+
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SYSTEM_DIRS = (Path("/proc"), Path("/sys"))  # what /dev holds is refused as not regular files
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
@@ -452,7 +471,8 @@ def _document_files(path: Path, src: CorpusSource) -> list[Path]:
         entries.append(p)
     hidden = [p for p in entries if _hidden(p, path)]
     if hidden:
-        src.warnings.append(f"{printable_path(path)}: {len(hidden)} hidden file(s) not read (names starting with '.')")
+        src.warnings.append(f"{printable_path(path)}: {len(hidden)} hidden file(s) not read (names starting with '.'): "
+                            + _hidden_names(hidden, path))
     return [p for p in entries if not _hidden(p, path)]
 
 

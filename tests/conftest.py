@@ -51,3 +51,24 @@ def literature(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory):
     col = Collection(LITERATURE, home=quarry_home)
     assert col.lucene.search("graph neural networks", k=5)
     return col
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """For modules that drive real processes (tests.drill_kit): a home of its own per module with
+    `lit`, the 40 papers of `search_docs()`. A module that needs another home defines its own."""
+    from stores.collection import ingest
+
+    home = tmp_path_factory.mktemp("drill-home")
+    ingest(write_jsonl(tmp_path_factory.mktemp("drill-src") / "lit.jsonl", search_docs()), LITERATURE, home=home)
+    return home
+
+
+@pytest.fixture(scope="module")
+def server(home: Path):
+    """A Temporal dev server on the module home's database file (tests.drill_kit.Server)."""
+    from tests.drill_kit import Server
+
+    srv = Server(home).start()
+    yield srv
+    srv.stop()

@@ -20,7 +20,7 @@ from nodes.answer_extractive import exact_value, question_weights, select_senten
 from nodes.citation_check import check_citations
 from nodes.policy import AnswerRequest, HeuristicPolicy
 from nodes.results import answer_docs, checked_answer
-from stores.records import Chunk, DocRecord, chunk_document, document_lines
+from stores.records import DocRecord, chunk_document, document_lines
 
 QUESTION = "what is the default weight value?"
 WEIGHT = "The default weight value is 50."
@@ -199,3 +199,19 @@ async def test_an_answer_job_without_a_model_quotes_the_weight_sentence(weights_
     assert result["citations"]["on_question_sentences"] >= 1
     assert all(r["docid"] in {"weights-guide", "grep-options", "curl-options"} or r["docid"].startswith("filler")
                for r in result["references"])
+
+
+def test_every_front_door_states_a_missing_confidence_the_same_way() -> None:
+    """The terminal, the Markdown export and the answer grader say "not estimated", never "None%"."""
+    from evals.answer_judge import response_text
+    from nodes.answer_confidence import stated_confidence
+    from quarry.export import export
+
+    answer = {"explanation": "The default weight value is 50 [d1].", "exact_answer": "50", "confidence": None,
+              "method": "extractive"}
+    assert stated_confidence(answer) == "not estimated (extractive answer)"
+    assert stated_confidence({"confidence": 80}) == "80%"
+    markdown = export({"job_id": "j", "intent": "default weight?", "answer": answer, "ranked": []}, {}, "markdown")
+    graded = response_text({"answer": answer})
+    for text in (markdown, graded):
+        assert "not estimated (extractive answer)" in text and "None%" not in text

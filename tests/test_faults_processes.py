@@ -24,27 +24,13 @@ import pytest
 from stores.collection import ingest
 from stores.jobs import JobStore
 from tests.fakes import search_docs, write_jsonl
-from tests.test_drills import ROOT, Gate, Server, Worker, client_for, free_port, result_of, start, wait_for
+from tests.drill_kit import ROOT, Gate, Worker, client_for, free_port, result_of, start, wait_for
 from workflows.dev_server import alive, identity, pid_of, stop_detached
 
 # The acceptance: a worker SIGSTOPped this long mid-activity, then resumed. The old retry
 # policy (3 attempts, 15 s heartbeat timeout) failed the job after about 50 s of pause.
 PAUSE_S = 120.0
 OLD_MAXIMUM_ATTEMPTS = 3
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("faults-home")
-    ingest(write_jsonl(tmp_path_factory.mktemp("faults-src") / "lit.jsonl", search_docs()), "lit", home=home)
-    return home
-
-
-@pytest.fixture(scope="module")
-def server(home: Path):
-    srv = Server(home).start()
-    yield srv
-    srv.stop()
 
 
 def _runs(pid: int, cmdline: tuple[str, ...]) -> bool:

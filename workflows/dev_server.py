@@ -374,3 +374,13 @@ def stop_detached(home: Path, name: str, wait_s: float = STOP_WAIT_S,
             break  # not even SIGKILL ended it (uninterruptible I/O): nothing more to do from here
         time.sleep(0.05)  # polling a process that is not our child: there is nothing to wait on
     return True
+
+
+def record_alive(home: Path, path: Path, name: str = "worker") -> int | None:
+    """The pid a process record at `path` (JSON: pid, start_time, cmdline, as `_write_record`
+    writes them, other fields ignored) names, if that very process still runs; else None. For
+    status files a process writes about itself, such as the worker's warm-up status."""
+    record = _read_record(path)
+    if record is None or _verdict(home, name, record) != "same":
+        return None
+    return record.pid

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from nodes.config import config_of
     from nodes.planning import validate_steering
     from nodes.usage import Usage
+    from observability.agent_span import with_run_start
     from stores.errors import QuarryError
     from workflows.activities import answer_from_state, checkpoint_job, finish_job
     from workflows import search_attributes
@@ -169,8 +170,9 @@ class SearchJob:
         if self.status == "running":
             self.status = "stopped" if self.control.stop_requested else "completed"
         self._index(status=self.status)
-        final = await workflow.execute_activity(finish_job, args=[self.state, self.status, error, reason, inp.trace],
-                                                **_QUICK)
+        # The agent span starts when the job started running here, not when it was submitted.
+        final = await workflow.execute_activity(finish_job, args=[self.state, self.status, error, reason,
+                                                                  with_run_start(inp.trace, self.started_at)], **_QUICK)
         if self.status == "cancelled":
             raise asyncio.CancelledError("cancelled by request; the best result so far is in the job store")
         return final

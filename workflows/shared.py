@@ -11,13 +11,17 @@ from nodes.config import STEER_FRACTION, JobConfig  # noqa: F401  (STEER_FRACTIO
 
 TASK_QUEUE_DEFAULT = "quarry-jobs"
 NAMESPACE_DEFAULT = "default"
-ADDRESS_DEFAULT = "127.0.0.1:7233"
+from workflows.address import ADDRESS_DEFAULT  # noqa: F401  (re-exported)
 UI_PORT_DEFAULT = 8233
 DEFAULT_BUDGET_S = 300.0
 
 
-def temporal_address() -> str:
-    return os.environ.get("QUARRY_TEMPORAL_ADDRESS", ADDRESS_DEFAULT)
+def temporal_address(home: Path | None = None) -> str:
+    """The Temporal server every command and worker uses: --temporal-address /
+    QUARRY_TEMPORAL_ADDRESS, else the running server this home recorded, else the default
+    (one rule, `workflows.address.resolve_address`, so `quarry run --port P` is not forgotten)."""
+    from workflows.address import temporal_address as resolved
+    return resolved(home)
 
 
 def temporal_namespace() -> str:

@@ -94,13 +94,18 @@ async def serve(client: Client, *, home: Path | None = None, queue: str | None =
     the warm-up ends it at once and cleanly (no job had started); a warm-up that fails is said
     and skipped (the jobs then open what they need, and report what they cannot)."""
     from stores.home import ensure_home
-    ensure_home(home)  # 0700 (the job store and traces it writes hold intents and documents)
+    from workflows.warmup import clear_warming, mark_warming
+    own_home = ensure_home(home)  # 0700 (the job store and traces it writes hold intents and documents)
     worker = build_worker(client, home=home, queue=queue)
     # Its own thread, not the loop's default executor, which asyncio.run would wait for on a stop.
     warm_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quarry-warm")
     began = time.monotonic()
-    warming = asyncio.get_running_loop().run_in_executor(warm_thread, runtime().warm)
-    signalled = await _signalled_first(warming)
+    mark_warming(own_home)  # `job progress` meanwhile says "warming up", not "no worker"
+    try:
+        warming = asyncio.get_running_loop().run_in_executor(warm_thread, runtime().warm)
+        signalled = await _signalled_first(warming)
+    finally:
+        clear_warming(own_home)
     warm_thread.shutdown(wait=False)
     if signalled:
         say("stopped while warming up; no job had started")

@@ -1,0 +1,287 @@
+"""A semantic step without a dense index is interruptible, shows progress and says what it is.
+
+MiniLM is replaced by `GatedEmbedder`, a stand-in that counts chunk batches and can hold one
+batch until the step it runs in has been told to stop (the real mechanism: the node wrapper's
+step control, set by a job stop, a cancellation or the deadline). So "the stop was honoured within
+one batch" is asserted by counting batches, never by timing: after the stop arrives during batch
+k, at most k batches are embedded in all, and every embedded batch stays cached.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import stores.chunk_vectors as chunk_vectors_mod
+from graphs.control import Control, reset_local_control, use_local_control
+from nodes.heartbeat import deadline_from, stop_reason, with_heartbeats
+from nodes.semantic_filter import FilteredSemantic
+from nodes.step_control import StepControl, current_step, using_step
+from stores.chunk_vectors import ChunkVectors
+from stores.collection import Collection, ingest
+from stores.embedder import DIMENSION
+from tests.fakes import poll_until, search_docs, write_jsonl
+
+QUERY = "graph neural networks molecules"
+WORDS = "graph neural networks for molecules"
+N_DOCS = 24
+BATCH = 2
+
+
+def unit_vector(text: str) -> np.ndarray:
+    seed = int.from_bytes(hashlib.sha1(text.encode()).digest()[:4], "little")
+    vec = np.random.default_rng(seed).standard_normal(DIMENSION).astype(np.float32)
+    return vec / np.linalg.norm(vec)
+
+
+class GatedEmbedder:
+    """Embeds chunk batches with hashed unit vectors, counting them; `on_batch(n)` runs after the
+    n-th batch (1-based), and batch `hold_at` waits (bounded) until its step is told to stop."""
+
+    def __init__(self, *, on_batch: Callable[[int], None] = lambda n: None, hold_at: int | None = None,
+                 hold_s: float = 60.0, chunk_texts: set[str] | None = None) -> None:
+        self.chunk_texts = chunk_texts  # what a chunk batch holds (else: anything but QUERY)
+        self.batches: list[int] = []
+        self.on_batch, self.hold_at, self.hold_s = on_batch, hold_at, hold_s
+        self.reached = threading.Event()
+        self.steps: list[StepControl] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, texts, batch_size: int = 32) -> np.ndarray:
+        texts = list(texts)
+        query = texts == [QUERY] if self.chunk_texts is None else not set(texts) <= self.chunk_texts
+        if query:  # a query vector, not a chunk batch
+            return np.stack([unit_vector(t) for t in texts])
+        with self._lock:
+            self.batches.append(len(texts))
+            n = len(self.batches)
+        step = current_step()
+        self.steps.append(step)
+        if n == self.hold_at:
+            self.reached.set()
+            step.wait(self.hold_s)  # returns once the step is told to stop (or the test fails on counts)
+        out = np.stack([unit_vector(t) for t in texts])
+        self.on_batch(n)
+        return out
+
+
+def docs(n: int = N_DOCS) -> list[dict[str, Any]]:
+    return [{"_id": f"d{i:02d}", "title": f"Paper {i}", "text": f"{WORDS} study number {i} with its own data set {i}."}
+            for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def col(tmp_path_factory: pytest.TempPathFactory) -> Collection:
+    home = tmp_path_factory.mktemp("interrupt-home")
+    ingest(write_jsonl(tmp_path_factory.mktemp("interrupt-src") / "docs.jsonl", docs()), "interrupt", home=home)
+    return Collection("interrupt", home)
+
+
+def searcher(col: Collection, path: Path, embed: GatedEmbedder) -> tuple[FilteredSemantic, ChunkVectors]:
+    vectors = ChunkVectors(path, col.corpus, embed=embed)
+    return FilteredSemantic(col.lucene, col.corpus, vectors, candidates=100, chunks_per_doc=1, batch=BATCH), vectors
+
+
+def all_keys(col: Collection) -> list[tuple[str, int]]:
+    return [(d["_id"], 0) for d in docs()]
+
+
+# -- (a) a stop during the semantic step ---------------------------------------------------------
+
+
+def test_a_job_stop_ends_the_embedding_within_one_batch_and_keeps_what_was_embedded(col: Collection, tmp_path: Path) -> None:
+    """In-process: the local control's stop reaches the node's thread through `with_heartbeats`."""
+    control = Control()
+    k = 3
+
+    def stop_after(n: int) -> None:
+        if n == k - 1:
+            control.stop_requested = True  # `job stop` arrives while batch k is being embedded
+
+    embed = GatedEmbedder(on_batch=stop_after, hold_at=k)
+    semantic, vectors = searcher(col, tmp_path / "v.sqlite", embed)
+    token = use_local_control(control)
+    try:
+        docids, scores = asyncio.run(with_heartbeats(lambda state: semantic.ranking(QUERY), {}))
+    finally:
+        reset_local_control(token)
+    assert len(embed.batches) <= k, f"the stop came during batch {k}; batches run: {len(embed.batches)}"
+    assert embed.steps[-1].why() == "stopped"
+    assert semantic.last is not None and semantic.last.stopped == "stopped"
+    assert 0 < len(docids) == semantic.last.scored < N_DOCS, "a partial ranking of the re-scored hits"
+    assert "partial: embedding stopped after" in semantic.note and "asked to stop" in semantic.note
+    kept = vectors.cached(all_keys(col))
+    assert kept == sum(embed.batches), "every embedded batch is cached"
+    again = GatedEmbedder()
+    rest, _ = searcher(col, tmp_path / "v.sqlite", again)
+    assert len(rest.ranking(QUERY)[0]) == N_DOCS and sum(again.batches) == N_DOCS - kept, "only the rest is embedded"
+
+
+def test_a_cancelled_node_activity_stops_its_thread_between_batches(col: Collection, tmp_path: Path) -> None:
+    """Temporal cancels an async activity by cancelling its task: the wrapper passes that on."""
+    k = 2
+
+    async def run() -> None:
+        holder: dict[str, asyncio.Task] = {}
+        embed = GatedEmbedder(hold_at=k)
+        semantic, vectors = searcher(col, tmp_path / "c.sqlite", embed)
+        holder["task"] = asyncio.ensure_future(with_heartbeats(lambda state: semantic.ranking(QUERY), {}))
+        assert await asyncio.to_thread(embed.reached.wait, 60)
+        holder["task"].cancel()  # what Temporal does when `job cancel` or the hard budget stop comes
+        with pytest.raises(asyncio.CancelledError):
+            await holder["task"]
+        assert len(embed.batches) <= k and embed.steps[-1].why() == "cancelled"
+        assert vectors.cached(all_keys(col)) == sum(embed.batches) < N_DOCS
+
+    asyncio.run(run())
+
+
+# -- (b) the job's deadline ----------------------------------------------------------------------
+
+
+def test_the_deadline_stops_the_embedding_between_batches(col: Collection, tmp_path: Path) -> None:
+    now = [1000.0]
+    k = 4
+
+    def tick(n: int) -> None:
+        if n == k:
+            now[0] = 2000.0  # the job's budget runs out while batch k is embedded
+
+    embed = GatedEmbedder(on_batch=tick)
+    semantic, vectors = searcher(col, tmp_path / "d.sqlite", embed)
+    with using_step(StepControl(deadline=1500.0, clock=lambda: now[0])):
+        docids, _ = semantic.ranking(QUERY)
+    assert len(embed.batches) == k, "no batch starts after the deadline"
+    assert semantic.last is not None and semantic.last.stopped == "deadline"
+    assert len(docids) == k * BATCH and "time budget ran out" in semantic.note
+    assert vectors.cached(all_keys(col)) == k * BATCH
+
+
+def test_the_deadline_and_stop_come_from_the_jobs_progress_query() -> None:
+    progress = {"status": "running", "stop_requested": False,
+                "budget": {"seconds": 40.0, "used": 10.0, "left": 30.0, "submit_now": False}}
+    assert deadline_from(progress, scheduled_at=5000.0) == 5030.0
+    assert deadline_from({"budget": {"deadline": 123.0, "seconds": 40.0, "used": 1.0}}, 5000.0) == 123.0
+    assert deadline_from({"budget": {}}, 5000.0) is None
+    assert stop_reason(progress) == ""
+    assert stop_reason(progress | {"stop_requested": True}) == "stopped"
+    assert stop_reason(progress | {"status": "budget_exhausted"}) == "budget_exhausted"
+    assert stop_reason(progress | {"budget": {"submit_now": True}}) == "budget_steer"
+
+
+# -- (a) through a real worker and Temporal ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def env() -> Any:
+    from temporalio.testing import WorkflowEnvironment
+
+    from workflows.dev_server import temporal_binary
+    environment = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()))
+    yield environment
+    await environment.shutdown()
+
+
+async def test_job_stop_during_a_gated_semantic_step_ends_the_job_stopped_with_results(
+        env, quarry_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nodes.config import JobConfig
+    from stores.jobs import JobStore
+    from workflows.client import new_job_id, submit
+    from workflows.search_job import SearchJob
+    from workflows.shared import JobInput
+    from workflows.worker import build_worker
+
+    name = f"interrupt{uuid.uuid4().hex[:6]}"
+    ingest(write_jsonl(tmp_path / "lit.jsonl", search_docs()), name, home=quarry_home)
+    k = 2
+    corpus = Collection(name, quarry_home).corpus
+    texts = {c.text for cs in corpus.chunks_many(d["_id"] for d in search_docs()).values() for c in cs}
+    embed = GatedEmbedder(hold_at=k, chunk_texts=texts)
+    monkeypatch.setattr(chunk_vectors_mod, "embed_texts", embed)  # the worker's MiniLM, in this process
+    queue = f"quarry-test-{uuid.uuid4().hex}"
+    jobs = JobStore(quarry_home / "jobs.sqlite")
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        handle = await submit(env.client, JobInput(
+            job_id=new_job_id(), collection=name, intent="graph neural networks for molecular property prediction",
+            budget_seconds=300, config=JobConfig(max_rounds=2, semantic_batch=1)), queue=queue)
+        assert await asyncio.to_thread(embed.reached.wait, 120), "the semantic step never started"
+        step = await poll_until(lambda: asyncio.to_thread(jobs.step, handle.id), lambda s: s is not None)
+        assert step["node"] == "retrieval" and step["stage"] == "embedding" and step["text"].startswith("embedding ")
+        await handle.signal(SearchJob.stop)
+        result = await asyncio.wait_for(handle.result(), 120)
+    assert len(embed.batches) <= k, f"stopped during batch {k}, yet {len(embed.batches)} batches ran"
+    assert embed.steps[-1].why() == "stopped", "the stop reached the node's thread through the progress query"
+    assert result["status"] == "stopped" and result["ranked"], "the job answered from what it had"
+    state = jobs.get(handle.id)["state"]
+    partial = [s for s in state["searches"] if s.get("stopped")]
+    assert partial and "partial" in partial[0]["label"] and "asked to stop" in partial[0]["partial"]
+    assert jobs.step(handle.id) is None, "the step's progress is cleared when the node ends"
+
+
+# -- (c) the command line ------------------------------------------------------------------------
+
+
+def test_the_cli_says_what_the_semantic_page_is_and_shows_embedding_progress(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from quarry.cli import app
+    home = tmp_path / "home"
+    runner = CliRunner()
+    src = write_jsonl(tmp_path / "docs.jsonl", docs(6))
+    assert runner.invoke(app, ["--home", str(home), "ingest", str(src), "--name", "pages"]).exit_code == 0
+    embed = GatedEmbedder()
+    monkeypatch.setattr(chunk_vectors_mod, "embed_texts", embed)
+    result = runner.invoke(app, ["--home", str(home), "search", "pages", QUERY, "--channel", "semantic"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == ("semantic re-scoring of the top 100 lexical hits "
+                                             "(no dense index; build one with quarry index pages --dense)")
+    assert "embedding 0/6 chunks" in result.stderr and "embedding 6/6 chunks" in result.stderr
+    assert result.stdout.count("docid=d") == 5, "the first page of the re-scored hits"
+
+
+async def test_the_budget_ends_a_gated_semantic_step_and_its_deadline_is_the_jobs(
+        env, quarry_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch held until its step is told to stop: the budget (its 0.7·T steer) tells it, and the
+    deadline the step derived from the job's progress query is the job's start plus its budget."""
+    from nodes.config import JobConfig
+    from workflows.client import new_job_id, submit
+    from workflows.shared import JobInput
+    from workflows.worker import build_worker
+
+    name = f"interrupt{uuid.uuid4().hex[:6]}"
+    ingest(write_jsonl(tmp_path / "lit.jsonl", search_docs()), name, home=quarry_home)
+    corpus = Collection(name, quarry_home).corpus
+    texts = {c.text for cs in corpus.chunks_many(d["_id"] for d in search_docs()).values() for c in cs}
+    k, budget = 2, 12.0
+    embed = GatedEmbedder(hold_at=k, chunk_texts=texts)
+    monkeypatch.setattr(chunk_vectors_mod, "embed_texts", embed)
+    queue = f"quarry-test-{uuid.uuid4().hex}"
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        handle = await submit(env.client, JobInput(
+            job_id=new_job_id(), collection=name, intent="graph neural networks for molecular property prediction",
+            budget_seconds=budget, config=JobConfig(max_rounds=2, semantic_batch=1)), queue=queue)
+        result = await asyncio.wait_for(handle.result(), 120)
+        started = (await handle.describe()).start_time.timestamp()
+    step = embed.steps[k - 1]
+    assert len(embed.batches) <= k, f"the budget came during batch {k}, yet {len(embed.batches)} batches ran"
+    assert step.why() in ("budget_steer", "deadline", "budget_exhausted")
+    assert step.deadline is not None and abs(step.deadline - (started + budget)) < 1.0, (step.deadline, started)
+    assert result["ranked"] and result["stop_reason"] in ("budget_steer", "budget_exhausted")
+
+
+def test_job_progress_shows_the_running_step(capsys: pytest.CaptureFixture[str]) -> None:
+    """`job progress` adds the node's long step (what the activity wrote to the job store) under
+    the status line, so a minute of embedding reads as work, not as a hang."""
+    from quarry.jobs_render import render_progress
+
+    render_progress({"job_id": "j", "status": "running", "round": 1, "node": "retrieval", "candidates": 12,
+                     "tool_calls": 3, "budget": {"used": 10, "left": 50}, "top": [],
+                     "step_detail": "embedding 320/1,200 chunks"})
+    assert "now: embedding 320/1,200 chunks" in capsys.readouterr().out
