@@ -55,6 +55,16 @@ def _collection(name: str):
     return Collection(name)
 
 
+JsonOpt = Annotated[bool, typer.Option("--json", help="The outcome as one JSON object on the last line")]
+
+
+def _report_json(report) -> None:
+    """An ingest/add/remove report as JSON: every count, the skipped and unsupported files, the
+    warnings and the summary line (warnings and skipped files stay on stderr as well)."""
+    from dataclasses import asdict
+    print_json(asdict(report) | {"summary": report.summary()})
+
+
 _SHOWN = 20  # skipped and unsupported files listed by name before "… and N more"
 
 
@@ -88,7 +98,8 @@ def ingest(path: Annotated[Path, typer.Argument(help="BEIR folder, .jsonl file, 
            no_index: Annotated[bool, typer.Option("--no-index", help="Skip building the BM25 index")] = False,
            force: Annotated[bool, typer.Option("--force", help="Rebuild everything even if nothing changed")] = False,
            strict: Annotated[bool, typer.Option("--strict", help="Reject the whole input if any file is bad "
-                                                               "(default: skip it and report it)")] = False) -> None:
+                                                               "(default: skip it and report it)")] = False,
+           json_out: JsonOpt = False) -> None:
     """Validate and store a corpus, then build its BM25 index; into an existing collection only
     what changed is applied."""
     from stores.collection import ingest as run_ingest
@@ -97,6 +108,10 @@ def ingest(path: Annotated[Path, typer.Argument(help="BEIR folder, .jsonl file, 
             report = run_ingest(path, name, build_lucene=not no_index, force=force, strict=strict, progress=progress)
     except QuarryError as err:
         fail(err)
+    if json_out:
+        _print_warnings(report)
+        _report_json(report)
+        return
     if report.unchanged:
         _print_warnings(report)
         out.print(f"collection [bold]{safe(name)}[/] unchanged ({report.documents} documents); nothing to do")
@@ -115,7 +130,8 @@ def add(name: str,
         root: Annotated[Optional[Path], typer.Option(
             "--root", help="Folder that ids are relative to, as a folder ingest of it would give them "
                            "(default: the folder the collection was ingested from, for files inside it; "
-                           "otherwise each folder given, or a single file's name)")] = None) -> None:
+                           "otherwise each folder given, or a single file's name)")] = None,
+        json_out: JsonOpt = False) -> None:
     """Add or update documents in a collection; only their chunks are indexed and embedded.
     A file whose id is already another file's document is refused, naming both."""
     from stores.collection import add as run_add
@@ -124,13 +140,18 @@ def add(name: str,
             report = run_add(name, list(paths), root=root, strict=strict, progress=progress)
     except QuarryError as err:
         fail(err)
+    if json_out:
+        _print_warnings(report)
+        _report_json(report)
+        return
     _print_changes(report)
     out.print(f"collection [bold]{safe(name)}[/]: {report.documents} documents"
               + ("" if report.unchanged else "; BM25 index updated" if report.indexed else ""))
 
 
 @app.command()
-def remove(name: str, docids: Annotated[list[str], typer.Argument(help="Ids of the documents to remove")]) -> None:
+def remove(name: str, docids: Annotated[list[str], typer.Argument(help="Ids of the documents to remove")],
+           json_out: JsonOpt = False) -> None:
     """Remove documents from a collection (corpus, BM25 and dense indexes, citations)."""
     from stores.collection import remove as run_remove
     try:
@@ -138,6 +159,10 @@ def remove(name: str, docids: Annotated[list[str], typer.Argument(help="Ids of t
             report = run_remove(name, list(docids), progress=progress)
     except QuarryError as err:
         fail(err)
+    if json_out:
+        _print_warnings(report)
+        _report_json(report)
+        return
     _print_changes(report)
     out.print(f"collection [bold]{safe(name)}[/]: {report.documents} documents")
 
@@ -147,7 +172,8 @@ def index(name: str,
           k1: Annotated[Optional[float], typer.Option(min=0.0, help="BM25 k1 stored with the index")] = None,
           b: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="BM25 b stored with the index")] = None,
           dense: Annotated[bool, typer.Option("--dense", help="Also build the dense (MiniLM + Chroma) chunk index; "
-                                                            "reused while the corpus is unchanged")] = False) -> None:
+                                                            "reused while the corpus is unchanged")] = False,
+          json_out: JsonOpt = False) -> None:
     """Build (or re-parameterise) the BM25 index of an ingested collection; --dense adds vectors."""
     from stores.collection import reindex
     try:
@@ -156,7 +182,10 @@ def index(name: str,
             meta = reindex(name, k1=k1, b=b, progress=progress)
     except QuarryError as err:
         fail(err)
-    out.print(f"index [bold]{safe(name)}[/]: {meta.documents} documents, BM25 k1={meta.k1} b={meta.b}")
+    from dataclasses import asdict
+    obj = {"collection": name, "bm25": asdict(meta)}
+    if not json_out:
+        out.print(f"index [bold]{safe(name)}[/]: {meta.documents} documents, BM25 k1={meta.k1} b={meta.b}")
     if dense:
         from stores.dense import DenseIndex
         try:
@@ -165,11 +194,16 @@ def index(name: str,
                 dmeta, reused = DenseIndex(col.paths, name).ensure(col.corpus, progress=progress)
         except QuarryError as err:
             fail(err)
-        if reused:
+        obj["dense"] = asdict(dmeta) | {"reused": reused}
+        if json_out:
+            pass
+        elif reused:
             out.print("dense index current; reused")
         else:
             out.print(f"dense index [bold]{safe(name)}[/]: {dmeta.chunks} chunks of {dmeta.documents} documents, "
                       f"{safe(dmeta.model)}, built in {dmeta.built_seconds:.1f} s")
+    if json_out:
+        print_json(obj)
 
 
 def _check_bm25(k1: float | None, b: float | None) -> None:
@@ -295,16 +329,27 @@ def search(name: str, query: str,
 @app.command()
 def read(name: str, docid: str,
          offset: Annotated[int, typer.Option(min=1, help="First line")] = 1,
-         limit: Annotated[int, typer.Option(min=1, help="Number of lines")] = 200) -> None:
-    """Read a document by numbered lines."""
+         limit: Annotated[int, typer.Option(min=1, help="Number of lines")] = 200,
+         json_out: Annotated[bool, typer.Option("--json", help="The page as one JSON object (what the "
+                                                              "read_document tool returns)")] = False) -> None:
+    """Read a document by numbered lines (with its pages for a PDF)."""
     from nodes.tool_results import ToolError
     try:
-        page = _tools(name).read_document("command line", docid, offset, limit)
+        tools = _tools(name)
+        page = tools.read_document("command line", docid, offset, limit)  # the one implementation (MCP, ReAct)
     except QuarryError as err:
         fail(err)
     if isinstance(page, ToolError):
         fail(QuarryError(page.code, page.message, page.hint))
-    out.print(terminal_safe(page.render(name)), highlight=False, markup=False)
+    if json_out:
+        print_json(page.model_dump())
+        return
+    from quarry.screens import page_lines
+    from stores.records import line_pages
+    rec = tools.corpus.get_many([docid]).get(docid)
+    pages = line_pages(rec) if rec is not None and rec.page_starts else []
+    text = "\n".join(page_lines(page, pages, name)) if pages else page.render(name)
+    out.print(terminal_safe(text), highlight=False, markup=False)
 
 
 @app.command("eval")
@@ -423,10 +468,14 @@ def tune(name: str,
 
 
 @app.command("collections")
-def collections_cmd() -> None:
+def collections_cmd(json_out: JsonOpt = False) -> None:
     """List ingested collections."""
     from stores.home import list_collections
-    for name in list_collections():
+    names = list(list_collections())
+    if json_out:
+        print_json({"collections": names})
+        return
+    for name in names:
         out.print(safe(name), highlight=False)
 
 

@@ -450,14 +450,14 @@ def job_list(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How man
         for r in rows:
             print_json(r)
         return
-    table = Table()
-    for col in ("job", "status", "collection", "round", "created", "intent"):
-        table.add_column(col, no_wrap=col != "intent", overflow="fold")
-    for j in rows:
-        table.add_row(safe(j["job_id"]), safe(j["status"]), safe(j["collection"]), str(j["round"]),
-                      dt.datetime.fromtimestamp(j["created_at"]).strftime("%Y-%m-%d %H:%M:%S"),
-                      safe(j["intent"][:60]))
-    out.print(table)
+    from quarry.screens import intent_table, job_list_tsv
+
+    def created(j: dict[str, Any]) -> str:
+        return dt.datetime.fromtimestamp(j["created_at"]).strftime("%Y-%m-%d %H:%M:%S")
+    if out.is_terminal:  # the intent takes the width left and ends with … where it is cut
+        out.print(intent_table(rows, created, out.width))
+    else:  # piped: whole intents, tab-separated
+        sys.stdout.write("".join(line + "\n" for line in job_list_tsv(rows, created)))  # rich would expand tabs
     if temporal is None:
         out.print(f"(statuses from the job store: no Temporal server answers at {safe(_address())})", highlight=False)
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
-
 from nodes.answer_confidence import stated_confidence
 from quarry.console import out, safe
+from quarry.screens import cut_words, render_ranked
 
 _t = safe  # every field of a job record (intent, docids, titles, quotes, model output, reasons) is untrusted
 
@@ -46,7 +45,7 @@ def render_answer(result: dict[str, Any]) -> None:
         out.print("[bold]References[/]", highlight=False)
         for ref in refs:
             out.print(_t(f"  [{ref['docid']}] {ref.get('title', '')} (lines {ref['lines'][0]}–{ref['lines'][1]}): "
-                         f"\u201c{ref.get('quote', '')[:160]}\u201d"), highlight=False)
+                         f"\u201c{cut_words(ref.get('quote', ''), 160)}\u201d"), highlight=False)
     cites = result.get("citations") or {}
     if cites.get("checked"):
         removed = cites.get("removed", [])
@@ -79,20 +78,6 @@ def score_help(result: dict[str, Any]) -> str:
     return f"rank: the score the list is ordered by ({how}); {S_HELP}"
 
 
-def _evidence_lines(item: dict[str, Any], full: bool) -> list[str]:
-    """Each passage once (requirements that share a passage are listed together), strongest first."""
-    by_lines: dict[tuple, dict[str, Any]] = {}
-    for e in sorted(item.get("evidence", []), key=lambda e: -e["score"]):
-        key = tuple(e["lines"])
-        if key in by_lines:
-            by_lines[key]["items"].append(f"{e['item']} {e['score']:.1f}")
-        else:
-            by_lines[key] = {"items": [f"{e['item']} {e['score']:.1f}"], "chunk": e["chunk"], "lines": e["lines"]}
-    shown = list(by_lines.values()) if full else list(by_lines.values())[:2]
-    return [f"[dim]{_t('; '.join(v['items']))}/5 · lines {v['lines'][0]}–{v['lines'][1]}:[/] "
-            + _t(v["chunk"] if full else v["chunk"][:160] + ("…" if len(v["chunk"]) > 160 else "")) for v in shown]
-
-
 def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str = "", full: bool = False) -> None:
     status = str(result.get("status", "?"))
     colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(status, "white")
@@ -109,24 +94,9 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
                   highlight=False)
     render_answer(result)
     ranked = result.get("ranked", [])
-    strong = [r for r in ranked if not r.get("weak")]
-    weak = [r for r in ranked if r.get("weak")]
-    table = Table(show_lines=True, caption=_t(score_help(result)) if ranked else None, caption_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("docid")
-    table.add_column("rank", justify="right")
-    table.add_column("S", justify="right")
-    table.add_column("title / evidence")
-    for rank, item in enumerate(strong + (weak if full else []), start=1):
-        if full and item is (weak[0] if weak else None):
-            table.add_section()
-        ev = "\n".join(_evidence_lines(item, full))
-        tag = " [yellow](weak match)[/]" if item.get("weak") else ""
-        table.add_row(str(rank), _t(item["docid"]), f"{item.get('rank_score', 0):.4f}", f"{item['score']:.3f}",
-                      f"[bold]{_t(item['title'])}[/] ({_t(item.get('year') or '—')}){tag}\n{_t(item.get('reason', ''))}\n{ev}")
-    out.print(table)
-    if weak and not full:
-        out.print(f"{len(weak)} weak match(es) meet no requirement and are not shown; --full lists them", highlight=False)
+    render_ranked(result, full=full)  # compact by default; --full: the requirement matrix and every quote
+    if ranked:
+        out.print(f"[dim]{_t(score_help(result))}[/]", highlight=False)
     traj = result.get("trajectory", {})
     if traj:
         out.print(f"trajectory: surfaced {_t(traj.get('surfaced', 0))} · previewed {len(traj.get('previewed', []))} · "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 from typing import Any
@@ -64,9 +65,33 @@ async def submit(client: Client, inp: JobInput, queue: str | None = None) -> Wor
         return await _start(client, inp, queue)
 
 
+SUMMARY_CHARS = 100  # the Web UI list's Summary column: the intent, cut at a word
+SUMMARY_BYTES = 200  # Temporal's limit for a static summary
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+
+
+def ui_summary(intent: str) -> str:
+    """The job's one-line summary for the Web UI's list: the intent (a researcher's own words)
+    on one line, cut at a word with an ellipsis near SUMMARY_CHARS and within Temporal's 200-byte
+    limit, control characters made visible and Markdown escaped (the UI renders the summary as
+    Markdown, so `[x](y)` or `**` in an intent must show as written)."""
+    from stores.errors import printable
+    text = " ".join(printable(intent).split())
+    room = SUMMARY_CHARS
+    while True:
+        cut = text if len(text) <= room else (text[:room + 1].rsplit(" ", 1)[0].rstrip(" ,;:") if " " in text[:room + 1]
+                                              else text[:room])
+        shown = _MARKDOWN.sub(r"\\\1", cut) + ("…" if len(cut) < len(text) else "")
+        if len(shown.encode()) <= SUMMARY_BYTES:
+            return shown
+        room = room * 3 // 4  # many multi-byte characters or escapes: shorter
+
+
 async def _start(client: Client, inp: JobInput, queue: str | None) -> WorkflowHandle:
-    summary = f"{inp.collection} · {inp.policy} · {inp.intent[:120]}"
-    details = f"**intent**: {inp.intent[:2000]}\n\n**collection**: {inp.collection} · **mode**: {inp.mode} · " \
+    summary = ui_summary(inp.intent)
+    from stores.errors import printable
+    intent = _MARKDOWN.sub(r"\\\1", printable(inp.intent[:2000]))
+    details = f"**intent**: {intent}\n\n**collection**: {inp.collection} · **mode**: {inp.mode} · " \
               f"**policy**: {inp.policy} · **budget**: {inp.budget_seconds:g} s"
     common = dict(id=inp.job_id, task_queue=queue or task_queue(), static_summary=summary, static_details=details,
                   memo={AGENT_TRACE_MEMO: inp.trace} if inp.trace else None)

@@ -118,6 +118,8 @@ class SearchJob:
             check_job_input(inp)
         except QuarryError as err:  # started without Quarry's client: fail at once, saying why
             self.status = "failed"
+            self.indexed = inp.indexed
+            self._index(status=self.status)  # the Web UI's QuarryStatus column says it failed
             self.state = {"job_id": inp.job_id, "collection": str(inp.collection)[:100], "intent": str(inp.intent)[:500],
                           "mode": inp.mode, "policy": inp.policy}
             return await workflow.execute_activity(finish_job, args=[self.state, "failed", f"QuarryError: {err.message}",

@@ -1,0 +1,162 @@
+"""Screens a researcher can read (issue 20 item 9): compact results, `job list` at any width and
+piped, `read` with pages and --json, and the Web UI's summary and final QuarryStatus."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from quarry.cli import app
+from stores.jobs import JobStore
+from tests.drill_kit import ROOT, Worker, client_for, result_of, start
+
+RRF = ("RRF sums 1/(k+rank) over the rankings, where k = 60 is a constant that mitigates the impact of high "
+       "rankings by outlier systems; it beats Condorcet fusion on every collection we tried.")
+LONG_INTENT = ("graph neural networks for molecular property prediction published between 2015 and 2020, excluding "
+               "surveys and position papers of any kind, FINALWORD")
+
+
+def cli(home: Path, *args: str):
+    return CliRunner().invoke(app, ["--home", str(home), *args])
+
+
+def twenty(job_id: str) -> dict[str, Any]:
+    checklist = [{"id": "c1", "kind": "topic", "text": "reciprocal rank fusion"},
+                 {"id": "c2", "kind": "method", "text": "the constant k"}]
+    ranked = [{"docid": f"rust-book/ch17-{i:02d}-futures-and-syntax-of-async-await", "title": f"Fusion paper {i}",
+               "year": 2009, "score": 0.8 - i / 100, "rank_score": 0.03 - i / 1000, "weak": False,
+               "reason": "reciprocal rank fusion 4.0/5; the constant k 3.0/5",
+               "evidence": [{"item": "reciprocal rank fusion", "score": 4.0, "lines": [3, 4], "chunk": RRF},
+                            {"item": "the constant k", "score": 3.0, "lines": [7, 7], "chunk": f"Second quote {i}."}]}
+              for i in range(20)]
+    return {"job_id": job_id, "status": "completed", "collection": "lit", "intent": "rrf constant", "policy": "heuristic",
+            "rounds": 2, "checklist": checklist, "ranked": ranked}
+
+
+def finished_home(tmp_path: Path) -> Path:
+    jobs = JobStore(tmp_path / "jobs.sqlite")
+    jobs.create("job-twenty", "lit", LONG_INTENT, workflow_id="job-twenty", trace_id=None)
+    jobs.finish("job-twenty", twenty("job-twenty"), {"collection": "lit", "intent": LONG_INTENT})
+    return tmp_path
+
+
+def test_results_are_one_line_per_document_and_its_best_quote(tmp_path: Path) -> None:
+    home = finished_home(tmp_path)
+    res = cli(home, "job", "result", "job-twenty")
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert len(lines) <= 3 * 20, len(lines)
+    assert sum("\u201c" in line for line in lines) == 20, "one quote per document"
+    assert all("rust-book/ch17-" not in line or "…" in line for line in lines), "path ids shortened"
+    ids = [re.search(r"rust-book\S*", line).group() for line in lines if re.match(r"\s*\d+\. ", line)]
+    assert len(set(ids)) == 20, ids  # shortened, never ambiguous
+    words = set(RRF.replace(";", " ").replace(",", " ").split())
+    for line in lines:
+        if "\u201c" in line:
+            quoted = line.split("\u201c", 1)[1].split("\u201d")[0]
+            assert quoted.endswith("…") or quoted == RRF
+            last = quoted.rstrip("…").split()[-1].rstrip(",;")
+            assert last in words, f"cut mid-word: {quoted!r}"
+
+
+def test_full_shows_the_requirement_matrix_and_every_quote(tmp_path: Path) -> None:
+    home = finished_home(tmp_path)
+    res = cli(home, "job", "result", "job-twenty", "--full")
+    assert res.exit_code == 0, res.output
+    assert "R1" in res.output and "R2" in res.output and "reciprocal rank fusion" in res.output
+    assert RRF in res.output, "every quote whole"
+    assert "Second quote 19." in res.output and "rust-book/ch17-19-futures-and-syntax-of-async-await" in res.output
+
+
+def _on_a_terminal(home: Path, columns: int, *args: str) -> str:
+    """What `quarry ARGS` prints on a pseudo-terminal COLUMNS wide (ANSI colours removed)."""
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "quarry", "--home", str(home), *args], cwd=ROOT, stdout=child,
+                            stderr=child, env=os.environ | {"COLUMNS": str(columns), "TERM": "xterm"})
+    os.close(child)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    proc.wait(60)
+    os.close(main)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", data.decode())
+
+
+def test_job_list_gives_the_intent_the_width_left(tmp_path: Path) -> None:
+    home = finished_home(tmp_path)
+    for columns in (80, 120):
+        shown = _on_a_terminal(home, columns, "job", "list", "--temporal-address", "127.0.0.1:1")
+        row = next(line for line in shown.splitlines() if "job-twenty" in line)
+        intent = row[row.index("graph"):].rstrip()
+        assert intent.endswith("…") and len(intent) >= 30, (columns, row)
+        assert len(row.rstrip()) <= columns
+
+
+def test_job_list_piped_prints_the_whole_intent(tmp_path: Path) -> None:
+    home = finished_home(tmp_path)
+    piped = subprocess.run([sys.executable, "-m", "quarry", "--home", str(home), "job", "list", "--temporal-address",
+                            "127.0.0.1:1"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    row = next(line for line in piped.stdout.splitlines() if line.startswith("job-twenty"))
+    assert row.split("\t")[-1] == LONG_INTENT and row.split("\t")[:3] == ["job-twenty", "completed", "lit"]
+
+
+def test_read_shows_pages_and_its_json_is_the_tools_output(tmp_path: Path) -> None:
+    from nodes.tools import ToolSession
+    from stores.collection import Collection
+    from tests.test_formats import make_pdf
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    make_pdf(folder / "spec.pdf", ["Alpha on page one.", "Beta on page two.", "Gamma on page three."], title="A spec")
+    home = tmp_path / "home"
+    assert cli(home, "ingest", str(folder), "--name", "pdfs").exit_code == 0
+    res = cli(home, "read", "pdfs", "spec")
+    assert res.exit_code == 0, res.output
+    assert "pages 1–3" in res.output.splitlines()[0]
+    assert any(line.startswith("p.2") and "Beta on page two." in line for line in res.output.splitlines()), res.output
+    as_json = cli(home, "read", "pdfs", "spec", "--offset", "2", "--limit", "2", "--json")
+    assert as_json.exit_code == 0, as_json.output
+    col = Collection("pdfs", home=home)
+    tool = ToolSession(col.lucene, col.corpus).read_document("test", "spec", 2, 2)
+    assert json.loads(as_json.stdout.strip().splitlines()[-1]) == tool.model_dump()
+
+
+def test_the_web_ui_list_shows_the_intent_and_the_final_status(home, server) -> None:
+    """On a real dev server: the job's summary is its intent (escaped, cut at a word with an
+    ellipsis) and its QuarryStatus is the job's final status, `stopped` for a stopped job."""
+    from workflows.search_attributes import STATUS
+
+    queue = f"screens-{uuid.uuid4().hex[:8]}"
+    intent = "graph neural networks **for** [molecules](x) " + "and more words " * 10
+    worker = Worker(home, server.address, queue)
+    try:
+        handle = asyncio.run(start(server.address, queue, intent))
+        asyncio.run(handle.signal("stop"))
+        result = result_of(handle)
+
+        async def described():
+            client = await client_for(server.address)
+            return await client.get_workflow_handle(handle.id).describe()
+        desc = asyncio.run(described())
+    finally:
+        worker.kill(signal.SIGTERM)
+    summary = asyncio.run(desc.static_summary())
+    assert summary.startswith("graph neural networks \\*\\*for\\*\\* \\[molecules\\]\\(x\\)"), summary
+    assert summary.endswith("…") and len(summary) <= 110 and "and more words" in summary
+    assert desc.typed_search_attributes.get(STATUS) == result["status"] == "stopped"
