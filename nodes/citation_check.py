@@ -74,6 +74,17 @@ def _without_citations(sentence: str) -> str:
     return " ".join(_CITATION.sub(" ", _CITATION_BEFORE_MARK.sub("", sentence)).split())
 
 
+def _own_citations_removed(sentence: str, allowed: set[str]) -> str:
+    """`_without_citations` for quoted text: only brackets citing allowed ids are citations; the
+    others ("levels [1-19]", a Markdown link's text) are the document's own words and stay."""
+    def cites(m: re.Match[str]) -> bool:
+        return all(d in allowed for d in _ids(m.group(1))) and bool(_ids(m.group(1)))
+
+    text = _CITATION_BEFORE_MARK.sub(lambda m: "" if all(cites(c) for c in _CITATION.finditer(m.group()))
+                                     else m.group(), sentence)
+    return " ".join(_CITATION.sub(lambda m: " " if cites(m) else m.group(), text).split())
+
+
 def _ids(inner: str) -> list[str]:
     return [p.strip() for p in re.split(r"[,;]|\]\s*\[", inner) if p.strip()]
 
@@ -97,10 +108,14 @@ def _support(wanted: set[str], chunks: Sequence[Chunk]) -> tuple[float, Chunk | 
 
 def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str, Sequence[Chunk]],
                     titles: Mapping[str, str] | None = None, similarity: Similarity | None = None,
-                    question: str = "") -> CheckedAnswer:
+                    question: str = "", quoted_text: bool = False) -> CheckedAnswer:
     """Validate each `[docid]` against the documents the job opened (`allowed`, with their
     quotable `chunks`); return the cleaned text, the valid citations and what was removed. With
-    the `question`, also count the supported sentences that share its content words."""
+    the `question`, also count the supported sentences that share its content words.
+
+    `quoted_text`: the explanation quotes documents word for word (the extractive answer, whose
+    own citations are always of documents it read), so a bracket that cites no allowed id is the
+    document's text ("compression levels [1-19]"), kept as written and not counted as a citation."""
     out = CheckedAnswer(text="")
     asked = {stem(t) for t in query_terms(question)}
     if question:
@@ -108,10 +123,12 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
     kept_sentences = []
     seen_refs: set[str] = set()
     for sentence in sentences(explanation):
-        claim = _without_citations(sentence)
+        claim = _own_citations_removed(sentence, allowed) if quoted_text else _without_citations(sentence)
         wanted = {stem(t) for t in query_terms(claim)}  # the claim's content words, as prefix stems
         valid: list[str] = []
-        for m in _CITATION.finditer(sentence):
+        marks = [m for m in _CITATION.finditer(sentence)
+                 if not quoted_text or (_ids(m.group(1)) and all(d in allowed for d in _ids(m.group(1))))]
+        for m in marks:
             for docid in _ids(m.group(1)):
                 out.checked += 1
                 if docid not in allowed:
@@ -135,7 +152,7 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
                     said, first, last = sentence_quote(ref, wanted)
                     out.references.append({"docid": docid, "title": (titles or {}).get(docid, ""),
                                            "lines": [first, last], "quote": quote(said)})
-        if _CITATION.search(sentence):
+        if marks:
             out.sentences += 1
             if valid:
                 out.supported += 1

@@ -53,6 +53,8 @@ def stop_reason(progress: Mapping[str, Any]) -> str:
         return str(progress["status"])
     if (progress.get("budget") or {}).get("submit_now"):
         return "budget_steer"
+    if progress.get("steering_pending"):  # a steer waits for the next round: end this step now
+        return "steered"
     return ""
 
 

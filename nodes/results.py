@@ -141,7 +141,7 @@ def checked_answer(draft: AnswerDraft, *, opened: set[str], corpus: Any, similar
     chunks = {d: quotable_chunks(r, corpus.chunks(d)) for d, r in records.items()}
     checked = check_citations(draft.explanation, allowed=set(records), chunks=chunks,
                               titles={d: r.title for d, r in records.items()}, similarity=similarity,
-                              question=question)
+                              question=question, quoted_text=draft.method == "extractive")
     answer = {"explanation": checked.text, "exact_answer": draft.exact_answer,
               "confidence": None if draft.confidence is None else int(draft.confidence),
               "insufficient_evidence": bool(draft.insufficient_evidence)}

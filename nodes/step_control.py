@@ -25,6 +25,7 @@ ProgressSink = Callable[[str, int, int], None]
 REASONS = {
     "stopped": "the job was asked to stop",
     "budget_steer": "the job is submitting its answer (budget steer)",
+    "steered": "the job was steered (the next round takes the steering)",
     "deadline": "the job's time budget ran out",
     "budget_exhausted": "the job's time budget ran out",
     "cancelled": "the step was cancelled",

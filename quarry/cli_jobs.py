@@ -648,7 +648,15 @@ def job_progress(job_id: str, address: AddressOpt = None,
 
     async def main():
         client = await _client()
-        return await client.get_workflow_handle(job_id).query("progress", rpc_timeout=timedelta(seconds=5))
+        handle = client.get_workflow_handle(job_id)
+        p = await handle.query("progress", rpc_timeout=timedelta(seconds=5))
+        # A workflow terminated from outside keeps answering queries with the state it had, which
+        # still says "running": Temporal's own status says what happened to it.
+        if p.get("status") == "running":
+            status = (await handle.describe(rpc_timeout=timedelta(seconds=5))).status
+            if status is not None and status.name != "RUNNING":
+                p["status"] = status.name.lower()
+        return p
     p = _run(main(), job_id)
     step = _store().step(job_id)  # a long step inside the node (embedding), written by the activity
     if step and step.get("node") == p.get("node"):

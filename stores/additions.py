@@ -80,7 +80,7 @@ def read_additions(sources: list[str | Path], corpus: CorpusStore, *, root: Path
     return out
 
 
-def refuse_replacing_other_files(records: list[DocRecord], corpus: CorpusStore) -> None:
+def refuse_replacing_other_files(records: list[DocRecord], corpus: CorpusStore, *, root_given: bool = False) -> None:
     """Raise when an added file's id is the id of a document read from a different file: an
     update must come from the same file, never from another one that happens to share its name."""
     ids = [r.docid for r in records if r.extras.get(SOURCE_PATH)]
@@ -95,5 +95,6 @@ def refuse_replacing_other_files(records: list[DocRecord], corpus: CorpusStore) 
     if clashes:
         raise QuarryError("id_collision", "these files would replace documents read from other files; "
                           "nothing was changed:\n" + "\n".join(f"  {c}" for c in clashes[:50]),
-                          "add with --root FOLDER so ids keep their folder names (a/README, b/README), "
-                          "or quarry remove the old document first")
+                          ("choose a --root that keeps the folders that tell them apart in their ids, "
+                           if root_given else "add with --root FOLDER so ids keep their folder names (a/README, "
+                           "b/README), ") + "or quarry remove the old document first")

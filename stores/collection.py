@@ -316,7 +316,7 @@ def add(name: str, sources: list[str | Path], *, home: Path | None = None, root:
         col = Collection(name, home)
         tidy(col.paths)
         previous, has_index = _index_meta(col.paths)
-        refuse_replacing_other_files(records, col.corpus)
+        refuse_replacing_other_files(records, col.corpus, root_given=root is not None)
         delta = diff(col.corpus.hashes(), records, remove_missing=False)
         report = IngestReport(name, col.corpus.count() + delta.added, 0, 0, [], unchanged=delta.empty,
                               indexed=has_index, warnings=warnings, added=delta.added,

@@ -81,3 +81,12 @@ def test_the_command_line_says_it_in_one_message(collection) -> None:
     ok = runner.invoke(app, ["--home", str(home), "add", "notes", str(second), "--root", str(tmp)])
     assert ok.exit_code == 0, ok.output
     assert Collection("notes", home).corpus.has("b/README")
+
+
+def test_a_collision_under_a_given_root_does_not_suggest_giving_one(collection) -> None:
+    home, tmp = collection
+    first, second = readme(tmp / "x" / "a", "Alpha"), readme(tmp / "y" / "a", "Bravo")
+    add("notes", [first], home=home, root=tmp / "x")
+    with pytest.raises(QuarryError) as info:
+        add("notes", [second], home=home, root=tmp / "y")
+    assert info.value.code == "id_collision" and "add with --root" not in info.value.hint

@@ -215,3 +215,19 @@ def test_every_front_door_states_a_missing_confidence_the_same_way() -> None:
     graded = response_text({"answer": answer})
     for text in (markdown, graded):
         assert "not estimated (extractive answer)" in text and "None%" not in text
+
+
+def test_brackets_inside_a_quoted_sentence_are_text_not_citations() -> None:
+    """A quote such as "compression levels [1-19]" (a man page's own brackets) in an extractive
+    answer is kept word for word and neither counted nor removed as an invented citation; a model's
+    answer with the same bracket still has it removed."""
+    from nodes.citation_check import check_citations
+    from stores.records import Chunk
+
+    sentence = "zstd offers compression levels [1-19] and the default level is 3."
+    chunks = {"zstd": [Chunk(docid="zstd", chunk_no=0, line_start=1, line_end=1, text=sentence)]}
+    quoted = check_citations(f"{sentence[:-1]} [zstd].", allowed={"zstd"}, chunks=chunks, quoted_text=True)
+    assert "levels [1-19] and" in quoted.text and quoted.removed == [] and quoted.cited == ["zstd"]
+    assert (quoted.sentences, quoted.supported) == (1, 1)
+    modelled = check_citations(f"{sentence[:-1]} [zstd].", allowed={"zstd"}, chunks=chunks)
+    assert [r["docid"] for r in modelled.removed] == ["1-19"]

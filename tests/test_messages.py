@@ -171,3 +171,29 @@ def test_the_hidden_files_warning_names_them(tmp_path: Path) -> None:
     assert "9 hidden file(s) not read" in warning, warning
     assert ".git/ (3 files)" in warning and ".env" in warning and "\\x1bx" in warning, warning
     assert "\x1b" not in warning and "… and 2 more" in warning, warning
+
+
+def test_progress_of_a_job_terminated_outside_quarry_says_terminated(home: Path, server: Server,
+                                                                     tmp_path: Path) -> None:
+    """A terminated workflow still answers the progress query with the state it had ("running"):
+    `job progress` must report Temporal's status instead."""
+    from tests.drill_kit import Gate, Worker
+
+    queue = f"messages-progress-{uuid.uuid4().hex[:8]}"
+    gate = Gate(tmp_path / "gate")
+    gate.hold()
+    worker = Worker(home, server.address, queue, gate=gate.folder)
+    try:
+        handle = asyncio.run(start(server.address, queue))
+        wait_for(gate.entered, "the job reaching verification")
+
+        async def terminate_from_outside():
+            await (await client_for(server.address)).get_workflow_handle(handle.id).terminate(reason="outside")
+        asyncio.run(terminate_from_outside())
+        gate.release()
+        res = _cli(home, "job", "progress", handle.id, "--temporal-address", server.address, "--json")
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.output.strip().splitlines()[-1])["status"] == "terminated"
+    finally:
+        gate.release()
+        worker.kill()

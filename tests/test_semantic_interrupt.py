@@ -175,6 +175,7 @@ def test_the_deadline_and_stop_come_from_the_jobs_progress_query() -> None:
     assert stop_reason(progress | {"stop_requested": True}) == "stopped"
     assert stop_reason(progress | {"status": "budget_exhausted"}) == "budget_exhausted"
     assert stop_reason(progress | {"budget": {"submit_now": True}}) == "budget_steer"
+    assert stop_reason(progress | {"steering_pending": 1}) == "steered"  # a steer ends the step too
 
 
 # -- (a) through a real worker and Temporal ------------------------------------------------------

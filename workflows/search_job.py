@@ -78,6 +78,7 @@ class SearchJob:
             "node": self.state.get("node", "start"), "candidates": int((self.state.get("pool") or {}).get("size", 0)),
             "top": top,
             "budget": {"seconds": self.budget_s, "used": round(used, 1), "left": round(max(0.0, self.budget_s - used), 1),
+                       "deadline": (self.started_at + self.budget_s) if self.started_at else None,
                        "submit_now": self.control.submit_now or bool(self.state.get("steered")),
                        "max_tokens": cfg.max_tokens, "max_dollars": cfg.max_dollars,
                        "model_budget": which, "model_budget_used": round(share, 4)},
@@ -88,6 +89,8 @@ class SearchJob:
             "searches": [{"round": s.get("round"), "channel": s.get("channel"), "query": s.get("label") or s.get("query", "")}
                          for s in self.state.get("searches", [])[-6:]],
             "stop_requested": self.control.stop_requested,
+            # Steering notes not yet taken by the graph: a long step inside a node ends early for them.
+            "steering_pending": len(self.control.pending_steering),
         }
 
     @workflow.signal
