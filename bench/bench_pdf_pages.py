@@ -25,23 +25,8 @@ LINE = "Lexical retrieval over long scanned reports, page {page} line {line}."  
 
 
 def make_pdf(path: Path, pages: int, lines: int) -> Path:
-    """A PDF of `pages` copies of one page of `lines` lines (PDFium copies a page in microseconds,
-    fpdf2 would take minutes for 20,000)."""
-    import pypdfium2 as pdfium
-    from fpdf import FPDF
-
-    page = FPDF()
-    page.set_font("Helvetica", size=9)
-    page.add_page()
-    for n in range(lines):
-        page.cell(0, 5, LINE.format(page="N", line=n), new_x="LMARGIN", new_y="NEXT")
-    template = pdfium.PdfDocument(bytes(page.output()))
-    doc = pdfium.PdfDocument.new()
-    doc.import_pages(template, [0] * pages)
-    doc.save(str(path))
-    doc.close()
-    template.close()
-    return path
+    from tests.fakes import copied_pdf_pages
+    return copied_pdf_pages(path, pages, lines, LINE.replace("{page}", "N"))
 
 
 def best_of(repeats: int, fn) -> tuple[float, object]:

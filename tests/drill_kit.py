@@ -87,7 +87,11 @@ class Worker:
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,
                                      env=os.environ | {"QUARRY_HOME": str(home)} | (env or {}))
         ready = home / f"worker-ready-{self.proc.pid}"
-        wait_for(lambda: ready.exists() or self.proc.poll() is not None, "the worker start")
+        try:
+            wait_for(lambda: ready.exists() or self.proc.poll() is not None, "the worker start")
+        except AssertionError:
+            self.kill()  # a worker that never became ready must not outlive the test
+            raise
         assert self.proc.poll() is None, self.log.read_text()[-2000:]
 
     def kill(self, sig: int = signal.SIGKILL) -> None:

@@ -285,3 +285,24 @@ class ModelRouter:
     def __call__(self, spec: str, settings: Any) -> ScriptedChatModel:
         self.built.append(spec)
         return self.models[spec]
+
+
+def copied_pdf_pages(path: Path, pages: int, lines: int = 3,
+                     line: str = "Lexical retrieval over scanned reports, line {line}.") -> Path:
+    """A PDF of `pages` copies of one fpdf2 page of `lines` lines (PDFium copies a page in
+    microseconds; fpdf2 would take minutes for 20,000). Shared by tests and bench_pdf_pages."""
+    import pypdfium2 as pdfium
+    from fpdf import FPDF
+
+    page = FPDF()
+    page.set_font("Helvetica", size=9)
+    page.add_page()
+    for n in range(lines):
+        page.cell(0, 5, line.format(line=n), new_x="LMARGIN", new_y="NEXT")
+    template = pdfium.PdfDocument(bytes(page.output()))
+    doc = pdfium.PdfDocument.new()
+    doc.import_pages(template, [0] * pages)
+    doc.save(str(path))
+    doc.close()
+    template.close()
+    return path

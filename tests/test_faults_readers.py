@@ -18,7 +18,7 @@ from stores import formats
 from stores.errors import IngestError
 from stores.formats import TITLE_MAX_CHARS, Unreadable, cap_title, read_file, read_regular
 from stores.readers import printable_path, read_corpus
-from tests.fakes import files_holding
+from tests.fakes import copied_pdf_pages as make_pages, files_holding
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-quarry-fake-5f0c1e9a7b3d"  # set as OPENAI_API_KEY in the environment of the ingesting process
@@ -160,25 +160,6 @@ def test_ingest_and_add_keep_the_environment_and_passwd_out_of_the_collection(tm
 
 
 # -- PDF: linear pagination, the size limit while reading ------------------------------------------
-
-
-def make_pages(path: Path, pages: int, lines: int = 3) -> Path:
-    """A PDF of `pages` copies of one fpdf2 page of `lines` short lines."""
-    import pypdfium2 as pdfium
-    from fpdf import FPDF
-
-    page = FPDF()
-    page.set_font("Helvetica", size=10)
-    page.add_page()
-    for n in range(lines):
-        page.cell(0, 5, f"Lexical retrieval over scanned reports, line {n}.", new_x="LMARGIN", new_y="NEXT")
-    template = pdfium.PdfDocument(bytes(page.output()))
-    doc = pdfium.PdfDocument.new()
-    doc.import_pages(template, [0] * pages)
-    doc.save(str(path))
-    doc.close()
-    template.close()
-    return path
 
 
 def steps_in_pdf_module(path: Path) -> tuple[int, int]:
