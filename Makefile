@@ -20,6 +20,8 @@ demo: setup
 	$(BIN)/quarry run sample "dense passage retrieval with dual encoders for open-domain question answering, not surveys" --wait
 
 test: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 # Each benchmark prints ratios against a reference measured in the same run (docs/performance.md).

@@ -17,7 +17,9 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from bench.slices import DEFAULT_DATASETS, corpus_slice
 
@@ -25,7 +27,10 @@ REPO = Path(__file__).resolve().parents[1]
 NAME = "bench-add"
 
 
-def timed(fn) -> tuple[float, object]:
+T = TypeVar("T")
+
+
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
     started = time.perf_counter()
     result = fn()
     return time.perf_counter() - started, result
@@ -59,7 +64,10 @@ def main() -> None:
     ingest(base, NAME, home=home)
     col = Collection(NAME, home)
     DenseIndex(col.paths, NAME).ensure(col.corpus)  # also loads the model: not part of any timing
-    adds, rebuilds, bm25, embedded = [], [], [], 0
+    adds: list[float] = []
+    rebuilds: list[float] = []
+    bm25: list[float] = []
+    embedded: int | None = 0
     for _ in range(args.repeats):
         seconds, report = timed(lambda: add(NAME, [notes], home=home))
         adds.append(seconds)

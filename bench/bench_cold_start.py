@@ -74,9 +74,9 @@ def main() -> None:
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="quarry-bench-cold-"))
     os.environ["QUARRY_HOME"] = str(home)
-    from stores.collection import Collection, ingest
     from temporalio.testing import WorkflowEnvironment
 
+    from stores.collection import Collection, ingest
     from workflows.dev_server import temporal_binary
 
     ingest(args.datasets / COLLECTION, COLLECTION, home=home)

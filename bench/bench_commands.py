@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_S = 1.0
@@ -55,7 +56,7 @@ def main() -> None:
     finally:
         subprocess.run([*quarry, "down"], env=env, cwd=REPO, capture_output=True)
     ref = statistics.median(bare)
-    out = {"python_startup_s": round(ref, 3), "commands": {}}
+    out: dict[str, Any] = {"python_startup_s": round(ref, 3), "commands": {}}
     for name, samples in times.items():
         median = statistics.median(samples)
         out["commands"][name] = {"median_s": round(median, 3), "ratio_to_python": round(median / ref, 1),

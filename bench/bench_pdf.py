@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from difflib import SequenceMatcher
@@ -150,4 +149,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

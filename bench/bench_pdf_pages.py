@@ -18,7 +18,9 @@ import argparse
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 LINE = "Lexical retrieval over long scanned reports, page {page} line {line}."  # about 50 characters
@@ -29,8 +31,12 @@ def make_pdf(path: Path, pages: int, lines: int) -> Path:
     return copied_pdf_pages(path, pages, lines, LINE.replace("{page}", "N"))
 
 
-def best_of(repeats: int, fn) -> tuple[float, object]:
-    best, result = float("inf"), None
+T = TypeVar("T")
+
+
+def best_of(repeats: int, fn: Callable[[], T]) -> tuple[float, T | ValueError | None]:
+    best = float("inf")
+    result: T | ValueError | None = None
     for _ in range(repeats):
         started = time.perf_counter()
         try:
@@ -56,7 +62,7 @@ def main() -> None:
     for pages in sorted(args.pages):
         pdf = make_pdf(work / f"p{pages}.pdf", pages, args.lines)
         seconds, doc = best_of(args.repeats, lambda: read_file(pdf))
-        assert not isinstance(doc, Exception), f"{pages} pages: {doc}"
+        assert doc is not None and not isinstance(doc, Exception), f"{pages} pages: {doc}"
         lines = [page_lines("\n".join(LINE.format(page=p, line=n) for n in range(args.lines))) for p in range(pages)]
         pag_s, _ = best_of(args.repeats, lambda: paginate(lines))
         rows.append({"pages": pages, "chars": len(doc.text), "read_s": round(seconds, 3),

@@ -69,6 +69,7 @@ async def in_process(home: Path, turns: int) -> float:
         reset_local_control(token)
         configure_runtime(None)
     result = rt.jobs.load_draft(final["job_id"])  # the result waits in the job store (state holds a summary)
+    assert result is not None, final["job_id"]
     assert result["submitted"]["docids"] == ["dpr-2020"], result.get("submitted")
     return elapsed
 

@@ -31,8 +31,9 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "bench" / "out" / "bench_scale.json"
@@ -112,7 +113,10 @@ def log(message: str) -> None:
     print(f"  {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
 
-def timed(fn):
+T = TypeVar("T")
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
     began = time.perf_counter()
     value = fn()
     return value, time.perf_counter() - began
@@ -169,7 +173,7 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any
         tool.append(t)
         (docids, scores), t = timed(lambda: col.lucene.ranking(text, 1000))
         bare.append(t)
-        run[qid] = dict(zip(docids, scores))
+        run[qid] = dict(zip(docids, scores, strict=True))
     lexical_metrics = mean_metrics({q: qrels[q] for q in run}, run)
     out["search"] = {"first_search_ms": round(first * 1e3, 1), "tool_p50_ms": pct(tool, 50), "tool_p95_ms": pct(tool, 95),
                      "lucene_p50_ms": pct(bare, 50), "lucene_p95_ms": pct(bare, 95), "k": 1000,
@@ -193,8 +197,8 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any
         _, t = timed(lambda: semantic.ranking(text, 1000))
         warm.append(t)
         lex_ids, lex_scores = col.lucene.ranking(text, 1000)
-        sem_run[qid] = dict(zip(docids, scores))
-        lex_run[qid] = dict(zip(lex_ids, lex_scores))
+        sem_run[qid] = dict(zip(docids, scores, strict=True))
+        lex_run[qid] = dict(zip(lex_ids, lex_scores, strict=True))
         rrf_run[qid] = dict(reciprocal_rank_fusion([list(lex_ids), list(docids)]))
         log(f"semantic {qid}: cold {cold[-1]:.1f} s ({embedded[-1]} chunks embedded), warm {warm[-1] * 1e3:.0f} ms")
     judged = {q: qrels[q] for q, _ in semantic_q}
@@ -214,6 +218,7 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any
         before = vectors.embedded
         state, job_s = timed(lambda: run_graph(f"scale-{size}-{qid}", text, JobConfig()))
         result = rt.jobs.load_draft(state["job_id"])
+        assert result is not None, state["job_id"]
         out["job"] = {
             "query": text, "seconds": round(job_s, 1), "rounds": state.get("round"),
             "stop_reason": result.get("stop_reason"), "tool_calls": state.get("stats", {}).get("tool_calls"),
@@ -309,14 +314,15 @@ FIGURES = (  # (label, path into the results, unit)
 
 
 def _value(row: dict[str, Any], path: tuple[str, ...]) -> float | None:
+    node: Any = row
     for key in path:
-        row = row.get(key) if isinstance(row, dict) else None
-        if row is None:
+        node = node.get(key) if isinstance(node, dict) else None
+        if node is None:
             return None
-    if isinstance(row, list):
+    if isinstance(node, list):
         import statistics
-        return round(statistics.median(row), 2) if row else None
-    return row
+        return round(statistics.median(node), 2) if node else None
+    return node
 
 
 def report(results: dict[str, Any]) -> None:

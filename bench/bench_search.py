@@ -30,13 +30,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
-
-from bench.slices import DEFAULT_DATASETS
 from typing import Any
 
 import numpy as np
 
+from bench.slices import DEFAULT_DATASETS
 from nodes.tool_results import SearchPage
 from nodes.tools import ToolSession
 from stores.collection import Collection, ingest
@@ -72,6 +72,7 @@ def bench_search(col: Collection, warmup: int) -> dict[str, Any]:
 
     def quarry(q: str) -> SearchPage:
         page = tools.search("bench", q)
+        assert isinstance(page, SearchPage), page
         page.render()
         return page
 
@@ -145,15 +146,13 @@ def profile_search(col: Collection, top: int = 25) -> str:
 def export_json_collection(col: Collection, folder: Path, threads: int) -> int:
     """The same documents and shard layout Quarry's build exports, written ahead of time."""
     folder.mkdir(parents=True)
-    shards = [open(folder / f"part{i:02d}.jsonl", "w", encoding="utf-8") for i in range(threads)]
     count = 0
-    try:
+    with ExitStack() as shard_files:
+        shards = [shard_files.enter_context(open(folder / f"part{i:02d}.jsonl", "w", encoding="utf-8"))
+                  for i in range(threads)]
         for count, rec in enumerate(col.corpus.iter_records(), start=1):
             shards[count % threads].write(json.dumps({"id": rec.docid, "contents": rec.index_contents()},
                                                      ensure_ascii=False) + "\n")
-    finally:
-        for fh in shards:
-            fh.close()
     return count
 
 
@@ -161,7 +160,8 @@ def bench_index(col: Collection, scratch: Path, threads: int, reps: int) -> dict
     meta = col.lucene.meta
     exported = scratch / "exported"
     documents = export_json_collection(col, exported, threads)
-    t_quarry, t_raw = [], []
+    t_quarry: list[float] = []
+    t_raw: list[float] = []
     for rep in range(reps):
         def quarry() -> None:
             build_index(col.corpus.iter_records(), scratch / f"quarry-{rep}", fingerprint=meta.fingerprint,

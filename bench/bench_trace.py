@@ -18,11 +18,12 @@ import tempfile
 import uuid
 from collections import defaultdict
 from pathlib import Path
+from typing import Literal
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_job(home: Path, name: str, intent: str, mode: str) -> str:
+def run_job(home: Path, name: str, intent: str, mode: Literal["list", "answer"]) -> str:
     from graphs.control import Control, reset_local_control, use_local_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
@@ -34,7 +35,7 @@ def run_job(home: Path, name: str, intent: str, mode: str) -> str:
     token = use_local_control(Control())
     try:
         with under_agent(ref), get_tracer().start_as_current_span("RunWorkflow:SearchJob"):
-            state = asyncio.run(make_search_graph().compile().ainvoke(
+            asyncio.run(make_search_graph().compile().ainvoke(
                 initial_state(job_id, name, intent, mode=mode), config={"recursion_limit": 10_000}))
     finally:
         reset_local_control(token)

@@ -18,6 +18,7 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import cast
 
 OUT = Path(__file__).resolve().parent / "out" / "bench_verifier.json"
 
@@ -40,7 +41,7 @@ def main() -> None:
     from nodes.pool import load_pool
     from nodes.ranker import final_order
     from nodes.runtime import NodeRuntime, configure_runtime
-    from nodes.state import ranked_candidates
+    from nodes.state import JobState, ranked_candidates
     from stores.collection import Collection
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -61,8 +62,8 @@ def main() -> None:
         token = use_local_control(Control())
         try:
             started = time.perf_counter()
-            state = asyncio.run(graph.ainvoke(initial_state(f"bench-verifier-{qid}", col.name, texts[qid]),
-                                              config={"recursion_limit": 10_000}))
+            state = cast(JobState, asyncio.run(graph.ainvoke(initial_state(f"bench-verifier-{qid}", col.name, texts[qid]),
+                                                             config={"recursion_limit": 10_000})))
             jobs.append(time.perf_counter() - started)
         finally:
             reset_local_control(token)

@@ -148,7 +148,7 @@ def make_doc(vocab: Vocabulary, i: int, seed: int = SEED) -> SyntheticDoc:
         paragraphs.append(words[start:start + size])
         start += size
     plants = [(primary, 0.15)] * 3 + ([(secondary, 0.10)] if secondary is not None else [])
-    for (t, share), p in zip(plants, rng.choice(len(paragraphs), size=len(plants), replace=False).tolist()):
+    for (t, share), p in zip(plants, rng.choice(len(paragraphs), size=len(plants), replace=False).tolist(), strict=True):
         _plant(rng, paragraphs[p], topic(t), share)
     main = topic(primary)
     title_words = vocab.draw(rng, int(rng.integers(3, 7)))

@@ -19,8 +19,8 @@ import asyncio
 import os
 import sys
 import uuid
-from contextlib import contextmanager
 from collections.abc import Callable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,13 +28,15 @@ from typing import Any
 from evals.answer_judge import Grade, answer_metrics, grade, response_text
 from nodes.config import JobConfig
 from nodes.models import ModelFactory, make_chat_model
+from nodes.policies import DEFAULT_POLICY, model_policies
 from nodes.usage import Usage
 from stores.collection import Collection
 from stores.jobs import JobStore
 
 CONCURRENCY = 4
 TIERS = ("surfaced", "previewed", "opened", "cited")
-POLICY_OF = {"agent": "heuristic", "llm": "llm", "react": "react"}
+# The agent systems: `agent` is the default policy, and each model policy is a system of its name.
+POLICY_OF = {"agent": DEFAULT_POLICY} | {name: name for name in model_policies()}
 
 
 @dataclass
@@ -189,4 +191,4 @@ def graded_rows(grades: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     return {q: {"correct": float(g.correct), "confidence": float(g.confidence)} for q, g in grades.items()}
 
 
-__all__ = ["AgentOptions", "TIERS", "agent_runs", "graded_rows", "trajectory_tiers"]
+__all__ = ["TIERS", "AgentOptions", "agent_runs", "graded_rows", "trajectory_tiers"]

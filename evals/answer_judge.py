@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from nodes.answer_confidence import stated_confidence
-from nodes.clipped import Clipped
+from nodes.clipped import clip
 from nodes.config import JobConfig
 from nodes.context import neutralise
 from nodes.llm_calls import ModelError, structured
@@ -47,8 +47,8 @@ BINS = 10
 class GradeOut(BaseModel):
     """A grade of one response against its reference answer."""
 
-    extracted_final_answer: Clipped(1000) = Field(description="The final answer extracted from the response.")
-    reasoning: Clipped(2000) = Field(description="Why it is or is not equivalent to the correct answer.")
+    extracted_final_answer: Annotated[str, clip(1000)] = Field(description="The final answer extracted from the response.")
+    reasoning: Annotated[str, clip(2000)] = Field(description="Why it is or is not equivalent to the correct answer.")
     correct: Literal["yes", "no"]
     confidence: int = Field(ge=0, le=100)
 

@@ -64,8 +64,8 @@ def cross_validate(qids: Sequence[str], texts: Mapping[str, str], qrels: Mapping
     scores: dict[tuple[float, float], dict[str, float]] = {}
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         for n, (k1, b) in enumerate(settings, start=1):
-            run = dict(zip(pool_qids, pool.map(lambda q: rank(pool_texts[q], k1, b), pool_qids)))
-            scores[(k1, b)] = {q: m[OBJECTIVE] for q, m in per_query({q: pool_qrels[q] for q in pool_qids}, run).items()}
+            pool_run = dict(zip(pool_qids, pool.map(lambda q, k1=k1, b=b: rank(pool_texts[q], k1, b), pool_qids), strict=True))
+            scores[(k1, b)] = {q: m[OBJECTIVE] for q, m in per_query({q: pool_qrels[q] for q in pool_qids}, pool_run).items()}
             if progress:
                 progress(n, len(settings))
     folds = [Fold(tuple(held_out), tuple(sorted(qids)))] if held_out else make_folds(qids, k)

@@ -67,6 +67,7 @@ def main() -> None:
                 base = pq
             else:
                 c = compare(f"verify_top={depth}", pq, "verify_top=100", base, metric)
+                assert c is not None, "fewer than two queries to compare"
                 versus = f" vs 100: {c.relative:+.2%} (p={c.p_value:.3f})"
             print(f"{name} verify_top={depth}: {means} {seconds:.2f} s/query{versus}", flush=True)
     configure_runtime(None)

@@ -24,6 +24,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from nodes.policies import model_policies
+
 QUESTION = "What term weighting idea did Sparck Jones propose in 1972?"
 MODEL = "openai:gemma3-270m"
 SLACK_S = 30.0  # answering after the hard stop, plus process start-up, on a 2-core machine
@@ -101,7 +103,7 @@ def main() -> int:
         from stores.corpus import CorpusStore
         known = {r.docid for r in CorpusStore(home / "collections" / "sample" / "corpus.sqlite").iter_records()}
         print(f"ready after {time.monotonic() - started:.0f} s; question: {QUESTION!r}", flush=True)
-        for policy in ("react", "llm"):
+        for policy in model_policies():
             began = time.monotonic()
             done = quarry(home, env, "run", "sample", QUESTION, "--policy", policy, "--model", MODEL, "--mode", "answer",
                           "--budget", str(args.budget), "--max-output-tokens", str(args.max_output_tokens),

@@ -61,8 +61,8 @@ def in_domain(data: dict[str, Any]) -> dict[str, dict[str, float]]:
     fold = np.random.default_rng(0).integers(0, FOLDS, len(rows))
     runs: dict[str, dict[str, float]] = {}
     for k in range(FOLDS):
-        train = dict(data, queries=[r for r, f in zip(rows, fold) if f != k])
-        test = dict(data, queries=[r for r, f in zip(rows, fold) if f == k])
+        train = dict(data, queries=[r for r, f in zip(rows, fold, strict=True) if f != k])
+        test = dict(data, queries=[r for r, f in zip(rows, fold, strict=True) if f == k])
         runs |= rerank(test, _fit([train]))
     empty = dict(data, queries=[r for r in data["queries"] if not r["features"]])
     return runs | rerank(empty, lambda m: np.zeros(len(m)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytrec_eval
@@ -137,7 +137,8 @@ def reproduce_section(col: Collection, command: str) -> list[str]:
             return "—"
     mem = ""
     try:
-        kb = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
+        with open("/proc/meminfo") as meminfo:
+            kb = next(int(line.split()[1]) for line in meminfo if line.startswith("MemTotal"))
         mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
     except (OSError, StopIteration, ValueError):
         pass
@@ -163,7 +164,7 @@ def write_report(out_dir: Path, col: Collection, results: Sequence[EvalResult],
     judged = {q: qrels[q] for q in first.per_query if q in qrels}
     lines = [f"# Quarry evaluation: {col.name}", "",
              f"Split `{first.split}`, {first.queries} judged queries, "
-             f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}. Metrics by pytrec_eval. "
+             f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. Metrics by pytrec_eval. "
              "`bm25` and `hybrid` use Anserini's default BM25 (k1 0.9, b 0.4); `bm25-tuned` chooses k1/b without "
              "the queries it is scored on (see below); the agent systems use the parameters stored with the index "
              f"(k1 {col.lucene.meta.k1:g}, b {col.lucene.meta.b:g}).", "",

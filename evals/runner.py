@@ -13,11 +13,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evals.metrics import mean_metrics, per_query
 from evals.trec import write_run
 from nodes.fusion import reciprocal_rank_fusion
+from nodes.policies import model_policies
 from stores.collection import Collection
 from stores.errors import QuarryError
 from stores.lucene import DEFAULT_B, DEFAULT_K1
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
     from evals.agent_system import AgentOptions
 
 RankFn = Callable[[str], list[tuple[str, float]]]
-SYSTEMS = ("bm25", "bm25-tuned", "dense", "hybrid", "agent", "llm", "react")
-AGENT_SYSTEMS = ("agent", "llm", "react")  # durable jobs: the heuristic policy, and the two model policies
+# Durable jobs: `agent` (the default policy) and one system per model policy (evals.agent_system).
+AGENT_SYSTEMS = ("agent", *model_policies())
+SYSTEMS = ("bm25", "bm25-tuned", "dense", "hybrid", *AGENT_SYSTEMS)
 
 
 @dataclass
@@ -39,7 +41,7 @@ class EvalResult:
     metrics: dict[str, float]
     per_query: dict[str, dict[str, float]]
     run_file: Path
-    extras: dict[str, float] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
     run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)  # qid -> docid -> score
 
     def summary(self) -> dict[str, float | int | str]:
@@ -160,11 +162,11 @@ def _evaluate_tuned(col: Collection, split: str, qids: list[str], texts: dict[st
 def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None, k1: float | None = None,
              b: float | None = None, limit_queries: int | None = None, depth: int = 1000,
              run_file: Path | None = None, threads: int = 2,
-             on_query: Callable[[int, int], None] | None = None, agent: "AgentOptions | None" = None) -> EvalResult:
+             on_query: Callable[[int, int], None] | None = None, agent: AgentOptions | None = None) -> EvalResult:
     if system not in SYSTEMS:
         raise QuarryError("bad_system", f"unknown system {system!r}", f"choose one of: {', '.join(SYSTEMS)}")
     split, qids, texts, qrels = judged_queries(col, split, limit_queries)
-    col.lucene  # open (and validate) before fanning out to threads
+    _ = col.lucene  # open (and validate) before fanning out to threads
     if system in AGENT_SYSTEMS:
         if system != "agent" and not (agent and agent.config.models.model):
             raise QuarryError("no_model", f"--system {system} needs a model",
@@ -186,7 +188,7 @@ def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None,
     run: dict[str, dict[str, float]] = {}
     elapsed = 0.0
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for n, (qid, (ranked, seconds)) in enumerate(zip(qids, pool.map(timed, qids)), start=1):
+        for n, (qid, (ranked, seconds)) in enumerate(zip(qids, pool.map(timed, qids), strict=True), start=1):
             run[qid] = dict(ranked)
             elapsed += seconds
             if on_query:
@@ -201,7 +203,7 @@ def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None,
 
 def _evaluate_agent(col: Collection, system: str, split: str, qids: list[str], texts: dict[str, str], qrels,
                     run_file: Path | None, on_query: Callable[[int, int], None] | None,
-                    options: "AgentOptions | None") -> EvalResult:
+                    options: AgentOptions | None) -> EvalResult:
     from evals.agent_system import TIERS, agent_runs, graded_rows, trajectory_tiers
 
     started = time.perf_counter()

@@ -25,7 +25,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -56,12 +56,13 @@ def _collect_one(rt, col: Collection, qid: str, text: str) -> dict[str, Any]:
     from graphs.state import initial_state
     from nodes.answer import ranker_inputs
     from nodes.pool import load_pool
+    from nodes.state import JobState
 
     job_id = f"ranker-{col.name}-{qid}"
     token = use_local_control(Control())
     try:
-        state = asyncio.run(make_search_graph().compile().ainvoke(initial_state(job_id, col.name, text),
-                                                                   config={"recursion_limit": 10_000}))
+        state = cast(JobState, asyncio.run(make_search_graph().compile().ainvoke(initial_state(job_id, col.name, text),
+                                                                                  config={"recursion_limit": 10_000})))
     finally:
         reset_local_control(token)
     pool = load_pool(rt.jobs, state)
@@ -168,7 +169,7 @@ def fit_ascent(datasets: list[dict[str, Any]], name: str = "verifier",
     norms = [(_mean_ndcg(rows, base) if base.any() else 1.0) or 1.0 for rows in per_col]
 
     def objective(w: np.ndarray) -> float:
-        return float(np.mean([_mean_ndcg(rows, w) / n for rows, n in zip(per_col, norms)]))
+        return float(np.mean([_mean_ndcg(rows, w) / n for rows, n in zip(per_col, norms, strict=True)]))
 
     w = np.ones(len(features))
     best = objective(w)
@@ -233,7 +234,7 @@ def loco(home: Path, names: list[str], datasets: dict[str, dict[str, Any]]) -> l
         fitted = {"logistic": fit_logistic(train), "logistic_transferable": fit_logistic(train, features=TRANSFERABLE),
                   "logistic_ranks": fit_logistic(train, features=RANK_FEATURES), "ascent_ranks": fit_ascent(train)}
         models = {label: (lambda m, v=v: np.asarray([v.score(x) for x in m])) for label, v in fitted.items()}
-        row["weights"] = {"ascent_ranks": dict(zip(fitted["ascent_ranks"].features, fitted["ascent_ranks"].weights))}
+        row["weights"] = {"ascent_ranks": dict(zip(fitted["ascent_ranks"].features, fitted["ascent_ranks"].weights, strict=True))}
         try:
             lm = fit_lambdamart(train)
             models["lambdamart"] = lambda m, model=lm: model.predict(m)
@@ -243,8 +244,10 @@ def loco(home: Path, names: list[str], datasets: dict[str, dict[str, Any]]) -> l
             pq = per_query(qrels, rerank(test, score))
             row[f"agent_{label}"] = float(np.mean([v[metric] for v in pq.values()]))
             own = compare(label, pq, "agent", agent, metric)
+            assert own is not None, "fewer than two queries to compare"
             row[f"{label}_vs_agent"] = {"relative": round(own.relative, 4), "p": round(own.p_value, 4)}
             c = compare(label, pq, "hybrid", hybrid, metric)
+            assert c is not None, "fewer than two queries to compare"
             row[f"{label}_vs_hybrid"] = {"diff": round(c.diff, 4), "relative": round(c.relative, 4),
                                          "ci": [round(c.ci_low, 4), round(c.ci_high, 4)], "p": round(c.p_value, 4)}
         row["bound"] = in_sample_bound(test, qrels, metric, hybrid)
@@ -285,7 +288,7 @@ def main() -> None:
     labels = [k.removesuffix("_vs_hybrid") for k in results[0] if k.endswith("_vs_hybrid")]
     gain = {label: float(np.mean([r[f"{label}_vs_hybrid"]["relative"] for r in results])) for label in labels}
     heuristic_gain = float(np.mean([r["agent_heuristic"] / r["hybrid"] - 1 for r in results]))
-    best = max(gain, key=gain.get)
+    best = max(gain, key=gain.__getitem__)
     # The hand-written reading of the figures ("## What this says") is kept across regenerations.
     old = REPORT.read_text() if REPORT.is_file() else ""
     notes = old[old.index(NOTES_HEADING):] if NOTES_HEADING in old else ""
@@ -335,6 +338,7 @@ def report(results: list[dict[str, Any]], labels: list[str], gain: dict[str, flo
            best: str, datasets: dict[str, dict[str, Any]]) -> str:
     """The leave-one-collection-out table as Markdown (docs/eval/ranker.md)."""
     import platform
+
     import sklearn
 
     lines = ["# Learned verifier: leave-one-collection-out", "",

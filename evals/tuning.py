@@ -13,7 +13,7 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +124,7 @@ def grid_search(col: Collection, split: str | None = None, k1_grid: tuple[float,
         for n, (k1, b) in enumerate(settings, start=1):
             def rank(qid: str, k1: float = k1, b: float = b) -> dict[str, float]:
                 return {h.docid: h.score for h in index.search(texts[qid], depth, k1=k1, b=b)}
-            run = dict(zip(qids, pool.map(rank, qids)))
+            run = dict(zip(qids, pool.map(rank, qids), strict=True))
             scored[(k1, b)] = GridCell(k1, b, mean_metrics(judged, run))
             if progress:
                 progress("settings", n, len(settings))
@@ -191,7 +191,7 @@ def _write_tuned(col: Collection, record: dict[str, Any]) -> None:
     path = col.paths.runs_dir / TUNED_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     record = record | {"fingerprint": col.corpus.fingerprint,
-                       "tuned_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                       "tuned_at": datetime.now(UTC).isoformat(timespec="seconds")}
     write_atomic(path, json.dumps(record, indent=2))
 
 

@@ -61,7 +61,7 @@ async def inbox(state: JobState) -> dict:
 
 
 async def remind(state: JobState) -> dict:
-    return {"pending_notes": list(state.get("pending_notes", [])) + [{"kind": "reminder"}],
+    return {"pending_notes": [*state.get("pending_notes", []), {"kind": "reminder"}],
             "reminders": int(state.get("reminders", 0)) + 1, "node": "remind"}
 
 
@@ -89,7 +89,7 @@ async def route_after_tools(state: JobState) -> Literal["inbox", "finish", "__en
     if state.get("submitted") is not None or _out_of_turns(state):
         return "finish"
     if current_control().pause_requested:
-        return END  # the workflow continues-as-new with this (small) state and resumes at inbox
+        return "__end__"  # END; the workflow continues-as-new with this (small) state and resumes at inbox
     return "inbox"
 
 

@@ -4,12 +4,13 @@
 Temporal LangGraph plugin, which runs I/O nodes as activities (timeouts, retries, heartbeats)
 and routers and pure nodes in the workflow; tests and evaluation compile it directly and run it
 in-process. Routers consult `current_control()` for the stop signal and the budget's steer.
-Under the `llm` policy, verification fans out to librarian activities (one per batch of
-candidates, a LangGraph `Send` each; the run's `max_concurrency` bounds how many run at once)
-and their judgements are folded in before reflection.
+Under a policy whose judge takes a second look (`nodes.policies`: `llm`), verification fans out
+to librarian activities (one per batch of candidates, a LangGraph `Send` each; the run's
+`max_concurrency` bounds how many run at once) and their judgements are folded in before reflection.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -91,6 +92,18 @@ def activity_options(timeout_s: int) -> dict[str, Any]:
             "retry_policy": retry_by_time()}
 
 
+QUICK_ATTEMPT_TIMEOUT = timedelta(seconds=60)
+
+
+def quick_activity_options() -> dict[str, Any]:
+    """The workflow's own short activities (checkpoint, the answer after a hard stop, the final
+    write): retried by time like the nodes, and heartbeating (`nodes.heartbeat.beating`) so a
+    worker lost while it holds one is noticed within HEARTBEAT_TIMEOUT, not at the attempt's
+    timeout. Read when called, like `activity_options`."""
+    return {"start_to_close_timeout": QUICK_ATTEMPT_TIMEOUT, "schedule_to_close_timeout": RETRY_WINDOW,
+            "heartbeat_timeout": HEARTBEAT_TIMEOUT, "retry_policy": retry_by_time()}
+
+
 def must_answer(state: JobState) -> bool:
     """Stop, the submit-now steer (clock, tokens or dollars), or the tool-call cap."""
     stats = state.get("stats", {})
@@ -138,7 +151,7 @@ async def route_after_reflection(state: JobState) -> Literal["steer", "retrieval
     if state.get("stop_reason"):
         return "answer"
     if control.pause_requested:
-        return END  # the workflow continues-as-new with this state and resumes at retrieval
+        return "__end__"  # END; the workflow continues-as-new with this state and resumes at retrieval
     return "retrieval"
 
 
@@ -147,10 +160,10 @@ async def steer(state: JobState) -> dict:
     notes = current_control().take_steering()
     steering = list(state.get("steering", [])) + notes
     before = state.get("plan", {})
-    plan = make_plan(state["intent"], [s["text"] for s in steering], years=before.get("years_known", True))
+    plan: Mapping[str, Any] = make_plan(state["intent"], [s["text"] for s in steering], years=before.get("years_known", True))
     # Author and venue constraints were validated against the store by the navigator; keep them,
     # and the items a model navigator wrote (they carry ids of their own).
-    kept = {k: before[k] for k in ("authors", "authors_exclusive", "venue", "years_known") if k in before}
+    kept: dict[str, Any] = {k: before[k] for k in ("authors", "authors_exclusive", "venue", "years_known") if k in before}
     keep_items = [i for i in before.get("checklist", []) if i["id"] in ("a", "v") or i["id"][:1] in ("m", "r")]
     plan = {**plan, **kept, "checklist": plan["checklist"] + keep_items}
     core = plan.get("core") or state["intent"]
@@ -166,7 +179,9 @@ def make_search_graph() -> StateGraph:
     g.add_node("navigator", navigator, metadata=activity_options(600))
     g.add_node("retrieval", retrieval, metadata=activity_options(300))
     g.add_node("verification", verification, metadata=activity_options(300))
-    g.add_node("librarian", librarian, metadata=activity_options(600))
+    # A Send target: its input is the Send payload (a plain dict), which langgraph's stubs do not allow
+    # for; a TypedDict hint would not do, as add_node would take it for the node's input schema.
+    g.add_node("librarian", librarian, metadata=activity_options(600))  # type: ignore[arg-type]
     g.add_node("fold", fold, metadata=activity_options(120))
     g.add_node("reflection", reflection, metadata=activity_options(600))
     g.add_node("steer", steer, metadata={"execute_in": "workflow"})

@@ -6,19 +6,35 @@ policy runs on.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from nodes.config import JobConfig
+from nodes.policies import DEFAULT_POLICY, REACT_GRAPH, SEARCH_GRAPH, find_or_default, specs
 from nodes.state import JobState, Mode
 
-SEARCH_GRAPH = "quarry-search"  # navigator → retrieval → verification → reflection → answer
-REACT_GRAPH = "quarry-react"    # agent ⇄ tools → finish
+# The builder of each graph a policy can name (`PolicySpec.graph`), as "module:function" so this
+# module stays light for the workflow; a policy with a graph of its own adds its builder here.
+GRAPH_BUILDERS = {SEARCH_GRAPH: "graphs.search_graph:make_search_graph",
+                  REACT_GRAPH: "graphs.react_graph:make_react_graph"}
 
 
 def graph_for(policy: str) -> str:
-    """The registered graph a policy runs on (`react` has its own; the others share the rounds)."""
-    return REACT_GRAPH if policy == "react" else SEARCH_GRAPH
+    """The registered graph a policy runs on (its spec's; the default policy's for an unknown name)."""
+    return find_or_default(policy).graph
 
 
-def initial_state(job_id: str, collection: str, intent: str, *, mode: Mode = "list", policy: str = "heuristic",
+def graph_builders() -> dict[str, Callable[[], Any]]:
+    """Every graph some registered policy runs on, by name, with its builder (for the worker)."""
+    from nodes.policies import resolve
+    out: dict[str, Callable[[], Any]] = {}
+    for spec in specs():
+        if spec.graph not in out:
+            out[spec.graph] = resolve(spec.graph_builder or GRAPH_BUILDERS[spec.graph])
+    return out
+
+
+def initial_state(job_id: str, collection: str, intent: str, *, mode: Mode = "list", policy: str = DEFAULT_POLICY,
                   config: JobConfig | None = None) -> JobState:
     config = config or JobConfig()
     return JobState(job_id=job_id, collection=collection, intent=intent, mode=mode, policy=policy,
@@ -27,4 +43,4 @@ def initial_state(job_id: str, collection: str, intent: str, *, mode: Mode = "li
                     stats={"tool_calls": 0, "searches": 0, "reads": 0}, usage={}, fallbacks=[], result={})
 
 
-__all__ = ["JobState", "REACT_GRAPH", "SEARCH_GRAPH", "graph_for", "initial_state"]
+__all__ = ["GRAPH_BUILDERS", "REACT_GRAPH", "SEARCH_GRAPH", "JobState", "graph_builders", "graph_for", "initial_state"]

@@ -8,12 +8,12 @@ exception — exactly like a tool's own `ToolError`.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.tools import StructuredTool
-from nodes.clipped import Clipped, ClippedList
 from pydantic import BaseModel, Field, ValidationError
 
+from nodes.clipped import clip
 from nodes.tool_results import ToolError
 
 REASON = Field(description="Why you make this call, in a few words (kept in the job's trace).")
@@ -23,8 +23,8 @@ class SearchArgs(BaseModel):
     """Search the collection and cache the full ranking (1000 deep) under a search_id; shows ranks 1-5.
     Write short keyword queries (3-8 words): the query is a bag of words, operators and quotes do nothing."""
 
-    reason: Clipped(500) = REASON
-    query: Clipped(2000) = Field(description="A few keywords, e.g. 'dense passage retrieval dual encoder'.")
+    reason: Annotated[str, clip(500)] = REASON
+    query: Annotated[str, clip(2000)] = Field(description="A few keywords, e.g. 'dense passage retrieval dual encoder'.")
     channel: Literal["lexical", "semantic"] = Field(
         "lexical", description="lexical = BM25 on words (default); semantic = embeddings (if the collection has them).")
 
@@ -32,8 +32,8 @@ class SearchArgs(BaseModel):
 class ReadSearchResultsArgs(BaseModel):
     """Show more ranks of a cached search without searching again. Browse a ranking before rewriting the query."""
 
-    reason: Clipped(500) = REASON
-    search_id: Clipped(40) = Field(description="A search_id returned by search, e.g. 's1'.")
+    reason: Annotated[str, clip(500)] = REASON
+    search_id: Annotated[str, clip(40)] = Field(description="A search_id returned by search, e.g. 's1'.")
     offset: int = Field(6, ge=1, description="First rank to show (1-based).")
     limit: int = Field(10, ge=1, le=50, description="How many ranks to show (at most 50).")
 
@@ -41,8 +41,8 @@ class ReadSearchResultsArgs(BaseModel):
 class ReadDocumentArgs(BaseModel):
     """Read a document by numbered lines. Read a document before you cite or submit it."""
 
-    reason: Clipped(500) = REASON
-    docid: Clipped(200) = Field(description="A docid exactly as shown in results.")
+    reason: Annotated[str, clip(500)] = REASON
+    docid: Annotated[str, clip(200)] = Field(description="A docid exactly as shown in results.")
     offset: int = Field(1, ge=1, description="First line to show.")
     limit: int = Field(200, ge=1, le=500, description="How many lines to show (at most 500).")
 
@@ -50,8 +50,8 @@ class ReadDocumentArgs(BaseModel):
 class ExpandCitationsArgs(BaseModel):
     """Documents linked to a document by citation: its references, the papers citing it, or related by co-citation."""
 
-    reason: Clipped(500) = REASON
-    docid: Clipped(200) = Field(description="A docid exactly as shown in results.")
+    reason: Annotated[str, clip(500)] = REASON
+    docid: Annotated[str, clip(200)] = Field(description="A docid exactly as shown in results.")
     direction: Literal["references", "cited_by", "both", "co_cited", "coupled", "ppr"] = "both"
     limit: int = Field(10, ge=1, le=50)
 
@@ -61,11 +61,11 @@ class SubmitArgs(BaseModel):
     (each claim followed by the [docid] of a document you read that supports it), the exact answer and
     your confidence. Only documents that searches returned count; say so if the evidence is insufficient."""
 
-    reason: Clipped(500) = REASON
-    docids: ClippedList(str, 100) = Field(default_factory=list,
+    reason: Annotated[str, clip(500)] = REASON
+    docids: Annotated[list[str], clip(100)] = Field(default_factory=list,
                               description="Relevant docids, best first (documents you found and ideally read).")
-    explanation: Clipped(8000) = Field("", description="Answer mode: the explanation with [docid] citations.")
-    exact_answer: Clipped(1000) = Field("", description="Answer mode: the short final answer.")
+    explanation: Annotated[str, clip(8000)] = Field("", description="Answer mode: the explanation with [docid] citations.")
+    exact_answer: Annotated[str, clip(1000)] = Field("", description="Answer mode: the short final answer.")
     confidence: int = Field(50, ge=0, le=100, description="Answer mode: confidence 0-100 that the answer is right.")
     insufficient_evidence: bool = Field(False, description="Answer mode: true if the documents do not answer it.")
 

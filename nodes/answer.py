@@ -11,15 +11,16 @@ from typing import Any
 
 from nodes.answer_extractive import question_weights
 from nodes.budget import budget_spent
-from nodes.excerpts import query_terms
 from nodes.config import config_of
+from nodes.excerpts import query_terms
+from nodes.policies import DEFAULT_POLICY, spec_of
 from nodes.policy import AnswerRequest, HeuristicPolicy
-from nodes.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
 from nodes.pool import load_pool
 from nodes.ranker import ALT_BM25, HEURISTIC_ORDER, RankContext, final_order
+from nodes.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
 from nodes.runtime import runtime
-from nodes.state import JobState, model_step_update, ranked_candidates
 from nodes.scoring import violated_constraint
+from nodes.state import JobState, model_step_update, ranked_candidates
 from stores.errors import QuarryError
 
 
@@ -92,7 +93,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     candidates = load_pool(rt.jobs, state)
     # The verifier was trained on the heuristic policy's scores; a model policy's librarians score
     # on their own scale, so its order stays the rule's.
-    verifier = rt.verifier() if cfg.verifier and state.get("policy", "heuristic") == "heuristic" else None
+    verifier = rt.verifier() if cfg.verifier and spec_of(state).verifier else None
     if verifier is not None:
         inputs = ranker_inputs(rt, state, candidates)
         pool = final_order(candidates, inputs.channel_of, verifier, neighbours=inputs.neighbours,
@@ -115,7 +116,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
         run += passing(beyond, plan, corpus, cfg.run_depth - len(run))
     result: dict[str, Any] = {
         "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
-        "mode": state.get("mode", "list"), "policy": state.get("policy", "heuristic"), "ranked": ranked, "run": run,
+        "mode": state.get("mode", "list"), "policy": state.get("policy", DEFAULT_POLICY), "ranked": ranked, "run": run,
         "checklist": plan.get("checklist", []), "stop_reason": state.get("stop_reason", ""),
         "rounds": state.get("round", 0),
         "queries": list(dict.fromkeys(s.get("label") or s["query"] for s in state.get("searches", []) if s.get("label") or s["query"])),

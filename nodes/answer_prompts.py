@@ -5,9 +5,11 @@ citation is checked afterwards against the text of the document it names.
 """
 from __future__ import annotations
 
-from nodes.clipped import Clipped
+from typing import Annotated
+
 from pydantic import BaseModel, Field
 
+from nodes.clipped import clip
 from nodes.context import DATA_RULE
 
 ANSWER_SYSTEM = f"""You answer research questions from documents of a private collection, and only from them.
@@ -29,7 +31,7 @@ Call AnswerOut."""
 class AnswerOut(BaseModel):
     """The answer: explanation with [docid] citations, exact answer, confidence 0-100."""
 
-    explanation: Clipped(8000) = Field(min_length=1)
-    exact_answer: Clipped(1000) = Field("")
+    explanation: Annotated[str, clip(8000)] = Field(min_length=1)
+    exact_answer: Annotated[str, clip(1000)] = Field("")
     confidence: int = Field(ge=0, le=100)
     insufficient_evidence: bool = False

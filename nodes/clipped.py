@@ -2,19 +2,19 @@
 
 A `maxLength` or `maxItems` in a schema sent to a model is expanded by grammar-constrained servers
 (llama.cpp turns `maxLength: 8000` into an 8000-step rule) and buys nothing a truncation would not.
-`Clipped(n)` and `ClippedList(t, n)` accept any length and cut the value to `n` after validation,
-so the schema the model sees stays plain and what Quarry stores stays bounded.
+`Annotated[str, clip(n)]` and `Annotated[list[T], clip(n)]` accept any length and cut the value to
+`n` after validation, so the schema the model sees stays plain and what Quarry stores stays bounded.
+(Metadata inside `Annotated`, not a function returning a type, so type checkers read the field.)
 """
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import AfterValidator
 
 
-def Clipped(limit: int) -> Any:  # noqa: N802  (used like a type)
-    return Annotated[str, AfterValidator(lambda value: value[:limit])]
-
-
-def ClippedList(item: Any, limit: int) -> Any:  # noqa: N802
-    return Annotated[list[item], AfterValidator(lambda values: values[:limit])]
+def clip(limit: int) -> AfterValidator:
+    """Cut a string or a list to `limit` after validation (the schema shows no limit)."""
+    def cut(value: Any) -> Any:
+        return value[:limit]
+    return AfterValidator(cut)

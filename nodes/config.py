@@ -8,10 +8,12 @@ Nothing secret ever goes in here: API keys stay in the worker's environment.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
-POLICIES = ("heuristic", "llm", "react")
+from nodes.policies import POLICIES  # noqa: F401  (re-exported: the registered names, a live view)
+
 # Attempts of an activity that calls a model: earlier attempts raise (Temporal retries them),
 # the last one falls back to the heuristic decision (nodes.heartbeat.final_attempt). The graphs'
 # retry policies count by time, not attempts (graphs.search_graph.retry_by_time), so a paused
@@ -94,7 +96,7 @@ class JobConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any] | None) -> "JobConfig":
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> JobConfig:
         """Rebuild from state JSON; unknown keys are ignored so old checkpoints still load."""
         raw = dict(raw or {})
         known = {f.name for f in fields(cls)}

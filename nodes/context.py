@@ -37,7 +37,9 @@ def _opens_tag(text: str, at: int) -> bool:
     NFKC-normalised one by one, format characters gone, read only as far as the decision needs."""
     if _TAG_AFTER.match(text, at + 1):
         return True
-    lead = _LEAD.match(text, at + 1).end()  # whitespace, backslashes and slashes read as they are
+    match = _LEAD.match(text, at + 1)
+    assert match is not None  # the pattern matches the empty string too
+    lead = match.end()  # whitespace, backslashes and slashes read as they are
     if text[lead:lead + _NAME_CHARS].isascii():
         return False  # plain ASCII reads as it is written (the common case: HTML, "x < y")
     seen = [text[at + 1:lead]]

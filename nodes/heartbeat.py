@@ -17,7 +17,10 @@ The loop's progress goes into the heartbeat details and the job store (`JobStore
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import timedelta
@@ -116,7 +119,7 @@ class _Watcher:
             progress = await _job_progress()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - no query handler, server busy: heartbeats still cancel
+        except Exception as exc:  # no query handler, server busy: heartbeats still cancel
             log.debug("progress query failed (%s); the step stops on cancellation only", exc)
             progress = None
         if progress is None:
@@ -146,7 +149,7 @@ def _progress_sink(fn: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[s
         try:
             from nodes.runtime import runtime
             runtime().jobs.set_step(job_id, node, stage, done, total)
-        except Exception as exc:  # noqa: BLE001 - progress is a courtesy; it never fails the node
+        except Exception as exc:  # progress is a courtesy; it never fails the node
             log.debug("step progress not written: %s", exc)
 
     return write
@@ -157,7 +160,7 @@ def _clear_progress(args: tuple[Any, ...]) -> None:
     try:
         from nodes.runtime import runtime
         runtime().jobs.clear_step(str(first.get("job_id")))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         log.debug("step progress not cleared: %s", exc)
 
 
@@ -189,6 +192,32 @@ async def with_heartbeats(fn: Callable[..., Any], *args: Any) -> Any:
     finally:
         if step.active and step.on_progress is not None:
             await asyncio.to_thread(_clear_progress, args)
+
+
+def beating(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A short blocking activity (a checkpoint, the final write) that heartbeats every
+    HEARTBEAT_EVERY_S from a side thread while it runs, so it can have a heartbeat timeout: a
+    worker killed while it held one was noticed only at its 60 s start-to-close timeout, and the
+    job waited that long (issue 21's two-workers drill). Outside an activity it just runs."""
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if not activity.in_activity():
+            return fn(*args, **kwargs)
+        context = contextvars.copy_context()  # the activity's context, for heartbeat() in the side thread
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(HEARTBEAT_EVERY_S):
+                context.run(activity.heartbeat)
+
+        side = threading.Thread(target=beat, name=f"heartbeat-{fn.__name__}", daemon=True)
+        side.start()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            done.set()
+            side.join()
+    return run
 
 
 def final_attempt(max_attempts: int) -> bool:

@@ -1,31 +1,31 @@
-"""LLM librarians: the `llm` policy's candidates scored per checklist item by a judge model.
+"""LLM librarians: the `llm` policy's second look, fanned out by the graph in batches.
 
-After heuristic verification has read the pool and located evidence, the top `judge_top`
-candidates are split into batches; each batch is one `librarian` activity (a LangGraph `Send`
-fan-out, at most `judge_concurrency` at once) that shows the judge model the documents' text as
-data and takes back, per document, a 0–5 score with a verbatim quote for every item and an
-overall relevance p. A quote that cannot be found in the document is not evidence: that item
-keeps its heuristic score and passage. `fold_judgements` (pure, runs in the workflow) then
-recombines S = (mean c_i + p) / 6 for every judged candidate.
+After verification has read the pool and the rule has located evidence, the top `judge_top`
+candidates are split into batches (planned by verification for a policy whose spec has
+`second_look`, `nodes.policies`); each batch is one `librarian` activity (a LangGraph `Send`
+fan-out, at most `judge_concurrency` at once) that asks the job's policy to judge it
+(`Policy.judge` with `JudgeRequest.located`: for `llm`, the judge model is shown the documents'
+text as data and gives back, per document, a 0–5 score with a verbatim quote for every item and
+an overall relevance p — `nodes.llm_policy`). A quote that cannot be found in the document is not
+evidence: that item keeps its heuristic score and passage. `fold_judgements` (pure, runs in the
+workflow) then recombines S = (mean c_i + p) / 6 for every judged candidate.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
-from nodes.config import MODEL_ATTEMPTS, JobConfig, config_of
-from nodes.context import data_block, neutralise
-from nodes.heartbeat import final_attempt
-from nodes.librarian_prompts import JUDGE, LIBRARIAN_SYSTEM, JudgementsOut
-from nodes.llm_calls import ModelError, structured
-from nodes.policy import SCORED_KINDS
+from nodes.config import config_of
+from nodes.context import data_block
+from nodes.policies import LLM
+from nodes.policy import SCORED_KINDS, JudgeRequest, Located
 from nodes.pool import load_pool, store_pool
 from nodes.runtime import runtime
 from nodes.scoring import SENTENCE_CAP, combine
-from stores.spans import Span, find_loose
-from nodes.state import JobState, add_fallback, ranked_candidates
+from nodes.state import Evidence, JobState, Plan, add_fallback, ranked_candidates
 from nodes.usage import Usage
+from stores.spans import Span, find_loose
 
 MIN_QUOTE_CHARS = 8
 
@@ -40,6 +40,7 @@ class LibrarianTask(BaseModel):
     """One batch for one librarian activity (it crosses the Send as JSON; no document text)."""
 
     job_id: str
+    policy: str = LLM.name  # whose judge takes the look (tasks written before the field were `llm`'s)
     collection: str
     collection_version: str | None = None
     intent: str
@@ -61,7 +62,7 @@ def librarian_tasks(state: JobState, candidates: dict[str, Any]) -> list[dict[st
         cands = [LibrarianCandidate(docid=c["docid"], p=c.get("p", 0.0),
                                     spans=[(e["item_id"], e["line_start"], e["line_end"]) for e in c.get("evidence", [])])
                  for c in top[start:start + size]]
-        tasks.append(LibrarianTask(job_id=state["job_id"], collection=state["collection"],
+        tasks.append(LibrarianTask(job_id=state["job_id"], policy=state.get("policy", LLM.name), collection=state["collection"],
                                    collection_version=state.get("collection_version"), intent=state["intent"],
                                    config=state.get("config", {}), plan=dict(state.get("plan", {})),
                                    round=int(state.get("round", 0)), batch=no,
@@ -74,7 +75,8 @@ def _shown_lines(lines: list[str], spans: list[tuple[str, int, int]], limit: int
     wanted = list(range(1, len(lines) + 1))
     evidence = [n for _, a, b in spans for n in range(a, b + 1)]
     order = list(dict.fromkeys([*wanted[:6], *evidence, *wanted[6:]]))
-    shown, used = [], 0
+    shown: list[int] = []
+    used = 0
     for n in order:
         if 1 <= n <= len(lines) and (used + len(lines[n - 1]) <= limit or not shown):
             shown.append(n)
@@ -97,55 +99,48 @@ def locate_quote(lines: list[str], text: str) -> tuple[int, int] | None:
     return (where.line_start, where.line_end) if where else None
 
 
-def librarian(task: dict[str, Any]) -> dict[str, Any]:
-    """Judge one batch with the judge model (activity); on failure, the heuristic judgement stands."""
-    from langchain_core.messages import HumanMessage, SystemMessage
+def shown_document(cand: Located, limit: int) -> str:
+    """A candidate as the judge model sees it: numbered lines (its head, then its evidence) as data."""
+    lines = list(cand.lines)
+    shown = _shown_lines(lines, list(cand.spans), limit)
+    return data_block("document", "\n".join(f"{n}  {lines[n - 1]}" for n in shown), docid=cand.docid)
 
-    t = LibrarianTask.model_validate(task)
-    cfg = JobConfig.from_dict(t.config)
-    spec = cfg.models.judge() or ""
-    rt = runtime()
-    corpus = rt.collection({"collection": t.collection, "collection_version": t.collection_version}).corpus
-    items = [i for i in t.plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
-    docs, lines_of = [], {}
-    for cand in t.candidates:
-        lines = corpus.lines(cand.docid) or []
-        lines_of[cand.docid] = lines
-        shown = _shown_lines(lines, cand.spans, cfg.models.judge_chars)
-        docs.append(data_block("document", "\n".join(f"{n}  {lines[n - 1]}" for n in shown), docid=cand.docid))
-    entry: dict[str, Any] = {"round": t.round, "batch": t.batch, "model": spec, "usage": {}, "fallback": "", "docs": []}
-    prompt = JUDGE.format(intent=neutralise(t.intent), documents="\n".join(docs),
-                          checklist="\n".join(f"{i['id']}: {neutralise(i['text'])}" for i in items))
-    try:
-        out = structured(rt.model(spec, cfg.models), [SystemMessage(content=LIBRARIAN_SYSTEM), HumanMessage(content=prompt)],
-                         JudgementsOut, spec=spec, purpose=f"librarian batch {t.batch}", prices=cfg.prices, job_id=t.job_id)
-    except ModelError as exc:
-        if not final_attempt(MODEL_ATTEMPTS):
-            raise
-        return {"judgements": [entry | {"fallback": str(exc)}]}
-    entry["usage"] = out.usage.to_dict()
-    if out.value is None:
-        return {"judgements": [entry | {"fallback": out.error}]}
-    wanted = {c.docid for c in t.candidates}
-    item_ids = {i["id"] for i in items}
-    for judged in out.value.judgements:
-        if judged.docid not in wanted:  # a docid the batch did not hold is ignored, never added
+
+def judged_items(judged: Any, lines: list[str], item_ids: set[str]) -> list[Evidence]:
+    """A judge model's scores for one document as evidence: per known item, its score with the
+    document's own text where the quote is (chunk "" when it quoted nothing); a score above 0
+    whose quote is not in the document is dropped (it is not evidence)."""
+    scored: dict[str, Evidence] = {}
+    for item in judged.items:
+        if item.item_id not in item_ids:
             continue
-        wanted.discard(judged.docid)
-        scored = {}
-        for item in judged.items:
-            if item.item_id not in item_ids:
-                continue
-            lines = lines_of[judged.docid]
-            where = find_quote(lines, item.quote) if item.quote else None
-            if item.score > 0 and where is None:
-                continue  # a score without a quote found in the document is not evidence
-            # The evidence quotes the document's own text at that place, not the model's copy of it.
-            text = "\n".join(lines)[where.char_start:where.char_end][:SENTENCE_CAP] if where else ""
-            scored[item.item_id] = {"score": float(item.score), "chunk": text,
-                                    "line_start": where.line_start if where else 0, "line_end": where.line_end if where else 0}
-        entry["docs"].append({"docid": judged.docid, "p": round(judged.p, 4), "items": scored})
-    return {"judgements": [entry]}
+        where = find_quote(lines, item.quote) if item.quote else None
+        if item.score > 0 and where is None:
+            continue  # a score without a quote found in the document is not evidence
+        # The evidence quotes the document's own text at that place, not the model's copy of it.
+        text = "\n".join(lines)[where.char_start:where.char_end][:SENTENCE_CAP] if where else ""
+        scored[item.item_id] = Evidence(item_id=item.item_id, score=float(item.score), chunk=text,
+                                        line_start=where.line_start if where else 0,
+                                        line_end=where.line_end if where else 0)
+    return list(scored.values())
+
+
+def librarian(task: dict[str, Any]) -> dict[str, Any]:
+    """Judge one batch with the job's policy (activity); on failure, the heuristic judgement stands."""
+    t = LibrarianTask.model_validate(task)
+    where = {"job_id": t.job_id, "policy": t.policy, "collection": t.collection,
+             "collection_version": t.collection_version, "config": t.config}
+    rt = runtime()
+    corpus = rt.collection(where).corpus
+    located = [Located(c.docid, c.p, c.spans, corpus.lines(c.docid) or []) for c in t.candidates]
+    decision = rt.policy(where).judge(JudgeRequest(cast(Plan, t.plan), located=located, intent=t.intent,
+                                                   label=f"librarian batch {t.batch}"))
+    docs = [{"docid": j.docid, "p": j.p, "items": {e["item_id"]: {"score": e["score"], "chunk": e["chunk"],
+                                                                  "line_start": e["line_start"], "line_end": e["line_end"]}
+                                                   for e in j.evidence}}
+            for j in decision.judgements]
+    return {"judgements": [{"round": t.round, "batch": t.batch, "model": decision.judged_by,
+                            "usage": decision.usage.to_dict(), "fallback": decision.fallback, "docs": docs}]}
 
 
 def fold_judgements(state: JobState) -> dict[str, Any]:
@@ -165,18 +160,18 @@ def fold_judgements(state: JobState) -> dict[str, Any]:
             cand = candidates.get(doc["docid"])
             if cand is None:
                 continue
-            evidence = []
+            evidence: list[Evidence] = []
             for ev in cand.get("evidence", []):
                 got = doc["items"].get(ev["item_id"])
                 if got is not None:
-                    ev = dict(ev, score=got["score"], judged_by=entry.get("model", ""))
+                    ev = {**ev, "score": got["score"], "judged_by": entry.get("model", "")}
                     if got["chunk"]:
                         ev |= {"chunk": got["chunk"], "line_start": got["line_start"], "line_end": got["line_end"],
                                "also": []}
                 evidence.append(ev)
             weights = {i["id"]: i["weight"] for i in items}
             score = combine(((e["score"], weights.get(e["item_id"], 0.0)) for e in evidence), float(doc["p"]))
-            cand.update(evidence=evidence, p=float(doc["p"]), judged=entry.get("model", ""),
-                        score=0.0 if cand.get("excluded") else score)
+            cand.update({"evidence": evidence, "p": float(doc["p"]), "judged": entry.get("model", ""),
+                         "score": 0.0 if cand.get("excluded") else score})
     return {**store_pool(jobs, state, candidates), "judgements": [{"reset": True}], "librarian_tasks": [],
             "usage": usage.to_dict(), "fallbacks": fallbacks, "node": "librarians"}

@@ -6,9 +6,11 @@ the document is not accepted as evidence.
 """
 from __future__ import annotations
 
-from nodes.clipped import Clipped, ClippedList
+from typing import Annotated
+
 from pydantic import BaseModel, Field
 
+from nodes.clipped import clip
 from nodes.context import DATA_RULE
 
 LIBRARIAN_SYSTEM = f"""You are a librarian checking documents against a research checklist.
@@ -31,18 +33,18 @@ Call JudgementsOut with one entry per document (use the docids exactly as given)
 
 
 class ItemScoreOut(BaseModel):
-    item_id: Clipped(20) = Field()
+    item_id: Annotated[str, clip(20)] = Field()
     score: int = Field(ge=0, le=5)
-    quote: Clipped(600) = Field("", description="Verbatim words from the document, or empty.")
+    quote: Annotated[str, clip(600)] = Field("", description="Verbatim words from the document, or empty.")
 
 
 class DocJudgementOut(BaseModel):
-    docid: Clipped(200) = Field()
-    items: ClippedList(ItemScoreOut, 12) = Field()
+    docid: Annotated[str, clip(200)] = Field()
+    items: Annotated[list[ItemScoreOut], clip(12)] = Field()
     p: float = Field(ge=0.0, le=1.0, description="Probability the document is relevant to the intent.")
 
 
 class JudgementsOut(BaseModel):
     """Scores of each document against each checklist item, with quotes, and its relevance p."""
 
-    judgements: ClippedList(DocJudgementOut, 50) = Field()
+    judgements: Annotated[list[DocJudgementOut], clip(50)] = Field()

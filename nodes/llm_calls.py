@@ -63,7 +63,8 @@ def _where(model: Any, spec: str) -> str:
 def invoke(model: Any, messages: Sequence[Any], *, spec: str, purpose: str, prices: Mapping[str, Price],
            job_id: str | None = None, tools: Sequence[Any] | None = None, tool_choice: str | None = None) -> ModelReply:
     """One model call (tools bound if given), traced as `chat {spec}` with token usage."""
-    with llm_span(spec, job_id=job_id, purpose=purpose, **{"gen_ai.provider.name": spec.split(":", 1)[0]}) as span:
+    provider: dict[str, Any] = {"gen_ai.provider.name": spec.split(":", 1)[0]}  # not a Python name: passed by **
+    with llm_span(spec, job_id=job_id, purpose=purpose, **provider) as span:
         bound = model
         if tools:
             try:

@@ -10,33 +10,59 @@ that does not validate after one repair falls back at once. Decisions record why
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nodes.answer_prompts import ANSWER, ANSWER_SYSTEM, AnswerOut
 from nodes.config import MODEL_ATTEMPTS, config_of
 from nodes.context import data_block, neutralise
 from nodes.heartbeat import final_attempt
+from nodes.librarian import judged_items, shown_document
+from nodes.librarian_prompts import JUDGE, LIBRARIAN_SYSTEM, JudgementsOut
 from nodes.llm_calls import ModelError, Structured, structured
 from nodes.navigator_prompts import NAVIGATOR_SYSTEM, PLAN, REFLECT, PlanOut, ReflectOut
 from nodes.planning import additive_query, parse_years
-from nodes.policy import (SCORED_KINDS, AnswerDecision, AnswerDraft, AnswerRequest, HeuristicPolicy, PlanDecision,
-                          PlanRequest, ReflectDecision, ReflectRequest)
-from nodes.state import ChecklistItem, JobState, Plan
+from nodes.policy import (
+    SCORED_KINDS,
+    AnswerDecision,
+    AnswerDraft,
+    AnswerRequest,
+    HeuristicPolicy,
+    JudgeDecision,
+    Judgement,
+    JudgeRequest,
+    PlanDecision,
+    PlanRequest,
+    ReflectDecision,
+    ReflectRequest,
+)
+from nodes.state import ChecklistItem, Plan
 
-D = TypeVar("D")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+D = TypeVar("D", bound="DataclassInstance")  # a decision dataclass (it has a `fallback` field)
 MAX_MODEL_ITEMS = 6
 MAX_MODEL_QUERIES = 3
 
 
 class LLMPolicy(HeuristicPolicy):
-    name = "llm"
+    @classmethod
+    def for_job(cls, runtime: Any, state: Mapping[str, Any]) -> LLMPolicy:
+        return cls(runtime, state)
 
-    def __init__(self, runtime: Any, state: JobState) -> None:
+    def __init__(self, runtime: Any, state: Mapping[str, Any]) -> None:
         self.rt = runtime
         self.cfg = config_of(state)
         self.job_id = state.get("job_id")
-        self.channels = sorted(runtime.channels(state)) if state.get("collection") else ["lexical"]
+        self._where = state
+
+    @functools.cached_property
+    def channels(self) -> list[str]:
+        """The collection's retrieval channels (asked only when a prompt names them)."""
+        return sorted(self.rt.channels(self._where)) if self._where.get("collection") else ["lexical"]
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -72,6 +98,36 @@ class LLMPolicy(HeuristicPolicy):
             core = base.plan.get("core") or req.intent
             queries = list(dict.fromkeys([*base.queries, *(additive_query(core, q) for q in out.value.queries)]))
             return PlanDecision(plan, queries[:1 + MAX_MODEL_QUERIES], out.usage)
+        return self._step(base, run)
+
+    def judge(self, req: JudgeRequest) -> JudgeDecision:  # type: ignore[override]
+        """The first look is the rule's (it locates the evidence of the whole verified pool); the
+        second look is a librarian: the judge model (`--judge-model`) reads the best candidates'
+        text around their located evidence and gives, per document, a 0–5 score with a verbatim
+        quote for every item and an overall p. A quote not found in the document is not evidence:
+        that item keeps the first look's score and passage (`nodes.librarian.fold_judgements`)."""
+        if not req.located:
+            return super().judge(req)
+        spec = self.cfg.models.judge() or ""
+        base = JudgeDecision([], judged_by=spec)
+        items = [i for i in req.plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
+
+        def run() -> JudgeDecision:
+            docs = "\n".join(shown_document(c, self.cfg.models.judge_chars) for c in req.located)
+            prompt = JUDGE.format(intent=neutralise(req.intent), documents=docs,
+                                  checklist="\n".join(f"{i['id']}: {neutralise(i['text'])}" for i in items))
+            out = self.ask(spec, req.label, LIBRARIAN_SYSTEM, prompt, JudgementsOut)
+            if out.value is None:
+                return replace(base, usage=out.usage, fallback=out.error)
+            lines_of = {c.docid: c.lines for c in req.located}
+            item_ids = {i["id"] for i in items}
+            judgements = []
+            for judged in out.value.judgements:
+                if judged.docid not in lines_of:  # a docid the batch did not hold is ignored, never added
+                    continue
+                scored = judged_items(judged, list(lines_of.pop(judged.docid)), item_ids)
+                judgements.append(Judgement(0.0, scored, docid=judged.docid, p=round(judged.p, 4)))
+            return replace(base, judgements=judgements, usage=out.usage)
         return self._step(base, run)
 
     def reflect(self, req: ReflectRequest) -> ReflectDecision:

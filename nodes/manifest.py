@@ -11,6 +11,7 @@ from typing import Any
 
 from nodes import answer_prompts, librarian_prompts, navigator_prompts, react_prompts
 from nodes.config import JobConfig
+from nodes.policies import PolicySpec
 
 PROMPT_MODULES = (answer_prompts, librarian_prompts, navigator_prompts, react_prompts)
 
@@ -24,9 +25,9 @@ def prompt_hashes() -> dict[str, str]:
     return out
 
 
-def policy_manifest(policy: str, config: JobConfig, ranker: str) -> dict[str, Any]:
+def policy_manifest(policy: PolicySpec, config: JobConfig, ranker: str) -> dict[str, Any]:
     """Policy name, prompt hashes (only where a model reads them), models, and the final-order rule."""
-    uses_models = policy != "heuristic"
-    return {"policy": policy, "prompts": prompt_hashes() if uses_models else {},
+    uses_models = policy.uses_models
+    return {"policy": policy.name, "prompts": prompt_hashes() if uses_models else {},
             "model": config.models.model if uses_models else None,
             "judge_model": config.models.judge() if uses_models else None, "ranker": ranker}

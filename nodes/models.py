@@ -39,7 +39,7 @@ class ModelSpec:
     name: str
 
     @classmethod
-    def parse(cls, text: str | None) -> "ModelSpec":
+    def parse(cls, text: str | None) -> ModelSpec:
         if not text or ":" not in text or not text.split(":", 1)[1].strip():
             raise QuarryError("bad_model", f"model {text!r} is not PROVIDER:NAME",
                               f"e.g. --model openai:gpt-4o-mini; providers: {', '.join(PROVIDERS)}")
@@ -65,7 +65,7 @@ def endpoint(spec: ModelSpec) -> str:
     return host if "://" in host else f"http://{host}"
 
 
-def make_chat_model(model: str, settings: ModelSettings) -> "BaseChatModel":
+def make_chat_model(model: str, settings: ModelSettings) -> BaseChatModel:
     """A LangChain chat model for `provider:name` with the job's temperature, limits and timeout.
 
     LangChain's own retries are off: Temporal retries the activity, so a retry is visible in

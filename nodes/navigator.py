@@ -7,7 +7,6 @@ from nodes.runtime import runtime
 from nodes.state import JobState, model_step_update
 from stores.records import last_name
 
-
 # The user's own words count double in the fusion, so later feedback queries add and reorder
 # documents without drowning the intent (CACM, BM25 + RM3-style feedback: weight 1 → nDCG@20
 # 0.482, 2 → 0.484, 4 → 0.477, feedback ranking alone 0.451; BM25 0.477).
@@ -41,11 +40,10 @@ def navigator(state: JobState) -> dict:
     corpus = rt.collection(state).corpus
     years_known = corpus.year_span() is not None
     decision = policy.plan(PlanRequest(state["intent"], tuple(notes), years_known))
-    plan = decision.plan
     # Round one asks every query channel the collection offers with the user's own words.
     queries = [{"text": t, "channel": ch, "weight": USER_WORDS_WEIGHT} for t in decision.queries
                for ch in ("lexical", "semantic") if ch in channels]
-    plan = _with_metadata_constraints({**plan, "years_known": years_known}, state["intent"], corpus)
+    plan = _with_metadata_constraints({**decision.plan, "years_known": years_known}, state["intent"], corpus)
     if plan.get("authors"):
         # Author names are metadata, not indexed text: ask the store for their papers directly.
         queries.append({"text": "", "channel": "metadata", "weight": USER_WORDS_WEIGHT, "authors": plan["authors"]})

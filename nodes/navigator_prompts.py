@@ -5,11 +5,11 @@ model must fill (validated, repaired once, else the heuristic plan stands).
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from nodes.clipped import Clipped, ClippedList
 from pydantic import BaseModel, Field
 
+from nodes.clipped import clip
 from nodes.context import DATA_RULE
 
 NAVIGATOR_SYSTEM = f"""You are the navigator of a literature search over a private collection of documents.
@@ -50,19 +50,19 @@ keyword queries aimed at what the top lacks, and at most 2 new checklist items i
 
 class ChecklistItemOut(BaseModel):
     kind: Literal["topic", "method", "application", "metadata", "exclusion"]
-    text: Clipped(200) = Field(min_length=2, description="A short requirement, e.g. 'uses hospital data'.")
+    text: Annotated[str, clip(200)] = Field(min_length=2, description="A short requirement, e.g. 'uses hospital data'.")
 
 
 class PlanOut(BaseModel):
     """The retrieval plan: the checklist a relevant document must satisfy, and the first keyword queries."""
 
-    checklist: ClippedList(ChecklistItemOut, 8) = Field(min_length=1)
-    queries: ClippedList(str, 4) = Field(min_length=1, description="3-8 keywords each.")
+    checklist: Annotated[list[ChecklistItemOut], clip(8)] = Field(min_length=1)
+    queries: Annotated[list[str], clip(4)] = Field(min_length=1, description="3-8 keywords each.")
 
 
 class ReflectOut(BaseModel):
     """The navigator's reflection on the scored evidence: stop, or what to search next."""
 
     done: bool = Field(False, description="True if the current top already satisfies the checklist.")
-    queries: ClippedList(str, 3) = Field(default_factory=list, description="New keyword queries, 3-8 words each.")
-    new_items: ClippedList(ChecklistItemOut, 2) = Field(default_factory=list)
+    queries: Annotated[list[str], clip(3)] = Field(default_factory=list, description="New keyword queries, 3-8 words each.")
+    new_items: Annotated[list[ChecklistItemOut], clip(2)] = Field(default_factory=list)

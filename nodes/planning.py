@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from nodes.state import ChecklistItem, Plan
 from nodes.excerpts import query_terms
+from nodes.state import ChecklistItem, ChecklistKind, Plan
 
 _DASH = r"(?:-|–|—|to|until|through)"
 _YEAR = r"((?:1[5-9]|20)\d\d)"
@@ -29,6 +29,13 @@ _VENUE_CUE = re.compile(r"\b(?:published in|appeared in|appearing in|presented a
 _SPLIT = re.compile(r"[,;]|\s+(?:for|using|with|via|based on|applied to|across)\s+", re.I)
 _METHOD_CUE = re.compile(r"\b(?:using|with|via|based on)\s*$", re.I)
 _MAX_ITEMS = 6
+# Adverbial and filler phrases that qualify a neighbouring requirement but state none of their own.
+# Cut off as a piece ("EventEmitter maximum listeners, by default" → "by default"), one became a
+# requirement whose only content word, "default", matched an unrelated sentence 5.0/5.
+FILLER_PHRASES = ("by default", "in general", "in practice", "in particular", "for example", "for instance",
+                  "at least", "at most", "e.g.", "i.e.", "etc.", "generally", "usually", "typically", "also")
+_FILLER = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(p) for p in FILLER_PHRASES) + r")(?!\w)",
+                     re.IGNORECASE)
 
 
 def parse_years(text: str) -> tuple[int | None, int | None, str]:
@@ -115,8 +122,10 @@ def _protected(text: str) -> list[tuple[int, int]]:
 
 def split_requirements(core: str) -> tuple[list[str], list[str]]:
     """The intent's core cut into requirement phrases at commas, semicolons and cue words
-    (" for ", " using ", …) — never inside brackets or quotes. Returns (pieces, cues), where
-    cues[i] is the separator between pieces[i] and pieces[i + 1]."""
+    (" for ", " using ", …) — never inside brackets or quotes. A piece that is only filler ("by
+    default", "in general", "for example": `filler_piece`) stays with its neighbour instead of
+    becoming a requirement. Returns (pieces, cues), where cues[i] is the separator between
+    pieces[i] and pieces[i + 1]."""
     spans = _protected(core)
     pieces: list[str] = []
     cues: list[str] = []
@@ -128,7 +137,30 @@ def split_requirements(core: str) -> tuple[list[str], list[str]]:
         cues.append(m.group(0))
         start = m.end()
     pieces.append(core[start:])
-    return pieces, cues
+    return _fold_fillers(pieces, cues)
+
+
+def filler_piece(piece: str, cue: str = "") -> bool:
+    """Whether a piece (with the cue word that cut it off: " for " + "example") holds no content
+    word beyond stopwords and FILLER_PHRASES ("by default", "in general", "for example", …)."""
+    return not query_terms(_FILLER.sub(" ", f"{cue.strip(' ,;')} {piece}"))
+
+
+def _fold_fillers(pieces: list[str], cues: list[str]) -> tuple[list[str], list[str]]:
+    """Pieces that are only filler (`filler_piece`) joined to their neighbour with the separator
+    between them: to the piece before ("EventEmitter maximum listeners, by default" stays one
+    requirement), or to the next when the filler comes first ("By default, how many listeners …").
+    Nothing is dropped, so an intent that is all filler still gives its one requirement."""
+    out: list[str] = [pieces[0]]
+    seps: list[str] = []
+    for i, piece in enumerate(pieces[1:]):
+        cue = cues[i]
+        if filler_piece(piece, cue) or filler_piece(out[-1], seps[-1] if seps else ""):
+            out[-1] = out[-1] + cue + piece
+        else:
+            out.append(piece)
+            seps.append(cue)
+    return out, seps
 
 
 def _items_from_core(core: str) -> list[ChecklistItem]:
@@ -139,7 +171,7 @@ def _items_from_core(core: str) -> list[ChecklistItem]:
         if not query_terms(piece):
             continue
         cue = cues[i - 1].strip().lower() if i > 0 and i - 1 < len(cues) else ""
-        kind = "topic" if not items else ("method" if cue in ("using", "with", "via", "based on") else "application")
+        kind: ChecklistKind = "topic" if not items else ("method" if cue in ("using", "with", "via", "based on") else "application")
         items.append(ChecklistItem(id=f"c{len(items) + 1}", kind=kind, text=piece, weight=1.0 if kind == "topic" else 0.8))
         if len(items) >= _MAX_ITEMS:
             break
@@ -181,8 +213,8 @@ def apply_steering(checklist: list[ChecklistItem], exclusions: list[str], year_m
     new_excl, rest = parse_exclusions(rest)
     checklist = [i for i in checklist if i["kind"] not in ("metadata", "exclusion")]
     if query_terms(rest):
-        checklist = checklist + [ChecklistItem(id=f"s{len(checklist) + 1}", kind="application" if checklist else "topic",
-                                               text=rest, weight=0.8 if checklist else 1.0)]
+        checklist = [*checklist, ChecklistItem(id=f"s{len(checklist) + 1}", kind="application" if checklist else "topic",
+                                                text=rest, weight=0.8 if checklist else 1.0)]
     return (checklist, exclusions + new_excl, y_min if y_min is not None else year_min,
             y_max if y_max is not None else year_max)
 

@@ -19,7 +19,7 @@ TOP = 10
 def load_pool(jobs: Any, state: Mapping[str, Any]) -> dict[str, Candidate]:
     """The candidates of the snapshot `state` refers to ({} before the first retrieval)."""
     ref = state.get("pool") or {}
-    return {d: dict(c) for d, c in jobs.load_pool(state["job_id"], int(ref.get("seq", 0))).items()}
+    return {d: Candidate(**c) for d, c in jobs.load_pool(state["job_id"], int(ref.get("seq", 0))).items()}
 
 
 def store_pool(jobs: Any, state: Mapping[str, Any], candidates: Mapping[str, Candidate]) -> dict[str, Any]:

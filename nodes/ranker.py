@@ -25,11 +25,11 @@ from typing import Any
 from nodes.state import Candidate, ranked_candidates
 
 ALT_BM25 = ((1.2, 0.75), (2.0, 0.75), (4.0, 0.75))   # (k1, b) of the alternative lexical rankings
-RANK_FEATURES = ("lex0_rrf", "sem0_rrf", "feedback_rrf", "s_rrf", "evmax_rrf") + tuple(
-    f"bm25_k{k1:g}_b{b:g}_rrf" for k1, b in ALT_BM25)
+RANK_FEATURES = ("lex0_rrf", "sem0_rrf", "feedback_rrf", "s_rrf", "evmax_rrf",
+                 *(f"bm25_k{k1:g}_b{b:g}_rrf" for k1, b in ALT_BM25))
 FEATURES = ("fused_rel", "p", "S", "ev_min", "ev_mean", "ev_max", "ev_coverage", "lex_best_inv", "sem_best_inv",
             "cit_best_inv", "meta_hit", "n_rankings", "heur_rank_inv", "s_rank_inv", "fused_rank_inv", "cites_top",
-            "log_len") + RANK_FEATURES
+            "log_len", *RANK_FEATURES)
 RRF_K = 60          # the reciprocal-rank offset, as in the job's fusion (nodes.fusion)
 ABSENT_RANK = 1001  # a document a ranking does not hold ranks just past a full-depth ranking
 HEURISTIC_ORDER = "heuristic rule (RRF of S and retrieval)"   # the final order without a verifier
@@ -114,7 +114,8 @@ def candidate_features(cands: Sequence[Candidate], channel_of: Mapping[str, str]
         best: dict[str, int | None] = {"lexical": None, "semantic": None, "citations": None, "metadata": None}
         for sid, rank in cand.get("ranks", {}).items():
             channel = channel_of.get(sid, "lexical")
-            if best.get(channel) is None or rank < best[channel]:
+            current = best.get(channel)
+            if current is None or rank < current:
                 best[channel] = rank
         links = len((neighbours or {}).get(docid, set()) & (top - {docid}))
         length = (lengths or {}).get(docid, 0)
@@ -145,7 +146,7 @@ class Verifier:
     bias: float
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> "Verifier":
+    def from_dict(cls, raw: Mapping[str, Any]) -> Verifier:
         unknown = [f for f in raw["features"] if f not in FEATURES]
         if unknown:
             raise ValueError(f"verifier {raw.get('name')!r} was trained on other features: {', '.join(unknown)}")
@@ -156,7 +157,7 @@ class Verifier:
         """The score of one candidate's full feature vector (in FEATURES order); a verifier may
         use a subset of the features."""
         values = [vector[FEATURES.index(f)] for f in self.features]
-        return self.bias + sum(w * (x - m) / (s or 1.0) for w, x, m, s in zip(self.weights, values, self.mean, self.scale))
+        return self.bias + sum(w * (x - m) / (s or 1.0) for w, x, m, s in zip(self.weights, values, self.mean, self.scale, strict=False))
 
 
 def final_order(candidates: Mapping[str, Candidate], channel_of: Mapping[str, str], verifier: Verifier | None, *,
@@ -174,4 +175,5 @@ def final_order(candidates: Mapping[str, Candidate], channel_of: Mapping[str, st
     score = {d: verifier.score(vector) for d, vector in feats.items()}
     scored = sorted((c for c in heuristic if c["docid"] in score), key=lambda c: (-score[c["docid"]], position[c["docid"]]))
     rest = [c for c in heuristic if c["docid"] not in score]
-    return [dict(c, rank_score=round(score[c["docid"]], 6)) for c in scored] + rest
+    ordered: list[Candidate] = [{**c, "rank_score": round(score[c["docid"]], 6)} for c in scored]
+    return ordered + rest

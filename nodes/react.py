@@ -20,8 +20,18 @@ from nodes.config import MODEL_ATTEMPTS, config_of
 from nodes.context import neutralise, tool_result_for_model
 from nodes.heartbeat import final_attempt
 from nodes.llm_calls import ModelError, invoke
-from nodes.react_prompts import (DROPPED, REFUSED, REMINDER, STEER_SUBMIT, STEERING, SUBMITTED, SYSTEM, TASK_ANSWER,
-                                 TASK_LIST, TOOLS_AS_TEXT)
+from nodes.react_prompts import (
+    DROPPED,
+    REFUSED,
+    REMINDER,
+    STEER_SUBMIT,
+    STEERING,
+    SUBMITTED,
+    SYSTEM,
+    TASK_ANSWER,
+    TASK_LIST,
+    TOOLS_AS_TEXT,
+)
 from nodes.runtime import runtime
 from nodes.state import JobState, add_fallback, bump
 from nodes.tool_results import DocumentPage, SearchPage, ToolError
@@ -146,7 +156,9 @@ def tools(state: JobState) -> dict[str, Any]:
     rt = runtime()
     jobs, job_id = rt.jobs, state["job_id"]
     seq = int(state["conversation"])
-    reply = _as_messages([jobs.message(job_id, seq - 1)])[0]
+    last = jobs.message(job_id, seq - 1)
+    assert last is not None, f"job {job_id} has no message {seq - 1}"
+    reply = _as_messages([last])[0]
     jt = rt.tools(state)
     previewed, opened = list(state.get("previewed", [])), list(state.get("opened", []))
     submitted = state.get("submitted")

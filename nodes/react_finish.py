@@ -16,7 +16,8 @@ from typing import Any
 from nodes.answer import Answered, result_ready
 from nodes.config import config_of
 from nodes.planning import make_plan
-from nodes.policy import SCORED_KINDS, AnswerDraft, AnswerRequest, HeuristicPolicy, JudgeInput
+from nodes.policies import REACT
+from nodes.policy import SCORED_KINDS, AnswerDraft, AnswerRequest, HeuristicPolicy, JudgeInput, JudgeRequest
 from nodes.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
 from nodes.runtime import runtime
 from nodes.state import Candidate, JobState, add_fallback, bump
@@ -25,7 +26,9 @@ from nodes.verification import item_lexical_scores, semantic_inputs
 from stores.records import quotable_chunks
 
 
-def build_react_result(state: JobState) -> Answered:
+def build_react_result(state: JobState, *, use_model: bool = True) -> Answered:
+    """The `react` policy's result (`nodes.policies`: its result builder). It calls no model
+    itself — the answer is the model's submission or the heuristic's — so `use_model` changes nothing."""
     rt = runtime()
     cfg = config_of(state)
     col = rt.collection(state)
@@ -60,11 +63,12 @@ def build_react_result(state: JobState) -> Answered:
     # order's reciprocal rank (1/(60 + rank)), the scale the round graph's fusion uses.
     cands = [Candidate(docid=inp.rec.docid, p=inp.p, score=j.score, evidence=j.evidence, excluded=j.excluded,
                        verified_version=1, rank_score=round(1.0 / (60 + r), 6))
-             for r, (inp, j) in enumerate(zip(batch, heuristic.judge(plan, batch, item_vecs)), start=1)]
+             for r, (inp, j) in enumerate(zip(batch, heuristic.judge(JudgeRequest(plan, batch, item_vecs)).judgements,
+                                              strict=True), start=1)]
     ranked = [ranked_entry(c, records[c["docid"]], plan, corpus, heuristic) for c in cands]
     result: dict[str, Any] = {
         "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
-        "mode": state.get("mode", "list"), "policy": "react", "ranked": ranked, "run": run,
+        "mode": state.get("mode", "list"), "policy": state.get("policy", REACT.name), "ranked": ranked, "run": run,
         "checklist": plan.get("checklist", []), "stop_reason": _stop_reason(state, cfg),
         "rounds": int(state.get("steps", 0)), "queries": [r for r in _queries(rt, state, search_ids)],
         "submitted": {"docids": submitted, "dropped": sub.get("dropped", [])} if sub else None,

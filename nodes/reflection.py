@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from nodes.config import config_of
 from nodes.policy import SCORED_KINDS, ReflectRequest
-from nodes.retrieval import as_query, query_key
 from nodes.pool import load_pool
+from nodes.retrieval import as_query, query_key
 from nodes.runtime import runtime
-from nodes.state import JobState, model_step_update, ranked_candidates
+from nodes.state import Candidate, ChecklistItem, JobState, model_step_update, ranked_candidates
 
 TOP = 10
 CITATION_SEEDS = 5
@@ -22,7 +22,7 @@ CITATION_WEIGHT = 0.5
 FEEDBACK_WEIGHT = 0.25
 
 
-def _weakest_item(state: JobState, top: list[dict]):
+def _weakest_item(state: JobState, top: list[Candidate]) -> ChecklistItem | None:
     items = [i for i in state.get("plan", {}).get("checklist", []) if i["kind"] in SCORED_KINDS]
     if not items or not top:
         return None

@@ -6,13 +6,13 @@ citation check before they are shown.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nodes.citation_check import CheckedAnswer, check_citations, cited_ids
 from nodes.fusion import reciprocal_rank_fusion
 from nodes.policy import AnswerDoc, AnswerDraft, Passage, Policy
-from nodes.scoring import quote, violated_constraint, whole_sentences
+from nodes.scoring import display_text, quote, violated_constraint, whole_sentences
 from nodes.state import Candidate, Plan
 from stores.records import body_lines, page_of_line, quotable_chunks
 from stores.spans import DocumentText, Span
@@ -38,7 +38,7 @@ def _provenance(where: Span, text: str, page_of: Any = None) -> dict[str, Any]:
     return out
 
 
-def evidence_entry(e: dict[str, Any], items: dict[str, Any], doc: DocumentText, page_of: Any = None,
+def evidence_entry(e: Mapping[str, Any], items: dict[str, Any], doc: DocumentText, page_of: Any = None,
                    body: tuple[int, int] | None = None) -> dict[str, Any]:
     """One requirement's evidence as results show it: `chunk` (the quote, whitespace collapsed,
     for reading) and exact provenance — `quote` is `read_span(docid, *chars)` byte for byte.
@@ -46,12 +46,12 @@ def evidence_entry(e: dict[str, Any], items: dict[str, Any], doc: DocumentText, 
     text = e["chunk"]
     where = (doc.find_exact(text, e["line_start"]) or doc.find_loose(text)) if text and doc.lines else None
     entry = {"item": items.get(e["item_id"], {}).get("text", e["item_id"]), "score": e["score"],
-             "chunk": " ".join(text.split()), "lines": [e["line_start"], e["line_end"]]}
+             "chunk": display_text(text), "lines": [e["line_start"], e["line_end"]]}
     if where is not None:
         floor, ceiling = doc.line_range(*(body or (1, len(doc.lines))))
         a, b = whole_sentences(doc.text, where.char_start, where.char_end, floor, ceiling)  # passages may cut sentences
         entry |= _provenance(doc.span(a, b), doc.text[a:b], page_of)
-        entry["chunk"] = " ".join(doc.text[a:b].split())
+        entry["chunk"] = display_text(doc.text[a:b])
     entry["more"] = _quotes(doc, e.get("also", []))
     return entry | ({"judged_by": e["judged_by"]} if e.get("judged_by") else {})
 
@@ -119,7 +119,8 @@ def answer_docs(ranked: Sequence[dict[str, Any]], corpus: Any, limit: int, chars
                 spans.append((tuple(e["lines"]), a, b))
         if not spans and lines:
             spans = [((1, min(len(lines), 8)), *doc.line_range(1, min(len(lines), 8)))]
-        passages, used = [], 0
+        passages: list[Passage] = []
+        used = 0
         for (start, end), a, b in spans:
             text = " ".join(doc.text[a:b].split())
             if used + len(text) > chars and passages:

@@ -7,17 +7,18 @@ the policy. Tool calls go through `JobTools`, which traces each one as an OpenTe
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from nodes.agent_tools import ExpandCitationsArgs, ReadDocumentArgs, ReadSearchResultsArgs, SearchArgs
-from nodes.config import POLICIES, JobConfig, ModelSettings, config_of
+from nodes.config import JobConfig, ModelSettings, config_of
 from nodes.models import ModelFactory, make_chat_model
-from nodes.policy import HeuristicPolicy, Policy
+from nodes.policies import spec_of
+from nodes.policy import Policy
 from nodes.semantic_filter import FilteredSemantic
 from nodes.state import JobState
 from nodes.tool_results import CitationPage, SearchPage, ToolError
@@ -28,7 +29,6 @@ from stores.embedder import model_available
 from stores.errors import QuarryError
 from stores.home import collection_paths, quarry_home
 from stores.jobs import JobStore
-
 
 # Words of a collection's first document that the worker searches for once before it polls.
 WARM_QUERY_WORDS = 24
@@ -210,7 +210,7 @@ class NodeRuntime:
         with self._lock:
             if key not in self._collections:
                 col = Collection(name, self.home, version)
-                col.lucene  # fail early (missing or stale index) with a clear message
+                _ = col.lucene  # fail early (missing or stale index) with a clear message
                 # Older versions of this collection are not reopened by new jobs: drop them.
                 for stale in [k for k in self._collections if k[0] == name and k != key and pinned is None]:
                     del self._collections[stale]
@@ -324,18 +324,12 @@ class NodeRuntime:
             data = collection_manifest(self.collection(state))
         except QuarryError as err:  # the collection is gone: say so rather than fail the finish
             data = {"collection": state.get("collection"), "error": err.code}
-        return data | policy_manifest(str(state.get("policy", "heuristic")), config_of(state), ranker)
+        return data | policy_manifest(spec_of(state), config_of(state), ranker)
 
-    def policy(self, state: JobState) -> Policy:
-        """The job's decision maker: the LLM policy for `llm`, else the heuristic (the `react`
-        graph makes its own decisions and uses the heuristic only to attach evidence)."""
-        name = state.get("policy", "heuristic")
-        if name not in POLICIES:
-            raise QuarryError("bad_policy", f"unknown policy {name!r}", f"use one of: {', '.join(POLICIES)}")
-        if name == "llm":
-            from nodes.llm_policy import LLMPolicy
-            return LLMPolicy(self, state)
-        return HeuristicPolicy()
+    def policy(self, state: Mapping[str, Any]) -> Policy:
+        """The job's decision maker: the class its policy's spec names (`nodes.policies`; the
+        `react` graph makes its own decisions and uses the heuristic only to attach evidence)."""
+        return spec_of(state).policy_class().for_job(self, state)
 
 
 _runtime: NodeRuntime | None = None

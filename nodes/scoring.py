@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from functools import lru_cache
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
-from nodes.state import ChecklistItem, Evidence, Plan
 from nodes.excerpts import STOPWORDS, query_terms
-from nodes.quotable import fence_lines, lead_trim, quotable_spans
+from nodes.quotable import definition_line, entry_starts, fence_lines, lead_trim, quotable_spans
+from nodes.state import ChecklistItem, Evidence, Plan
 from stores.records import Chunk, DocRecord, last_name
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -42,11 +42,25 @@ _SENTENCE_CASELESS = re.compile(r"\S.*?(?:[.!?][\"')\]]*(?=\s+[\w\"'(\[])|(?=\n[
 _ABBREVIATION_CASELESS = re.compile(r"\b(?:e\.g|i\.e|et al|etc|vs|cf|fig|figs|eq|eqs|sec|no|dr|mr|mrs|ms|prof|inc|ltd|"
                                     r"approx)\.$")
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
+# Rendered man pages hyphenate a word at a line end with U+2010 ("connec‐\n tions"): shown with
+# whitespace collapsed that reads "connec‐ tions". A U+2010 after a letter, then whitespace (a
+# line break, or the space a passage already collapsed it to) and a lower-case letter is such a
+# break; the word is joined for reading. Not before "and"/"or"/"to": a suspended hyphen
+# ("pre‐ and post‐processing") is written that way on purpose. ASCII "-" is never joined.
+_MAN_HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])\u2010\s+(?!(?:and|or|to)\b)(?=[a-z])")
+
+
+def display_text(text: str) -> str:
+    """Text as a reader sees a quote: man-page hyphenation breaks joined ("connec‐\n tions" →
+    "connections"), whitespace collapsed. Only for showing: the exact quote (`quote` in results,
+    `read_span`) keeps the document's characters."""
+    return " ".join(_MAN_HYPHEN_BREAK.sub("", text).split())
 
 
 def quote(text: str) -> str:
-    """Evidence text as results show it: whitespace collapsed, cut at EVIDENCE_CHARS."""
-    return " ".join(text.split())[:EVIDENCE_CHARS]
+    """Evidence text as results show it: hyphenation breaks joined, whitespace collapsed, cut at
+    EVIDENCE_CHARS."""
+    return display_text(text)[:EVIDENCE_CHARS]
 
 
 def sentences(text: str, cased: bool | None = None) -> list[tuple[int, int]]:
@@ -63,6 +77,25 @@ def sentences(text: str, cased: bool | None = None) -> list[tuple[int, int]]:
             out[-1] = (out[-1][0], end)
         else:
             out.append((m.start(), end))
+    return _cut_entries(text, out)
+
+
+def _cut_entries(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Each span cut before the lines that start a statement of their own without a sentence end
+    before them (`nodes.quotable.entry_starts`: rst fields, table rows, a run of option
+    definitions), so that a quote is one definition, not a field list or a `--help` dump."""
+    starts = entry_starts(text)
+    if not starts:
+        return spans
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        cuts = [c for c in starts if a < c < b]
+        for lo, hi in zip([a, *cuts], [*cuts, b], strict=True):
+            while lo < hi and text[lo].isspace():
+                lo += 1
+            hi = lo + len(text[lo:hi].rstrip())
+            if lo < hi:
+                out.append((lo, hi))
     return out
 
 
@@ -124,7 +157,9 @@ def quote_span(text: str, wanted: set[str], title: str = "", fenced: bool = Fals
     covering most of `wanted` (stems; the first on ties), with the following quotable sentences
     while it is shorter than QUOTE_MIN_CHARS. None when no sentence of the passage may be quoted
     (only headings, code or boilerplate). Only a sentence longer than SENTENCE_CAP (a table, a
-    run-on) is cut, at a word."""
+    run-on) is cut, at a word. A definition (an option, an rst field, a table row) is short and
+    complete: it is neither padded with the next statement nor padding for the one before
+    (":Number of Instances: 150 …" was quoted with ":Number of Attributes: 4 …")."""
     spans, ok = _sentence_spans(text, title, fenced)
     if not ok:
         return None
@@ -134,13 +169,19 @@ def quote_span(text: str, wanted: set[str], title: str = "", fenced: bool = Fals
     allowed = set(ok)
     for a, b in spans[spans.index(next(s for s in spans if s[1] == end)) + 1:]:
         if end - start >= QUOTE_MIN_CHARS or b - start > QUOTE_MAX_CHARS or _PARAGRAPH.search(text, end, a) \
-                or (a, b) not in allowed:
+                or (a, b) not in allowed or _definition_at(text, start) or _definition_at(text, a):
             break
         end = b
     if end - start > SENTENCE_CAP:
         cut = text.rfind(" ", start, start + SENTENCE_CAP)
         end = cut if cut > start else start + SENTENCE_CAP
     return start, end
+
+
+def _definition_at(text: str, start: int) -> bool:
+    """Whether the line of `text` from `start` is a definition (`nodes.quotable.definition_line`)."""
+    end = text.find("\n", start)
+    return definition_line(text[start:end if end >= 0 else len(text)])
 
 
 def header_title(chunk: Chunk, title: str) -> str:
@@ -169,10 +210,14 @@ def sentence_quote(chunk: Chunk, wanted: set[str], title: str = "") -> tuple[str
 
 
 def stem(word: str) -> str:
-    """Crude stem: the first five letters, so that plural and verb forms of a word meet
-    (retrieval/retrieve, passage/passages, encoder/encoding). A Porter stemmer would need the
-    JVM or a new dependency for a signal that only locates evidence."""
+    """Crude stem: a plural "s" dropped, then the first five letters, so that plural and verb forms
+    of a word meet (retrieval/retrieve, passage/passages, encoder/encoding). Without the plural
+    rule short words never met their plurals ("stop"/"stops", "tab"/"tabs", "rule"/"rules":
+    less(1)'s "Sets tab stops." covered one word of "default tab stop"). A Porter stemmer would
+    need the JVM or a new dependency for a signal that only locates evidence."""
     word = word.lower()
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
     return word[:5]
 
 
@@ -206,26 +251,49 @@ def quote_cap(item: ChecklistItem, quote_text: str, title: str = "") -> float:
     return 5.0 if not wanted else round(1.0 + 4.0 * coverage(wanted, f"{quote_text}\n{title}"), 3)
 
 
-def locate_evidence(item: ChecklistItem, chunks: Sequence[Chunk], title: str = "") -> Evidence:
-    """The quotable sentence that best covers the item's words (across chunks; on ties the chunk
-    covering more of them, then the earlier), with its line range and a 0–5 score: that
-    sentence's coverage. A document with nothing quotable (only headings, code, boilerplate) gives
-    its title with score 0."""
+def unshown_words(item: ChecklistItem, title: str = "") -> set[str]:
+    """The item's words (stems) that the document's title does not already show; all of them
+    when the title shows every one. A quote is chosen for these (results print the title above
+    every quote)."""
     wanted = item_stems(item)
+    return (wanted - stems(title)) or wanted
+
+
+def locate_evidence(item: ChecklistItem, chunks: Sequence[Chunk], title: str = "") -> Evidence:
+    """The quotable sentence that best shows the item (across chunks; on ties the chunk covering
+    more of its words, then the earlier), with its line range and a 0–5 score: how well the
+    document matched the item, the best sentence's coverage of the item's words. A document with
+    nothing quotable (only headings, code, boilerplate) gives its title with score 0.
+
+    The quote is chosen by the item's words that the title does not already show (results print
+    the title above every quote): for "default tab stop in less" in less(1), "If an option
+    appears in the LESS variable … default value" covered as many words as "Sets tab stops. …
+    The default for n is 8." only because it repeats the title's "less". The score stays the best
+    sentence's coverage of all the item's words, so the ranking does not move with the quote."""
+    wanted = item_stems(item)
+    seek = unshown_words(item, title)
     fenced = fenced_starts(chunks)
-    best: tuple[tuple[float, float], Chunk, tuple[int, int]] | None = None
+    best: tuple[tuple[float, float, float], Chunk, tuple[int, int]] | None = None
+    match = 0.0
     for chunk in chunks:
-        span = quote_span(chunk.text, wanted, header_title(chunk, title), fenced.get(chunk.chunk_no, False))
+        header = header_title(chunk, title)
+        in_fence = fenced.get(chunk.chunk_no, False)
+        span = quote_span(chunk.text, seek, header, in_fence)
         if span is None:
             continue
-        key = (coverage(wanted, chunk.text[span[0]:span[1]]), coverage(wanted, chunk.text))
+        if seek != wanted:
+            whole = quote_span(chunk.text, wanted, header, in_fence) or span
+            match = max(match, coverage(wanted, chunk.text[whole[0]:whole[1]]))
+        quoted = chunk.text[span[0]:span[1]]
+        key = (coverage(seek, quoted), coverage(wanted, quoted), coverage(wanted, chunk.text))
+        match = max(match, key[1])
         if best is None or key > best[0]:
             best = (key, chunk, span)
     if best is None:
         return Evidence(item_id=item["id"], score=0.0, chunk=" ".join(title.split()), line_start=1, line_end=1)
-    (cov, _), chunk, (a, b) = best
+    _, chunk, (a, b) = best
     first = chunk.line_start + chunk.text.count("\n", 0, a)
-    return Evidence(item_id=item["id"], score=round(5.0 * cov, 3), chunk=chunk.text[a:b], line_start=first,
+    return Evidence(item_id=item["id"], score=round(5.0 * match, 3), chunk=chunk.text[a:b], line_start=first,
                     line_end=first + chunk.text.count("\n", a, b))
 
 
@@ -328,13 +396,13 @@ def relevance_model_query(core: str, texts: Sequence[str], doc_weights: Sequence
         return core
     p_q = Counter(q_words)
     total_w = sum(doc_weights) or 1.0
-    p_r: Counter = Counter()
-    for text, weight in zip(texts, doc_weights):
+    p_r: dict[str, float] = {}
+    for text, weight in zip(texts, doc_weights, strict=False):
         words = [w.lower() for w in _WORD.findall(text) if len(w) > 2 and w.isalpha() and w.lower() not in STOPWORDS]
         if not words:
             continue
         for word, tf in Counter(words).items():
-            p_r[word] += (weight / total_w) * tf / len(words)
+            p_r[word] = p_r.get(word, 0.0) + (weight / total_w) * tf / len(words)
     expansion = [w for w, _ in sorted(p_r.items(), key=lambda p: (-p[1], p[0]))[:n_terms]]
     mixed: dict[str, float] = {}
     for word, count in p_q.items():

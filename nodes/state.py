@@ -18,11 +18,12 @@ from nodes.usage import Usage
 
 Mode = Literal["list", "answer"]
 Status = Literal["running", "completed", "budget_exhausted", "stopped", "failed"]
+ChecklistKind = Literal["topic", "method", "application", "metadata", "exclusion"]
 
 
 class ChecklistItem(TypedDict):
     id: str
-    kind: Literal["topic", "method", "application", "metadata", "exclusion"]
+    kind: ChecklistKind
     text: str
     weight: float
 
@@ -36,6 +37,10 @@ class Plan(TypedDict, total=False):
     exclusions: list[str]
     version: int
     years_known: bool
+    # Metadata constraints the navigator found in the intent and validated against the store.
+    authors: list[str]
+    authors_exclusive: bool
+    venue: str | None
 
 
 class Evidence(TypedDict):
@@ -117,7 +122,7 @@ def bump(stats: dict[str, int], **deltas: int) -> dict[str, int]:
 
 def add_fallback(state: JobState, step: str, reason: str) -> list[dict[str, str]]:
     """The state's fallbacks with one more (a model step answered by the heuristic instead)."""
-    return list(state.get("fallbacks", [])) + [{"step": step, "reason": reason[:300]}]
+    return [*state.get("fallbacks", []), {"step": step, "reason": reason[:300]}]
 
 
 def model_step_update(state: JobState, step: str, usage: Usage, fallback: str = "") -> dict[str, Any]:
@@ -146,5 +151,5 @@ def ranked_candidates(candidates: Mapping[str, Candidate]) -> list[Candidate]:
     by_f = sorted(verified.values(), key=lambda c: (-c.get("fused", 0.0), c["docid"]))
     fused = reciprocal_rank_fusion([[c["docid"] for c in by_s], [c["docid"] for c in by_f]], k=RRF_K)
     # The score that orders the list goes with each candidate (results show it beside S).
-    return [dict(verified[d], rank_score=round(score, 6)) for d, score in fused] + \
-        [dict(c, rank_score=round(c.get("fused", 0.0), 6)) for c in rest]
+    ordered: list[Candidate] = [{**verified[d], "rank_score": round(score, 6)} for d, score in fused]
+    return ordered + [{**c, "rank_score": round(c.get("fused", 0.0), 6)} for c in rest]

@@ -4,7 +4,9 @@ A node body runs in a thread (nodes.heartbeat) while the job's stop, its budget 
 activity's cancellation reach only the event loop (the workflow's progress query, Temporal's
 cancellation). The wrapper on the loop learns of them and calls `stop(reason)`; a long loop in the
 thread (embedding batches: stores.chunk_vectors via nodes.semantic_filter) asks `why()` between
-batches and ends early when it answers, keeping what it computed. `report()` passes progress out
+batches and ends early when it answers, keeping what it computed. A stop can only land between
+batches, so the loop keeps each one short (stores.chunk_vectors bounds a batch by text and by the
+measured pace, not by a count of chunks that may each be long). `report()` passes progress out
 (the job store and heartbeat details for `job progress`, a bar for the command line).
 
 The current step is a context variable: `asyncio.to_thread` copies it into the node's thread, and

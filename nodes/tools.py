@@ -18,8 +18,8 @@ from typing import Any, Protocol
 from nodes.excerpts import excerpt
 from nodes.tool_results import CitationHit, CitationPage, DocumentPage, HitView, SearchPage, ToolError
 from stores.citations import CitationGraph
-from stores.lucene import MAX_QUERY_TERMS, distinct_terms
 from stores.errors import QuarryError
+from stores.lucene import MAX_QUERY_TERMS, distinct_terms
 from stores.records import DocRecord
 
 DEFAULT_DEPTH = 1000
@@ -74,6 +74,7 @@ class Searcher(Protocol):
 class Corpus(Protocol):
     def get_many(self, docids: Sequence[str]) -> dict[str, DocRecord]: ...
     def lines(self, docid: str) -> list[str] | None: ...
+    def docs_by_author(self, last_names: list[str]) -> dict[str, list[str]]: ...
 
 
 @dataclass(frozen=True, slots=True)

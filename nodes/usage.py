@@ -7,8 +7,9 @@ job carries in its configuration; a model without a price costs 0 and is reporte
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints
 
@@ -72,7 +73,7 @@ class Usage:
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    def add(self, other: "Usage") -> "Usage":
+    def add(self, other: Usage) -> Usage:
         """A new Usage with both counts summed (state is never changed in place)."""
         by_model = {k: dict(v) for k, v in self.by_model.items()}
         for name, row in other.by_model.items():
@@ -88,7 +89,7 @@ class Usage:
         return asdict(self) | {"total_tokens": self.total_tokens}
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any] | None) -> "Usage":
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> Usage:
         raw = dict(raw or {})
         raw.pop("total_tokens", None)
         return cls(**{k: v for k, v in raw.items() if k in cls.__dataclass_fields__})
@@ -120,7 +121,7 @@ def usage_from_metadata(meta: Mapping[str, Any] | None, model: str, prices: Mapp
 LOCAL_PROVIDERS = ("ollama",)
 
 
-def prices_for(models: list[str | None], table: Mapping[str, Price]) -> dict[str, Price]:
+def prices_for(models: Sequence[str | None], table: Mapping[str, Price]) -> dict[str, Price]:
     """The part of the table a job needs (its models), to carry in its configuration."""
     out = {}
     for model in models:

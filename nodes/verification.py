@@ -5,18 +5,20 @@ hard constraints (years, exclusions) zero a candidate and record why.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import nullcontext
 
 from nodes.config import config_of
-from nodes.policy import SCORED_KINDS, JudgeInput
 from nodes.librarian import librarian_tasks
+from nodes.policies import spec_of
+from nodes.policy import SCORED_KINDS, JudgeInput, JudgeRequest
 from nodes.pool import load_pool, store_pool
 from nodes.runtime import runtime
-from nodes.state import JobState, bump
+from nodes.state import ChecklistItem, JobState, bump, model_step_update
 from stores.records import quotable_chunks
 
 
-def item_lexical_scores(lucene, items: list[dict], docids: list[str], tools=None) -> dict[str, dict[str, float]]:
+def item_lexical_scores(lucene, items: Sequence[ChecklistItem], docids: list[str], tools=None) -> dict[str, dict[str, float]]:
     """Per checklist item, each candidate's BM25 score for the item's words relative to the
     best candidate's (0–1): how strongly a document states that requirement, on a scale that
     does not depend on the collection's score range. With `tools`, the Lucene calls are traced."""
@@ -31,7 +33,7 @@ def item_lexical_scores(lucene, items: list[dict], docids: list[str], tools=None
     return out
 
 
-def semantic_inputs(tools, dense, items: list[dict], docids: list[str]) -> tuple[dict | None, dict]:
+def semantic_inputs(tools, dense, items: Sequence[ChecklistItem], docids: list[str]) -> tuple[dict | None, dict]:
     """The checklist items' query vectors and the candidates' chunk vectors (traced), or
     (None, {}) without a dense index."""
     if dense is None:
@@ -72,11 +74,14 @@ def verification(state: JobState) -> dict:
         p = round(cand["fused"] / best_fused, 6) if best_fused else 0.0
         batch.append(JudgeInput(rec, quotable_chunks(rec, chunks[docid]), p, chunk_vecs.get(docid),
                                 {i: s[docid] for i, s in lexical.items()}))
-    for inp, judged in zip(batch, policy.judge(plan, batch, item_vecs)):
-        candidates[inp.rec.docid].update(p=inp.p, score=judged.score, evidence=judged.evidence,
-                                         excluded=judged.excluded, verified_version=version, judged="")
+    decision = policy.judge(JudgeRequest(plan, batch, item_vecs, intent=state.get("intent", "")))
+    for inp, judged in zip(batch, decision.judgements, strict=True):
+        candidates[inp.rec.docid].update({"p": inp.p, "score": judged.score, "evidence": judged.evidence,
+                                          "excluded": judged.excluded, "verified_version": version,
+                                          "judged": decision.judged_by})
     update = store_pool(rt.jobs, state, candidates)
-    if state.get("policy") == "llm":  # the librarians' batches, planned here so the router stays small
+    update |= model_step_update(state, "verification", decision.usage, decision.fallback)
+    if spec_of(state).second_look:  # the second look's batches, planned here so the router stays small
         update["librarian_tasks"] = librarian_tasks(state, candidates)
     return {**update, "opened": opened, "node": "verification",
             "stats": bump(state.get("stats", {}), tool_calls=tools.calls, reads=tools.calls)}

@@ -32,9 +32,22 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags, Tracer
 
-from observability.conventions import (AGENT_NAME, CONVERSATION_ID, INPUT_MESSAGES, KIND, OI_INPUT, OI_INPUT_MIME,
-                                       OI_KIND, OI_OUTPUT, OI_OUTPUT_MIME, OPERATION, OUTPUT_MESSAGES, as_json, clip,
-                                       messages)
+from observability.conventions import (
+    AGENT_NAME,
+    CONVERSATION_ID,
+    INPUT_MESSAGES,
+    KIND,
+    OI_INPUT,
+    OI_INPUT_MIME,
+    OI_KIND,
+    OI_OUTPUT,
+    OI_OUTPUT_MIME,
+    OPERATION,
+    OUTPUT_MESSAGES,
+    as_json,
+    clip,
+    messages,
+)
 from observability.tool_spans import get_tracer
 
 AGENT = "quarry"
@@ -52,7 +65,7 @@ class AgentTrace:
     run_start_ns: int | None = None
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any] | None) -> "AgentTrace | None":
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> AgentTrace | None:
         if not raw:
             return None
         run = raw.get("run_start_ns")

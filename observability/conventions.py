@@ -89,7 +89,7 @@ def shaped(span: ReadableSpan, keep_content: bool) -> ReadableSpan:
     status = content_policy.status(status, str(attrs.get("error.type") or error_type or "Error"), keep_content)
     events = [Event(e.name, content_policy.attributes(e.attributes or {}, keep_content), e.timestamp)
               for e in span.events]
-    same_events = all(dict(a.attributes or {}) == dict(b.attributes or {}) for a, b in zip(events, span.events))
+    same_events = all(dict(a.attributes or {}) == dict(b.attributes or {}) for a, b in zip(events, span.events, strict=True))
     if status is span.status and attrs == dict(span.attributes or {}) and same_events:
         return span
     return ReadableSpan(name=span.name, context=span.context, parent=span.parent, resource=span.resource,

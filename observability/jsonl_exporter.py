@@ -100,8 +100,8 @@ class JsonlSpanExporter(SpanExporter):
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             for trace_id, lines in by_trace.items():
                 path = self.folder / f"{trace_id}.jsonl"
-                for line in lines:
-                    _append_line(path, line)
+                for encoded in lines:
+                    _append_line(path, encoded)
         except OSError:
             logger.exception("could not write spans under %s", self.folder)
             return SpanExportResult.FAILURE

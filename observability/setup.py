@@ -25,7 +25,7 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -115,9 +115,12 @@ def setup_tracing(service_name: str, home: Path) -> TracerProvider:
         if _provider is None:
             from opentelemetry import trace
             from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider
+            from temporalio.contrib.opentelemetry._id_generator import TemporalIdGenerator
 
             provider = build_provider(service_name, home)
-            trace.set_tracer_provider(ReplaySafeTracerProvider(provider, provider.id_generator))
+            # build_provider always installs a TemporalIdGenerator; the SDK types the attribute as any IdGenerator.
+            ids = cast(TemporalIdGenerator, provider.id_generator)
+            trace.set_tracer_provider(ReplaySafeTracerProvider(provider, ids))
             _provider = provider
         return _provider
 

@@ -17,8 +17,20 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
 
-from observability.conventions import (KIND, OI_INPUT, OI_INPUT_MIME, OI_KIND, OI_OUTPUT, OI_OUTPUT_MIME, TOOL_ARGUMENTS,
-                                       TOOL_RESULT, TOOL_TYPE, as_json, clip, retrieved_documents)
+from observability.conventions import (
+    KIND,
+    OI_INPUT,
+    OI_INPUT_MIME,
+    OI_KIND,
+    OI_OUTPUT,
+    OI_OUTPUT_MIME,
+    TOOL_ARGUMENTS,
+    TOOL_RESULT,
+    TOOL_TYPE,
+    as_json,
+    clip,
+    retrieved_documents,
+)
 
 TRACER_NAME = "quarry"
 
@@ -39,9 +51,9 @@ def _attr_value(value: Any) -> Any:
     """
     if isinstance(value, _PRIMITIVES):
         return value
-    if isinstance(value, (list, tuple)) and all(isinstance(v, _PRIMITIVES) for v in value):
-        if len({type(v) for v in value}) <= 1:
-            return list(value)
+    if (isinstance(value, (list, tuple)) and all(isinstance(v, _PRIMITIVES) for v in value)
+            and len({type(v) for v in value}) <= 1):
+        return list(value)
     return json.dumps(value, default=str, ensure_ascii=False) if isinstance(value, (dict, list, tuple)) else str(value)
 
 
@@ -69,7 +81,8 @@ def _span(name: str, attributes: dict[str, Any], tracer: Tracer | None) -> Itera
             span.set_attribute("error.type", type(exc).__qualname__)
             span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
             raise
-        if getattr(span, "status", None) is None or span.status.status_code is StatusCode.UNSET:
+        status = getattr(span, "status", None)  # an SDK span has one; the API's Span type does not say so
+        if status is None or status.status_code is StatusCode.UNSET:
             span.set_status(Status(StatusCode.OK))
 
 

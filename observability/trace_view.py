@@ -118,7 +118,7 @@ def tool_summary(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if attrs.get("gen_ai.operation.name") == "execute_tool":
             tool = str(attrs.get("gen_ai.tool.name", "?"))
             durations[tool].append(float(span.get("duration_ms", 0.0)))
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"tool": tool, "count": len(ms), "total_ms": round(sum(ms), 3),
          "p50_ms": round(statistics.median(ms), 3)}
         for tool, ms in durations.items()
@@ -140,12 +140,12 @@ def _readable_query(attrs: dict[str, Any]) -> str:
     return f"{attrs.get('quarry.channel', 'lexical')}: {text}"
 
 
-def span_rounds(spans: list[dict[str, Any]]) -> dict[str, int | None]:
+def span_rounds(spans: list[dict[str, Any]]) -> dict[str | None, int | None]:
     """Each span's round: its own `quarry.round`, else its nearest ancestor's (node spans carry it)."""
     by_id = {s.get("span_id"): s for s in spans}
-    out: dict[str, int | None] = {}
+    out: dict[str | None, int | None] = {}
 
-    def find(span_id: str, depth: int = 0) -> int | None:
+    def find(span_id: str | None, depth: int = 0) -> int | None:
         if span_id in out:
             return out[span_id]
         span = by_id.get(span_id)

@@ -45,10 +45,8 @@ def base_key(family: str | None, year: int | None, title: str, docid: str) -> st
     from the docid when the title has no word. ASCII letters and digits only, never empty."""
     words = [w for w in (_ascii_slug(w) for w in re.split(r"[\s\-–—:/]+", title)) if w and w not in _STOPWORDS]
     name = _ascii_slug(family or "")[:20]
-    if name:
-        key = f"{name}{year or ''}{''.join(words[:1])[:24]}"
-    else:  # no author: the title's first two words, then the year ("mynotes2023")
-        key = f"{''.join(words[:2])[:32]}{year or ''}"
+    # Without an author: the title's first two words, then the year ("mynotes2023").
+    key = f"{name}{year or ''}{''.join(words[:1])[:24]}" if name else f"{''.join(words[:2])[:32]}{year or ''}"
     if not re.search(r"[a-z]", key):
         key = (_ascii_slug(PurePosixPath(docid).name)[:32] or "doc") + (str(year) if year else "")
     return key

@@ -3,18 +3,30 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
-
+from rich.text import Text
 from typer.core import TyperGroup
 
 from quarry.console import console, fail, out, print_json, progress_bar, safe, terminal_safe
 from stores.errors import QuarryError, disk_full, run_script
+from stores.readers import ProgressFn
 
 
 class _OneMessage(TyperGroup):
@@ -32,10 +44,10 @@ class _OneMessage(TyperGroup):
             raise  # typer's own exits and usage errors: a fail() inside an `except` already printed its message
         except QuarryError as err:
             fail(err)
-        except Exception as exc:  # noqa: BLE001 - only a full disk is translated; anything else re-raises
+        except Exception as exc:  # only a full disk is translated; anything else re-raises
             from stores.home import quarry_home
-            if (err := disk_full(exc, home=quarry_home())) is not None:
-                fail(err)
+            if (full := disk_full(exc, home=quarry_home())) is not None:
+                fail(full)
             raise
 
 
@@ -44,7 +56,7 @@ app = typer.Typer(cls=_OneMessage, no_args_is_help=True, add_completion=False, p
 
 
 @app.callback()
-def main(home: Annotated[Optional[Path], typer.Option("--home", envvar="QUARRY_HOME",
+def root(home: Annotated[Path | None, typer.Option("--home", envvar="QUARRY_HOME",
                                                       help="Data folder (indexes, jobs, traces).")] = None) -> None:
     if home is not None:
         os.environ["QUARRY_HOME"] = str(home.expanduser().resolve())
@@ -127,7 +139,7 @@ def ingest(path: Annotated[Path, typer.Argument(help="BEIR folder, .jsonl file, 
 def add(name: str,
         paths: Annotated[list[Path], typer.Argument(help="Document files or folders (or .jsonl files) to add or update")],
         strict: Annotated[bool, typer.Option("--strict", help="Change nothing if any file is bad")] = False,
-        root: Annotated[Optional[Path], typer.Option(
+        root: Annotated[Path | None, typer.Option(
             "--root", help="Folder that ids are relative to, as a folder ingest of it would give them "
                            "(default: the folder the collection was ingested from, for files inside it; "
                            "otherwise each folder given, or a single file's name)")] = None,
@@ -169,8 +181,8 @@ def remove(name: str, docids: Annotated[list[str], typer.Argument(help="Ids of t
 
 @app.command()
 def index(name: str,
-          k1: Annotated[Optional[float], typer.Option(min=0.0, help="BM25 k1 stored with the index")] = None,
-          b: Annotated[Optional[float], typer.Option(min=0.0, max=1.0, help="BM25 b stored with the index")] = None,
+          k1: Annotated[float | None, typer.Option(min=0.0, help="BM25 k1 stored with the index")] = None,
+          b: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="BM25 b stored with the index")] = None,
           dense: Annotated[bool, typer.Option("--dense", help="Also build the dense (MiniLM + Chroma) chunk index; "
                                                             "reused while the corpus is unchanged")] = False,
           json_out: JsonOpt = False) -> None:
@@ -178,7 +190,7 @@ def index(name: str,
     from stores.collection import reindex
     try:
         _check_bm25(k1, b)
-        with progress_bar(console.is_terminal) as progress:
+        with progress_bar(console.is_terminal and not json_out) as progress:  # --json: nothing but the JSON
             meta = reindex(name, k1=k1, b=b, progress=progress)
     except QuarryError as err:
         fail(err)
@@ -190,7 +202,7 @@ def index(name: str,
         from stores.dense import DenseIndex
         try:
             col = _collection(name)
-            with progress_bar(console.is_terminal) as progress:
+            with embedding_progress(quiet=json_out, note="(MiniLM, dense index)") as progress:
                 dmeta, reused = DenseIndex(col.paths, name).ensure(col.corpus, progress=progress)
         except QuarryError as err:
             fail(err)
@@ -247,32 +259,118 @@ def _semantic(col, lexical):
                             chunks_per_doc=cfg.semantic_chunks)
 
 
-PLAIN_PROGRESS_EVERY_S = 5.0  # progress lines when stderr is not a terminal (logs, pipes)
+PLAIN_PROGRESS_EVERY_S = 10.0  # plain progress lines (stderr not a terminal: logs, pipes) at least this often…
+PLAIN_PROGRESS_EVERY_PCT = 10   # …and at every this many percent
+
+
+def _duration(seconds: float) -> str:
+    """'45 s', '4 min 05 s', '2 h 10 min': an ETA as a person reads it."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+class PlainProgress:
+    """A ProgressFn writing plain lines (for a log or a pipe, where a bar would be noise): the
+    start, every PLAIN_PROGRESS_EVERY_PCT percent or PLAIN_PROGRESS_EVERY_S seconds, whichever
+    comes first, and the end; each with the count, the share, the rate and the time left."""
+
+    def __init__(self, emit: Callable[[str], None], *, unit: str = "chunks", note: str = "",
+                 every_pct: int = PLAIN_PROGRESS_EVERY_PCT, every_s: float = PLAIN_PROGRESS_EVERY_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.emit, self.unit, self.note = emit, unit, note
+        self.every_pct, self.every_s, self.clock = every_pct, every_s, clock
+        self._stage: str | None = None
+        self._started = self._said_at = 0.0
+        self._first = self._said_pct = 0
+        self._ended = False
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        now = self.clock()
+        if stage != self._stage:
+            self._stage, self._started, self._first, self._said_at, self._said_pct = stage, now, done, 0.0, -1
+            self._ended = False
+        end = total is not None and done >= total
+        pct = done * 100 // total if total else 0
+        first = self._said_pct < 0
+        crossed = self.every_pct > 0 and pct // self.every_pct > self._said_pct // self.every_pct
+        if (end and self._ended) or not (first or end or crossed or now - self._said_at >= self.every_s):
+            return
+        self._said_at, self._said_pct, self._ended = now, pct, end
+        self.emit(self.line(stage, done, total, now))
+
+    def line(self, stage: str, done: int, total: int | None, now: float) -> str:
+        count = f"{stage} {done:,}/{total:,} {self.unit} ({done * 100 // total}%)" if total else \
+            f"{stage} {done:,} {self.unit}"
+        took = now - self._started
+        rate = (done - self._first) / took if took > 0 else 0.0
+        parts = [count]
+        if rate > 0:
+            parts.append(f"{rate:,.1f} {self.unit}/s")
+            if total and done < total:
+                parts.append(f"about {_duration((total - done) / rate)} left")
+        elif total and done >= total and took > 0:
+            parts.append(f"in {_duration(took)}")
+        return " · ".join(parts) + (f" {self.note}" if self.note else "")
+
+
+class _RateColumn(ProgressColumn):
+    """'42.0 chunks/s' (blank until rich has a speed)."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task: Any) -> Text:
+        return Text(f"{task.speed:,.1f} {self.unit}/s" if task.speed else "", style="progress.data.speed")
+
+
+@contextmanager
+def embedding_progress(*, quiet: bool = False, note: str = "", unit: str = "chunks",
+                       terminal: bool | None = None, to: Console | None = None,
+                       clock: Callable[[], float] = time.monotonic) -> Iterator[ProgressFn]:
+    """The one renderer of "chunks embedded" progress, for every command that embeds (`index
+    --dense`, a semantic search without a dense index): on a terminal a bar on stderr with
+    done/total, rate and time left; otherwise plain lines (`PlainProgress`); nothing with `quiet`
+    (--json: stdout carries only the result and stderr stays clean). Stores report through the
+    ProgressFn; they never print."""
+    to = to or console
+    if quiet:
+        yield lambda stage, done, total: None
+        return
+    if not (to.is_terminal if terminal is None else terminal):
+        yield PlainProgress(lambda line: to.print(terminal_safe(line), markup=False, highlight=False),
+                            unit=unit, note=note, clock=clock)
+        return
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
+                   _RateColumn(unit), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                   console=to, transient=False, get_time=clock)
+    tasks: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int | None) -> None:
+        if stage not in tasks:
+            tasks[stage] = bar.add_task(stage, total=total)
+        bar.update(tasks[stage], completed=done, total=total)
+
+    with bar:
+        yield update
 
 
 @contextmanager
 def _embedding_progress(semantic) -> Iterator[None]:
     """While a semantic search without a dense index embeds chunks on demand (a minute for a
-    hundred long documents), show chunks embedded / total: a bar on a terminal, else a plain
-    line at the start, every PLAIN_PROGRESS_EVERY_S and at the end."""
+    hundred long documents), show chunks embedded / total (`embedding_progress`)."""
     from nodes.semantic_filter import FilteredSemantic
     from nodes.step_control import StepControl, using_step
     if not isinstance(semantic, FilteredSemantic):
         yield
         return
-    terminal = console.is_terminal
-    said = [0.0]
-
-    with progress_bar(terminal) as bar:
-        def show(stage: str, done: int, total: int) -> None:
-            bar(stage, done, total)
-            now = time.monotonic()
-            if not terminal and (done in (0, total) or now - said[0] >= PLAIN_PROGRESS_EVERY_S):
-                said[0] = now
-                console.print(f"{stage} {done:,}/{total:,} chunks (MiniLM, for semantic re-scoring)", highlight=False)
-
-        with using_step(StepControl(on_progress=show)):
-            yield
+    with embedding_progress(note="(MiniLM, for semantic re-scoring)") as show, \
+            using_step(StepControl(on_progress=show)):
+        yield
 
 
 def _what_it_is(semantic, name: str) -> str:
@@ -285,7 +383,7 @@ def _what_it_is(semantic, name: str) -> str:
 def search(name: str, query: str,
            offset: Annotated[int, typer.Option(min=1, help="First rank to show")] = 1,
            limit: Annotated[int, typer.Option(min=1, help="How many ranks to show (max 50)")] = 5,
-           k1: Optional[float] = None, b: Optional[float] = None,
+           k1: float | None = None, b: float | None = None,
            channel: Annotated[str, typer.Option(
                help="lexical (BM25) or semantic (MiniLM chunks; without `quarry index NAME --dense` "
                     "it re-scores the top BM25 hits only)")] = "lexical",
@@ -354,24 +452,24 @@ def read(name: str, docid: str,
 
 @app.command("eval")
 def eval_cmd(name: str,
-             system: Annotated[Optional[list[str]], typer.Option(
+             system: Annotated[list[str] | None, typer.Option(
                  help="bm25, bm25-tuned, dense, hybrid, agent (heuristic jobs on a local dev server), llm or react "
                       "(model jobs; need --model); repeat or comma-separate for several, e.g. bm25,hybrid,agent")] = None,
-             split: Annotated[Optional[str], typer.Option(help="qrels split (default: test, else the only one)")] = None,
-             queries: Annotated[Optional[int], typer.Option(min=1, help="Only the first N judged queries")] = None,
-             k1: Optional[float] = None, b: Optional[float] = None,
-             run_file: Annotated[Optional[Path], typer.Option("--run", help="Where to write the TREC run (one system)")] = None,
-             report: Annotated[Optional[Path], typer.Option("--report", help="Write DIR/report.md with a table and plots")] = None,
+             split: Annotated[str | None, typer.Option(help="qrels split (default: test, else the only one)")] = None,
+             queries: Annotated[int | None, typer.Option(min=1, help="Only the first N judged queries")] = None,
+             k1: float | None = None, b: float | None = None,
+             run_file: Annotated[Path | None, typer.Option("--run", help="Where to write the TREC run (one system)")] = None,
+             report: Annotated[Path | None, typer.Option("--report", help="Write DIR/report.md with a table and plots")] = None,
              json_out: Annotated[bool, typer.Option("--json", help="Metrics as JSON on the last line")] = False,
-             model: Annotated[Optional[str], typer.Option(help="PROVIDER:NAME for --system llm/react")] = None,
-             judge_model: Annotated[Optional[str], typer.Option(help="PROVIDER:NAME of the librarians (--system llm)")] = None,
-             judge: Annotated[Optional[str], typer.Option(
+             model: Annotated[str | None, typer.Option(help="PROVIDER:NAME for --system llm/react")] = None,
+             judge_model: Annotated[str | None, typer.Option(help="PROVIDER:NAME of the librarians (--system llm)")] = None,
+             judge: Annotated[str | None, typer.Option(
                  help="PROVIDER:NAME that grades answers against answers.jsonl (default: --model)")] = None,
              budget: Annotated[float, typer.Option(min=1.0, help="Wall-clock budget per job in seconds")] = 300.0,
-             max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Token budget per job")] = None,
-             max_dollars: Annotated[Optional[float], typer.Option(min=0.0, help="Dollar budget per job")] = None,
+             max_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget per job")] = None,
+             max_dollars: Annotated[float | None, typer.Option(min=0.0, help="Dollar budget per job")] = None,
              max_output_tokens: Annotated[int, typer.Option(min=16, help="Longest reply per model call")] = 2048,
-             prices: Annotated[Optional[Path], typer.Option(help="JSON price table extending the built-in one")] = None,
+             prices: Annotated[Path | None, typer.Option(help="JSON price table extending the built-in one")] = None,
              metric: Annotated[str, typer.Option(help="The report's main metric (significance, per-query plot)")] = "ndcg@20",
              ) -> None:
     """Evaluate systems on the collection's judged queries (pytrec_eval); model systems' answers
@@ -379,7 +477,7 @@ def eval_cmd(name: str,
     from evals.agent_system import AgentOptions
     from evals.metrics import BASE_METRICS
     from evals.runner import evaluate, parse_systems
-    from quarry.job_options import job_config
+    from quarry.job_options import eval_policy, job_config
     try:
         if metric not in BASE_METRICS:
             raise QuarryError("bad_option", f"unknown metric {metric!r}", f"use one of: {', '.join(BASE_METRICS)}")
@@ -387,9 +485,9 @@ def eval_cmd(name: str,
         budget = check_budget(budget)  # typer's min=1 lets inf and 1e400 through
         _check_bm25(k1, b)
         systems = parse_systems(system)
-        model_systems = [s for s in systems if s in ("llm", "react")]
-        config = job_config(("llm" if "llm" in model_systems else "react") if model_systems else "heuristic", model,
-                            judge_model if "llm" in systems else None, max_tokens=max_tokens, max_dollars=max_dollars,
+        policy, model_systems, judged = eval_policy(systems)
+        config = job_config(policy, model,
+                            judge_model if judged else None, max_tokens=max_tokens, max_dollars=max_dollars,
                             prices=prices, max_output_tokens=max_output_tokens,
                             extra_models=(judge,)) if (model_systems or model or judge_model) else None
         agent = AgentOptions(config=config, budget_s=budget, grader=judge) if config else AgentOptions(budget_s=budget)
@@ -402,11 +500,12 @@ def eval_cmd(name: str,
             for sys_name in systems:
                 results.append(evaluate(col, sys_name, split=split, k1=k1, b=b, limit_queries=queries,
                                         run_file=run_file, agent=agent,
-                                        on_query=lambda n, total, s=sys_name: progress(s, n, total)))
+                                        on_query=partial(progress, sys_name)))
         report_path = None
         if report is not None:
-            from evals.report import write_report
             import shlex
+
+            from evals.report import write_report
             given = {"--split": split, "--queries": queries, "--k1": k1, "--b": b, "--model": model,
                      "--judge-model": judge_model, "--judge": judge, "--metric": metric if metric != "ndcg@20" else None}
             command = " ".join(["quarry eval", shlex.quote(name), "--system", ",".join(systems),
@@ -436,12 +535,13 @@ def eval_cmd(name: str,
 
 @app.command()
 def tune(name: str,
-         split: Annotated[Optional[str], typer.Option(help="qrels split to tune on (default: test, else the only one)")] = None,
+         split: Annotated[str | None, typer.Option(help="qrels split to tune on (default: test, else the only one)")] = None,
          apply: Annotated[bool, typer.Option("--apply", help="Store the best setting with the index "
                                                              "(every system that uses the index then uses it)")] = False,
          json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False) -> None:
     """Grid-search BM25 k1/b by nDCG@20 and show the best (default rule without qrels); --apply stores it."""
-    from evals.tuning import DefaultParams, tune as run_tune
+    from evals.tuning import DefaultParams
+    from evals.tuning import tune as run_tune
     try:
         col = _collection(name)
         with progress_bar(console.is_terminal) as progress:

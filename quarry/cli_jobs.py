@@ -4,12 +4,15 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from nodes.policies import DEFAULT_POLICY, policy_help
 from quarry.console import console, fail, out, print_json, safe, terminal_safe
 from quarry.job_options import job_config
 from quarry.jobs_render import render_progress, render_result, usage_line
@@ -18,7 +21,7 @@ from stores.home import quarry_home
 from stores.jobs import FINAL
 from workflows.shared import DEFAULT_BUDGET_S, UI_PORT_DEFAULT
 
-AddressOpt = Annotated[Optional[str], typer.Option("--temporal-address", envvar="QUARRY_TEMPORAL_ADDRESS",
+AddressOpt = Annotated[str | None, typer.Option("--temporal-address", envvar="QUARRY_TEMPORAL_ADDRESS",
                                                    help="Temporal frontend host:port (default: the server this home "
                                                         "started, if it runs, else 127.0.0.1:7233)")]
 job_app = typer.Typer(no_args_is_help=True, help="Inspect and steer jobs.")
@@ -100,19 +103,26 @@ def _address() -> str:
     return temporal_address()
 
 
-def _run(coro, job_id: str | None = None):
+def _attempt(coro, job_id: str | None = None):
+    """Run a Temporal conversation; its failures come out as one QuarryError (never a traceback),
+    for a command to print (`_run`) or to answer itself (`job progress` while a worker warms up)."""
     from temporalio.service import RPCError
     try:
         return asyncio.run(coro)
-    except QuarryError as err:
-        fail(err)
     except RPCError as err:
-        fail(_temporal_error(err, job_id))
+        raise _temporal_error(err, job_id) from err
     except RuntimeError as err:
         if "connect" in str(err).lower():
-            fail(QuarryError("no_server", f"cannot reach Temporal: {err}",
-                             "start it with `quarry server`, or set --temporal-address / QUARRY_TEMPORAL_ADDRESS"))
+            raise QuarryError("no_server", f"cannot reach Temporal: {err}",
+                              "start it with `quarry server`, or set --temporal-address / QUARRY_TEMPORAL_ADDRESS") from err
         raise
+
+
+def _run(coro, job_id: str | None = None):
+    try:
+        return _attempt(coro, job_id)
+    except QuarryError as err:
+        fail(err)
 
 
 async def _client():
@@ -123,7 +133,7 @@ async def _client():
         return await connect(where.address)
     except RuntimeError as err:
         raise QuarryError("no_server", f"cannot reach Temporal at {where.address} ({where.source}): {err}",
-                          "start it with `quarry server` (or `quarry run`, which starts it), or set --temporal-address")
+                          "start it with `quarry server` (or `quarry run`, which starts it), or set --temporal-address") from err
 
 
 def _say_note(line: str) -> None:
@@ -150,21 +160,37 @@ def _model_env_digest() -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
+# The packages a worker runs. A background worker started before Quarry was upgraded (or its
+# code edited) would go on running the old code for every later job, so `quarry run` restarts it
+# when their files changed. Sizes and modification times only: no file is read.
+CODE_PACKAGES = ("stores", "nodes", "graphs", "workflows", "observability", "quarry")
+
+
+def _code_digest() -> str:
+    import hashlib
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        for path in sorted((root / package).glob("**/*.py")):
+            st = path.stat()
+            h.update(f"{path.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
 def _spawn_worker(home: Path) -> None:
-    from workflows.dev_server import spawn_detached
-    from stores.atomic import write_atomic
     from observability.exporter_settings import record_worker_settings
+    from stores.atomic import write_atomic
+    from workflows.dev_server import spawn_detached
     spawn_detached(home, "worker", [sys.executable, "-m", "quarry", "worker"])
     write_atomic(home / "run" / "worker.models", _model_env_digest(), mode=0o600)
+    write_atomic(home / "run" / "worker.code", _code_digest(), mode=0o600)
     record_worker_settings(home)  # the worker writes it too; here so the next command never reads an old one
 
 
 def ensure_infrastructure(home: Path) -> None:
     """Start the embedded dev server and a worker when none is there (embedded defaults)."""
-    from workflows.dev_server import reachable, start_server, stop_detached
-    from workflows.shared import temporal_address
-    from workflows.dev_server import server_record
-    from workflows.shared import task_queue
+    from workflows.dev_server import reachable, server_record, start_server, stop_detached
+    from workflows.shared import task_queue, temporal_address
     address = temporal_address()
     if not reachable(address):
         if not _is_loopback(address):
@@ -185,6 +211,12 @@ def ensure_infrastructure(home: Path) -> None:
                           "(OPENAI_*, ANTHROPIC_*, OLLAMA_HOST) changed since it started …")
             stop_detached(home, "worker", say=_say_note)
     if _worker_alive(home):
+        code = home / "run" / "worker.code"
+        if code.is_file() and code.read_text().strip() != _code_digest():
+            console.print("restarting the background worker: Quarry's code changed since it started "
+                          "(an upgrade or an edit); running jobs go on with the new one …")
+            stop_detached(home, "worker", say=_say_note)
+    if _worker_alive(home):
         from observability.exporter_settings import worker_settings_note
         if note := worker_settings_note(home):  # its spans go where its own settings say, not this shell's
             console.print(f"[yellow]warning[/]: {safe(note)}", highlight=False)
@@ -200,10 +232,10 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, budget: float,
     follow it live to its result; used by `run` and `job rerun`."""
     from observability import current_trace_id, get_tracer, setup_tracing, shutdown_tracing
     from observability.agent_span import new_agent_trace, under_agent
+    from stores.home import ensure_home
     from stores.jobs import JobStore
     from workflows.client import new_job_id, submit
     from workflows.shared import JobInput
-    from stores.home import ensure_home
     home = ensure_home(quarry_home())  # 0700: the job store, traces, logs and Temporal's database are private
     setup_tracing("quarry-cli", home)
 
@@ -227,7 +259,10 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, budget: float,
         if json_out:  # no live view on the JSON path: stdout carries only the result
             return await _final(handle.result(), job_id) | info
         from quarry.watch import watch
-        return await _final(watch(handle, lambda line: console.print(line, markup=False, highlight=False)), job_id) | info
+
+        def emit(line: str) -> None:
+            console.print(line, markup=False, highlight=False)
+        return await _final(watch(WithStepDetail(handle, job_id, emit), emit), job_id) | info
 
     result = _run(main())
     shutdown_tracing()
@@ -251,8 +286,8 @@ def register(app: typer.Typer) -> None:
                ui_port: Annotated[int, typer.Option(help="Web UI port")] = UI_PORT_DEFAULT,
                foreground: Annotated[bool, typer.Option(help="Run in this terminal instead of the background")] = False) -> None:
         """Start the embedded Temporal dev server (SQLite and Web UI under QUARRY_HOME)."""
-        from workflows.dev_server import server_command, start_server
         from stores.home import ensure_home
+        from workflows.dev_server import server_command, start_server
         home = ensure_home(quarry_home())
         if foreground:
             os.execv(server_command(home, port, ui_port)[0], server_command(home, port, ui_port))
@@ -297,23 +332,22 @@ def register(app: typer.Typer) -> None:
             budget: Annotated[float, typer.Option(help="Wall-clock budget in seconds (1 s to a week)")] = DEFAULT_BUDGET_S,
             rounds: Annotated[int, typer.Option(min=1, max=20, help="Maximum rounds")] = 3,
             mode: Annotated[str, typer.Option(help="list (ranked documents) or answer (cited answer)")] = "list",
-            policy: Annotated[str, typer.Option(help="heuristic (offline default), llm (models in the round graph) "
-                                                     "or react (one model driving the tools)")] = "heuristic",
-            model: Annotated[Optional[str], typer.Option(help="PROVIDER:NAME for --policy llm/react, e.g. "
+            policy: Annotated[str, typer.Option(help=policy_help())] = DEFAULT_POLICY,
+            model: Annotated[str | None, typer.Option(help="PROVIDER:NAME for --policy llm/react, e.g. "
                                                               "openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, "
                                                               "ollama:qwen2.5")] = None,
-            judge_model: Annotated[Optional[str], typer.Option(help="PROVIDER:NAME of the librarians that score "
+            judge_model: Annotated[str | None, typer.Option(help="PROVIDER:NAME of the librarians that score "
                                                                     "candidates (--policy llm; default: --model)")] = None,
-            max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Token budget over all model calls")] = None,
-            max_dollars: Annotated[Optional[float], typer.Option(min=0.0, help="Dollar budget over all model calls")] = None,
-            prices: Annotated[Optional[Path], typer.Option(help="JSON price table (dollars per million tokens) "
+            max_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget over all model calls")] = None,
+            max_dollars: Annotated[float | None, typer.Option(min=0.0, help="Dollar budget over all model calls")] = None,
+            prices: Annotated[Path | None, typer.Option(help="JSON price table (dollars per million tokens) "
                                                                 "extending the built-in one")] = None,
             max_output_tokens: Annotated[int, typer.Option(min=16, help="Longest reply a model may write per call")] = 2048,
             wait: Annotated[bool, typer.Option("--wait", help="Wait for the result")] = False,
             json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False,
-            port: Annotated[Optional[int], typer.Option(min=1, max=65535,
+            port: Annotated[int | None, typer.Option(min=1, max=65535,
                                                         help="Port of the embedded server (127.0.0.1:PORT)")] = None,
-            ui_port: Annotated[Optional[int], typer.Option(min=1, max=65535, envvar="QUARRY_UI_PORT",
+            ui_port: Annotated[int | None, typer.Option(min=1, max=65535, envvar="QUARRY_UI_PORT",
                                                            help="Web UI port of the embedded server")] = None,
             address: AddressOpt = None) -> None:
         """Submit a durable search job (starts the embedded server and a worker if needed)."""
@@ -332,7 +366,7 @@ def register(app: typer.Typer) -> None:
         try:
             config = job_config(policy, model, judge_model, rounds=rounds, max_tokens=max_tokens,
                                 max_dollars=max_dollars, prices=prices, max_output_tokens=max_output_tokens)
-            Collection(name).lucene  # clear error now rather than a failed job later
+            _ = Collection(name).lucene  # clear error now rather than a failed job later
         except QuarryError as err:
             fail(err)
         submit_job(name, intent, mode=mode, policy=policy, budget=budget, config=config, wait=wait, json_out=json_out)
@@ -340,8 +374,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def trace(job_id: str,
               json_out: Annotated[bool, typer.Option("--json", help="Spans, tool summary and rounds as JSON")] = False,
-              tool: Annotated[Optional[str], typer.Option(help="Only this tool's spans, e.g. search")] = None,
-              round_no: Annotated[Optional[int], typer.Option("--round", min=0, help="Only this round's spans")] = None,
+              tool: Annotated[str | None, typer.Option(help="Only this tool's spans, e.g. search")] = None,
+              round_no: Annotated[int | None, typer.Option("--round", min=0, help="Only this round's spans")] = None,
               grouped: Annotated[bool, typer.Option(help="Per round: queries, tools (count/total/p50), model tokens")] = False) -> None:
         """Print a job's span tree and a per-tool summary (count, total and p50 time)."""
         from observability import load_spans, rounds_summary, select_spans, span_tree_lines, tool_summary, traces_dir
@@ -429,9 +463,9 @@ def _temporal_statuses(limit: int) -> dict[str, str] | None:
 
 @job_app.command("list")
 def job_list(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many jobs, newest first")] = 20,
-             status: Annotated[Optional[str], typer.Option(help="Only jobs with this status (completed, running, "
+             status: Annotated[str | None, typer.Option(help="Only jobs with this status (completed, running, "
                                                                 "failed, stopped, budget_exhausted, cancelled, terminated)")] = None,
-             collection: Annotated[Optional[str], typer.Option(help="Only jobs on this collection")] = None,
+             collection: Annotated[str | None, typer.Option(help="Only jobs on this collection")] = None,
              json_out: Annotated[bool, typer.Option("--json", help="One JSON object per job")] = False,
              address: AddressOpt = None) -> None:
     """This home's jobs, newest first: the job store's record, with Temporal's view of those still
@@ -462,6 +496,104 @@ def job_list(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How man
         out.print(f"(statuses from the job store: no Temporal server answers at {safe(_address())})", highlight=False)
 
 
+STEP_LINE_EVERY_S = 5.0  # `job watch` repeats a running step's progress at most this often
+
+
+def running_step(job_id: str, progress: dict[str, Any]) -> dict[str, Any] | None:
+    """The running node's long step (node, stage, done, total) or None. The workflow's progress
+    query cannot see inside an activity, so the step is read from the job store, where the
+    activity writes it; a step of another node than the one the job reports is over."""
+    try:
+        step = _store().step(job_id)
+    except QuarryError:
+        return None
+    return step if step and step.get("node") == progress.get("node") else None
+
+
+def step_text(step: dict[str, Any]) -> str:
+    """A long step as one phrase ("semantic step: 240/1,200 chunks embedded (20%)"): the text
+    `job progress` and `job watch` both show."""
+    if step.get("stage") != "embedding":
+        return str(step.get("text") or "")
+    done, total = int(step.get("done") or 0), int(step.get("total") or 0)
+    share = f" ({done / total:.0%})" if total else ""
+    return f"semantic step: {done:,}/{total:,} chunks embedded{share}"
+
+
+def step_detail(job_id: str, progress: dict[str, Any]) -> str:
+    """`step_text` of the job's running step, '' when none runs."""
+    step = running_step(job_id, progress)
+    return step_text(step) if step else ""
+
+
+class WithStepDetail:
+    """A job's workflow handle for `quarry.watch.watch` that also prints the running step
+    (`step_detail`) as "  now: …" — when it starts, every STEP_LINE_EVERY_S and when it ends —
+    so a minute of embedding reads as work in `job watch` as it does in `job progress`.
+    A snapshot that moves the job to a new round or node prints its header first (watch prints
+    it after this query returns), so the step line waits for the next snapshot then."""
+
+    def __init__(self, handle: Any, job_id: str, emit: Callable[[str], None],
+                 clock: Callable[[], float] | None = None) -> None:
+        import time
+        self._handle, self._job_id, self._emit = handle, job_id, emit
+        self._clock = clock or time.monotonic
+        self._where: tuple | None = None
+        self._shown, self._stage, self._shown_at = "", "", float("-inf")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+    async def query(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        p = await self._handle.query(name, *args, **kwargs)
+        if name == "progress" and isinstance(p, dict):
+            where = (p.get("round"), p.get("node"), p.get("steps"))
+            moved, self._where = where != self._where, where
+            step = await asyncio.to_thread(running_step, self._job_id, p)
+            detail = step_text(step) if step else ""
+            if step and detail and not moved and detail != self._shown:
+                ended = int(step.get("done") or 0) >= int(step.get("total") or 0)
+                if step.get("stage") != self._stage or ended or self._clock() - self._shown_at >= STEP_LINE_EVERY_S:
+                    self._emit(terminal_safe(f"  now: {detail}"))
+                    self._shown, self._stage, self._shown_at = detail, str(step.get("stage")), self._clock()
+            if not step:
+                self._stage = ""
+        return p
+
+
+@dataclass(frozen=True)
+class WorkerWarmingUp:
+    """`job progress` while this home's worker is still warming up (opening indexes, loading
+    models: 14–25 s): the job waits for it, which is not a failure, so this is shown and the
+    command exits 0 (no worker at all stays an error)."""
+
+    job_id: str
+    status: str             # the job store's status ("running" until the job ends)
+    round: int | None
+    collection: str | None
+    warming_s: float | None  # how long the worker has been warming up, when it says
+
+    @classmethod
+    def of(cls, job_id: str, row: dict[str, Any] | None) -> WorkerWarmingUp:
+        from workflows.warmup import warming_for
+        row = row or {}
+        return cls(job_id, str(row.get("status") or "unknown to this home's job store"),
+                   row.get("round") if isinstance(row.get("round"), int) else None, row.get("collection"),
+                   warming_for(quarry_home()))
+
+    def line(self) -> str:
+        where = " · ".join(filter(None, [self.job_id, self.status, self.collection,
+                                         f"round {self.round}" if self.round is not None else ""]))
+        so_far = f", {self.warming_s:.0f} s so far" if self.warming_s is not None else ""
+        return (f"{where}\nthe worker is warming up (opening indexes and loading models{so_far}); "
+                f"the job goes on when it is ready — follow it: quarry job watch {self.job_id}")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"job_id": self.job_id, "status": self.status, "round": self.round, "collection": self.collection,
+                "worker": "warming_up",
+                "warming_seconds": round(self.warming_s, 1) if self.warming_s is not None else None}
+
+
 @job_app.command("watch")
 def job_watch(job_id: str, address: AddressOpt = None) -> None:
     """Follow a job live, round by round, until it ends (re-attach at any time)."""
@@ -472,10 +604,12 @@ def job_watch(job_id: str, address: AddressOpt = None) -> None:
         return
     from quarry.watch import watch
 
+    def emit(line: str) -> None:
+        out.print(line, markup=False, highlight=False)
+
     async def main():
         client = await _client()
-        return await _final(watch(client.get_workflow_handle(job_id),
-                                  lambda line: out.print(line, markup=False, highlight=False)), job_id)
+        return await _final(watch(WithStepDetail(client.get_workflow_handle(job_id), job_id, emit), emit), job_id)
     result = _run(main(), job_id)
     render_result(result, web_ui=_web_ui(job_id), trace_file=_trace_file((row or {}).get("trace_id")))
     _exit_for(result)
@@ -546,7 +680,7 @@ async def _record_termination(job_id: str, row: dict[str, Any] | None) -> str | 
     from workflows.client import termination
     try:
         ended = await termination(await _client(), job_id)
-    except Exception:  # noqa: BLE001 - the server's view is an addition, never a reason to fail the command
+    except Exception:  # the server's view is an addition, never a reason to fail the command
         return None
     if ended is None:
         return None
@@ -572,6 +706,8 @@ def _close_terminated_trace(trace: dict[str, Any], job_id: str, row: dict[str, A
     from observability.setup import build_provider
 
     ref = AgentTrace.from_dict(trace)
+    if ref is None:  # the callers pass a recorded trace: never reached
+        return
     provider = build_provider("quarry-cli", quarry_home())  # its own, not the process's global one
     try:
         emit_agent_span(ref, job_id=job_id, intent=str((row or {}).get("intent", "")), output={"ranked": []},
@@ -597,7 +733,7 @@ def job_rerun(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = False
     from nodes.config import JobConfig
     config = JobConfig.from_dict(params.get("config") or state.get("config"))
     submit_job(row["collection"], row["intent"], mode=params.get("mode", state.get("mode", "list")),
-               policy=params.get("policy", state.get("policy", "heuristic")),
+               policy=params.get("policy", state.get("policy", DEFAULT_POLICY)),
                budget=float(params.get("budget_seconds", DEFAULT_BUDGET_S)), config=config, wait=wait, json_out=False)
 
 
@@ -657,10 +793,17 @@ def job_progress(job_id: str, address: AddressOpt = None,
             if status is not None and status.name != "RUNNING":
                 p["status"] = status.name.lower()
         return p
-    p = _run(main(), job_id)
-    step = _store().step(job_id)  # a long step inside the node (embedding), written by the activity
-    if step and step.get("node") == p.get("node"):
-        p["step_detail"] = step["text"]
+    try:
+        p = _attempt(main(), job_id)
+    except QuarryError as err:
+        if err.code != "worker_warming_up":
+            fail(err)
+        waiting = WorkerWarmingUp.of(job_id, row)  # informational: the job waits, nothing failed
+        print_json(waiting.as_json()) if json_out else out.print(terminal_safe(waiting.line()), markup=False,
+                                                                 highlight=False)
+        return
+    if detail := step_detail(job_id, p):
+        p["step_detail"] = detail
     try:
         col = p.get("job_id") and _store().get(job_id)["collection"]
         from stores.collection import Collection
@@ -762,7 +905,7 @@ def job_result(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = Fals
 @job_app.command("export")
 def job_export(job_id: str,
                fmt: Annotated[str, typer.Option("--format", help="bibtex, ris, csl-json, csv or markdown")] = "bibtex",
-               output: Annotated[Optional[Path], typer.Option(
+               output: Annotated[Path | None, typer.Option(
                    "-o", "--output", help="File to write (default: stdout); name a CSL-JSON file *.json, the "
                                           "extension pandoc reads it by (refs.bib, refs.ris, refs.json)")] = None
                ) -> None:

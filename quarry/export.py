@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nodes.answer_confidence import stated_confidence
+from nodes.policies import DEFAULT_POLICY
 from quarry.bibliography import Origin, Reference, collection_origin, references
 from quarry.bibliography_formats import bibtex, csl_json, met, ris, where
 from quarry.bibliography_rules import display_title
@@ -59,7 +60,7 @@ def markdown(result: Mapping[str, Any], refs: Sequence[Reference]) -> str:
     lines = [f"# Quarry job {result.get('job_id')}", "",
              f"- **intent**: {_md(result.get('intent', ''))}",
              f"- **collection**: {result.get('collection')} · **mode**: {result.get('mode')} · "
-             f"**policy**: {result.get('policy', 'heuristic')} · **status**: {result.get('status')} · "
+             f"**policy**: {result.get('policy', DEFAULT_POLICY)} · **status**: {result.get('status')} · "
              f"**stop**: {result.get('stop_reason') or '-'} · **rounds**: {result.get('rounds')}", ""]
     checklist = result.get("checklist") or []
     if checklist:

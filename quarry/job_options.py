@@ -21,23 +21,23 @@ def job_config(policy: str, model: str | None, judge_model: str | None, *, round
                max_output_tokens: int = 2048, extra_models: tuple[str | None, ...] = ()) -> JobConfig:
     """The job's configuration; endpoints (also of `extra_models`, e.g. an answer grader) are
     probed in seconds so a server that is down is named now, not minutes into a job."""
-    from nodes.config import POLICIES, ModelSettings
+    from nodes.config import ModelSettings
     from nodes.models import ModelSpec, check_endpoint
+    from nodes.policies import check, model_policies, taking
     from nodes.usage import prices_for
-    if policy not in POLICIES:
-        raise QuarryError("bad_policy", f"unknown policy {policy!r}", f"use one of: {', '.join(POLICIES)}")
+    chosen = check(policy)
     check_model_budgets(max_tokens, max_dollars)
-    if policy == "heuristic":
+    if not chosen.uses_models:
         if model or judge_model or max_tokens or max_dollars:
             raise QuarryError("bad_option", "--model, --judge-model, --max-tokens and --max-dollars need a model policy",
-                              "add --policy llm or --policy react (the heuristic policy calls no model)")
+                              f"add {_either(model_policies())} (the {chosen.name} policy calls no model)")
         return JobConfig(max_rounds=rounds)
     if not model:
         raise QuarryError("no_model", f"--policy {policy} needs a model",
                           "add --model PROVIDER:NAME, e.g. --model openai:gpt-4o-mini (see the README for local servers)")
-    if judge_model and policy == "react":
-        raise QuarryError("bad_option", "--judge-model is for --policy llm (the librarians)",
-                          "drop --judge-model, or use --policy llm")
+    if judge_model and not chosen.takes("judge_model"):
+        raise QuarryError("bad_option", f"--judge-model is for {_either(taking('judge_model'))} (the librarians)",
+                          f"drop --judge-model, or use {_either(taking('judge_model'))}")
     main = str(ModelSpec.parse(model))
     judge = str(ModelSpec.parse(judge_model)) if judge_model else None
     specs = list(dict.fromkeys(s for s in (main, judge, *(str(ModelSpec.parse(m)) for m in extra_models if m)) if s))
@@ -47,6 +47,21 @@ def job_config(policy: str, model: str | None, judge_model: str | None, *, round
     return JobConfig(max_rounds=rounds, models=ModelSettings(model=main, judge_model=judge,
                                                              max_output_tokens=max_output_tokens),
                      max_tokens=max_tokens, max_dollars=max_dollars, prices=prices_for(specs, table))
+
+
+def _either(policies: tuple[str, ...]) -> str:
+    return " or ".join(f"--policy {p}" for p in policies)
+
+
+def eval_policy(systems: list[str]) -> tuple[str, list[str], bool]:
+    """For `quarry eval`: the policy whose options the evaluation's model options are checked
+    against (of the systems that are model policies, the first taking a judge model, else the
+    first; the default policy when there are none), those systems, and whether any takes a judge model."""
+    from nodes.policies import DEFAULT_POLICY, find
+    known = [spec for s in systems if (spec := find(s)) is not None and spec.uses_models]
+    model_systems = [spec.name for spec in known]
+    judged = [spec.name for spec in known if spec.takes("judge_model")]
+    return (judged or model_systems or [DEFAULT_POLICY])[0], model_systems, bool(judged)
 
 
 MAX_DOLLARS = 1_000_000.0  # a per-job dollar budget above this is a typo, not a limit

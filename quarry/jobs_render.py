@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodes.answer_confidence import stated_confidence
+from nodes.policies import DEFAULT_POLICY, display_spec
 from quarry.console import out, safe
 from quarry.screens import cut_words, render_ranked
 
@@ -71,10 +72,8 @@ def score_help(result: dict[str, Any]) -> str:
     if ranker.startswith("verifier"):
         how = (f"the learned verifier {ranker}: weighted reciprocal ranks of the document in the job's searches, "
                "by S and under other BM25 settings — docs/eval/ranker.md")
-    elif result.get("policy") == "react":
-        how = "the model's order, then the job's fused rankings"
     else:
-        how = "reciprocal-rank fusion of the verification score S and the retrieval score"
+        how = display_spec(result).order_help
     return f"rank: the score the list is ordered by ({how}); {S_HELP}"
 
 
@@ -82,7 +81,7 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
     status = str(result.get("status", "?"))
     colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(status, "white")
     models = result.get("models") or {}
-    policy = str(result.get("policy", "heuristic")) + (f" ({models['model']})" if models.get("model") else "")
+    policy = str(result.get("policy", DEFAULT_POLICY)) + (f" ({models['model']})" if models.get("model") else "")
     out.print(f"[bold]{_t(result.get('job_id'))}[/] · [{colour}]{_t(status)}[/] · {_t(result.get('collection'))} · "
               f"{_t(policy)} · rounds {_t(result.get('rounds', result.get('stats', {}).get('rounds', '?')))} · "
               f"stop: {_t(result.get('stop_reason') or '-')}", highlight=False)
@@ -113,7 +112,7 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
 def render_progress(p: dict[str, Any]) -> None:
     b = p.get("budget", {})
     steps = f" · step {p['steps']}" if p.get("steps") else ""
-    out.print(_t(f"{p.get('job_id')} · {p.get('status')} · {p.get('policy', 'heuristic')} · round {p.get('round')}{steps} · "
+    out.print(_t(f"{p.get('job_id')} · {p.get('status')} · {p.get('policy', DEFAULT_POLICY)} · round {p.get('round')}{steps} · "
                  f"node {p.get('node')} · {p.get('candidates')} candidates · {p.get('tool_calls')} tool calls · "
                  f"budget {b.get('used')}s used / {b.get('left')}s left" + (" · submit-now" if b.get("submit_now") else "")),
               highlight=False)

@@ -13,14 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from quarry.console import out, safe, terminal_safe
+from quarry.console import out as _stdout
+from quarry.console import safe, terminal_safe
 
 ELLIPSIS = "…"
 DOCID_WIDTH = 24  # a path docid ("rust-book/ch17-01-futures-and-syntax") is cut in the middle to this
 QUOTE_MIN = 40  # a quote keeps at least this many characters however narrow the terminal
+TITLE_MIN = 30  # narrower than this beside the docid, a title goes on the lines below its head
+TITLE_LINES = 2  # a title takes at most this many lines on the compact screen
+INDENT = 6  # the indent of the lines under a document's head (its title when moved down, its quote)
 
 
 def cut_words(text: str, width: int) -> str:
@@ -91,9 +96,37 @@ def _where(e: dict[str, Any]) -> str:
     return where
 
 
+def wrap_words(text: str, width: int, max_lines: int) -> list[str]:
+    """`text` wrapped at words into lines of at most `width` characters, at most `max_lines` of
+    them, the last cut at a word with an ellipsis when the text goes on (`cut_words`)."""
+    import textwrap
+    text = " ".join(text.split())
+    width = max(1, width)
+    lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
+    if len(lines) <= max_lines:
+        return lines
+    return [*lines[:max_lines - 1], cut_words(" ".join(lines[max_lines - 1:]), width)]
+
+
+def title_lines(head: str, title: str, width: int) -> list[str]:
+    """A document's head and title as plain lines of at most `width` characters: the title on the
+    head line when it fits; else wrapped in the width left after the fixed columns (place, scores,
+    short docid) under its own start; and when that is narrower than TITLE_MIN (a long docid on
+    an 80-column terminal left ~20 characters), on the next lines at the quote's indent.
+    At most TITLE_LINES lines of title, cut at a word with an ellipsis."""
+    room = width - len(head)
+    if len(title) <= room:
+        return [head + title]
+    if room >= TITLE_MIN:
+        wrapped = wrap_words(title, room, TITLE_LINES)
+        return [head + wrapped[0], *(" " * len(head) + line for line in wrapped[1:])]
+    return [head.rstrip(), *(" " * INDENT + line for line in wrap_words(title, width - INDENT, TITLE_LINES))]
+
+
 def ranked_lines(items: Sequence[dict[str, Any]], width: int, start: int = 1) -> list[str]:
-    """The compact list, as rich markup lines: per document one line (place, rank score, S, the
-    shortened docid, title and year) and one line with its best quote cut at a word."""
+    """The compact list, as rich markup lines: per document its head (place, rank score, S, the
+    shortened docid) with the title and year in the width left (`title_lines`), and one line
+    with its best quote cut at a word."""
     ids = short_ids([i["docid"] for i in items])
     id_w = max((len(s) for s in ids.values()), default=0)
     lines: list[str] = []
@@ -101,9 +134,11 @@ def ranked_lines(items: Sequence[dict[str, Any]], width: int, start: int = 1) ->
         head = f"{place:>2}. {item.get('rank_score', 0):.4f}  S {item.get('score', 0):.3f}  {ids[item['docid']]:<{id_w}}  "
         year = f" ({item['year']})" if item.get("year") else ""
         weak = " (weak match)" if item.get("weak") else ""
-        title = cut_words(terminal_safe(item.get("title") or ""), max(20, width - len(head) - len(year) - len(weak)))
-        lines.append(f"{escape(head)}[bold]{escape(title)}[/]{escape(year)}"
-                     + (f" [yellow]{escape(weak.strip())}[/]" if weak else ""))
+        title = " ".join(terminal_safe(item.get("title") or "").split()) + year + weak
+        for n, line in enumerate(title_lines(head, title, width)):
+            lead = len(head) if n == 0 else len(line) - len(line.lstrip(" "))
+            lead = min(lead, len(line))
+            lines.append(escape(line[:lead]) + (f"[bold]{escape(line[lead:])}[/]" if line[lead:] else ""))
         e = best_evidence(item)
         if e is None:
             continue
@@ -155,8 +190,11 @@ def all_quotes(item: dict[str, Any]) -> list[str]:
             for v in by_lines.values()]
 
 
-def render_ranked(result: dict[str, Any], *, full: bool, width: int | None = None) -> None:
-    """Print the ranked documents: compact by default, the matrix and every quote with `full`."""
+def render_ranked(result: dict[str, Any], *, full: bool, width: int | None = None,
+                  console: Console | None = None) -> None:
+    """Print the ranked documents: compact by default, the matrix and every quote with `full`
+    (on `console`, the standard output by default, as wide as `width` or the console)."""
+    out = console or _stdout
     width = width or out.width
     ranked = result.get("ranked", [])
     strong = [r for r in ranked if not r.get("weak")]

@@ -47,12 +47,13 @@ def read_additions(sources: list[str | Path], corpus: CorpusStore, *, root: Path
     if explicit and (base is None or not base.is_dir()):
         raise QuarryError("bad_root", f"--root {printable_path(root or '')} is not a folder",
                           "give the folder that ids are relative to (e.g. the folder you ingested)")
-    out, problems, seen = Additions(), [], {}
+    out, problems = Additions(), []
+    seen: dict[str, Path] = {}
     for source in sources:
         path = Path(source).expanduser().absolute()
         inside = base is not None and path.resolve().is_relative_to(base)
         if explicit and not inside:
-            raise QuarryError("outside_root", f"{printable_path(path)} is not inside --root {printable_path(base)}",
+            raise QuarryError("outside_root", f"{printable_path(path)} is not inside --root {printable_path(base or '')}",
                               "give files under that folder, or another --root")
         try:
             # Inside the root, the resolved path gives the folder-ingest id; elsewhere the path is
@@ -60,7 +61,7 @@ def read_additions(sources: list[str | Path], corpus: CorpusStore, *, root: Path
             src = read_corpus(path.resolve() if inside else path, progress, strict=strict,
                               docid_root=base if inside else None)
         except IngestError as exc:
-            if strict or len(sources) == 1 and not path.is_file():
+            if strict or (len(sources) == 1 and not path.is_file()):
                 raise
             out.skipped += [p for p in exc.problems if "no readable documents found" not in p] or exc.problems
             continue

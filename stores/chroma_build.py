@@ -14,13 +14,14 @@ import tempfile
 import time
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from chromadb import Documents, EmbeddingFunction, Embeddings
+from chromadb.api.types import Space
 from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
 
@@ -51,17 +52,17 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
     def name() -> str:
         return "quarry-minilm-l6-v2"
 
-    def default_space(self) -> str:
+    def default_space(self) -> Space:
         return "cosine"
 
-    def supported_spaces(self) -> list[str]:
+    def supported_spaces(self) -> list[Space]:
         return ["cosine", "ip", "l2"]
 
     def get_config(self) -> dict[str, Any]:
         return {"batch_size": self.batch_size}
 
     @staticmethod
-    def build_from_config(config: dict[str, Any]) -> "MiniLMEmbedding":
+    def build_from_config(config: dict[str, Any]) -> MiniLMEmbedding:
         return MiniLMEmbedding(batch_size=int(config.get("batch_size", 64)))
 
 
@@ -80,7 +81,7 @@ class DenseMeta:
         write_atomic(folder / META_FILE, json.dumps(asdict(self), indent=2))
 
     @classmethod
-    def load(cls, folder: Path, name: str = "") -> "DenseMeta | None":
+    def load(cls, folder: Path, name: str = "") -> DenseMeta | None:
         """The sidecar, None when there is none, or `bad_dense_meta` when it cannot be read
         (a rebuild, `quarry index NAME --dense`, replaces it)."""
         path = folder / META_FILE
@@ -165,7 +166,7 @@ class NewBuild:
 
     @classmethod
     def start(cls, index_name: str, root: Path, fingerprint: str, batch_size: int,
-              folder: Path | None = None) -> "NewBuild":
+              folder: Path | None = None) -> NewBuild:
         """A build in a staging folder of `root`, or (`folder`) directly in that new folder —
         the `chroma/` of a staged collection version, committed with it."""
         server = chroma_server()
@@ -191,9 +192,21 @@ class NewBuild:
             raise
         return cls(server, build_id, name, staging, folder, client, coll, ef)
 
-    def add_chunks(self, chunks: Sequence[Chunk]) -> None:
-        """Embed `chunks` and add them with their line ranges."""
-        self.coll.add(ids=[f"{c.docid}#{c.chunk_no}" for c in chunks], embeddings=self.ef.embed([c.text for c in chunks]),
+    def add_chunks(self, chunks: Sequence[Chunk], on_embedded: Callable[[int], None] | None = None) -> None:
+        """Embed `chunks` and add them with their line ranges. `on_embedded(n)` is told after each
+        model batch (n chunks), so a long build shows progress every few seconds, not once per
+        write; the chunks are still written to Chroma in one call."""
+        texts = [c.text for c in chunks]
+        if on_embedded is None:
+            vectors = self.ef.embed(texts)
+        else:
+            step = max(1, self.ef.batch_size)
+            parts = []
+            for start in range(0, len(texts), step):
+                parts.append(self.ef.embed(texts[start:start + step]))
+                on_embedded(len(parts[-1]))
+            vectors = np.concatenate(parts) if parts else self.ef.embed([])
+        self.coll.add(ids=[f"{c.docid}#{c.chunk_no}" for c in chunks], embeddings=vectors,
                       metadatas=[{"docid": c.docid, "chunk_no": c.chunk_no, "line_start": c.line_start,
                                   "line_end": c.line_end} for c in chunks])
 
@@ -227,6 +240,6 @@ def _drop_server_collection(server: tuple[str, int], name: str) -> None:
             client.delete_collection(name)
         finally:
             client.close()
-    except Exception as exc:  # noqa: BLE001 - cleanup must not mask the build's own outcome
+    except Exception as exc:  # cleanup must not mask the build's own outcome
         warnings.warn(f"could not delete Chroma collection {name!r} at {server[0]}:{server[1]}: {exc}",
                       RuntimeWarning, stacklevel=2)

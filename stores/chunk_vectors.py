@@ -15,12 +15,17 @@ two processes at once is written once).
 
 Missing chunks are embedded in batches, each written as soon as it is done (`embed`): the caller
 may stop the loop between batches (a job's stop or deadline) and keeps every finished batch, so a
-retry or the next search embeds only the rest.
+retry or the next search embeds only the rest. A batch is bounded by text, not only by count:
+eight long chunks on a loaded machine held a `job stop` for ~19 s, because a stop can only be
+honoured between model calls. So a batch holds at most `batch_chars` characters and, once the pace
+of this machine is measured, about `target_s` seconds of work (never less than one chunk); and the
+stop is asked again after waiting for another thread's batch.
 """
 from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +49,9 @@ CREATE TABLE IF NOT EXISTS vectors (
 ) WITHOUT ROWID;
 """
 EMBED_BATCH = 32  # the model's encode batch, and chunks per stoppable batch when the caller gives none
+BATCH_CHARS = 2_000     # at most this much chunk text per stoppable batch (~3 long chunks of 600 characters)
+MIN_BATCH_CHARS = 600   # a slow pace never shrinks a batch below this (one long chunk; short ones still group)
+BATCH_TARGET_S = 1.0    # a stoppable batch is sized to take about this long at the pace measured so far
 
 
 @dataclass(frozen=True)
@@ -62,9 +70,11 @@ class Embedded:
 class ChunkVectors:
     """On-demand chunk vectors of one collection version. Safe to share between threads."""
 
-    def __init__(self, path: Path, corpus: CorpusStore, *, embed: EmbedFn | None = None) -> None:
+    def __init__(self, path: Path, corpus: CorpusStore, *, embed: EmbedFn | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.path = path
         self.corpus = corpus
+        self.clock = clock  # measures the embedding pace that sizes a batch (a fake one in tests)
         self._embed: EmbedFn = embed or (lambda texts: embed_texts(texts, EMBED_BATCH))
         self._local = threading.local()
         self._lock = threading.RLock()  # one embedding batch at a time per process
@@ -131,11 +141,18 @@ class ChunkVectors:
         return self.embed(keys).vectors
 
     def embed(self, keys: Iterable[Key], *, batch: int = EMBED_BATCH, should_stop: StopFn | None = None,
-              progress: BatchProgress | None = None) -> Embedded:
-        """`vectors`, embedding the missing chunks `batch` at a time: `should_stop()` is asked
-        before each batch and a non-empty answer ends the loop (a job's stop or deadline must not
-        wait for hundreds of chunks); every finished batch is already cached, so a retry or the
-        next search embeds only the rest. `progress(done, total)` follows the missing chunks."""
+              progress: BatchProgress | None = None, batch_chars: int = BATCH_CHARS,
+              target_s: float = BATCH_TARGET_S) -> Embedded:
+        """`vectors`, embedding the missing chunks in stoppable batches: `should_stop()` is asked
+        before each batch (and again once this thread may embed) and a non-empty answer ends the
+        loop (a job's stop or deadline must not wait for hundreds of chunks); every finished batch
+        is already cached, so a retry or the next search embeds only the rest.
+        `progress(done, total)` follows the missing chunks.
+
+        A batch holds at most `batch` chunks and `batch_chars` characters, and — once a batch has
+        been timed — about `target_s` seconds of text at the measured pace (at least
+        MIN_BATCH_CHARS, and always at least one chunk): a stop waits for one model call, and one
+        model call is short whatever the chunks' length or the machine's load."""
         keys = list(dict.fromkeys((str(d), int(n)) for d, n in keys))
         if not keys:
             return Embedded({}, 0, 0, 0, "")
@@ -145,25 +162,40 @@ class ChunkVectors:
         texts = self._texts(missing) if missing else {}
         todo = [k for k in missing if k in texts]
         done, stopped, size = 0, "", max(1, int(batch))
+        pace: float | None = None  # characters embedded per second, from the latest timed batch
+        ask: StopFn = should_stop if should_stop is not None else (lambda: "")
         if todo and progress is not None:
             progress(0, len(todo))
-        for start in range(0, len(todo), size):
-            stopped = should_stop() if should_stop is not None else ""
+        start = 0
+        while start < len(todo):
+            stopped = ask()
             if stopped:
                 break
-            part = todo[start:start + size]
+            limit = max(1, int(batch_chars))
+            if pace is not None:
+                limit = min(limit, max(MIN_BATCH_CHARS, int(pace * target_s)))
+            part = _next_batch(todo, texts, start, size, limit)
             with self._lock:  # one embedding batch at a time per process; a stop waits one batch at most
+                stopped = ask()  # it may have come while another thread's batch held the lock
+                if stopped:
+                    break
                 found |= self._load(part)  # another thread may have embedded them meanwhile
                 need = [k for k in part if k not in found]
                 if need:
+                    chars = sum(len(texts[k]) for k in need)
+                    began = self.clock()
                     vecs = np.asarray(self._embed([texts[k] for k in need]), dtype=np.float32).reshape(len(need), DIMENSION)
+                    took = self.clock() - began
+                    if took > 0:
+                        pace = chars / took
                     con = self._con()
                     with con:
                         con.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
-                                        [(d, n, v.tobytes()) for (d, n), v in zip(need, vecs)])
+                                        [(d, n, v.tobytes()) for (d, n), v in zip(need, vecs, strict=True)])
                     self.embedded += len(need)
-                    found.update(zip(need, vecs))
+                    found.update(zip(need, vecs, strict=True))
             done += len(part)
+            start += len(part)
             if progress is not None:
                 progress(done, len(todo))
         return Embedded(found, cached, done, len(todo), stopped)
@@ -201,3 +233,16 @@ class ChunkVectors:
         if con is not None:
             con.close()
             self._local.con = None
+
+
+def _next_batch(todo: Sequence[Key], texts: Mapping[Key, str], start: int, size: int, limit: int) -> list[Key]:
+    """The chunks from `start` that fit `size` chunks and `limit` characters (at least one: a
+    chunk longer than the limit is a batch of its own)."""
+    end, chars = start, 0
+    while end < len(todo) and end - start < size:
+        n = len(texts[todo[end]])
+        if end > start and chars + n > limit:
+            break
+        chars += n
+        end += 1
+    return list(todo[start:end])

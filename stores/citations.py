@@ -14,11 +14,11 @@ import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import networkx as nx
 
-__all__ = ["CitationGraph", "LINK_BONUS", "SHARED_BONUS", "PPR_ALPHA"]
+__all__ = ["LINK_BONUS", "PPR_ALPHA", "SHARED_BONUS", "CitationGraph"]
 
 PPR_ALPHA = 0.85
 LINK_BONUS = 0.01    # expand(): per unit of seed weight, for a direct link to or from that seed
@@ -65,8 +65,8 @@ def _seed_ids(seeds: list[str] | tuple[str, ...] | Mapping[str, float]) -> set[s
 class CitationGraph:
     """Citation relations of one collection over a directed graph, edge citing → cited."""
 
-    _cache: OrderedDict[tuple[str, str], CitationGraph] = OrderedDict()
-    _cache_lock = threading.Lock()
+    _cache: ClassVar[OrderedDict[tuple[str, str], CitationGraph]] = OrderedDict()
+    _cache_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, load: Callable[[], Iterable[tuple[str, str]]]) -> None:
         self._load = load
@@ -110,7 +110,7 @@ class CitationGraph:
 
     @property
     def undirected(self) -> nx.Graph:
-        self.graph
+        _ = self.graph  # builds the undirected copy too
         assert self._undirected is not None
         return self._undirected
 

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stores.additions import read_additions, refuse_replacing_other_files
+from stores.atomic import write_atomic
 from stores.citations import CitationGraph
 from stores.corpus import CorpusStore, source_fingerprint, write_corpus_db
 from stores.errors import QuarryError
-from stores.atomic import write_atomic
 from stores.home import CURRENT_FILE, VERSIONS_DIR, CollectionPaths, collection_paths, ensure_home, quarry_home
 from stores.incremental import Delta, delta_fingerprint, diff, removal, update_corpus_db
 from stores.locks import writer_lock
@@ -161,7 +161,7 @@ def _commit(paths: CollectionPaths, staging: Path, fingerprint: str) -> str:
     try:  # after the commit point the change stands: bookkeeping that fails is reported, not raised
         mark_committed(paths.root, version)
         prune(paths, paths.root.name, paths.root.parent.parent, KEEP_VERSIONS)
-    except Exception as exc:  # noqa: BLE001 - the next writer marks and prunes again
+    except Exception as exc:  # the next writer marks and prunes again
         warnings.warn(f"collection {paths.root.name!r} switched to version {version}, but its old versions "
                       f"could not be pruned ({exc}); the next change tries again", RuntimeWarning, stacklevel=2)
     if paths.version is None:  # a collection from before versions: its root files are superseded
@@ -247,7 +247,7 @@ def ingest(path: str | Path, name: str, *, home: Path | None = None, build_lucen
             old.close()
             index_ok = previous is not None and previous.fingerprint == fingerprint
             if same and (index_ok or not build_lucene):
-                if index_ok and (k1 is not None or b is not None):
+                if index_ok and previous is not None and (k1 is not None or b is not None):
                     _set_params(paths, previous, k1, b)  # same documents: only the stored BM25 parameters change
                 return replace(report, unchanged=True, indexed=index_ok, added=0, kept=len(src.records))
             delta = diff(hashes, src.records, remove_missing=True)

@@ -18,8 +18,8 @@ from typing import Any
 
 from stores.errors import QuarryError
 from stores.readers import CorpusSource, ProgressFn, RecordStream
-from stores.spans import document_text
 from stores.records import Chunk, DocRecord, chunk_document, content_hash, document_lines, last_name, record_json
+from stores.spans import document_text
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,7 +63,8 @@ def insert_records(con: sqlite3.Connection, records: Iterable[DocRecord], first_
     at a time as they come (a RecordStream is read, not held)."""
     it, start = iter(records), 0
     while batch := list(itertools.islice(it, 1000)):  # itertools.batched is Python 3.12
-        doc_rows, chunk_rows = [], []
+        doc_rows: list[tuple[Any, ...]] = []
+        chunk_rows: list[tuple[Any, ...]] = []
         for ord_, rec in enumerate(batch, start=first_ord + start):
             lines = document_lines(rec)
             doc_rows.append((ord_, rec.docid, rec.title, rec.text, rec.year, rec.venue,
@@ -113,7 +114,7 @@ PAGED_RECORD_COLUMNS = RECORD_COLUMNS + ", page_starts"
 
 
 def _record(row: sqlite3.Row) -> DocRecord:
-    pages = json.loads(row["page_starts"]) if "page_starts" in row.keys() else []
+    pages = json.loads(row["page_starts"]) if "page_starts" in row.keys() else []  # noqa: SIM118 - `in` on a Row tests values
     return DocRecord(docid=row["docid"], title=row["title"], text=row["text"], year=row["year"],
                      venue=row["venue"], authors=tuple(json.loads(row["authors"])),
                      keywords=tuple(json.loads(row["keywords"])), extras=json.loads(row["extras"]),

@@ -41,9 +41,20 @@ from typing import Any
 
 import numpy as np
 
-from stores.chroma_build import (LOCAL_COLLECTION, META_FILE, STEP_BATCHES, DenseMeta,  # noqa: F401 - re-exported
-                                 MiniLMEmbedding, NewBuild, _batches, _drop_server_collection, _http_client,
-                                 _persistent_client, _server_label, chroma_server)
+from stores.chroma_build import (  # noqa: F401 - re-exported
+    LOCAL_COLLECTION,
+    META_FILE,
+    STEP_BATCHES,
+    DenseMeta,
+    MiniLMEmbedding,
+    NewBuild,
+    _batches,
+    _drop_server_collection,
+    _http_client,
+    _persistent_client,
+    _server_label,
+    chroma_server,
+)
 from stores.corpus import CorpusStore
 from stores.embedder import MODEL_NAME, _model, model_dir  # noqa: F401 - _model for bench/
 from stores.errors import QuarryError
@@ -157,7 +168,10 @@ class DenseIndex:
         return meta if meta is not None and self.is_current(fingerprint) else None
 
     def build(self, corpus: CorpusStore, *, progress: ProgressFn | None = None, batch_size: int = 64) -> DenseMeta:
-        """Embed every chunk of `corpus` (a CorpusStore) into a new build and swap it in."""
+        """Embed every chunk of `corpus` (a CorpusStore) into a new build and swap it in.
+        `progress("embedding", done, total)` follows the chunks embedded, after every model batch
+        (an hours-long build must show it is moving); the store never prints — the front door
+        renders it (`quarry index NAME --dense`: a bar on a terminal, plain lines in a log)."""
         started = time.perf_counter()
         self._follow(corpus)
         try:
@@ -168,15 +182,18 @@ class DenseIndex:
         committed = False
         try:
             total = int(corpus.stats()["chunks"])
-            done, docs = 0, set()
+            done, docs = 0, set[str]()
             if progress:
                 progress("embedding", 0, total)
-            for batch in _batches(corpus.iter_chunks(), max(1, batch_size) * STEP_BATCHES):
-                build.add_chunks(batch)
-                docs.update(c.docid for c in batch)
-                done += len(batch)
+            def embedded(n: int) -> None:  # after each model batch: a tick every few seconds on a long build
+                nonlocal done
+                done += n
                 if progress:
                     progress("embedding", done, total)
+
+            for batch in _batches(corpus.iter_chunks(), max(1, batch_size) * STEP_BATCHES):
+                build.add_chunks(batch, on_embedded=embedded)
+                docs.update(c.docid for c in batch)
             meta = build.meta(corpus.fingerprint, done, len(docs), started)
             build.seal(meta)  # flush and release the files before the folder moves
             with self._lock:
@@ -253,7 +270,7 @@ class DenseIndex:
             return []
         res = coll.query(query_embeddings=[self.embed_query(text)], n_results=n, include=["distances"])
         best: dict[str, float] = {}
-        for cid, dist in zip(res["ids"][0], res["distances"][0]):
+        for cid, dist in zip(res["ids"][0], res["distances"][0], strict=True):
             docid = cid.rsplit("#", 1)[0]
             score = 1.0 - float(dist)  # Chroma's cosine distance is 1 - cosine similarity
             if score > best.get(docid, -2.0):
@@ -271,7 +288,7 @@ class DenseIndex:
         for start in range(0, len(ids), 200):
             part = ids[start:start + 200]
             res = coll.get(where={"docid": {"$in": part}}, include=["embeddings", "metadatas"])
-            for md, vec in zip(res["metadatas"], res["embeddings"]):
+            for md, vec in zip(res["metadatas"], res["embeddings"], strict=True):
                 span = ChunkSpan(int(md["chunk_no"]), int(md["line_start"]), int(md["line_end"]))
                 out.setdefault(str(md["docid"]), []).append((span, np.asarray(vec, dtype=np.float32)))
         for spans in out.values():

@@ -104,11 +104,11 @@ def run_script(main: Callable[[], None]) -> NoReturn:
     except QuarryError as err:
         print(f"error ({err.code}): {printable(str(err))}", file=sys.stderr)
         code = 2
-    except Exception as exc:  # noqa: BLE001 - only a full disk is translated; anything else re-raises
-        err = disk_full(exc)
-        if err is None:
+    except Exception as exc:  # only a full disk is translated; anything else re-raises
+        full = disk_full(exc)
+        if full is None:
             raise
-        print(f"error ({err.code}): {printable(str(err))}", file=sys.stderr)
+        print(f"error ({full.code}): {printable(str(full))}", file=sys.stderr)
         code = 2
     except SystemExit as exc:  # argparse's usage errors, a script's own exit status
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -2,8 +2,11 @@
 
 Formats, by file suffix: PDF (`stores.pdf`, pages kept), HTML, DOCX, Markdown (with YAML front
 matter: title, authors, year/date, venue, keywords, doi), reStructuredText, LaTeX and plain
-text. Text files are decoded as UTF-8 when they are, else by `charset-normalizer`'s detection
-(a Latin-1 note reads as Latin-1); a file that decodes as nothing is not text.
+text; a file without a suffix (README, NEWS, ChangeLog, INSTALL, AUTHORS, TODO …) is plain text
+when its first bytes are UTF-8 text (`sniff_text`), else of an unsupported type like any other.
+A man page rendered as text has its line-end hyphenation (U+2010) joined. Text files are
+decoded as UTF-8 when they are, else by `charset-normalizer`'s detection (a Latin-1 note reads
+as Latin-1); a file that decodes as nothing is not text.
 
 A file that cannot give a document raises `Unreadable` with the reason a user reads
 ("encrypted PDF (password protected)"); the reader decides whether that skips the file or
@@ -18,7 +21,8 @@ with an ellipsis (`cap_title`).
 HTML: `stores.html` (the page's main text with inline elements kept inline; why its rules and
 not a boilerplate remover is measured there). Titles come from the sources that name a document
 (front matter, `<title>`/`<h1>`, PDF metadata, a man page's NAME line, a reStructuredText
-section title) before its first line, and never from a comment or markup: `stores.titles`.
+section title) before its first line, and never from a comment, markup or junk (a "=====" rule,
+a table row, a mode line): `stores.titles`. A document nothing names is titled by its file name.
 """
 from __future__ import annotations
 
@@ -31,15 +35,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stores.titles import man_page_title, rst_title, text_title
+from stores.titles import file_name_title, junk_title, man_page_title, rst_title, text_title
 
-__all__ = ["FileDocument", "MAX_DOCUMENT_CHARS", "SUPPORTED_SUFFIXES", "TITLE_MAX_CHARS", "Unreadable",
-           "cap_title", "read_file"]
+__all__ = ["MAX_DOCUMENT_CHARS", "SUPPORTED_SUFFIXES", "TITLE_MAX_CHARS", "FileDocument", "Unreadable",
+           "cap_title", "is_supported", "read_file", "sniff_text"]
 
 # The Lucene indexer (Anserini's JSON reader) refuses a document over 20 million characters and
 # would drop the rest of its shard; Quarry refuses such documents itself, with the reason. Here
 # (not in stores.readers) so a paged reader can stop as soon as a file passes it.
 MAX_DOCUMENT_CHARS = 10_000_000
+# Extension-less files (README, NEWS, ChangeLog, INSTALL, AUTHORS, TODO …) are read as plain text
+# when their first SNIFF_BYTES look like UTF-8 text: no NUL byte, valid UTF-8 (a character cut at
+# the sniff's end allowed) and at least TEXT_PRINTABLE_SHARE of the characters printable or
+# whitespace. Anything else (an executable, a compressed blob) is a file of an unsupported type,
+# named and not read, like a .pptx.
+SNIFF_BYTES = 8192
+TEXT_PRINTABLE_SHARE = 0.95
+# Rendered man pages (`man -P cat`, groff's UTF-8 output) break words at a line end with U+2010
+# HYPHEN ("connec‐" / "tions"); a plain "-" there is a real hyphen and stays.
+_MAN_HYPHEN_EOL = re.compile(r"(?<=\w)\u2010[ \t]*\n[ \t]*(?=\w)")
 # Long enough for real titles (the longest in CACM, Cranfield and scifact-train have 214, 249 and
 # 300 characters), short enough to show on a result line or two.
 TITLE_MAX_CHARS = 400
@@ -128,15 +142,76 @@ def first_line_title(text: str, strip: str = "") -> tuple[str, str]:
 
 # -- text-like formats ---------------------------------------------------------------------------
 
+def join_man_hyphens(text: str) -> str:
+    """A rendered man page's words split at a line end with U+2010 joined again ("connec‐\\n
+    tions" → "connections", the rest of the next line following), so BM25 sees the word."""
+    return _MAN_HYPHEN_EOL.sub("", text)
+
+
 def read_txt(path: Path) -> FileDocument:
-    """Plain text; a man page saved as text ("GREP(1) User Commands GREP(1)") is titled by its NAME
-    line and kept whole."""
+    """Plain text; a man page saved as text ("GREP(1) User Commands GREP(1)", or its NAME section
+    first) is titled by its NAME line and kept whole, its line-end hyphenation joined."""
     content = _read_text(path)
     name = man_page_title(content)
     if name:
-        return FileDocument(name, content.strip())
+        return FileDocument(name, join_man_hyphens(content).strip())
     title, text = first_line_title(content)
     return FileDocument(title, text)
+
+
+def sniff_text(path: Path) -> bool:
+    """Whether a file without a suffix is text to read (see `SNIFF_BYTES`). Opened non-blocking,
+    like `read_regular`; a file that cannot be opened is not text here (reading it would say why)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        try:
+            head = fh.read(SNIFF_BYTES)
+        except OSError:
+            return False
+    if not head or b"\x00" in head:
+        return False
+    try:
+        sample = head.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3 or exc.reason != "unexpected end of data":
+            return False
+        sample = head[:exc.start].decode("utf-8-sig")
+    printable = sum(ch.isprintable() or ch in "\t\n\r\f\v" for ch in sample)
+    return printable >= TEXT_PRINTABLE_SHARE * len(sample)
+
+
+# Conventional names of a project's plain-text documents. After them a suffix names a variant, not a
+# format (README.Debian, NEWS.old, ChangeLog.1, INSTALL.unix: /usr/share/doc is full of them), so
+# such a file is read as text when it is text, like a file without a suffix. Other unknown suffixes
+# stay unsupported: sniffing every `.log`, `.csv` or source file would index what nobody asked for.
+TEXT_DOCUMENT_NAMES = frozenset({
+    "README", "NEWS", "CHANGES", "CHANGELOG", "INSTALL", "AUTHORS", "COPYING", "LICENSE", "TODO", "THANKS",
+    "HACKING", "CONTRIBUTING", "NOTICE", "BUGS", "FAQ", "HISTORY", "RELEASE-NOTES", "UPGRADING"})
+
+
+def format_suffix(path: Path) -> str:
+    """The suffix that names `path`'s format ("" when none does: `README`, `README.Debian`)."""
+    suffix = path.suffix.lower()
+    return suffix if suffix in SUPPORTED_SUFFIXES else ""
+
+
+def plain_text_candidate(path: Path) -> bool:
+    """Whether `path` is read as plain text if it is text: no format suffix and either no suffix
+    at all or a conventional document name before it (`TEXT_DOCUMENT_NAMES`)."""
+    if format_suffix(path):
+        return False
+    return path.suffix == "" or path.name.split(".", 1)[0].upper() in TEXT_DOCUMENT_NAMES
+
+
+def is_supported(path: Path) -> bool:
+    """Whether Quarry reads `path`: a supported suffix, or a plain-text candidate that is text
+    (`sniff_text`). Call it only on a path `stores.readers.unsafe_reason` accepts: it opens the file."""
+    return bool(format_suffix(path)) or (plain_text_candidate(path) and sniff_text(path))
 
 
 _FRONT_KEYS = {"title": "title", "author": "authors", "authors": "authors", "year": "year", "date": "year",
@@ -294,13 +369,26 @@ SUPPORTED_SUFFIXES = frozenset(READERS)
 
 
 def read_file(path: Path) -> FileDocument:
-    """Read one file of a supported format (see `SUPPORTED_SUFFIXES`); raise `Unreadable`.
+    """Read one file of a supported format (see `SUPPORTED_SUFFIXES`; a file without a suffix is
+    plain text when `sniff_text` says so); raise `Unreadable`.
     A title over `TITLE_MAX_CHARS` goes back to the top of the text (see the module docstring;
-    a paged reader caps its own, as its page offsets index the text)."""
-    reader = READERS.get(path.suffix.lower())
+    a paged reader caps its own, as its page offsets index the text). A document nothing names,
+    or whose title is junk (`stores.titles.junk_title`: "=====", a table row, a mode line), is
+    titled by its file name; a junk title's words go back to the top of the text."""
+    suffix = path.suffix.lower()
+    reader = READERS.get(suffix)
+    if reader is None and plain_text_candidate(path) and sniff_text(path):
+        reader = read_txt
     if reader is None:
         raise Unreadable(f"unsupported file type {path.suffix or '(none)'!r}")
     doc = reader(path)
+    if not doc.title.strip() or junk_title(doc.title):
+        text = doc.text
+        if doc.title.strip() and not doc.page_starts:
+            text = f"{doc.title.strip()}\n\n{doc.text}" if doc.text else doc.title.strip()
+        if not text.strip():
+            return doc  # nothing to search: the reader says "empty file"
+        return FileDocument(file_name_title(path.name), text, doc.metadata, doc.page_starts)
     if len(doc.title) <= TITLE_MAX_CHARS or doc.page_starts:
         return doc
     text = f"{doc.title}\n\n{doc.text}" if doc.text else doc.title

@@ -16,7 +16,11 @@ What the rules do:
   else `<body>`. Inside it, chrome goes: navigation, asides, forms' controls, menus, popups and
   sidebars by tag, ARIA role or class/id token (`CHROME_ROLES`, `_CHROME_PARTS`), hidden elements,
   Sphinx/MkDocs heading permalinks ("¶"). A page-level `<header>`/`<footer>` goes too (one
-  inside the main content is the article's own heading and stays; its footer goes).
+  inside the main content is the article's own heading and stays; its footer goes). So does a
+  node navigation block, whatever its class (`_navigation_block`): makeinfo writes "Next: Foo,
+  Previous: Bar, Up: Top [Contents][Index]" above every node of a texinfo manual (and older
+  versions below it too), in a plain `<div class="header"><p>` (6.x) or `<div class="nav-panel">`
+  (7.x); the walkthrough found it indexed on every page of GNU manuals.
 - Text: inline elements (`<code>`, `<a>`, `<em>`, unknown tags) stay inline and whitespace runs
   (source newlines included) are one space, so a sentence that had `<code>drop</code>` on a
   line end is one line. Each block (p, h1-h6, pre, blockquote, div, table, list, ...) is its own
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import pairwise
 from typing import Any
 
 from stores.titles import html_title
@@ -51,6 +56,10 @@ _PARAGRAPH_TAGS = frozenset({
 _LINE_TAGS = frozenset({"li", "tr", "dt", "dd", "caption", "figcaption", "summary", "thead", "tbody", "tfoot"})
 _CELL_TAGS = frozenset({"td", "th"})
 _PRE_TAGS = frozenset({"pre", "listing", "xmp", "plaintext"})
+# A `<pre>` block (an example, a listing, a shell session) is written between Markdown fences, so
+# the evidence rules (`nodes.quotable`) know it as code, as in a Markdown file: texinfo's
+# "texi2any --fill-column=68 bison.texinfo" example was quoted as the evidence for a default.
+CODE_FENCE = "```"
 # Never text of the page, wherever they are.
 _DROP_TAGS = frozenset({
     "script", "style", "noscript", "template", "head", "title", "meta", "link", "base", "nav", "aside",
@@ -73,13 +82,24 @@ _CHROME_PARTS = frozenset({
 _CHROME_PAIRS = frozenset({"theme-popup", "cookie-banner", "related-posts", "skip-link", "menu-bar"})
 _PART_SPLIT = re.compile(r"[-_]+")
 
+# A navigation block (`_navigation_block`): only links, and between them only these labels (with
+# their colon) and punctuation ("Next: <a>Foo</a>, Previous: <a>Bar</a>, Up: <a>Top</a> &nbsp; [<a>Contents</a>]
+# [<a>Index</a>]"). Checked on blocks of at most NAV_MAX_CHILDREN children: linear on any page.
+_NAV_LABEL = re.compile(r"\b(?:Next|Previous|Prev|Up|Forward|Back)[ \t\u00a0]*:", re.IGNORECASE)
+# Links that navigate whatever labels surround them: makeinfo's "[Contents][Index]", and texi2html's
+# button bar ("[ < ]", "[ > ]", "[ << ]", "[ Up ]", "[ >> ]", "[Top]", "[ ? ]" for "About").
+NAV_LINK_WORDS = frozenset({"contents", "index", "top", "up", "about", "<", ">", "<<", ">>", "?"})
+NAV_MAX_CHILDREN = 40
+_NAV_BLOCK_TAGS = frozenset({"p", "div", "td", "th", "tr", "table", "span"})
+_NAV_PUNCTUATION = re.compile(r"^[\s\u00a0,;|\[\]()<>«»]*$")
+
 
 def _chrome_token(token: str) -> bool:
     if len(token) > 200:
         return False
     parts = _PART_SPLIT.split(token)
     return (any(part in _CHROME_PARTS for part in parts)
-            or any(f"{a}-{b}" in _CHROME_PAIRS for a, b in zip(parts, parts[1:])))
+            or any(f"{a}-{b}" in _CHROME_PAIRS for a, b in pairwise(parts)))
 
 
 # Hidden by a stylesheet, exactly these names ("hidden-xs" is hidden only on a phone: it stays).
@@ -103,6 +123,53 @@ def _tokens(el: Any) -> Iterable[str]:
             yield token.lower()
 
 
+def _short_text(el: Any, limit: int = 20) -> str | None:
+    """The text of `el` when it has at most `limit` nodes (a link's few words), else None."""
+    from bs4 import NavigableString
+
+    parts = []
+    for n, node in enumerate(el.descendants):
+        if n >= limit:
+            return None
+        if type(node) is NavigableString:
+            parts.append(str(node))
+    return " ".join(" ".join(parts).split())
+
+
+def _navigation_block(el: Any) -> bool:
+    """Whether the block `el` holds nothing but node navigation (see `_NAV_LABEL`): its children are
+    links and text made of the labels and punctuation, with at least one link, and a label before
+    the links or every link being "Contents"/"Index"/"Top". Direct children only (and a link's
+    first few nodes), so a block with prose inside is never one and the check is linear."""
+    from bs4 import NavigableString, Tag
+
+    if _tag(el) not in _NAV_BLOCK_TAGS or len(el.contents) > NAV_MAX_CHILDREN:
+        return False
+    labels = 0
+    anchors = []
+    for child in el.contents:
+        if isinstance(child, Tag):
+            name = _tag(child)
+            if name == "a":
+                anchors.append(child)
+            elif name != "br":
+                return False
+        elif type(child) is NavigableString:  # a comment is not text of the block
+            text, found = _NAV_LABEL.subn(" ", str(child))
+            if not _NAV_PUNCTUATION.match(text):
+                return False
+            labels += found
+    if not anchors:
+        return False
+    if labels:
+        return True
+    texts = [_short_text(a) for a in anchors]
+    if None in texts:  # a link of many nodes holds prose, not a navigation label
+        return False
+    words = [t.lower() for t in texts if t is not None and t != ""]  # an anchor without text (`<a name="x">`) is no link
+    return bool(words) and all(t in NAV_LINK_WORDS for t in words)
+
+
 def is_chrome(el: Any, *, page_level: bool) -> bool:
     """Whether the tag `el` is page chrome (see the module docstring); `page_level`: a `<header>`
     counts too (outside an article's own main content)."""
@@ -112,6 +179,8 @@ def is_chrome(el: Any, *, page_level: bool) -> bool:
     if el.has_attr("hidden") or str(el.get("aria-hidden") or "").strip().lower() == "true":
         return True
     if str(el.get("role") or "").strip().lower() in CHROME_ROLES:
+        return True
+    if _navigation_block(el):
         return True
     style = str(el.get("style") or "").replace(" ", "").lower()
     if "display:none" in style or "visibility:hidden" in style:
@@ -203,6 +272,8 @@ def _render(roots: list[Any], skip: set[int], *, page_level: bool, chrome: bool 
                 tag = _tag(node)
                 if tag in _PRE_TAGS:
                     pre -= 1
+                    if not pre and not cells:  # the example's closing fence
+                        out.verbatim("\n" + CODE_FENCE if not out.line_start else CODE_FENCE)
                 if tag in _CELL_TAGS:
                     cells -= 1
                 elif cells and tag not in _PRE_TAGS and (tag in _PARAGRAPH_TAGS or tag in _LINE_TAGS):
@@ -217,7 +288,7 @@ def _render(roots: list[Any], skip: set[int], *, page_level: bool, chrome: bool 
                     continue
                 tag = _tag(child)
                 if tag == "math":  # MathML: its TeX alt text, not a soup of <mi>/<mo> leaves
-                    out.inline(child.get("alttext") or child.get_text(" "))
+                    out.inline(str(child.get("alttext") or child.get_text(" ")))  # bs4 types attributes as str or list
                     continue
                 if tag in _CELL_TAGS:
                     cells += 1
@@ -230,6 +301,9 @@ def _render(roots: list[Any], skip: set[int], *, page_level: bool, chrome: bool 
                 elif tag in _LINE_TAGS or tag == "br":
                     out.brk(1)
                 if tag in _PRE_TAGS:
+                    if not pre and not cells:  # an example is code: fenced as Markdown would (see CODE_FENCE)
+                        out.brk(2)
+                        out.verbatim(CODE_FENCE + "\n")
                     pre += 1
                     pre_opened = True
                 stack.append((child, iter(child.contents)))

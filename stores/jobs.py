@@ -10,6 +10,7 @@ WAL mode lets the worker write while the CLI reads. Everything written passes th
 """
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import threading
@@ -107,14 +108,15 @@ class JobStore:
         for con in open_:
             con.close()
 
-    def __enter__(self) -> "JobStore":
+    def __enter__(self) -> JobStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self) -> None:
-        try:
+        # try/except rather than contextlib.suppress: at interpreter exit module globals may be gone.
+        try:  # noqa: SIM105
             self.close()
         except Exception:  # at interpreter exit the sqlite module may already be gone
             pass
@@ -169,6 +171,7 @@ class JobStore:
             out[key] = json.loads(out[key]) if out[key] else None
         return out
 
+    # `list` below names this method inside the class, so later signatures say `builtins.list`.
     def list(self, limit: int = 50, *, status: str | None = None, collection: str | None = None) -> list[dict[str, Any]]:
         rows = self._con().execute(
             "SELECT job_id, collection, intent, status, created_at, updated_at, round FROM jobs"
@@ -178,7 +181,7 @@ class JobStore:
 
     # -- rankings behind search_ids ------------------------------------------------------------
 
-    def save_ranking(self, job_id: str, search_id: str, query: str, docids: list[str], scores: list[float]) -> None:
+    def save_ranking(self, job_id: str, search_id: str, query: str, docids: builtins.list[str], scores: builtins.list[float]) -> None:
         con = self._con()
         used = time.time_ns()
         con.execute("INSERT OR REPLACE INTO rankings VALUES (?,?,?,?,?,?)",
@@ -187,7 +190,7 @@ class JobStore:
         con.execute("DELETE FROM rankings WHERE job_id=? AND search_id NOT IN (SELECT search_id FROM rankings"
                     " WHERE job_id=? ORDER BY used DESC LIMIT ?)", (job_id, job_id, RANKINGS_PER_JOB))
 
-    def load_ranking(self, job_id: str, search_id: str) -> tuple[str, list[str], list[float]] | None:
+    def load_ranking(self, job_id: str, search_id: str) -> tuple[str, builtins.list[str], builtins.list[float]] | None:
         con = self._con()
         row = con.execute("SELECT query, docids, scores FROM rankings WHERE job_id=? AND search_id=?",
                           (job_id, search_id)).fetchone()
@@ -196,11 +199,11 @@ class JobStore:
         con.execute("UPDATE rankings SET used=? WHERE job_id=? AND search_id=?", (time.time_ns(), job_id, search_id))
         return row["query"], json.loads(row["docids"]), json.loads(row["scores"])
 
-    def ranking_ids(self, job_id: str) -> list[str]:
+    def ranking_ids(self, job_id: str) -> builtins.list[str]:
         return [r[0] for r in self._con().execute(
             "SELECT search_id FROM rankings WHERE job_id=? ORDER BY used", (job_id,))]
 
-    def add_surfaced(self, job_id: str, docids: list[str]) -> None:
+    def add_surfaced(self, job_id: str, docids: builtins.list[str]) -> None:
         """Record documents a store returned for this job outside a cached ranking (citation
         and metadata channels), so the trajectory's "surfaced" tier counts every channel."""
         self._con().executemany("INSERT OR IGNORE INTO surfaced VALUES (?,?)", [(job_id, d) for d in docids])
@@ -219,7 +222,7 @@ class JobStore:
         row = self._con().execute("SELECT body FROM messages WHERE job_id=? AND seq=?", (job_id, seq)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def messages(self, job_id: str, upto: int | None = None) -> list[dict[str, Any]]:
+    def messages(self, job_id: str, upto: int | None = None) -> builtins.list[dict[str, Any]]:
         """Messages 0 … upto-1 in order (all when `upto` is None)."""
         rows = self._con().execute("SELECT body FROM messages WHERE job_id=? AND seq < ? ORDER BY seq",
                                    (job_id, upto if upto is not None else 2**62))

@@ -35,7 +35,7 @@ def anserini_jar() -> Path:
     spec = importlib.util.find_spec("pyserini")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("pyserini is not installed; run the README's setup command")
-    root = list(spec.submodule_search_locations)[0]
+    root = next(iter(spec.submodule_search_locations))
     jars = sorted(glob.glob(os.path.join(root, "resources", "jars", "anserini-*-fatjar.jar")))
     if not jars:
         raise RuntimeError(f"no Anserini fat jar under {root}/resources/jars")

@@ -17,9 +17,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable
+from contextlib import ExitStack, suppress
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from stores.atomic import write_atomic
 from stores.errors import QuarryError
@@ -60,7 +62,7 @@ class IndexMeta:
         write_atomic(folder / META_FILE, json.dumps(asdict(self), indent=2))
 
     @classmethod
-    def load(cls, folder: Path, name: str = "") -> "IndexMeta":
+    def load(cls, folder: Path, name: str = "") -> IndexMeta:
         """The stored settings; `bad_index_meta` (not a traceback) when the file cannot be read
         or parsed — `quarry index NAME` or `quarry ingest … --force` rebuilds it."""
         path = folder / META_FILE
@@ -115,17 +117,15 @@ def build_index(records: Iterable[DocRecord], out_dir: Path, *, fingerprint: str
     threads = threads or max(1, min(4, os.cpu_count() or 1))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="quarry-lucene-", dir=out_dir.parent) as tmp, _disk_full_as_error(out_dir):
-        shards = [open(Path(tmp) / f"part{i:02d}.jsonl", "w", encoding="utf-8") for i in range(threads)]
         count = 0
-        try:
+        with ExitStack() as shard_files:
+            shards = [shard_files.enter_context(open(Path(tmp) / f"part{i:02d}.jsonl", "w", encoding="utf-8"))
+                      for i in range(threads)]
             for count, rec in enumerate(records, start=1):
                 shards[count % threads].write(json.dumps({"id": rec.docid, "contents": rec.index_contents()},
                                                          ensure_ascii=False) + "\n")
                 if progress and count % 1000 == 0:
                     progress("exporting", count, total)
-        finally:
-            for fh in shards:
-                fh.close()
         if progress:
             progress("exporting", count, total)
         indexed = run_index_collection(Path(tmp), out_dir, threads)
@@ -191,7 +191,7 @@ class _disk_full_as_error:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, exc, tb) -> bool:
+    def __exit__(self, kind, exc, tb) -> Literal[False]:
         if isinstance(exc, OSError) and exc.errno in (28, 122):
             raise QuarryError("disk_full", f"Lucene indexing failed: the disk holding {self.out_dir.parent} is full "
                               f"({exc.strerror}); nothing was changed",
@@ -235,7 +235,7 @@ class LuceneIndex:
     def search(self, text: str, k: int = 1000, *, k1: float | None = None, b: float | None = None) -> list[Hit]:
         """Top-k hits for a bag-of-words query, ties broken by docid; [] if no searchable term."""
         docids, scores = self.ranking(text, k, k1=k1, b=b)
-        return [Hit(d, s, i) for i, (d, s) in enumerate(zip(docids, scores), start=1)]
+        return [Hit(d, s, i) for i, (d, s) in enumerate(zip(docids, scores, strict=True), start=1)]
 
     def ranking(self, text: str, k: int = 1000, *, k1: float | None = None,
                 b: float | None = None) -> tuple[tuple[str, ...], tuple[float, ...]]:
@@ -319,10 +319,8 @@ def restore_interrupted_swap(target: Path) -> None:
     then see the old build rather than none."""
     old = target.with_name(target.name + ".old")
     if not target.exists() and old.is_dir():
-        try:
+        with suppress(FileNotFoundError):  # another process restored (or a new swap finished) first
             old.rename(target)
-        except FileNotFoundError:  # another process restored (or a new swap finished) first
-            pass
 
 
 def replace_dir(new: Path, target: Path) -> None:

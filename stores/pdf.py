@@ -13,20 +13,37 @@ Pages: the text is the pages' lines in order; `page_starts[n - 1]` is the index,
 `text.splitlines()`, of page n's first line (see `stores.records.page_of_line`). Reading and
 paginating are linear in the pages (`python -m bench.bench_pdf_pages`), and a file is refused as
 soon as its text passes `stores.formats.MAX_DOCUMENT_CHARS`.
+
+Running headers and footers ("RFC 9110  HTTP Semantics  June 2022" atop every page of an RFC,
+"Fielding, et al.  Standards Track  [Page 12]" below it; "Shared MIME-info Database" and a page
+number in the shared-mime-info spec) are not text of the document: repeated on every page they
+weigh in BM25 as if each page said them, and split a sentence that runs over a page break.
+`drop_running_lines` takes them out: a line among a page's first or last `RUNNING_EDGE_LINES`
+non-blank lines that, with its digits normalised (page numbers differ), is among the edge lines
+of at least `RUNNING_MIN_SHARE` of the pages and of at least `RUNNING_MIN_PAGES` pages. Only the
+lines go; the pages stay, so `page_starts` still gives each page (an emptied page starts where
+the next one does).
 """
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 from stores import formats
 from stores.formats import FileDocument, Unreadable, cap_title
-from stores.titles import placeholder_title
+from stores.titles import junk_title, placeholder_title
 
 _SOFT_HYPHEN_EOL = re.compile(r"\x02[ \t]*\n[ \t]*")
 _LINE_BREAKS = re.compile(r"\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _YEAR = re.compile(r"^D?:?(\d{4})")
+
+# See the module docstring: where a running header or footer sits, and how often it must repeat.
+RUNNING_EDGE_LINES = 2
+RUNNING_MIN_SHARE = 0.5
+RUNNING_MIN_PAGES = 3
+_DIGITS = re.compile(r"\d+")
 
 
 def page_lines(raw: str) -> list[str]:
@@ -35,6 +52,41 @@ def page_lines(raw: str) -> list[str]:
     text = _SOFT_HYPHEN_EOL.sub("", text)
     text = _CONTROL.sub("", text)
     return [line.rstrip() for line in text.split("\n")]
+
+
+def _running_key(line: str) -> str:
+    """A line as compared across pages: digits as "#" (page numbers, "[Page 12]"), whitespace runs
+    as one space, case folded."""
+    return " ".join(_DIGITS.sub("#", line).split()).casefold()
+
+
+def _edge_indexes(lines: list[str]) -> list[int]:
+    """Indexes of a page's first and last `RUNNING_EDGE_LINES` non-blank lines."""
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    return sorted(set(filled[:RUNNING_EDGE_LINES] + filled[-RUNNING_EDGE_LINES:]))
+
+
+def drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
+    """The pages without their running headers and footers (see the module docstring); a document
+    of fewer than `RUNNING_MIN_PAGES` pages is returned as it is. Linear in the lines."""
+    if len(pages) < RUNNING_MIN_PAGES:
+        return pages
+    edges = [_edge_indexes(lines) for lines in pages]
+    seen: Counter[str] = Counter()
+    for lines, idx in zip(pages, edges, strict=True):
+        seen.update({_running_key(lines[i]) for i in idx})
+    needed = max(RUNNING_MIN_PAGES, RUNNING_MIN_SHARE * len(pages))
+    running = {key for key, count in seen.items() if count >= needed}
+    if not running:
+        return pages
+    out = []
+    for no, (lines, idx) in enumerate(zip(pages, edges, strict=True)):
+        # The first page's head stays: a running header that repeats the document's name is its
+        # title there ("Shared MIME-info Database" above the spec's first page was dropped, and the
+        # author line below it titled the document).
+        drop = {i for i in idx if _running_key(lines[i]) in running and (no or i >= len(lines) / 2)}
+        out.append([line for i, line in enumerate(lines) if i not in drop] if drop else lines)
+    return out
 
 
 def paginate(pages: list[list[str]], title: str = "") -> tuple[str, str, tuple[int, ...]]:
@@ -54,7 +106,7 @@ def paginate(pages: list[list[str]], title: str = "") -> tuple[str, str, tuple[i
         hi -= 1
     if title:
         title = cap_title(title)
-    elif lo < hi:
+    elif lo < hi and not junk_title(flat[lo]):  # a junk first line ("=====") stays text; the file name titles it
         first = flat[lo].strip()
         title = cap_title(first)
         if title == first:  # a title: it leaves the text
@@ -111,7 +163,7 @@ def read_pdf(path: Path) -> FileDocument:
     title = " ".join(info.get("Title", "").split())
     if placeholder_title(title):
         title = ""  # what tools write when the author gave no title
-    title, text, starts = paginate(pages, title)
+    title, text, starts = paginate(drop_running_lines(pages), title)
     meta: dict = {"page_count": len(pages)}
     if info.get("Author", "").strip():
         meta["authors"] = info["Author"].strip()

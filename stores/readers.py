@@ -4,11 +4,14 @@ BEIR and JSONL readers validate every record and collect *all* problems as `file
 before anything is written, so a user fixes a bad file in one pass and a failed ingest changes
 nothing. No reader holds the documents in memory: the validating pass keeps ids and hashes, and
 each later pass (storing, indexing) reads the file again, or for document files a spool of the
-parsed records (`RecordStream`). Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX, text; see
-`stores.formats`) are read leniently by default: a bad file (unreadable, empty, undecodable, an
-encrypted PDF) is skipped and reported as `path: reason` in `CorpusSource.skipped`, files of
-other types are named in `CorpusSource.unsupported`, and the rest is read; `strict=True` rejects
-the whole input instead when any file is bad.
+parsed records (`RecordStream`). Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX,
+text, and text files without an extension such as README or ChangeLog; see `stores.formats`) are
+read leniently by default: a bad file (unreadable, empty, undecodable, an encrypted PDF) is
+skipped and reported as `path: reason` in `CorpusSource.skipped`, files of other types (an
+extension-less file that is not UTF-8 text, such as an executable, included) are named in
+`CorpusSource.unsupported`, and the rest is read; `strict=True` rejects the whole input instead
+when any file is bad. An extension-less file is sniffed only after `unsafe_reason` let it be
+opened, so a FIFO named README is never opened.
 
 A folder is read as what it holds, never as what its links point to: a link that resolves
 outside the folder (`env.txt → /proc/self/environ` would put the process's API keys in the
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.errors import IngestError, QuarryError
-from stores.formats import MAX_DOCUMENT_CHARS, SUPPORTED_SUFFIXES, Unreadable, read_file
+from stores.formats import MAX_DOCUMENT_CHARS, Unreadable, format_suffix, is_supported, read_file
 from stores.records import DocRecord, record_json
 
 ProgressFn = Callable[[str, int, int | None], None]
@@ -40,7 +43,7 @@ ProgressFn = Callable[[str, int, int | None], None]
 
 _JSONL_SUFFIXES = {".jsonl", ".json", ".ndjson"}
 _FORMATS_HINT = ("give a BEIR folder (with corpus.jsonl), a .jsonl file, or document files or folders "
-                 "(.pdf .html .docx .md .rst .tex .txt)")
+                 "(.pdf .html .docx .md .rst .tex .txt, or text without an extension such as README)")
 _MAX_PROBLEMS = 1000
 _KNOWN_META = {"year", "venue", "authors", "keywords"}
 
@@ -51,7 +54,7 @@ class CorpusSource:
 
     kind: str
     path: Path
-    records: "RecordStream | list[DocRecord]" = field(default_factory=list)  # readers give a stream
+    records: RecordStream | list[DocRecord] = field(default_factory=list)  # readers give a stream
     citations: list[tuple[str, str]] = field(default_factory=list)
     queries: dict[str, str] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)  # reference answers by query id (answers.jsonl)
@@ -61,7 +64,7 @@ class CorpusSource:
     unsupported: list[str] = field(default_factory=list)  # files of types Quarry does not read
 
 
-def _keyed_texts(path: Path, key: str, problems: "_Problems", bad: str) -> dict[str, tuple[int, str]]:
+def _keyed_texts(path: Path, key: str, problems: _Problems, bad: str) -> dict[str, tuple[int, str]]:
     """`{_id: (line, obj[key])}` from a JSONL file of objects (queries.jsonl, answers.jsonl); {} if absent."""
     out: dict[str, tuple[int, str]] = {}
     if not path.is_file():
@@ -159,7 +162,7 @@ def record_from_json(obj: Any) -> DocRecord:
 
 
 def _read_jsonl(path: Path, problems: _Problems, progress: ProgressFn | None,
-                raw: "hashlib._Hash | None" = None) -> Iterator[tuple[int, Any]]:
+                raw: hashlib._Hash | None = None) -> Iterator[tuple[int, Any]]:
     """Parsed values of a JSONL file with their line numbers; `raw` (if given) hashes its bytes."""
     total = path.stat().st_size
     done = 0
@@ -177,7 +180,7 @@ def _read_jsonl(path: Path, problems: _Problems, progress: ProgressFn | None,
         progress("reading", total, total)
 
 
-def _utf8_lines(path: Path, problems: _Problems, digest: "hashlib._Hash | None" = None) -> Iterator[tuple[int, str]]:
+def _utf8_lines(path: Path, problems: _Problems, digest: hashlib._Hash | None = None) -> Iterator[tuple[int, str]]:
     """Lines decoded one by one, so a bad byte is reported with its line number."""
     with path.open("rb") as fh:
         for no, raw in enumerate(fh, start=1):
@@ -201,7 +204,7 @@ class RecordStream:
     DocRecord JSON per line, in a temporary folder `keep` holds for the stream's life): parsing a
     PDF again on every pass would cost more than writing its text once."""
 
-    def __init__(self, path: Path, ids: dict[str, Any], digest: "hashlib._Hash", raw: str, *,
+    def __init__(self, path: Path, ids: dict[str, Any], digest: hashlib._Hash, raw: str, *,
                  spooled: bool = False, keep: Any = None) -> None:
         self.path, self.ids, self.digest, self._raw = path, ids, digest, raw
         self._spooled, self._keep = spooled, keep
@@ -257,7 +260,7 @@ def _read_documents(path: Path, problems: _Problems, progress: ProgressFn | None
     return RecordStream(path, first_seen, digest, raw.hexdigest())
 
 
-def docids(records: "RecordStream | list[DocRecord]") -> list[str]:
+def docids(records: RecordStream | list[DocRecord]) -> list[str]:
     """The ids of a source's documents in source order, without reading a stream again."""
     return list(records.ids) if isinstance(records, RecordStream) else [r.docid for r in records]
 
@@ -316,9 +319,10 @@ def _read_beir_extras(folder: Path, src: CorpusSource, problems: _Problems) -> N
 
 
 def file_docid(path: Path, root: Path) -> str:
-    """A document file's id: its path under `root` without the suffix, whitespace as "_"
-    (`notes/a b.md` under `notes` → `a_b`)."""
-    return re.sub(r"\s+", "_", path.relative_to(root).with_suffix("").as_posix())
+    """A document file's id: its path under `root` without the format suffix, whitespace as "_"
+    (`notes/a b.md` under `notes` → `a_b`; `README.Debian` keeps its name: `.Debian` is no format)."""
+    rel = path.relative_to(root)
+    return re.sub(r"\s+", "_", (rel.with_suffix("") if format_suffix(path) else rel).as_posix())
 
 
 # The absolute path a document file was read from, kept in its record's extras: `quarry add` tells
@@ -415,6 +419,9 @@ def _read_files(files: list[Path], root: Path, src: CorpusSource, problems: _Pro
     keep = tempfile.TemporaryDirectory(prefix="quarry-read-")  # removed with the stream
     spool = Path(keep.name) / "records.jsonl"
     digest, raw = hashlib.sha256(), hashlib.sha256()
+    # Files without a suffix last: `README` and `README.md` share the id "README", and the file
+    # with a format keeps it (the other is left out with a warning, not as a bad file).
+    files = sorted(files, key=lambda p: not format_suffix(p))
     with spool.open("wb") as out:
         for i, path in enumerate(files, start=1):
             if progress:
@@ -424,7 +431,7 @@ def _read_files(files: list[Path], root: Path, src: CorpusSource, problems: _Pro
             if reason is not None:
                 problems.add(shown, reason)
                 continue
-            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+            if not is_supported(path):  # after unsafe_reason: a suffix-less file is sniffed, so opened
                 src.unsupported.append(shown)
                 continue
             docid = file_docid(path, root)
@@ -432,6 +439,10 @@ def _read_files(files: list[Path], root: Path, src: CorpusSource, problems: _Pro
                 problems.add(shown, "the file name is not valid UTF-8: rename the file")
                 continue
             if docid in first_file:
+                if not format_suffix(path) and format_suffix(first_file[docid]):
+                    src.warnings.append(f"{shown}: not read: {printable_path(first_file[docid])} has the same "
+                                        f"document id {docid!r}")
+                    continue
                 problems.add(shown, f"duplicate document id {docid!r} (also the id of "
                                     f"{printable_path(first_file[docid])}); rename one file")
                 continue
@@ -440,7 +451,7 @@ def _read_files(files: list[Path], root: Path, src: CorpusSource, problems: _Pro
             except ValueError as exc:
                 problems.add(shown, str(exc))
                 continue
-            except Exception as exc:  # noqa: BLE001 - a parser's own failure on a damaged file is that file's problem
+            except Exception as exc:  # a parser's own failure on a damaged file is that file's problem
                 problems.add(shown, f"cannot be read ({type(exc).__name__}: {exc})")
                 continue
             first_file[docid] = path
@@ -499,7 +510,7 @@ def read_corpus(path: str | Path, progress: ProgressFn | None = None, *, strict:
     elif path.is_file() and path.suffix.lower() in _JSONL_SUFFIXES:
         src = CorpusSource("jsonl", path)
         src.records = _read_documents(path, problems, progress, src.warnings)
-    elif path.is_dir() or (path.is_file() and path.suffix.lower() in SUPPORTED_SUFFIXES):
+    elif path.is_dir() or (path.is_file() and is_supported(path)):
         src = CorpusSource("folder" if path.is_dir() else "file", path)
         root = docid_root or (path if path.is_dir() else path.parent)
         files = _document_files(path, src) if path.is_dir() else [path]

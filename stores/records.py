@@ -147,7 +147,8 @@ def chunk_document(rec: DocRecord, lines: list[str]) -> list[Chunk]:
     one chunk to serve as evidence.
     """
     chunks: list[Chunk] = []
-    start, buf, size = 1, [], 0
+    buf: list[str] = []
+    start, size = 1, 0
     for no, line in enumerate(lines, start=1):
         if buf and size + len(line) > CHUNK_MAX_CHARS:
             chunks.append(Chunk(docid=rec.docid, chunk_no=len(chunks), line_start=start, line_end=no - 1, text="\n".join(buf)))

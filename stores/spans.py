@@ -35,7 +35,7 @@ class DocumentText:
     offsets: tuple[int, ...]   # where each line starts in `text`
 
     @classmethod
-    def of(cls, lines: list[str]) -> "DocumentText":
+    def of(cls, lines: list[str]) -> DocumentText:
         return cls(lines, document_text(lines), tuple([0, *accumulate(len(line) + 1 for line in lines[:-1])])
                    if lines else ())
 

@@ -18,20 +18,30 @@ or a man page's running header must never be one (issue 20: ".. cmake-manual-des
   same on every page of a site and says nothing about this one; a `<title>` that is not a
   heading plus a suffix (Javadoc's "Instrumentation (AppDynamics SDK for Connected Devices)")
   is kept whole, as the author wrote it.
-- Man pages saved as text ("GREP(1) User Commands GREP(1)" as first line): the NAME section's
-  line ("grep - print lines that match patterns").
+- Man pages saved as text ("GREP(1) User Commands GREP(1)" as first line, or the NAME section
+  first when the header was cut off): the NAME section's line ("grep - print lines that match
+  patterns").
 - LaTeX: `\\title{…}`, else the first line of prose — never a `%` comment or a command line
   such as `\\documentclass{article}` (`stores.formats.read_latex`).
 - PDF: the metadata title (`stores.pdf`), unless it is a placeholder a tool wrote
   (`placeholder_title`: "untitled", "Microsoft Word - x.docx").
 - Anything else: the first line that is text, as for Markdown.
+
+Never a title, whatever the format (`junk_title`; the 146-document walkthrough found each one):
+a punctuation-only line (the "============" over-line above libsodium's README title), a Markdown
+table row ("| Option | Default |"), an Emacs mode line (".. -*- rest -*-", "-*- coding: utf-8 -*-"),
+a script's "#!/bin/sh" line, an HTML comment ("<!--") and a badge-only line. Text-like files pass
+over such lines (and a whole table) to the line an over/underline frames, or to a setext heading
+made only of an image (its alt text: libsodium's "![libsodium](logo.png)" over "====="); when
+nothing real names the document, `stores.formats.read_file` titles it by its file name
+(`file_name_title`: "nnapi_supported_ops.md" → "nnapi supported ops").
 """
 from __future__ import annotations
 
 import re
 
-__all__ = ["first_text_line", "html_title", "man_page_title", "placeholder_title", "rst_title",
-           "text_title"]
+__all__ = ["file_name_title", "first_text_line", "html_title", "junk_title", "man_page_title",
+           "placeholder_title", "rst_title", "text_title"]
 
 # What joins a page's heading to its site's name in `<title>`: "A - Site", "A — Site", "A | Site".
 _SITE_SEPARATORS = (" - ", " – ", " — ", " | ", " · ", " :: ", " » ", " ‹ ", " › ")
@@ -68,6 +78,66 @@ _MD_IMAGE = re.compile(r"!\[[^\[\]]*\]\([^()]*\)|!\[[^\[\]]*\]\[[^\[\]]*\]")
 _MD_EMPTY_LINK = re.compile(r"\[\s*\]\([^()]*\)|\[\s*\]\[[^\[\]]*\]")
 
 
+# An Emacs file-variables line, alone on its line, behind any comment leader (".. -*- rest -*-",
+# "# -*- coding: utf-8 -*-", "-*- outline -*-" in GnuPG's TODO, "-*- text -*-" in Wget's README).
+_MODE_LINE = re.compile(r"^\s*(?:(?:\.\.|#+|%+|;+|//|/\*|<!--|\"|--)\s*)?-\*-[^\n]*?-\*-\s*(?:(?:\*/|-->)\s*)?$")
+# A script's interpreter line ("#!/bin/sh" atop `configure`, an extension-less file read as text).
+# A MyST (Sphinx Markdown) target line, "(ssl-certificate-verification)=": a label for the
+# heading below it, not a title (pip's docs open every page with one).
+_MYST_TARGET = re.compile(r"^\([^()\n]+\)=$")
+_SHEBANG = re.compile(r"^#!\s*/")
+# A Markdown table's delimiter row ("|---|:---:|", "--- | ---"). Neither pattern lets two
+# whitespace runs meet, so a failing match on a long line is linear, not quadratic.
+_TABLE_DELIMITER = re.compile(r"^\s*(?:\|\s*)?:?-+:?\s*(?:\|\s*:?-+:?\s*)+(?:\|\s*)?$")
+# A Markdown image's alt text, for a setext heading made of an image.
+_MD_IMAGE_ALT = re.compile(r"!\[([^\[\]]*)\]")
+
+
+def _table_row(line: str, following: str = "") -> bool:
+    """A Markdown table row: between pipes ("| Option | Default |"), or any row over a
+    delimiter row (tables without outer pipes)."""
+    core = line.strip()
+    if core.startswith("|") and core.count("|") >= 2:
+        return True
+    return "|" in core and bool(_TABLE_DELIMITER.match(following))
+
+
+def junk_title(title: str) -> str | None:
+    """Why `title` cannot name a document (None: it can): punctuation only, a table row, an
+    Emacs mode line, an HTML comment, or markup/badges without words. See the module docstring."""
+    core = " ".join(title.split())
+    if not core:
+        return None  # no title at all is the caller's fallback, not a junk title
+    if _MODE_LINE.match(core):
+        return "an editor mode line"
+    if _SHEBANG.match(core):
+        return "a script's interpreter line"
+    if _MYST_TARGET.match(core):
+        return "a MyST target label"
+    if core.startswith("<!--"):
+        return "an HTML comment"
+    if _table_row(core) or _TABLE_DELIMITER.match(core):
+        return "a table row"
+    if not _line_text(core):
+        return "markup or badges only"
+    if not any(ch.isalnum() for ch in core):
+        return "punctuation only"
+    return None
+
+
+_NAME_SEPARATORS = re.compile(r"[_\s]+|(?<=[^\W_])-(?=[^\W_])")
+
+
+def file_name_title(name: str) -> str:
+    """A title made of a file name, for a document nothing else names: without its suffix,
+    "_" and word-joining "-" as spaces ("nnapi_supported_ops.md" → "nnapi supported ops";
+    "README" stays "README")."""
+    stem = name.rsplit("/", 1)[-1]
+    if "." in stem.lstrip("."):
+        stem = stem[: stem.rfind(".")] or stem
+    return " ".join(_NAME_SEPARATORS.sub(" ", stem).split()) or stem
+
+
 def _line_text(line: str) -> str:
     """A line's words with HTML tags, comments and Markdown images taken out."""
     text = _COMMENT.sub(" ", line)
@@ -76,11 +146,42 @@ def _line_text(line: str) -> str:
     return " ".join(text.split())
 
 
+def _skipped_line(lines: list[str], n: int, text: str) -> bool:
+    """Whether line `n` (whose words are `text`) is passed over when looking for a title: a mode
+    line, an interpreter line ("#!/bin/sh"), a MyST target label or a punctuation-only line (an adornment, a rule).
+    Table rows: `first_text_line`."""
+    return (bool(_MODE_LINE.match(lines[n])) or bool(_SHEBANG.match(lines[n]))
+            or bool(_MYST_TARGET.match(lines[n].strip())) or not any(ch.isalnum() for ch in text))
+
+
+def _starts_table(lines: list[str], n: int) -> bool:
+    """Whether line `n` is a Markdown table row (see `_table_row`) or delimiter row."""
+    following = lines[n + 1] if n + 1 < len(lines) else ""
+    return _table_row(lines[n], following) or bool(_TABLE_DELIMITER.match(lines[n]))
+
+
+def _image_heading(lines: list[str], n: int) -> str:
+    """The alt text of line `n` when it is a setext heading made only of images
+    ("![libsodium](logo.png)" over "====="), else ""."""
+    following = lines[n + 1] if n + 1 < len(lines) else ""
+    if not _SETEXT.match(following) or _line_text(lines[n]):
+        return ""
+    return " ".join(" ".join(_MD_IMAGE_ALT.findall(lines[n])).split())
+
+
 def first_text_line(lines: list[str]) -> tuple[int, str] | None:
     """(index, title text) of the first line that says something: past blank lines, HTML comments
-    (also over several lines), markup-only and badge-only lines. None when there is none."""
-    in_comment = False
+    (also over several lines), markup-only and badge-only lines, mode lines, punctuation-only
+    lines and tables (a table is content, not its document's name: from a row that `_starts_table`
+    to the next blank line, every line with a "|"). A setext heading made of an image gives its
+    alt text. None when there is none."""
+    in_comment = in_table = False
     for n, line in enumerate(lines):
+        if not line.strip():
+            in_table = False
+        elif not in_comment and ((in_table and "|" in line) or _starts_table(lines, n)):
+            in_table = True
+            continue
         if in_comment:
             if "-->" not in line:
                 continue
@@ -90,7 +191,12 @@ def first_text_line(lines: list[str]) -> tuple[int, str] | None:
             in_comment = True
             line = line.split("<!--", 1)[0]
         text = _line_text(line)
-        if text:
+        if not text:
+            alt = _image_heading(lines, n) if "![" in line else ""
+            if alt:
+                return n, alt
+            continue
+        if not _skipped_line(lines, n, text):
             return n, text
     return None
 
@@ -100,16 +206,22 @@ _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
 
 def text_title(text: str, strip: str = "") -> tuple[str, str]:
     """(title, the rest of the text) for a text-like file: the first line that is text (see
-    `first_text_line`) without the `strip` characters (Markdown's "#") and any setext underline
-    leaves the text; lines before it (a comment, a badge row) stay in it, every word searchable."""
+    `first_text_line`) without the `strip` characters (Markdown's "#") and the adornment rows
+    framing it (a setext underline, a reStructuredText-style over- and underline in a .txt) leave
+    the text; lines before it (a comment, a badge row) stay in it, every word searchable."""
     lines = text.splitlines()
     found = first_text_line(lines)
     if found is None:
         return "", text.strip()
     n, title = found
     rest = lines[n + 1:]
-    if strip and rest and _SETEXT.match(rest[0]):
+    before = lines[:n]
+    under = _SETEXT.match(rest[0]) or _ADORNMENT.match(rest[0]) if rest else None
+    if under:
         rest = rest[1:]
+        over = before[-1] if before else ""
+        if _ADORNMENT.match(over) and over.strip()[0] == under.group(1)[0]:
+            before = before[:-1]
     raw = lines[n].strip()
     if not (raw.startswith("<") or "<!--" in raw or "-->" in raw or "![" in raw):
         title = raw  # no markup taken out: the line as written ("Using <T> in Rust" in a .txt)
@@ -118,7 +230,7 @@ def text_title(text: str, strip: str = "") -> tuple[str, str]:
         core = title.rstrip("#")
         if core != title and (not core or core[-1].isspace()):
             title = core.rstrip()  # and a closing "##" of an ATX heading
-    return title, "\n".join([*lines[:n], *rest]).strip()
+    return title, "\n".join([*before, *rest]).strip()
 
 
 # -- reStructuredText ----------------------------------------------------------------------------
@@ -141,7 +253,8 @@ def _rst_skippable(lines: list[str]) -> list[bool]:
             out.append(True)
             continue
         in_block = bool(_EXPLICIT.match(line))
-        out.append(in_block or bool(_ADORNMENT.match(line)) or bool(_FIELD.match(line)))
+        out.append(in_block or bool(_ADORNMENT.match(line)) or bool(_FIELD.match(line))
+                   or bool(_MODE_LINE.match(line)) or _table_row(line) or not any(ch.isalnum() for ch in line))
     return out
 
 
@@ -178,16 +291,32 @@ _MAN_HEADER = re.compile(r"^\s*([\w.:+\-\[\]]+)\((\d\w*)\)\s+(?:.*\s)?\1\(\2\)\s
 _MAN_SECTION = re.compile(r"^[A-Z][A-Z0-9 /&-]*$")
 
 
+_MAN_NAME_HEADINGS = ("NAME", "Name", "NOM", "NOMBRE")
+# A NAME line says "name[, name…] - what it does" (groff renders "\-" as "-", some pages "—").
+_MAN_NAME_LINE = re.compile(r"\S\s+[-\u2010\u2013\u2014]\s+\S")
+
+
 def man_page_title(text: str) -> str | None:
     """The NAME line of a man page saved as text ("grep - print lines that match patterns"), or
-    None when `text` does not open like one ("GREP(1) User Commands GREP(1)")."""
+    None when `text` does not open like one: its running header ("GREP(1) User Commands GREP(1)"),
+    or, when the header was cut off, its NAME section heading with a "name - what it does" line
+    under it (a bare "NAME" opening a note is not enough)."""
     lines = _OVERSTRIKE.sub("", text).splitlines()
-    first = next((line for line in lines if line.strip()), "")
-    if len(first) > 200 or not _MAN_HEADER.match(first):  # a header line is short; a long one is not one
+    first_at = next((n for n, line in enumerate(lines) if line.strip()), None)
+    if first_at is None:
         return None
-    try:
-        at = next(n for n, line in enumerate(lines) if line.strip() in ("NAME", "Name", "NOM", "NOMBRE"))
-    except StopIteration:
+    first = lines[first_at]
+    if len(first) <= 200 and _MAN_HEADER.match(first):  # a header line is short; a long one is not one
+        try:
+            at = next(n for n, line in enumerate(lines) if line.strip() in _MAN_NAME_HEADINGS)
+        except StopIteration:
+            return None
+    elif first.rstrip() in _MAN_NAME_HEADINGS:
+        at = first_at
+        following = next((line for line in lines[at + 1:] if line.strip()), "")
+        if not (following[:1].isspace() and _MAN_NAME_LINE.search(following)):
+            return None
+    else:
         return None
     name: list[str] = []
     for line in lines[at + 1:]:

@@ -111,7 +111,8 @@ def prune(paths: CollectionPaths, name: str, home: Path, keep: int) -> list[str]
                       RuntimeWarning, stacklevel=2)
         return removed
     order = sorted(committed)  # ids start with their creation time
-    kept = set(order[-keep:]) | {current_version(root)} | {v for v, _ in pins if v}
+    current = current_version(root)
+    kept = set(order[-keep:]) | ({current} if current else set()) | {v for v, _ in pins if v}
     for _, created in (p for p in pins if p[0] is None):
         # Unknown pin: every version current at some moment since the job was created.
         for i, version in enumerate(order):

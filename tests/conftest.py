@@ -5,8 +5,9 @@ tests that change collections build their own under their own names.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +73,35 @@ def server(home: Path):
     srv = Server(home).start()
     yield srv
     srv.stop()
+
+
+@pytest.fixture(scope="module")
+async def env() -> AsyncIterator[Any]:
+    """For modules that run workers in-process: an in-memory Temporal dev server
+    (`WorkflowEnvironment.start_local` on the `temporal` binary Quarry ships), one per module.
+    Tests reach it as `env.client` and run their own worker on a task queue of their own."""
+    from temporalio.testing import WorkflowEnvironment
+
+    from workflows.dev_server import temporal_binary
+
+    environment = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()))
+    yield environment
+    await environment.shutdown()
+
+
+@pytest.fixture(scope="module")
+def drill_baseline(home: Path, server) -> dict[str, Any]:
+    """For the drills: the uninterrupted run of tests.drill_kit.INTENT by a worker process (the
+    heuristic policy is deterministic), to compare an interrupted job's result with."""
+    import asyncio
+    import signal
+    import uuid
+
+    from tests.drill_kit import Worker, result_of, start
+
+    queue = f"drill-{uuid.uuid4().hex[:8]}"
+    worker = Worker(home, server.address, queue)
+    try:
+        return result_of(asyncio.run(start(server.address, queue)))
+    finally:
+        worker.kill(signal.SIGTERM)

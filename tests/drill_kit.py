@@ -1,7 +1,7 @@
 """The drill kit: a Temporal dev server on a database file, Quarry worker processes (with the
 gate of tests/drill_worker.py), clients and waiting helpers, shared by every test that drives real
-processes (tests/test_drills.py, test_faults_processes, test_messages, test_port_remembered,
-test_trace_policy). Its fixtures (`home`, `server`) live in tests/conftest.py."""
+processes (tests/test_drills_*.py, test_faults_processes, test_messages, test_port_remembered,
+test_trace_policy). Its fixtures (`home`, `server`, `drill_baseline`) live in tests/conftest.py."""
 from __future__ import annotations
 
 import asyncio
@@ -26,6 +26,9 @@ TOPIC_INTENTS = ["graph neural networks for molecules", "transformer language mo
                  "reinforcement learning for robot arm control", "federated learning with differential privacy"]
 START_TIMEOUT_S = 60.0
 RESULT_TIMEOUT_S = 120.0
+# Drills that wait for the server to notice a killed or stopped worker run their workers with this
+# heartbeat timeout (Quarry's is 15 s; heartbeats stay at a third of it): the same events, sooner.
+DRILL_HEARTBEAT_TIMEOUT_S = 5.0
 
 
 def free_port() -> int:
@@ -63,8 +66,8 @@ class Server:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "Server":
-        log = open(self.folder / "server.log", "ab")
+    def start(self) -> Server:
+        log = open(self.folder / "server.log", "ab")  # noqa: SIM115 - the server process writes to it until stopped
         self.proc = subprocess.Popen(server_command(self.folder, self.port, self.ui), stdout=log, stderr=subprocess.STDOUT)
         wait_for(lambda: reachable(self.port), f"the dev server on {self.port}")
         return self
@@ -77,14 +80,16 @@ class Server:
 
 class Worker:
     def __init__(self, home: Path, address: str, queue: str | None, gate: Path | None = None,
-                 env: dict | None = None) -> None:
+                 env: dict | None = None, heartbeat_timeout_s: float | None = None) -> None:
         cmd = [sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address", address]
         if queue is not None:
             cmd += ["--queue", queue]
         if gate is not None:
             cmd += ["--gate", str(gate)]
+        if heartbeat_timeout_s is not None:  # (see tests/drill_worker.py: scale_heartbeats)
+            cmd += ["--heartbeat-timeout", str(heartbeat_timeout_s)]
         self.log = home / f"worker-{uuid.uuid4().hex[:6]}.log"
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,  # noqa: SIM115 - the worker writes to it until killed
                                      env=os.environ | {"QUARRY_HOME": str(home)} | (env or {}))
         ready = home / f"worker-ready-{self.proc.pid}"
         try:

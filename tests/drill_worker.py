@@ -1,13 +1,17 @@
-"""A real Quarry worker process for the drills (tests/test_drills.py), with an optional gate.
+"""A real Quarry worker process for the drills (tests/test_drills_*.py), with an optional gate.
 
     python -m tests.drill_worker --home H --address A --queue Q [--gate DIR] [--hold-warm-up DIR]
+                                 [--heartbeat-timeout S]
 
 It is `quarry worker` (the same `workflows.worker.serve`, tracing into QUARRY_HOME) plus, for the drills
 only, a gate on the verification node: while the file DIR/hold exists, a verification call
 writes DIR/entered-<pid> and waits until DIR/release exists. The drill can then SIGKILL this
 process, or the Temporal server, at a known point of a job. `--hold-warm-up` holds the warm-up
-before polling the same way, so the drill can stop the worker inside it. This file is test code;
-nothing in Quarry knows about it.
+before polling the same way, so the drill can stop the worker inside it. `--heartbeat-timeout`
+scales the node activities' heartbeat timeout (15 s in Quarry) down, and their heartbeats with it
+(one every third of it, as in Quarry), so a drill that waits for the server to notice a dead or
+stopped worker waits seconds, not tens of seconds. This file is test code; nothing in Quarry knows
+about it.
 """
 from __future__ import annotations
 
@@ -39,6 +43,26 @@ def gate(folder: Path):
     verification_mod.verification = gated
 
 
+def scale_heartbeats(timeout_s: float) -> None:
+    """The node activities' heartbeat timeout (graphs.search_graph, read when the worker builds its
+    graphs) and the heartbeat interval (nodes.heartbeat, one beat per third of the timeout)."""
+    from datetime import timedelta
+
+    import graphs.search_graph as search_graph
+    import nodes.heartbeat as heartbeat
+
+    ratio = heartbeat.HEARTBEAT_EVERY_S / search_graph.HEARTBEAT_TIMEOUT.total_seconds()
+    search_graph.HEARTBEAT_TIMEOUT = timedelta(seconds=timeout_s)
+    heartbeat.HEARTBEAT_EVERY_S = timeout_s * ratio
+    heartbeat.POLL_EVERY_S = min(heartbeat.POLL_EVERY_S, heartbeat.HEARTBEAT_EVERY_S)
+    # Loudly, if Quarry stops reading the constant when it builds a node's options (the drill would
+    # silently wait 15 s per heartbeat timeout again).
+    got = search_graph.activity_options(60)["heartbeat_timeout"]
+    assert got == timedelta(seconds=timeout_s), f"the heartbeat timeout was not scaled: {got}"
+    got = search_graph.quick_activity_options()["heartbeat_timeout"]
+    assert got == timedelta(seconds=timeout_s), f"the workflow's own activities' timeout was not scaled: {got}"
+
+
 def hold_warm_up(folder: Path):
     """Hold the worker's warm-up: write DIR/warming, then wait until DIR/release exists."""
     from nodes.runtime import NodeRuntime
@@ -59,7 +83,10 @@ async def main() -> bool:
     parser.add_argument("--queue", help="default: the home's own task queue, as `quarry worker` uses")
     parser.add_argument("--gate", type=Path)
     parser.add_argument("--hold-warm-up", type=Path, help="hold the warm-up until DIR/release exists")
+    parser.add_argument("--heartbeat-timeout", type=float, help="seconds (Quarry's: 15)")
     args = parser.parse_args()
+    if args.heartbeat_timeout:
+        scale_heartbeats(args.heartbeat_timeout)
     if args.gate:
         gate(args.gate)
     if args.hold_warm_up:

@@ -204,7 +204,7 @@ async def poll_until(probe: Callable[[], Awaitable[Any]], ok: Callable[[Any], bo
 from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
-from pydantic import ConfigDict, PrivateAttr  # noqa: E402
+from pydantic import ConfigDict, Field, PrivateAttr  # noqa: E402
 
 
 def usage(input_tokens: int = 100, output_tokens: int = 20, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
@@ -232,7 +232,7 @@ class ScriptedChatModel(BaseChatModel):
     that were ever in flight at once."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    script: list[Any] = []
+    script: list[Any] = Field(default_factory=list)
     default: Any = None
     _calls: list[dict[str, Any]] = PrivateAttr(default_factory=list)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)

@@ -79,7 +79,7 @@ class StandinServer:
     def chat_requests(self) -> list[Request]:
         return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
 
-    def start(self) -> "StandinServer":
+    def start(self) -> StandinServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-standin", daemon=True)
@@ -93,7 +93,7 @@ class StandinServer:
             self._thread.join(timeout=10)
             self._httpd = None
 
-    def __enter__(self) -> "StandinServer":
+    def __enter__(self) -> StandinServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -6,6 +6,8 @@ built here (the dense channel does not need one), so the JVM never starts.
 """
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import socket
 import subprocess
@@ -114,7 +116,7 @@ def test_document_score_is_best_chunk_cosine(col: Collection) -> None:
     all_chunks = list(col.corpus.iter_chunks())
     cosines = MiniLMEmbedding().embed([c.text for c in all_chunks]) @ q
     best: dict[str, float] = {}
-    for chunk, cos in zip(all_chunks, cosines):
+    for chunk, cos in zip(all_chunks, cosines, strict=True):
         best[chunk.docid] = max(best.get(chunk.docid, -2.0), float(cos))
     for hit in hits:
         assert hit.score == pytest.approx(best[hit.docid], abs=1e-4), hit.docid
@@ -299,8 +301,8 @@ def test_evidence_keeps_the_best_chunks_per_item_with_line_ranges(col: Collectio
     kept as a line range and quoted from the store when a result is built."""
     from nodes.policy import HeuristicPolicy, JudgeInput
     from nodes.results import _quotes
-    from stores.spans import DocumentText
     from stores.records import quotable_chunks
+    from stores.spans import DocumentText
 
     rec, lines = col.corpus.get("long1"), col.corpus.lines("long1")
     chunks = quotable_chunks(rec, col.corpus.chunks("long1"))
@@ -317,3 +319,91 @@ def test_evidence_keeps_the_best_chunks_per_item_with_line_ranges(col: Collectio
     assert quote["lines"] == [runner["line_start"], runner["line_end"]] and quote["score"] == runner["score"]
     assert quote["chunk"] and quote["chunk"] in " ".join(" ".join(lines[runner["line_start"] - 1:runner["line_end"]]).split())
     assert col.corpus.read_span("long1", *quote["chars"]) == quote["quote"]
+
+
+# -- progress of a long build: the store reports, the command line renders --------------------------
+
+
+def _hashed(texts, batch_size: int = 64) -> np.ndarray:
+    """A stand-in for MiniLM: a unit vector per text from its hash (no model, milliseconds)."""
+    import hashlib
+    rows = []
+    for t in texts:
+        seed = int.from_bytes(hashlib.sha1(t.encode()).digest()[:4], "little")
+        v = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+        rows.append(v / np.linalg.norm(v))
+    return np.stack(rows) if rows else np.zeros((0, 384), dtype=np.float32)
+
+
+def test_a_build_reports_progress_after_every_model_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Progress ticks come per model batch (8 chunks here), not once per 4-batch write, and end
+    at the total; the store prints nothing."""
+    from stores import chroma_build
+    monkeypatch.setattr(chroma_build, "embed_texts", _hashed)
+    ingest(write_jsonl(tmp_path / "docs.jsonl", fixture_docs()), "ticks", home=tmp_path / "h", build_lucene=False)
+    col = Collection("ticks", home=tmp_path / "h")
+    total = len(list(col.corpus.iter_chunks()))
+    seen: list[tuple[str, int, int]] = []
+    DenseIndex(col.paths, "ticks").build(col.corpus, batch_size=8, progress=lambda *a: seen.append(a))
+    assert seen[0] == ("embedding", 0, total) and seen[-1] == ("embedding", total, total)
+    dones = [d for _, d, _ in seen]
+    assert total > 8 and dones == sorted(dones) and all(b - a <= 8 for a, b in itertools.pairwise(dones)), dones
+
+
+def test_plain_progress_lines_every_ten_percent_or_ten_seconds_with_rate_and_time_left() -> None:
+    from quarry.cli import PlainProgress
+    now = [0.0]
+    lines: list[str] = []
+    show = PlainProgress(lines.append, clock=lambda: now[0])
+    for done in range(0, 1001, 5):  # 1,000 chunks at 50 chunks/s: a tick every 0.1 s
+        now[0] = done / 50
+        show("embedding", done, 1000)
+    assert lines[0].startswith("embedding 0/1,000 chunks (0%)")
+    assert len(lines) == 11 and lines[-1].startswith("embedding 1,000/1,000 chunks (100%)"), lines
+    assert "embedding 500/1,000 chunks (50%) · 50.0 chunks/s · about 10 s left" in lines
+    slow, lines[:] = PlainProgress(lines.append, clock=lambda: now[0]), []
+    for done in range(6):  # 5 % in 60 s: a line every 10 s although no 10 % step is crossed
+        now[0] = done * 12.0
+        slow("embedding", done, 100)
+    assert len(lines) == 6 and "about 19 min 00 s left" in lines[-1], lines
+
+
+def test_a_terminal_shows_a_bar_with_count_rate_and_time_left() -> None:
+    import io
+
+    from rich.console import Console
+
+    from quarry.cli import embedding_progress
+    now = [0.0]
+    console = Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)
+    with embedding_progress(to=console, clock=lambda: now[0]) as show:
+        for done in range(0, 601, 60):
+            now[0] = done / 30
+            show("embedding", done, 1200)
+    text = console.file.getvalue()
+    assert "600/1200" in text and "chunks/s" in text and "ETA" in text and "0:00:20" in text, text[-400:]
+
+
+def test_quarry_index_dense_shows_progress_in_a_log_and_nothing_with_json(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped (stderr not a terminal) `quarry index NAME --dense` prints progress lines; with
+    --json nothing but the JSON."""
+    from typer.testing import CliRunner
+
+    from quarry.cli import app
+    from stores import chroma_build
+    monkeypatch.setattr(chroma_build, "embed_texts", _hashed)
+    home = tmp_path / "home"
+    monkeypatch.setenv("QUARRY_HOME", str(home))
+    ingest(write_jsonl(tmp_path / "docs.jsonl", fixture_docs()), "logged", home=home, build_lucene=False)
+    total = len(list(Collection("logged", home=home).corpus.iter_chunks()))
+    res = CliRunner().invoke(app, ["--home", str(home), "index", "logged", "--dense"])
+    assert res.exit_code == 0, res.output
+    lines = [line for line in res.stderr.splitlines() if line.startswith("embedding ")]
+    assert lines[0].startswith(f"embedding 0/{total} chunks (0%)"), res.stderr
+    assert lines[-1].startswith(f"embedding {total}/{total} chunks (100%)") and "dense index" in lines[-1], res.stderr
+    ingest(write_jsonl(tmp_path / "docs2.jsonl", fixture_docs(changed=True)), "quiet", home=home, build_lucene=False)
+    res = CliRunner().invoke(app, ["--home", str(home), "index", "quiet", "--dense", "--json"])
+    assert res.exit_code == 0, res.output
+    assert res.stderr.strip() == "", res.stderr
+    assert json.loads(res.stdout.strip().splitlines()[-1])["dense"]["reused"] is False

@@ -10,7 +10,7 @@ import pytest
 
 from nodes.excerpts import EXCERPT_CHARS, excerpt, query_terms
 
-A, O = "alpha", "omega"
+A, Z = "alpha", "omega"
 
 
 def words(*parts: str | tuple[str, int]) -> str:
@@ -29,19 +29,19 @@ def words(*parts: str | tuple[str, int]) -> str:
     (words((A, 100)), "zebra", words((A, 36)) + "…"),
     # match at 300 (after 50 words): start=300-73=227 is a space -> 228 (12 words before the match);
     # end=447 -> last space before it at 443 (23 words after)
-    (words((A, 50), "zebra", (O, 50)), "zebra", "…" + words((A, 12), "zebra", (O, 23)) + "…"),
+    (words((A, 50), "zebra", (Z, 50)), "zebra", "…" + words((A, 12), "zebra", (Z, 23)) + "…"),
     # match at 600, near the end: start clamps to 605-220=385 -> next space 389 -> 390 (35 words)
     (words((A, 100), "zebra"), "zebra", "…" + words((A, 35), "zebra")),
     # match at 0: like no match, but anchored on it
     (words("zebra", (A, 100)), "zebra", words("zebra", (A, 35)) + "…"),
     # case-insensitive, and matched by prefix ("zebras" -> "zebr")
-    (words((A, 50), "Zebra", (O, 50)), "ZEBRAS", "…" + words((A, 12), "Zebra", (O, 23)) + "…"),
+    (words((A, 50), "Zebra", (Z, 50)), "ZEBRAS", "…" + words((A, 12), "Zebra", (Z, 23)) + "…"),
     # stopwords never anchor: "their" at 0 is ignored, "zebra" at 300 anchors
-    (words("their", (A, 49), "zebra", (O, 50)), "their zebra", "…" + words((A, 12), "zebra", (O, 23)) + "…"),
+    (words("their", (A, 49), "zebra", (Z, 50)), "their zebra", "…" + words((A, 12), "zebra", (Z, 23)) + "…"),
     # a term never matches inside a word: "cat" skips "scats" at 0 and anchors on "catty" at 300
-    (words("scats", (A, 49), "catty", (O, 50)), "cat", "…" + words((A, 12), "catty", (O, 23)) + "…"),
+    (words("scats", (A, 49), "catty", (Z, 50)), "cat", "…" + words((A, 12), "catty", (Z, 23)) + "…"),
     # the first match in the text wins, whatever the order of the query words
-    (words((A, 50), "zebra", (O, 49), "quail"), "quail zebra", "…" + words((A, 12), "zebra", (O, 23)) + "…"),
+    (words((A, 50), "zebra", (Z, 49), "quail"), "quail zebra", "…" + words((A, 12), "zebra", (Z, 23)) + "…"),
 ])
 def test_excerpt(text: str, query: str, expected: str) -> None:
     assert excerpt(text, query) == expected
@@ -53,16 +53,16 @@ def test_excerpt(text: str, query: str, expected: str) -> None:
     ("cats", "catsuit", 4),          # words of 4 letters or fewer must match whole as a prefix
 ])
 def test_prefix_matching_finds_inflected_forms(query: str, term: str, stem_len: int) -> None:
-    text = words((A, 60), term, (O, 60))
+    text = words((A, 60), term, (Z, 60))
     result = excerpt(text, query)
     assert term in result and result.startswith("…") and result.endswith("…")
-    near_miss = words((A, 60), term[:stem_len - 1] + "q", (O, 60))
+    near_miss = words((A, 60), term[:stem_len - 1] + "q", (Z, 60))
     assert excerpt(near_miss, query) == words((A, 36)) + "…"  # one letter short of the stem: no anchor
 
 
 @pytest.mark.parametrize("width", [40, 100, 300])
 def test_width_bounds_the_excerpt(width: int) -> None:
-    text = words((A, 100), "zebra", (O, 100))
+    text = words((A, 100), "zebra", (Z, 100))
     result = excerpt(text, "zebra", width=width)
     assert "zebra" in result
     assert len(result.strip("…")) <= width

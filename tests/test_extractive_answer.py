@@ -231,3 +231,109 @@ def test_brackets_inside_a_quoted_sentence_are_text_not_citations() -> None:
     assert (quoted.sentences, quoted.supported) == (1, 1)
     modelled = check_citations(f"{sentence[:-1]} [zstd].", allowed={"zstd"}, chunks=chunks)
     assert [r["docid"] for r in modelled.removed] == ["1-19"]
+
+
+# -- values in the shapes reference documents use (fixtures: tests/fixtures/evidence/) ----------------
+
+NUM_CALLERS = "What is the default value of Valgrind's --num-callers?"
+GZIP_LEVEL = "What is gzip's default compression level?"
+LISTENERS = "How many listeners can an EventEmitter have by default?"
+IRIS = "How many instances does the Iris dataset have?"
+STICKY = "What is the default schedule-to-start timeout of sticky task queues?"
+
+
+def fixture_sentence(name: str, start: str) -> str:
+    """The quotable sentence of a fixture document that starts with `start`, whitespace collapsed
+    (as the answer step reads evidence passages)."""
+    from nodes.quotable import quotable_spans
+    from nodes.scoring import sentences
+
+    text = (Path(__file__).parent / "fixtures" / "evidence" / name).read_text(encoding="utf-8")
+    found = [" ".join(text[a:b].split()) for a, b in quotable_spans(text, sentences(text))
+             if " ".join(text[a:b].split()).startswith(start)]
+    assert found, f"no sentence starting {start!r} in {name}"
+    return found[0]
+
+
+@pytest.mark.parametrize("question,name,start,title,value", [
+    (NUM_CALLERS, "valgrind-manual-core.txt", "--num-callers=<number>", "Using and understanding the Valgrind core", "12"),
+    (GZIP_LEVEL, "gzip.1.txt", "The default compression level is -6", "GZIP(1)", "-6"),
+    (GZIP_LEVEL, "gzip.1.txt", "In some rare cases, the --best option", "GZIP(1)", "-6"),
+    (LISTENERS, "node-events.txt", "By default, a maximum of 10 listeners", "Events | Node.js Documentation", "10"),
+    (IRIS, "iris.rst", ":Number of Instances:", "Iris plants dataset", "150"),
+    (STICKY, "temporal-sticky.md", "If the Worker is slow or gone", "Sticky Execution", "5s"),
+])
+def test_exact_value_from_reference_documents(question, name, start, title, value) -> None:
+    """Values stated as "[default: 12]", "is -6", "a maximum of 10 …", ":Field: 150", "(default `5s`)"."""
+    assert exact_value(question, fixture_sentence(name, start), title) == value
+
+
+@pytest.mark.parametrize("question,sentence,title", [
+    # A number beside other words: never the answer.
+    (NUM_CALLERS, "The maximum value for this is 500.", "Using and understanding the Valgrind core"),
+    (NUM_CALLERS, "--unw-stack-scan-thresh=<number> [default: 0]", "Using and understanding the Valgrind core"),
+    (GZIP_LEVEL, "gzip 1.12 was released in April 2022 with 3 bug fixes.", "GZIP(1)"),
+    (LISTENERS, "The EventEmitter class is defined and exposed by the node:events module since v0.1.26.", ""),
+    (LISTENERS, ("By default EventEmitters will print a warning if more than 10 listeners are added for a particular "
+                 "event."), ""),
+    (IRIS, ":Number of Attributes: 4 numeric, predictive attributes and the class", "Iris plants dataset"),
+    (IRIS, "The famous Iris database, first used by Sir R.A. Fisher in 1936.", "Iris plants dataset"),
+    (STICKY, "A Worker keeps at most 1000 Workflow Executions in its cache.", "Sticky Execution"),
+])
+def test_no_exact_value_from_an_unrelated_number(question, sentence, title) -> None:
+    assert exact_value(question, sentence, title) == ""
+
+
+def _answer(question: str, docs: list[tuple[str, str, list[str]]]) -> tuple[str, str]:
+    from nodes.answer_extractive import extractive_answer
+    from nodes.policy import AnswerDoc, Passage
+
+    answer_docs_ = [AnswerDoc(docid, title, tuple(Passage(n + 2, n + 2, p) for n, p in enumerate(passages)))
+                    for docid, title, passages in docs]
+    explanation, exact, _ = extractive_answer(question, answer_docs_)
+    return explanation, exact
+
+
+def test_the_sentence_that_states_the_value_comes_first() -> None:
+    """Node.js events: several sentences mention listeners by default; the one that says how many
+    is quoted first and its value is the Exact Answer."""
+    starts = ["By default EventEmitters will print a warning", "This is not a hard limit.",
+              "By default, a maximum of 10 listeners"]
+    explanation, exact = _answer(LISTENERS, [("events", "Events | Node.js Documentation",
+                                              [fixture_sentence("node-events.txt", s) for s in starts])])
+    assert explanation.startswith("By default, a maximum of 10 listeners can be registered for any single event "
+                                  "[events].")
+    assert exact == "10"
+
+
+def test_the_value_of_the_document_the_question_names_comes_first() -> None:
+    """zstd's page states a default compression level too, and ranks first: gzip's, whose title
+    the question names, is the answer."""
+    explanation, exact = _answer(GZIP_LEVEL, [
+        ("zstd", "ZSTD(1)", [fixture_sentence("zstd.1.txt", "zstd is a fast lossless"),
+                             "-#: selects # compression level [1-19] (default: 3)"]),
+        ("gzip", "GZIP(1)", [fixture_sentence("gzip.1.txt", "The default compression level is -6")]),
+    ])
+    assert explanation.startswith("The default compression level is -6") and exact == "-6"
+
+
+def test_an_answer_quotes_a_man_page_word_whole() -> None:
+    """A passage read from a rendered man page holds "notifica‐ tions" (U+2010 at a line end):
+    the answer quotes "notifications"."""
+    explanation, _ = _answer("does zstd display progress notifications?", [
+        ("zstd", "ZSTD(1)", [" ".join(fixture_sentence("zstd.1.txt", "○ When compressing a single file").split())])])
+    assert "displays progress notifications and result summary" in explanation
+
+
+def test_the_title_counts_when_choosing_between_sentences_of_one_passage() -> None:
+    """The shared-mime-info spec (PDF, p. 4): the evidence passage holds "The default priority
+    value is 50, …" and "Each element corresponds to one line of file(1)'s magic.mime file.",
+    which share as many of the question's words on their own; the document's title ("Shared
+    MIME-info Database") names the rest for the first, which is quoted and gives the value."""
+    passage = ("The default priority value is 50, and the maximum is 100.\nEach match element has a number of "
+               "attributes:\nEach element corresponds to one line of file(1)’s magic.mime file.")
+    explanation, exact = _answer("What is the default priority of a magic rule in the shared MIME-info database?",
+                                 [("pdf/shared-mime-info-spec", "Shared MIME-info Database", [passage])])
+    assert explanation.startswith("The default priority value is 50, and the maximum is 100 [pdf/shared-mime-info-spec]"), \
+        explanation
+    assert exact == "50"

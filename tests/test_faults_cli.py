@@ -248,10 +248,9 @@ def test_export_to_a_full_disk_leaves_no_half_file(printing_home, tmp_path: Path
     try:
         target = mount / "refs.bib"
         target.write_text("previous")
-        with (mount / "filler").open("wb", buffering=0) as fh:
-            with pytest.raises(OSError):
-                while True:
-                    fh.write(b"\0" * 4096)
+        with (mount / "filler").open("wb", buffering=0) as fh, pytest.raises(OSError):
+            while True:
+                fh.write(b"\0" * 4096)
         result = cli(printing_home["home"], "job", "export", "job-done", "-o", str(target))
         one_message(result, "disk_full")
         assert target.read_text() == "previous" and sorted(p.name for p in mount.iterdir()) == ["filler", "refs.bib"]

@@ -23,14 +23,26 @@ import pytest
 
 from stores.collection import ingest
 from stores.jobs import JobStore
+from tests.drill_kit import (
+    DRILL_HEARTBEAT_TIMEOUT_S,
+    ROOT,
+    Gate,
+    Worker,
+    client_for,
+    free_port,
+    result_of,
+    start,
+    wait_for,
+)
 from tests.fakes import search_docs, write_jsonl
-from tests.drill_kit import ROOT, Gate, Worker, client_for, free_port, result_of, start, wait_for
 from workflows.dev_server import alive, identity, pid_of, stop_detached
 
-# The issue's acceptance: a worker SIGSTOPped this long mid-activity, then resumed. The old retry
-# policy (3 attempts, 15 s heartbeat timeout) failed the job after about 50 s of pause.
-PAUSE_S = 120.0
+# The issue's acceptance: a worker SIGSTOPped mid-activity, then resumed. The old retry policy (3
+# attempts, 15 s heartbeat timeout) failed the job after about 50 s of pause: when the third attempt
+# timed out on its heartbeat. The drill pauses until the server has scheduled a fourth attempt — past
+# that point — with heartbeats scaled down (DRILL_HEARTBEAT_TIMEOUT_S), so the point comes in seconds.
 OLD_MAXIMUM_ATTEMPTS = 3
+PAUSE_LIMIT_S = 300.0  # a server that never retries fails the drill (it would not be a slow pass)
 
 
 def _runs(pid: int, cmdline: tuple[str, ...]) -> bool:
@@ -104,7 +116,7 @@ def test_a_record_keeps_naming_the_process_it_was_written_for(tmp_path: Path) ->
             for where in (tmp_path / "elsewhere", tmp_path)}
     try:
         for old in olds.values():
-            wait_for(lambda: identity(old.pid) is not None and "worker" in identity(old.pid).cmdline, "the old worker")
+            wait_for(lambda old=old: identity(old.pid) is not None and "worker" in identity(old.pid).cmdline, "the old worker")
         (tmp_path / "run" / "worker.pid").write_text(str(olds[tmp_path / "elsewhere"].pid))
         assert pid_of(tmp_path, "worker") is None and not stop_detached(tmp_path, "worker")
         assert olds[tmp_path / "elsewhere"].poll() is None, "another home's worker was signalled"
@@ -196,37 +208,46 @@ def _verification_attempts(history) -> list[int]:
             and "verification" in scheduled.get(e.activity_task_started_event_attributes.scheduled_event_id, "")]
 
 
-async def _pause_watching_retries(address: str, job_id: str, seconds: float) -> list[int]:
-    """The pause itself: `seconds` of a stopped worker, while reading (once a second) which attempt
-    of the job's pending activity the server has reached."""
+async def _pause_until_attempt(address: str, job_id: str, attempt: int) -> list[int]:
+    """The pause itself: a stopped worker, until the server has reached `attempt` of the job's
+    pending verification activity (read every 0.2 s); the attempts seen on the way. An activity
+    that is no longer pending was given up (the old policy's failure): that fails at once."""
     client = await client_for(address)
     handle = client.get_workflow_handle(job_id)
     seen: list[int] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + PAUSE_LIMIT_S
+    while max(seen, default=0) < attempt:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no attempt {attempt} within {PAUSE_LIMIT_S:.0f} s of pause: {seen}")
         described = await handle.describe()
-        seen += [p.attempt for p in described.raw_description.pending_activities]
-        await asyncio.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        pending = [p.attempt for p in described.raw_description.pending_activities
+                   if "verification" in p.activity_type.name]
+        assert pending, f"verification is no longer pending after attempts {sorted(set(seen))}: it was given up"
+        seen += pending
+        await asyncio.sleep(0.2)
     return seen
 
 
 def test_a_worker_paused_for_minutes_mid_activity_does_not_fail_the_job(home, server, tmp_path, capsys) -> None:
-    """SIGSTOP the only worker inside verification for PAUSE_S, then SIGCONT: the job completes
-    with results. While it is stopped, the server hands the activity's retries to the worker's
-    still-open polls and each times out on its heartbeat; the old policy failed the job when its
-    third attempt timed out. Retries are bounded by time now, so the activity outlives that."""
+    """SIGSTOP the only worker inside verification, then SIGCONT: the job completes with results.
+    While it is stopped, the server hands the activity's retries to the worker's still-open polls
+    and each times out on its heartbeat; the old policy failed the job when its third attempt timed
+    out. Retries are bounded by time now, so the activity outlives that: the worker stays stopped
+    until the server has scheduled attempt OLD_MAXIMUM_ATTEMPTS + 1."""
     queue = f"pause-{uuid.uuid4().hex[:8]}"
     gate = Gate(tmp_path / "gate")
     gate.hold()
-    worker = Worker(home, server.address, queue, gate=gate.folder)
+    worker = Worker(home, server.address, queue, gate=gate.folder, heartbeat_timeout_s=DRILL_HEARTBEAT_TIMEOUT_S)
     stopped = False
     try:
         handle = asyncio.run(start(server.address, queue, budget_seconds=600.0))
         wait_for(lambda: gate.entered(), "verification to start")
         worker.proc.send_signal(signal.SIGSTOP)
         stopped = True
+        paused = time.monotonic()
         gate.release()  # read by the worker only once it runs again
-        attempts_seen = asyncio.run(_pause_watching_retries(server.address, handle.id, PAUSE_S))
+        attempts_seen = asyncio.run(_pause_until_attempt(server.address, handle.id, OLD_MAXIMUM_ATTEMPTS + 1))
+        pause_s = time.monotonic() - paused
         worker.proc.send_signal(signal.SIGCONT)
         stopped = False
         resumed = time.monotonic()
@@ -248,5 +269,6 @@ def test_a_worker_paused_for_minutes_mid_activity_does_not_fail_the_job(home, se
         f"the pause did not outlast the old policy's attempts: {attempts_seen}"
     assert attempts and max(attempts) > OLD_MAXIMUM_ATTEMPTS, attempts
     with capsys.disabled():
-        print(f"\n[drill] worker paused {PAUSE_S:.0f} s in verification (attempt {max(attempts_seen)} reached "
-              f"while paused): the job completed {after:.1f} s after the resume")
+        print(f"\n[drill] worker paused {pause_s:.0f} s in verification (heartbeat timeout "
+              f"{DRILL_HEARTBEAT_TIMEOUT_S:.0f} s, attempt {max(attempts_seen)} reached while paused): "
+              f"the job completed {after:.1f} s after the resume")

@@ -18,7 +18,8 @@ from stores import formats
 from stores.errors import IngestError
 from stores.formats import TITLE_MAX_CHARS, Unreadable, cap_title, read_file, read_regular
 from stores.readers import printable_path, read_corpus
-from tests.fakes import copied_pdf_pages as make_pages, files_holding
+from tests.fakes import copied_pdf_pages as make_pages
+from tests.fakes import files_holding
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-quarry-fake-5f0c1e9a7b3d"  # set as OPENAI_API_KEY in the environment of the ingesting process
@@ -207,9 +208,9 @@ def test_pdf_reading_work_grows_linearly_with_pages(tmp_path: Path) -> None:
 
 def test_a_20000_page_pdf_over_the_limit_is_refused_at_the_page_that_passes_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import stores.pdf as pdf
-
     import pypdfium2 as pdfium
+
+    import stores.pdf as pdf
 
     big = make_pages(tmp_path / "big.pdf", 20_000)
     doc = pdfium.PdfDocument(str(big))

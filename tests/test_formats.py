@@ -41,7 +41,7 @@ def make_pdf(path: Path, pages: list[str], *, title: str = "", author: str = "",
 def one(path: Path) -> DocRecord:
     src = read_corpus(path)
     assert src.skipped == [] and len(src.records) == 1, src.skipped
-    return list(src.records)[0]
+    return next(iter(src.records))
 
 
 PAGE_TEXT = ["Lexical retrieval with BM25 over scanned proceedings. " * 4,
@@ -58,7 +58,7 @@ def test_pdf_text_metadata_and_pages(tmp_path: Path) -> None:
     lines = document_lines(rec)
     pages = line_pages(rec)
     assert len(pages) == len(lines)
-    assert not any(p == 2 and line.strip() for p, line in zip(pages, lines))  # page 2 is empty
+    assert not any(p == 2 and line.strip() for p, line in zip(pages, lines, strict=True))  # page 2 is empty
     assert pages[0] == 1  # the title line
     for no, line in enumerate(lines, start=1):
         if "BM25" in line:
@@ -89,7 +89,7 @@ def test_page_map_survives_the_corpus_store(tmp_path: Path) -> None:
     make_pdf(folder / "paper.pdf", PAGE_TEXT, title="Paged Retrieval")
     ingest(folder, "paged", home=tmp_path / "home", build_lucene=False)
     stored = Collection("paged", tmp_path / "home").corpus.get("paper")
-    assert stored == list(read_corpus(folder).records)[0]
+    assert stored == next(iter(read_corpus(folder).records))
     assert line_pages(stored)[-1] == 3
 
 
@@ -97,7 +97,6 @@ def test_document_files_are_parsed_once_into_a_spool_that_leaves_with_the_source
     """A folder of files is parsed once; its records (pages included) come back from a spool of
     records on every pass, fingerprint as the records do, and the spool is removed with the source."""
     import gc
-
     from dataclasses import replace as with_records
 
     from stores.corpus import source_fingerprint
@@ -222,7 +221,7 @@ def test_rst_and_latex_read_as_text_with_their_titles(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
-    ("naïve café".encode("utf-8"), "naïve café"),
+    ("naïve café".encode(), "naïve café"),
     ("\ufeffbom first".encode("utf-8"), "bom first"),
     ("utf-16 text".encode("utf-16"), "utf-16 text"),
     ("Les élèves étudient à l'école près du théâtre.".encode("cp1252"), "Les élèves étudient à l'école près du théâtre."),
@@ -267,3 +266,101 @@ def test_recursive_folder_of_mixed_formats_names_unsupported_and_hidden(tmp_path
     assert sorted(r.docid for r in src.records) == ["a/b/deep", "a/note"]
     assert src.unsupported == [str(folder / "slides.pptx")]
     assert any("1 hidden file(s) not read" in w for w in src.warnings)
+
+
+# -- running headers and footers of PDFs; man page hyphenation -----------------------------------
+
+RFC_HEADER = "RFC 9110                     HTTP Semantics                    June 2022"
+RFC_FOOTER = "Fielding, et al.             Standards Track                   [Page {n}]"
+RFC_BODY = [  # RFC 9110's own sentences, one page each
+    ("Internet Engineering Task Force (IETF)                  R. Fielding, Ed.\n\nHTTP Semantics\n\nAbstract\n\n"
+     "The Hypertext Transfer Protocol (HTTP) is a stateless application-level protocol for distributed, "
+     "collaborative, hypertext information systems."),
+    ("1.1. Purpose\n\nThe Hypertext Transfer Protocol (HTTP) is a family of stateless, application-level, "
+     "request/response protocols that share a generic interface, extensible semantics, and self-descriptive "
+     "messages to enable flexible interaction with network-based hypertext information systems."),
+    ("3. Terminology and Core Concepts\n\nHTTP was created for the World Wide Web (WWW) architecture and has "
+     "evolved over time to support the scalability needs of a worldwide hypertext system."),
+    ("3.1. Resources\n\nThe target of an HTTP request is called a \"resource\". HTTP does not limit the nature "
+     "of a resource; it merely defines an interface that might be used to interact with resources."),
+    ("3.2. Representations\n\nA \"representation\" is information that is intended to reflect a past, current, "
+     "or desired state of a given resource, in a format that can be readily communicated via the protocol."),
+]
+
+
+def rfc_pages(count: int) -> list[str]:
+    return [(RFC_HEADER + "\n\n" if n > 1 else "") + RFC_BODY[n - 1] + "\n\n" + RFC_FOOTER.format(n=n)
+            for n in range(1, count + 1)]
+
+
+def test_pdf_running_headers_and_footers_are_dropped_and_pages_kept(tmp_path: Path) -> None:
+    rec = one(make_pdf(tmp_path / "rfc9110.pdf", rfc_pages(5)))
+    assert "June 2022" not in rec.text and "Standards Track" not in rec.text and "[Page" not in rec.text
+    assert "Internet Engineering Task Force (IETF)" in rec.title  # page 1's own first line: not repeated
+    for sentence in ("a stateless application-level protocol", "self-descriptive", "scalability needs",
+                     "merely defines an interface", "readily communicated via the protocol"):
+        assert sentence in " ".join(rec.text.split())
+    assert len(rec.page_starts) == 5
+    lines = document_lines(rec)
+    for no, line in enumerate(lines, start=1):  # every page's text still on its page
+        for page, heading in ((2, "1.1. Purpose"), (3, "3. Terminology"), (4, "3.1. Resources"),
+                              (5, "3.2. Representations")):
+            if line.startswith(heading):
+                assert page_of_line(rec, no) == page
+
+
+def test_pdf_lines_repeated_on_few_pages_or_in_short_files_stay(tmp_path: Path) -> None:
+    two = one(make_pdf(tmp_path / "two.pdf", rfc_pages(2)))  # fewer than 3 pages: nothing is running
+    assert "Standards Track" in two.text and "June 2022" in two.text
+    pages = rfc_pages(5)
+    pages[1] = pages[1].replace(RFC_BODY[1], "Note well.\n\n" + RFC_BODY[1])
+    pages[2] = pages[2].replace(RFC_BODY[2], "Note well.\n\n" + RFC_BODY[2])  # 2 of 5 pages: not half
+    rec = one(make_pdf(tmp_path / "five.pdf", pages))
+    assert rec.text.count("Note well.") == 2 and "Standards Track" not in rec.text
+
+
+def test_drop_running_lines_rule() -> None:
+    from stores.pdf import drop_running_lines
+
+    words = ["alpha", "beta", "gamma", "delta"]
+    pages = [["Shared MIME-info Database", words[n - 1], "", str(n)] for n in range(1, 5)]
+    pages[0] = ["X Desktop Group", "alpha", "1"]
+    assert drop_running_lines(pages) == [["X Desktop Group", "alpha"], ["beta", ""], ["gamma", ""], ["delta", ""]]
+    assert drop_running_lines(pages[:2]) == pages[:2]
+    # Atop the first page the running header is the document's name: it stays there (as its title).
+    pages[0] = ["Shared MIME-info Database", "X Desktop Group", "alpha", "1"]
+    assert drop_running_lines(pages)[0] == ["Shared MIME-info Database", "X Desktop Group", "alpha"]
+
+
+@pytest.mark.skipif(not Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf").is_file(),
+                    reason="the shared-mime-info spec (Debian's shared-mime-info) is not installed")
+def test_a_real_manual_loses_its_running_header_and_page_numbers() -> None:
+    from stores.formats import read_file
+
+    doc = read_file(Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"))
+    lines = doc.text.splitlines()
+    assert len(doc.page_starts) == 17
+    assert "Shared MIME-info Database" not in lines  # atop all 17 pages
+    assert doc.title == "Shared MIME-info Database"  # kept atop the first page, where it names the spec
+    assert not [line for line in lines if line.strip().isdigit() and int(line) <= 17]  # the page numbers
+    assert "The source XML files" in doc.text
+
+
+MAN_PAGE = Path(__file__).parent / "fixtures" / "readers2" / "gzip.1.txt"
+
+
+def test_man_page_line_end_hyphenation_is_joined(tmp_path: Path) -> None:
+    from stores.formats import read_file
+
+    raw = MAN_PAGE.read_text(encoding="utf-8")
+    assert "In par\u2010\n       ticular" in raw  # as man renders it
+    for name, content in (("gzip.1.txt", raw), ("headless.txt", raw.split("\n", 1)[1])):
+        (tmp_path / name).write_text(content, encoding="utf-8")
+        doc = read_file(tmp_path / name)
+        assert doc.title == "gzip, gunzip, zcat - compress or expand files"
+        assert "In particular, it will ignore symbolic links." in doc.text
+        assert "gzip truncates  it." in doc.text or "gzip truncates it." in " ".join(doc.text.split())
+        assert "\u2010\n" not in doc.text
+    plain = tmp_path / "note.txt"
+    plain.write_text("Notes\nwell-\nknown and co\u2010\nowner stay as written\n", encoding="utf-8")
+    assert read_file(plain).text == "well-\nknown and co\u2010\nowner stay as written"  # not a man page

@@ -97,7 +97,7 @@ def test_adding_five_documents_embeds_exactly_their_chunks_and_search_finds_them
     # an unchanged document's vectors were carried over, not recomputed differently
     kept = col.dense.chunk_vectors(["n01"])["n01"]
     assert [s for s, _ in kept] == [s for s, _ in old_vectors]
-    assert all((a == b).all() for (_, a), (_, b) in zip(kept, old_vectors))
+    assert all((a == b).all() for (_, a), (_, b) in zip(kept, old_vectors, strict=True))
 
 
 def test_reingest_updates_only_what_changed_and_matches_a_fresh_ingest(tmp_path: Path, spy) -> None:

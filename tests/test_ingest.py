@@ -1,6 +1,7 @@
 """Ingest and collections: all-or-nothing replacement, idempotence, names, missing/stale indexes."""
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -240,7 +241,7 @@ def test_chunks_are_contiguous_and_cover_every_line(home: Path, src: Path) -> No
         assert chunks, docid
         assert [c.chunk_no for c in chunks] == list(range(len(chunks)))
         assert chunks[0].line_start == 1 and chunks[-1].line_end == len(doc_lines)
-        for prev, nxt in zip(chunks, chunks[1:]):
+        for prev, nxt in pairwise(chunks):
             assert nxt.line_start == prev.line_end + 1
         for c in chunks:
             assert c.line_start <= c.line_end

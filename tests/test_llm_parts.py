@@ -242,10 +242,11 @@ def test_job_config_from_the_command_line() -> None:
 
 
 def test_model_calls_are_chat_spans_with_usage(tmp_path, monkeypatch) -> None:
-    import observability.tool_spans as spans_mod
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import observability.tool_spans as spans_mod
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

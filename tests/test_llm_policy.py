@@ -13,14 +13,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 from temporalio.api.enums.v1 import EventType
-from temporalio.testing import WorkflowEnvironment
 
 from nodes.config import JobConfig, ModelSettings, Price
 from nodes.ranker import HEURISTIC_ORDER
 from tests.conftest import LITERATURE
 from tests.fakes import ModelRouter, ScriptedChatModel, structured_reply, usage
 from workflows.client import new_job_id, submit
-from workflows.dev_server import temporal_binary
 from workflows.shared import JobInput
 from workflows.worker import build_worker
 
@@ -34,13 +32,6 @@ PLAN = dict(checklist=[{"kind": "topic", "text": "graph neural networks"},
 TRUE_QUOTE = "message passing aggregates neighbour features"
 ANSWER = ("Graph neural networks predict molecular properties such as solubility and toxicity [gnn01]. "
           "Transformers translate between languages [gnn02]. Quantum gravity is solved [999999].")
-
-
-@pytest.fixture(scope="module")
-async def env() -> Any:
-    environment = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()))
-    yield environment
-    await environment.shutdown()
 
 
 def librarian_reply(messages, kwargs) -> AIMessage:

@@ -41,7 +41,7 @@ def test_progress_during_the_worker_warm_up_says_it_is_warming_up(home: Path, se
     hold.mkdir()
     worker = subprocess.Popen([sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address",
                                server.address, "--hold-warm-up", str(hold)], cwd=ROOT,
-                              stdout=open(tmp_path / "worker.log", "ab"), stderr=subprocess.STDOUT,
+                              stdout=open(tmp_path / "worker.log", "ab"), stderr=subprocess.STDOUT,  # noqa: SIM115 - the worker writes to it until stopped
                               env=os.environ | {"QUARRY_HOME": str(home)})
     try:
         wait_for(lambda: (hold / "warming").exists() or worker.poll() is not None, "the worker's warm-up")
@@ -52,9 +52,10 @@ def test_progress_during_the_worker_warm_up_says_it_is_warming_up(home: Path, se
         JobStore(home / "jobs.sqlite").create(handle.id, "lit", INTENT, workflow_id=handle.id, trace_id=None)
 
         res = _cli(home, "job", "progress", handle.id, "--temporal-address", server.address)
-        assert res.exit_code != 0 and "Traceback" not in res.output, res.output
-        assert "(worker_warming_up)" in res.output and "the worker is warming up" in res.output, res.output
-        assert "s so far" in res.output and "the job starts when it is ready" in res.output, res.output
+        # a job waiting on a warming worker is not a failure: informational, exit 0
+        assert res.exit_code == 0 and "Traceback" not in res.output and "error" not in res.output, res.output
+        assert f"{handle.id} · running · lit" in res.output and "the worker is warming up" in res.output, res.output
+        assert "s so far" in res.output and "the job goes on when it is ready" in res.output, res.output
         assert "start one" not in res.output and "quarry worker" not in res.output, res.output
 
         (hold / "release").write_text("1")
@@ -116,9 +117,9 @@ def test_search_hints_in_cli_syntax_and_the_tool_in_tool_syntax(home: Path, quer
     assert res.exit_code != 0 and "(empty_query)" in res.output, res.output
     assert 'quarry search lit "dense retrieval"' in res.output and "search(reason=" not in res.output, res.output
 
-    from stores.collection import Collection
     from nodes.tool_results import ToolError
     from nodes.tools import ToolSession
+    from stores.collection import Collection
     col = Collection("lit", home=home)
     page = ToolSession(col.lucene, col.corpus).search("why", query)
     assert isinstance(page, ToolError) and page.code == "empty_query"

@@ -10,6 +10,7 @@ import json
 import multiprocessing
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from opentelemetry import trace
@@ -82,14 +83,22 @@ def test_tool_span_has_genai_name_and_attributes(traced) -> None:
 
 
 def test_call_id_defaults_to_fresh_uuid_hex(traced) -> None:
+    """Without a call id each tool span gets its own: a random (version 4) UUID as 32 hex digits;
+    an empty one given counts as none."""
+    import uuid
+
     tracer, folder = traced
-    with tool_span("read_document", tracer=tracer):
-        trace_id = current_trace_id()
-    with tool_span("read_document", tracer=tracer):
-        pass
-    (rec,) = load_spans(folder, trace_id)
-    call_id = rec["attributes"]["gen_ai.tool.call.id"]
-    assert len(call_id) == 32 and int(call_id, 16) >= 0
+    trace_ids = []
+    for given in (None, None, ""):
+        with tool_span("read_document", tracer=tracer, call_id=given):
+            trace_ids.append(current_trace_id())
+    call_ids = []
+    for trace_id in trace_ids:
+        (rec,) = load_spans(folder, trace_id)
+        call_ids.append(rec["attributes"]["gen_ai.tool.call.id"])
+    assert len(set(call_ids)) == 3, f"call ids repeat: {call_ids}"
+    for call_id in call_ids:
+        assert uuid.UUID(call_id).hex == call_id and uuid.UUID(call_id).version == 4, call_id
 
 
 def test_nested_spans_share_one_file_with_parent_ids(traced) -> None:
@@ -126,11 +135,10 @@ def test_nested_spans_share_one_file_with_parent_ids(traced) -> None:
 
 def test_exception_marks_span_error_and_reraises(traced) -> None:
     tracer, folder = traced
-    with pytest.raises(ValueError, match="boom"):
-        with tracer.start_as_current_span("job"):
-            trace_id = current_trace_id()
-            with tool_span("search", tracer=tracer):
-                raise ValueError("boom")
+    with pytest.raises(ValueError, match="boom"), tracer.start_as_current_span("job"):
+        trace_id = current_trace_id()
+        with tool_span("search", tracer=tracer):
+            raise ValueError("boom")
     spans = {s["name"]: s for s in load_spans(folder, trace_id)}
     failed = spans["execute_tool search"]
     assert failed["status"] == "ERROR" and failed["status_message"] == "ValueError: boom"
@@ -286,9 +294,9 @@ def test_setup_tracing_is_idempotent_and_replay_safe(tmp_path: Path, monkeypatch
 
 
 class _Collector(http.server.BaseHTTPRequestHandler):
-    received: list[tuple[str, str, int]] = []
+    received: ClassVar[list[tuple[str, str, int]]] = []  # shared: the server makes a handler per request
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.received.append((self.command, self.path, len(body)))
         self.send_response(200)
@@ -343,10 +351,9 @@ def test_exported_spans_never_stay_unset(tmp_path: Path) -> None:
     tracer = get_tracer(provider)
     with tracer.start_as_current_span("plain") as plain:  # a span Quarry did not shape (like Temporal's)
         trace_id = format(plain.get_span_context().trace_id, "032x")
-    with pytest.raises(RuntimeError):
-        with tracer.start_as_current_span("failing", record_exception=True, set_status_on_exception=False,
-                                          context=trace.set_span_in_context(plain)):
-            raise RuntimeError("disk on fire")
+    with pytest.raises(RuntimeError), tracer.start_as_current_span(
+            "failing", record_exception=True, set_status_on_exception=False, context=trace.set_span_in_context(plain)):
+        raise RuntimeError("disk on fire")
     spans = {s["name"]: s for s in load_spans(tmp_path, trace_id)}
     assert spans["plain"]["status"] == "OK"
     assert spans["failing"]["status"] == "ERROR" and spans["failing"]["attributes"]["error.type"] == "RuntimeError"
@@ -387,9 +394,9 @@ def test_the_agent_span_is_emitted_late_under_its_fixed_ids_and_parents_what_ran
     tracer = get_tracer(provider)
     ref = new_agent_trace()
     assert AgentTrace.from_dict(ref.to_dict()) == ref
-    with under_agent(ref):  # what a worker does long before the job ends
-        with tool_span("search", tracer=tracer, query="q") as span:
-            record_tool_result(span, "2 hits", [("d1", 3.5), ("d2", 1.0)])
+    # what a worker does long before the job ends
+    with under_agent(ref), tool_span("search", tracer=tracer, query="q") as span:
+        record_tool_result(span, "2 hits", [("d1", 3.5), ("d2", 1.0)])
     emit_agent_span(ref, job_id="job-1", intent="graph neural networks", tracer=tracer,
                     output={"ranked": ["d1", "d2"], "answer": ""}, status="completed")
     spans = {s["name"]: s for s in load_spans(tmp_path, ref.trace_id)}

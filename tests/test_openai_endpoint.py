@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
 from nodes.config import JobConfig, ModelSettings, Price
@@ -27,7 +26,6 @@ from tests.conftest import LITERATURE
 from tests.fakes import files_holding
 from tests.openai_standin import Request, StandinServer, tool_call_response
 from workflows.client import new_job_id, submit
-from workflows.dev_server import temporal_binary
 from workflows.shared import JobInput
 from workflows.worker import build_worker
 
@@ -38,13 +36,6 @@ PRICE = Price(input=2.0, cached_input=0.5, output=8.0)
 # (prompt, completion, cached, reasoning) per successful call: distinct, so a dropped or doubled
 # call changes every total.
 USAGE = [(1200, 40, 0, 8), (2100, 35, 1024, 0), (3300, 60, 2048, 16)]
-
-
-@pytest.fixture(scope="module")
-async def env() -> Any:
-    environment = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()))
-    yield environment
-    await environment.shutdown()
 
 
 @pytest.fixture

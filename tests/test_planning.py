@@ -3,8 +3,16 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.planning import (apply_steering, first_queries, make_plan, parse_authors, parse_exclusions,
-                            parse_venue, parse_years, validate_steering)
+from nodes.planning import (
+    apply_steering,
+    first_queries,
+    make_plan,
+    parse_authors,
+    parse_exclusions,
+    parse_venue,
+    parse_years,
+    validate_steering,
+)
 from stores.records import last_name
 
 
@@ -82,11 +90,19 @@ def test_year_steering_on_a_store_without_years_is_refused_with_the_reason() -> 
     assert plan["year_min"] is None and any("2009" in i["text"] for i in plan["checklist"])
 
 
-@pytest.mark.parametrize("note", ["", "   ", "the of and", None, 5, "x" * 501])
-def test_bad_steering_is_rejected_with_a_reason(note: object) -> None:
+@pytest.mark.parametrize(("note", "reason", "hint"), [
+    ("", "steering text is empty", "e.g. 'must use hospital data'"),
+    ("   ", "steering text is empty", "e.g. 'must use hospital data'"),
+    (None, "steering text is empty", "e.g. 'must use hospital data'"),
+    (5, "steering text is empty", "e.g. 'must use hospital data'"),
+    ("the of and", "no requirement found in 'the of and'", "a year range like 2019-2023"),
+    ("x" * 501, "longer than 500 characters", "one requirement at a time"),
+])
+def test_bad_steering_is_rejected_with_a_reason(note: object, reason: str, hint: str) -> None:
+    """Each refusal says what was wrong and how to phrase the steer instead."""
     with pytest.raises(ValueError) as info:
         validate_steering(note)
-    assert str(info.value)
+    assert reason in str(info.value) and hint in str(info.value), str(info.value)
 
 
 def test_good_steering_is_normalised() -> None:
@@ -128,3 +144,31 @@ def test_multi_part_intent_keeps_the_whole_requirement_as_an_item() -> None:
     assert "graph neural networks" in texts and "molecular property prediction" in texts
     single = make_plan("dense retrieval")
     assert [i["text"] for i in single["checklist"]] == ["dense retrieval"]
+
+
+@pytest.mark.parametrize("intent, texts", [
+    # The walkthrough's cases: "by default" alone became a requirement that scored 5.0/5 on an unrelated sentence.
+    ("EventEmitter maximum listeners, by default", ["EventEmitter maximum listeners, by default"]),
+    ("How many listeners can be registered, by default, for an EventEmitter?",
+     ["How many listeners can be registered, by default, for an EventEmitter?",
+      "How many listeners can be registered, by default", "an EventEmitter?"]),
+    ("By default, how many listeners can an EventEmitter have?",
+     ["By default, how many listeners can an EventEmitter have?"]),
+    ("gzip compression level, in general", ["gzip compression level, in general"]),
+    ("zstd compression levels, for example", ["zstd compression levels, for example"]),   # cut at " for "
+    ("in practice, at least, e.g. sticky queues", ["in practice, at least, e.g. sticky queues"]),
+    ("by default", ["by default"]),                                      # never no requirement at all
+    ("dense retrieval, e.g. DPR, for question answering",                # a filler word beside a content word stays
+     ["dense retrieval, e.g. DPR, for question answering", "dense retrieval", "e.g. DPR", "question answering"]),
+])
+def test_a_filler_phrase_is_no_requirement_of_its_own(intent: str, texts: list[str]) -> None:
+    assert [i["text"] for i in make_plan(intent)["checklist"]] == texts
+
+
+def test_filler_pieces() -> None:
+    from nodes.planning import filler_piece, split_requirements
+
+    assert filler_piece(" by default") and filler_piece("example", " for ") and filler_piece("in general.")
+    assert not filler_piece("by default port") and not filler_piece("listeners", " for ")
+    pieces, cues = split_requirements("EventEmitter listeners, by default, for Node.js servers")
+    assert pieces == ["EventEmitter listeners, by default,", "Node.js servers"] and cues == [" for "]

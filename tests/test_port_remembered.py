@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from stores.collection import ingest
-from tests.fakes import search_docs, write_jsonl
 from tests.drill_kit import ROOT, Gate, free_port, reachable, wait_for
+from tests.fakes import search_docs, write_jsonl
 from workflows.dev_server import pid_of, spawn_detached, stop_detached
 
 INTENT = "graph neural networks for molecular property prediction"

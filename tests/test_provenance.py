@@ -91,6 +91,6 @@ def test_a_quote_never_takes_in_the_title_metadata_or_keywords_lines() -> None:
     rec = DocRecord(docid="c1", title="ColBERT efficient passage search", year=2020, venue="SIGIR",
                     authors=["Khattab, O."], keywords=["late interaction", "dense passages"],
                     text="Late interaction over dense passages keeps search fast without a terminator")
-    lines, entry = quotes_for(rec, "dense passages late interaction")
+    _lines, entry = quotes_for(rec, "dense passages late interaction")
     assert entry["quote"] == rec.text and entry["lines"] == [3, 3], entry
     assert "year:" not in entry["quote"] and "keywords:" not in entry["quote"]

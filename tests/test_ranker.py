@@ -26,12 +26,12 @@ CHANNELS = {"s1": "lexical", "s2": "semantic", "c1": "citations"}
 def test_features_of_verified_candidates() -> None:
     feats = candidate_features(list(POOL.values()), CHANNELS, neighbours={"a": {"b", "z"}}, lengths={"a": 99})
     assert set(feats) == {"a", "b", "c"}, "excluded and unverified candidates get no features"
-    a = dict(zip(FEATURES, feats["a"]))
+    a = dict(zip(FEATURES, feats["a"], strict=True))
     assert a["fused_rel"] == 1.0 and a["S"] == 0.6 and a["ev_max"] == 1.0 and a["ev_min"] == 0.6
     assert a["ev_coverage"] == 1.0 and a["lex_best_inv"] == 0.5 and a["sem_best_inv"] == 0.2 and a["cit_best_inv"] == 0
     assert a["cites_top"] == 1.0, "b is in the top ten, z is not"
     assert a["log_len"] == pytest.approx(4.605, abs=1e-3)
-    b = dict(zip(FEATURES, feats["b"]))
+    b = dict(zip(FEATURES, feats["b"], strict=True))
     assert b["cit_best_inv"] == pytest.approx(1 / 3) and b["ev_coverage"] == pytest.approx(2 / 3)
     assert b["s_rank_inv"] == 0.5 and b["n_rankings"] == 2.0
 
@@ -50,7 +50,15 @@ def test_the_verifier_orders_the_verified_head_and_keeps_the_rest() -> None:
 
 
 def test_without_a_verifier_the_heuristic_rule_stands() -> None:
-    assert final_order(POOL, CHANNELS, None) == ranked_candidates(POOL)
+    """The heuristic rule by hand: the verified a, b, c by Reciprocal Rank Fusion (k=60) of their
+    order by S (b .8, a .6, c .2) and by fused retrieval score (a .05, c .04, b .03) — neither
+    order alone — then the unverified u by retrieval score; the excluded x nowhere."""
+    ordered = final_order(POOL, CHANNELS, None)
+    assert [c["docid"] for c in ordered] == ["a", "b", "c", "u"]
+    assert [c["rank_score"] for c in ordered] == pytest.approx(
+        [1 / 62 + 1 / 61, 1 / 61 + 1 / 63, 1 / 63 + 1 / 62, 0.01], abs=1e-6)
+    assert all(c == dict(POOL[c["docid"]], rank_score=c["rank_score"]) for c in ordered), "candidates unchanged"
+    assert ordered == ranked_candidates(POOL)
 
 
 def test_a_verifier_trained_on_other_features_is_refused() -> None:
@@ -74,7 +82,7 @@ def test_rank_features_read_the_intent_rankings_feedback_and_alternative_bm25() 
     ctx = RankContext(lexical=("b", "a", "q"), semantic=("c", "a"), others=[("q", "c"), ("a", "b", "c")],
                       alt_bm25={(1.2, 0.75): {"a": 1.0, "b": 3.0, "c": 2.0}})
     feats = candidate_features(list(POOL.values()), CHANNELS, context=ctx)
-    a, b, c = (dict(zip(FEATURES, feats[d])) for d in "abc")
+    a, b, c = (dict(zip(FEATURES, feats[d], strict=True)) for d in "abc")
     rrf = lambda r: 1.0 / (RRF_K + r)  # noqa: E731
     assert a["lex0_rrf"] == rrf(2) and a["sem0_rrf"] == rrf(2) and a["feedback_rrf"] == rrf(1)
     assert b["lex0_rrf"] == rrf(1) and b["sem0_rrf"] == rrf(ABSENT_RANK), "b is not in the semantic ranking"
@@ -90,7 +98,7 @@ def test_without_context_the_rank_features_are_uniform_where_they_need_it() -> N
 
     feats = candidate_features(list(POOL.values()), CHANNELS)
     for d in "abc":
-        v = dict(zip(FEATURES, feats[d]))
+        v = dict(zip(FEATURES, feats[d], strict=True))
         assert v["lex0_rrf"] == v["sem0_rrf"] == v["feedback_rrf"] == 1.0 / (RRF_K + ABSENT_RANK)
 
 
@@ -115,12 +123,13 @@ def _dataset(name: str, n_queries: int, seed: int) -> dict:
 
 
 def test_coordinate_ascent_learns_the_feature_that_orders_relevant_documents_first() -> None:
-    from evals.train_ranker import _head_matrices, _mean_ndcg, fit_ascent
     import numpy as np
+
+    from evals.train_ranker import _head_matrices, _mean_ndcg, fit_ascent
 
     train = [_dataset("one", 20, 1), _dataset("two", 20, 2)]
     v = fit_ascent(train)
-    w = dict(zip(v.features, v.weights))
+    w = dict(zip(v.features, v.weights, strict=True))
     assert w["feedback_rrf"] > w["lex0_rrf"], w
     held = _head_matrices([_dataset("three", 20, 3)], v.features)[0]
     assert _mean_ndcg(held, np.asarray(v.weights)) > _mean_ndcg(held, np.ones(len(v.features))) + 0.1

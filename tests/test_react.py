@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from temporalio.client import WorkflowExecutionStatus
-from temporalio.testing import WorkflowEnvironment
 
 import nodes.react as react_mod
 from nodes.config import JobConfig, ModelSettings, Price
@@ -29,7 +28,6 @@ from stores.jobs import JobStore
 from tests.conftest import LITERATURE
 from tests.fakes import ModelRouter, ScriptedChatModel, poll_until, tool_call, usage
 from workflows.client import new_job_id, submit
-from workflows.dev_server import temporal_binary
 from workflows.search_job import SearchJob
 from workflows.shared import JobInput
 from workflows.worker import build_worker
@@ -37,13 +35,6 @@ from workflows.worker import build_worker
 INTENT = "graph neural networks for molecular property prediction"
 MODEL = "openai:scripted-agent"
 RESULT_TIMEOUT_S = 90.0
-
-
-@pytest.fixture(scope="module")
-async def env() -> Any:
-    environment = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()))
-    yield environment
-    await environment.shutdown()
 
 
 def react_config(**overrides: Any) -> JobConfig:
@@ -251,7 +242,7 @@ async def test_worker_killed_after_a_model_call_resumes_without_calling_again(en
 
 async def test_failing_model_falls_back_to_the_heuristic_and_says_so(env, literature, quarry_home) -> None:
     model = ScriptedChatModel(default=ConnectionError("connection refused by 127.0.0.1:9"))
-    job_id, result = await run_job(env, quarry_home, model, mode="answer")
+    _job_id, result = await run_job(env, quarry_home, model, mode="answer")
     assert len(model.calls) == 3, "Temporal retried the model step, then it fell back"
     assert result["status"] == "completed" and result["stop_reason"] == "model_failed"
     steps = [f["step"] for f in result["fallbacks"]]

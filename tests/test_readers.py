@@ -277,3 +277,104 @@ def test_non_utf8_qrels_file_is_an_ingest_error(tmp_path: Path) -> None:
         fh.write(b"q\xe9\td1\t1\n")
     problems = problems_of(folder)  # a typed, repairable error, not a UnicodeDecodeError
     assert any(str(folder / "qrels" / "test.tsv") in p and "UTF-8" in p for p in problems)
+
+
+# -- files without an extension (README, NEWS, ChangeLog …) --------------------------------------
+
+READERS2 = Path(__file__).parent / "fixtures" / "readers2"
+ELF_HEAD = b"\x7fELF\x02\x01\x01\x00" + bytes(56) + b"\x00\x01payload"
+
+
+def test_extensionless_text_files_are_read_and_binaries_named_unsupported(tmp_path: Path) -> None:
+    folder = tmp_path / "wget-1.21"
+    folder.mkdir()
+    (folder / "README").write_bytes((READERS2 / "wget" / "README").read_bytes())
+    (folder / "ChangeLog").write_text("2022-06-05  Tim Rühsen  <tim.ruehsen@gmx.de>\n\n\t* src/http.c: Fix "
+                                      "an uninitialized read.\n", encoding="utf-8")
+    (folder / "AUTHORS").write_text("Hrvoje Nikšić\nTim Rühsen\n", encoding="utf-8")
+    (folder / "wget").write_bytes(ELF_HEAD)                       # an executable: not text
+    (folder / "NEWS").write_bytes("Änderungen in Latin-1\n".encode("latin-1"))  # not UTF-8: not sniffed as text
+    (folder / "EMPTY").write_bytes(b"")
+    src = read_corpus(folder)
+    by_id = {r.docid: r for r in src.records}
+    assert sorted(by_id) == ["AUTHORS", "ChangeLog", "README"]
+    assert by_id["README"].title == "GNU Wget"
+    assert "non-interactive download of files" in by_id["README"].text
+    assert by_id["ChangeLog"].title.startswith("2022-06-05  Tim Rühsen")
+    assert by_id["AUTHORS"].title == "Hrvoje Nikšić"
+    assert sorted(src.unsupported) == sorted(str(folder / n) for n in ("wget", "NEWS", "EMPTY"))
+    assert src.skipped == []
+
+
+def test_a_single_extensionless_file_is_a_corpus_of_one_unless_binary(tmp_path: Path) -> None:
+    (tmp_path / "TODO").write_bytes((READERS2 / "gnupg" / "TODO").read_bytes())
+    src = read_corpus(tmp_path / "TODO")
+    (rec,) = list(src.records)
+    assert rec.docid == "TODO" and rec.title == "* src/base64"  # past "-*- outline -*-"
+    (tmp_path / "tool").write_bytes(ELF_HEAD)
+    with pytest.raises(QuarryError) as info:
+        read_corpus(tmp_path / "tool")
+    assert info.value.code == "bad_input"
+
+
+def test_extensionless_files_keep_the_safety_rules(tmp_path: Path) -> None:
+    """Hidden files stay unread, a FIFO is never opened to be sniffed (it would block), a link out
+    of the folder is not followed: the same rules as for files with a suffix."""
+    import os
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "README").write_text("Notes\nabout lexical retrieval\n", encoding="utf-8")
+    (folder / ".envrc").write_text("export OPENAI_API_KEY=secret\n", encoding="utf-8")
+    os.mkfifo(folder / "PIPE")
+    secret = tmp_path / "SECRET"
+    secret.write_text("private words\n", encoding="utf-8")
+    (folder / "LINK").symlink_to(secret)
+    src = read_corpus(folder)
+    assert [r.docid for r in src.records] == ["README"]
+    assert any("hidden" in w and ".envrc" in w for w in src.warnings)
+    skipped = "\n".join(src.skipped)
+    assert f"{folder / 'PIPE'}: not a regular file (a FIFO)" in skipped
+    assert f"{folder / 'LINK'}: link to" in skipped and "outside the folder" in skipped
+    assert not any("private words" in r.text for r in src.records)
+
+
+def test_a_man_page_without_extension_is_titled_and_dehyphenated(tmp_path: Path) -> None:
+    (tmp_path / "gzip").write_bytes((READERS2 / "gzip.1.txt").read_bytes())
+    (rec,) = list(read_corpus(tmp_path / "gzip").records)
+    assert rec.title == "gzip, gunzip, zcat - compress or expand files"
+    assert "In particular, it will ignore symbolic links." in rec.text
+
+
+def test_a_readme_beside_readme_md_leaves_the_id_to_the_markdown_file(tmp_path: Path) -> None:
+    """`README` and `README.md` share the id "README": the file with a format keeps it, and the
+    extension-less one is left out with a warning, not as a bad file (`--strict` still ingests)."""
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "README").write_text("Plain readme\nold text\n", encoding="utf-8")
+    (folder / "README.md").write_text("# Project\nnew text\n", encoding="utf-8")
+    (folder / "NEWS").write_text("Release 2.0\nfaster ranking\n", encoding="utf-8")
+    src = read_corpus(folder, strict=True)
+    by_id = {r.docid: r for r in src.records}
+    assert sorted(by_id) == ["NEWS", "README"] and by_id["README"].title == "Project"
+    assert any(w.startswith(f"{folder / 'README'}: not read") for w in src.warnings)
+
+
+def test_conventional_document_names_with_a_variant_suffix_are_read_as_text(tmp_path: Path) -> None:
+    """/usr/share/doc holds README.Debian, NEWS.old, ChangeLog.1 beside README.md: each is read as
+    text under its whole name (the suffix names a variant, not a format), while other unknown
+    suffixes stay unsupported and a binary README.gz is never taken for text."""
+    folder = tmp_path / "doc"
+    folder.mkdir()
+    (folder / "README.md").write_text("# Git\n\nGit is a fast, scalable, distributed revision control system.\n",
+                                      encoding="utf-8")
+    (folder / "README.Debian").write_text("git for Debian\n--------------\n\nThe git-daemon-run package sets up "
+                                          "a git daemon under runit.\n", encoding="utf-8")
+    (folder / "ChangeLog.1").write_text("2021-01-02  Jane Roe\n\n\t* main.c: fix a leak.\n", encoding="utf-8")
+    (folder / "README.gz").write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)))
+    (folder / "data.log").write_text("a log line\n", encoding="utf-8")
+    src = read_corpus(folder)
+    by_id = {r.docid: r for r in src.records}
+    assert sorted(by_id) == ["ChangeLog.1", "README", "README.Debian"]
+    assert "git-daemon-run" in by_id["README.Debian"].text and by_id["README"].title == "Git"
+    assert sorted(src.unsupported) == sorted(str(folder / n) for n in ("README.gz", "data.log"))

@@ -3,11 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from nodes.state import ranked_candidates
 from nodes.planning import make_plan
 from nodes.retrieval import as_query, query_key
-from nodes.scoring import (COSINE_CEIL, COSINE_FLOOR, combine, cosine_to_score, locate_evidence,
-                           locate_evidence_dense, relevance_model_query, violated_constraint)
+from nodes.scoring import (
+    COSINE_CEIL,
+    COSINE_FLOOR,
+    combine,
+    cosine_to_score,
+    locate_evidence,
+    locate_evidence_dense,
+    relevance_model_query,
+    violated_constraint,
+)
+from nodes.state import ranked_candidates
 from stores.dense import ChunkSpan
 from stores.records import Chunk, DocRecord
 
@@ -195,3 +203,46 @@ def test_a_quote_from_a_passage_that_began_inside_a_sentence_is_that_sentence_al
     assert entry["lines"] == [2, 3]
     short = "Dense retrieval. It works well on many open benchmarks, as shown by several careful studies."
     assert whole_sentences(short, 3, len(short)) == (0, len(short)), "a first sentence short when whole keeps the next"
+
+
+def test_field_lists_table_rows_and_option_runs_are_one_statement_each() -> None:
+    """A reference page states facts as definitions with no sentence end between them: an rst
+    field list (scikit-learn's iris.rst), a Markdown table, a `--help` listing. Each is its own
+    statement, so a quote is one definition, not the whole list."""
+    from nodes.scoring import sentences
+
+    fields = (":Number of Instances: 150 (50 in each of three classes)\n"
+              ":Number of Attributes: 4 numeric, predictive attributes and the class\n:Attribute Information:")
+    assert [fields[a:b] for a, b in sentences(fields)] == fields.split("\n")
+    table = ("| Option | Description | Default |\n|---|---|---|\n"
+             "| `max_cached_workflows` | How many Workflow Executions a Worker keeps in its cache | `1000` |")
+    assert [table[a:b] for a, b in sentences(table)] == table.split("\n")
+    listing = ("  user options for Valgrind tools that report errors:\n"
+               "    --demangle=no|yes         automatically demangle C++ names? [yes]\n"
+               "    --num-callers=<number>    show <number> callers in stack traces [12]\n"
+               "    --error-markers=<begin>,<end> add lines with begin/end markers before/after\n"
+               "                              each error output in plain text mode [none]")
+    got = [listing[a:b] for a, b in sentences(listing)]
+    assert "--num-callers=<number>    show <number> callers in stack traces [12]" in got
+    assert got[-1] == ("--error-markers=<begin>,<end> add lines with begin/end markers before/after\n"
+                       "                              each error output in plain text mode [none]"), \
+        "a description's continuation line stays with its option"
+
+
+def test_an_option_named_inside_wrapped_prose_does_not_cut_the_sentence() -> None:
+    """man gzip: one option name at a line start inside a sentence is prose, not a listing."""
+    from nodes.scoring import sentences
+
+    text = ("In  some rare cases, the --best option gives worse compression than the\n"
+            "--fast  option would on files that are already compressed.")
+    assert [text[a:b] for a, b in sentences(text)] == [text]
+
+
+def test_man_page_hyphenation_is_joined_for_reading_only() -> None:
+    from nodes.scoring import display_text, quote
+
+    text = "The  gzip command will only attempt to compress regular files.  In par\u2010\n       ticular, it will"
+    assert display_text(text).endswith("In particular, it will")
+    assert quote(text).endswith("In particular, it will")
+    assert display_text("pre\u2010 and post\u2010processing") == "pre\u2010 and post\u2010processing", "suspended hyphen"
+    assert display_text("Lempel-\nZiv coding") == "Lempel- Ziv coding", "an ASCII hyphen is left as written"

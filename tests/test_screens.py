@@ -160,3 +160,60 @@ def test_the_web_ui_list_shows_the_intent_and_the_final_status(home, server) -> 
     assert summary.startswith("graph neural networks \\*\\*for\\*\\* \\[molecules\\]\\(x\\)"), summary
     assert summary.endswith("…") and len(summary) <= 110 and "and more words" in summary
     assert desc.typed_search_attributes.get(STATUS) == result["status"] == "stopped"
+
+
+LONG_TITLE = ("Reciprocal rank fusion outperforms Condorcet and individual rank learning methods on "
+              "heterogeneous test collections")
+
+
+def _compact(width: int, result: dict[str, Any]) -> list[str]:
+    """The compact result screen as a `width`-column rich console shows it."""
+    import io
+
+    from rich.console import Console
+
+    from quarry.screens import ranked_lines
+    console = Console(width=width, file=io.StringIO(), color_system=None, soft_wrap=True, emoji=False)
+    for line in ranked_lines(result["ranked"], console.width):  # what render_ranked prints, compact
+        console.print(line, highlight=False)
+    return console.file.getvalue().splitlines()
+
+
+def _title_shown(lines: list[str], place: int) -> str:
+    """The words of document `place`'s title as shown: its head line's text after the docid and
+    the lines up to its quote."""
+    start = next(i for i, line in enumerate(lines) if re.match(rf"\s*{place}\. ", line))
+    head = re.sub(r"^\s*\d+\. \S+  S \S+  \S+(\s+|$)", "", lines[start])
+    shown = [head]
+    for line in lines[start + 1:]:
+        if "\u201c" in line or re.match(r"\s*\d+\. ", line):
+            break
+        shown.append(line.strip())
+    return " ".join(s for s in shown if s)
+
+
+def test_a_compact_result_gives_the_title_the_width_left_at_80_and_120_columns() -> None:
+    """Twenty path docids shortened to ~30 characters left a title 20 characters at 80 columns:
+    the title now takes the width after place, scores and docid, wrapping at words (two lines at
+    most, an ellipsis at a word where it is cut), and no line is wider than the screen."""
+    result = twenty("job-titles")
+    for item in result["ranked"]:
+        item["title"] = LONG_TITLE
+    for width in (80, 120):
+        lines = _compact(width, result)
+        assert all(len(line) <= width for line in lines), (width, [line for line in lines if len(line) > width])
+        for place in (1, 20):
+            shown = _title_shown(lines, place)
+            assert len(shown) >= 60, (width, shown)
+            assert shown.rstrip("…").rstrip() in LONG_TITLE + " (2009)", (width, shown)
+            if shown != LONG_TITLE + " (2009)":
+                assert shown.endswith("…"), (width, shown)
+                assert shown.rstrip("…").split()[-1] in LONG_TITLE.split(), f"cut mid-word: {shown!r}"
+    wide = _compact(200, result)
+    assert _title_shown(wide, 1) == LONG_TITLE + " (2009)" and len(wide) == 2 * 20, "whole on one line when it fits"
+    longer = twenty("job-titles")
+    longer["ranked"][0]["title"] = " ".join([LONG_TITLE] * 3)
+    for width in (80, 120):
+        shown = _title_shown(_compact(width, longer), 1)
+        assert shown.endswith("…") and shown.rstrip("…").split()[-1] in LONG_TITLE.split(), (width, shown)
+        assert len(shown) >= 2 * (width - 60), (width, shown)

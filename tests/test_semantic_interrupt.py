@@ -110,7 +110,7 @@ def test_a_job_stop_ends_the_embedding_within_one_batch_and_keeps_what_was_embed
     semantic, vectors = searcher(col, tmp_path / "v.sqlite", embed)
     token = use_local_control(control)
     try:
-        docids, scores = asyncio.run(with_heartbeats(lambda state: semantic.ranking(QUERY), {}))
+        docids, _scores = asyncio.run(with_heartbeats(lambda state: semantic.ranking(QUERY), {}))
     finally:
         reset_local_control(token)
     assert len(embed.batches) <= k, f"the stop came during batch {k}; batches run: {len(embed.batches)}"
@@ -179,16 +179,6 @@ def test_the_deadline_and_stop_come_from_the_jobs_progress_query() -> None:
 
 
 # -- (a) through a real worker and Temporal ------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-async def env() -> Any:
-    from temporalio.testing import WorkflowEnvironment
-
-    from workflows.dev_server import temporal_binary
-    environment = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()))
-    yield environment
-    await environment.shutdown()
 
 
 async def test_job_stop_during_a_gated_semantic_step_ends_the_job_stopped_with_results(
@@ -286,3 +276,112 @@ def test_job_progress_shows_the_running_step(capsys: pytest.CaptureFixture[str])
                      "tool_calls": 3, "budget": {"used": 10, "left": 50}, "top": [],
                      "step_detail": "embedding 320/1,200 chunks"})
     assert "now: embedding 320/1,200 chunks" in capsys.readouterr().out
+
+
+# -- long chunks: a stop waits for one short model call, not for eight long chunks ----------------
+
+LONG = ("Message passing neural networks learn molecular properties from atoms and bonds, and this paragraph "
+        "goes on about the data set, the splits and the baselines so that the chunk is long. ")
+
+
+def long_docs(n: int = 12) -> list[dict[str, Any]]:
+    """Documents whose first chunk is a full ~600-character passage (real documents' chunks)."""
+    return [{"_id": f"L{i:02d}", "title": f"Long paper {i}", "text": f"{WORDS} {i}. " + LONG * 6} for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def long_col(tmp_path_factory: pytest.TempPathFactory) -> Collection:
+    home = tmp_path_factory.mktemp("long-home")
+    ingest(write_jsonl(tmp_path_factory.mktemp("long-src") / "docs.jsonl", long_docs()), "long", home=home)
+    return Collection("long", home)
+
+
+class CountingEmbedder:
+    """Embeds chunk texts one by one (as the model's work goes), counting the texts and
+    characters embedded once `stop_after_texts` texts were done and the step was told to stop —
+    the stop arriving in the middle of a model call, as a `job stop` does."""
+
+    def __init__(self, step: StepControl, stop_after_texts: int = 1, advance: Callable[[int], None] | None = None) -> None:
+        self.step, self.stop_after = step, stop_after_texts
+        self.advance = advance or (lambda chars: None)
+        self.calls: list[int] = []
+        self.texts = self.after_texts = self.after_chars = 0
+
+    def __call__(self, texts, batch_size: int = 32) -> np.ndarray:
+        texts = list(texts)
+        if texts == [QUERY]:
+            return np.stack([unit_vector(QUERY)])
+        self.calls.append(len(texts))
+        rows = []
+        for t in texts:
+            if self.step.why():
+                self.after_texts += 1
+                self.after_chars += len(t)
+            rows.append(unit_vector(t))
+            self.advance(len(t))
+            self.texts += 1
+            if self.texts == self.stop_after:
+                self.step.stop("stopped")  # `job stop` reaches the step while this model call runs
+        return np.stack(rows)
+
+
+def test_a_stop_during_long_chunks_waits_for_little_text_not_for_a_batch_of_eight(long_col: Collection,
+                                                                                  tmp_path: Path) -> None:
+    """The job's own batch of 8 (JobConfig.semantic_batch) with ~600-character chunks: a stop that
+    comes while the first chunk is embedded lets at most two more chunks (one short model call)
+    through, where a batch of eight let seven through."""
+    from nodes.config import JobConfig
+    step = StepControl()
+    embed = CountingEmbedder(step)
+    vectors = ChunkVectors(tmp_path / "long.sqlite", long_col.corpus, embed=embed)
+    semantic = FilteredSemantic(long_col.lucene, long_col.corpus, vectors, candidates=100, chunks_per_doc=1,
+                                batch=JobConfig().semantic_batch)
+    chunks = long_col.corpus.chunks_many(d["_id"] for d in long_docs())
+    assert min(len(cs[0].text) for cs in chunks.values()) >= 500, "the chunks are long"
+    with using_step(step):
+        semantic.ranking(QUERY)
+    assert semantic.last is not None and semantic.last.stopped == "stopped"
+    assert embed.after_texts <= 2, f"{embed.after_texts} chunks were embedded after the stop"
+    assert embed.after_chars <= chunk_vectors_mod.BATCH_CHARS
+    assert len(embed.calls) == 1, "no model call starts after the stop"
+    assert vectors.cached([(d, 0) for d in chunks]) == embed.texts, "what was embedded is kept"
+
+
+def test_a_slow_pace_shrinks_the_batch_to_one_long_chunk(long_col: Collection, tmp_path: Path) -> None:
+    """At 300 characters a second (a loaded machine; a fake clock) a batch of 2,000 characters
+    would hold a stop for seconds: after the first timed batch each batch is one long chunk."""
+    now = [0.0]
+    step = StepControl()
+    embed = CountingEmbedder(step, stop_after_texts=10_000,
+                             advance=lambda chars: now.__setitem__(0, now[0] + chars / 300))
+    vectors = ChunkVectors(tmp_path / "slow.sqlite", long_col.corpus, embed=embed, clock=lambda: now[0])
+    got = vectors.embed([(d["_id"], 0) for d in long_docs()], batch=8)
+    assert got.done == got.missing == len(long_docs())
+    first, *rest = embed.calls
+    assert 1 < first <= 3 and rest and set(rest) == {1}, embed.calls
+
+
+def test_a_stop_that_comes_while_another_batch_holds_the_lock_is_honoured_before_embedding(
+        long_col: Collection, tmp_path: Path) -> None:
+    """Two searches share the process's model: a thread waiting for the other's batch asks again
+    once it may embed, so a stop that came meanwhile embeds nothing more."""
+    step = StepControl()
+    embed = CountingEmbedder(step, stop_after_texts=10_000)
+    vectors = ChunkVectors(tmp_path / "lock.sqlite", long_col.corpus, embed=embed)
+    vectors.cached([("L00", 0)])  # open the file (and check its model) before the lock is taken
+    asked = threading.Event()
+
+    def should_stop() -> str:
+        asked.set()
+        return step.why()
+
+    result: list[Any] = []
+    with vectors._lock:  # another search's batch is being embedded
+        worker = threading.Thread(target=lambda: result.append(
+            vectors.embed([(d["_id"], 0) for d in long_docs()], batch=8, should_stop=should_stop)))
+        worker.start()
+        assert asked.wait(60), "the embedding loop never asked whether to stop"
+        step.stop("stopped")  # `job stop` arrives while the thread waits for the model
+    worker.join(60)
+    assert result and result[0].stopped == "stopped" and result[0].done == 0
+    assert embed.calls == [], "nothing was embedded after the stop"

@@ -80,9 +80,9 @@ def test_a_second_writer_is_refused_while_one_holds_the_collection(tmp_path: Pat
     ingest(write_jsonl(tmp_path / "a.jsonl", topic_docs(4)), "busy", home=home)
     before = Collection("busy", home).version
     root = collection_paths("busy", home).root
-    with writer_lock(root, "busy"):  # stands for an ingest in progress
-        with pytest.raises(QuarryError) as info:
-            ingest(write_jsonl(tmp_path / "b.jsonl", topic_docs(6)), "busy", home=home)
+    # the lock stands for an ingest in progress
+    with writer_lock(root, "busy"), pytest.raises(QuarryError) as info:
+        ingest(write_jsonl(tmp_path / "b.jsonl", topic_docs(6)), "busy", home=home)
     assert info.value.code == "collection_busy" and "process " in info.value.message
     assert "wait for that ingest" in info.value.hint
     assert Collection("busy", home).version == before and Collection("busy", home).corpus.count() == 4

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stores.formats import read_file
-from stores.titles import html_title, man_page_title, placeholder_title, rst_title, text_title
+from stores.titles import html_title, junk_title, man_page_title, placeholder_title, rst_title, text_title
 
 GREP_MAN = """GREP(1)                          User Commands                         GREP(1)
 
@@ -163,10 +163,155 @@ def test_pdf_placeholder_titles(title: str, placeholder: bool) -> None:
 
 
 @pytest.mark.parametrize("line", ["![" * 50_000 + "](", "[![" * 30_000, "a" + " " * 200_000 + "x",
-                                  "A(1) " + " " * 100_000 + "B", "# " + "#" * 100_000 + " x", "<a" * 100_000])
+                                  "A(1) " + " " * 100_000 + "B", "# " + "#" * 100_000 + " x", "<a" * 100_000,
+                                  " " * 200_000 + "x", "-*- " + " " * 200_000 + "-*-" + " " * 200_000 + "x",
+                                  "| " + "-" * 100_000 + " |" + " " * 100_000 + "x", "|" * 200_000 + "x",
+                                  ".. " + " " * 200_000 + "-*- x", "NAME\n" + " " * 200_000 + "x"])
 def test_title_rules_are_linear_on_hostile_lines(line: str) -> None:
     import time
 
     start = time.perf_counter()
     text_title(line, "#"), rst_title(line + "\n" + line), man_page_title(line + "\nNAME\n  x\n")
+    junk_title(line), man_page_title(line), text_title(f"{line}\n|---|---|\n", "")
     assert time.perf_counter() - start < 2
+
+
+# -- junk titles (walkthrough of 146 real documents, second round) ---------------------------------
+
+READERS2 = Path(__file__).parent / "fixtures" / "readers2"
+
+
+@pytest.mark.parametrize(("name", "title"), [
+    ("libsodium-README.markdown", "libsodium"),      # badges, then "![libsodium](logo.png)" over "============"
+    ("wget/README", "GNU Wget"),                      # "-*- text -*-" above the setext title
+    ("numpy-ma-API_CHANGES.txt", "API changes in the new masked array implementation"),  # ".. -*- rest -*-", over-line
+    ("nnapi_supported_ops.md", "nnapi supported ops"),  # a comment and a table only: the file name
+    ("gzip.1.txt", "gzip, gunzip, zcat - compress or expand files"),
+])
+def test_real_files_are_titled_by_their_real_title(name: str, title: str) -> None:
+    from stores.titles import junk_title
+
+    doc = read_file(READERS2 / name)
+    assert doc.title == title
+    assert junk_title(doc.title) is None
+
+
+def test_the_frame_of_a_text_title_leaves_the_text_and_the_mode_line_stays() -> None:
+    doc = read_file(READERS2 / "numpy-ma-API_CHANGES.txt")
+    assert doc.text.startswith(".. -*- rest -*-\n")  # every line but the title's stays searchable
+    assert "=====" not in doc.text and "API changes in the new masked" not in doc.text
+    assert "Masked arrays are subclasses of ndarray\n-----" in doc.text  # the next section keeps its underline
+    sodium = read_file(READERS2 / "libsodium-README.markdown")
+    assert "============" not in sodium.text and sodium.text.startswith("[![Build Status]")
+    assert "Sodium is a new, easy-to-use software library" in sodium.text
+
+
+@pytest.mark.parametrize("title", [
+    "============", "---", "* * *", "| Option | Default |", "|Operator|Note|", "|---|:---:|",
+    ".. -*- rest -*-", "-*- coding: utf-8 -*-", "# -*- mode: python; coding: utf-8 -*-", "-*- outline -*-",
+    "<!--", "<!-- markdownlint-disable -->", "#!/bin/sh", "#! /usr/bin/env python3",
+    "[![Build Status](https://travis-ci.org/jedisct1/libsodium.svg?branch=master)](https://travis-ci.org/jedisct1/libsodium)",
+    "![libsodium](https://raw.github.com/jedisct1/libsodium/master/logo.png)",
+])
+def test_junk_is_never_a_title(title: str) -> None:
+    from stores.titles import junk_title
+
+    assert junk_title(title)
+
+
+@pytest.mark.parametrize("title", ["GNU Wget", "C++", "Using <T> in Rust", "A | B testing", "Q&A", "Über -*- nichts",
+                                   "-*- not a mode line"])
+def test_real_titles_are_not_junk(title: str) -> None:
+    from stores.titles import junk_title
+
+    assert junk_title(title) is None
+
+
+@pytest.mark.parametrize(("text", "strip", "title"), [
+    ("============\nReal Title\n============\n\nbody\n", "", "Real Title"),
+    ("============\nReal Title\n============\n\nbody\n", "#", "Real Title"),
+    ("| Option | Default |\n|--------|---------|\n| k1 | 0.9 |\n\n# BM25 settings\n", "#", "BM25 settings"),
+    ("Option | Default\n--- | ---\nk1 | 0.9\n\nSettings for BM25\n", "#", "Settings for BM25"),
+    ("-*- coding: utf-8 -*-\nNotes on fusion\nbody\n", "", "Notes on fusion"),
+    ("                  -*- text -*-\nGNU Wget\n========\n", "", "GNU Wget"),
+    ("[![CI](https://x/b.svg)](https://x)\n\n![Logo](logo.png)\n=====\n\nText.\n", "#", "Logo"),
+    ("| a | b |\n|---|---|\n", "#", ""),
+    ("=====\n-----\n", "", ""),
+    ("#! /bin/sh\n# Guess values for system-dependent variables and create Makefiles.\n", "",
+     "# Guess values for system-dependent variables and create Makefiles."),
+])
+def test_text_title_passes_over_junk_lines(text: str, strip: str, title: str) -> None:
+    assert text_title(text, strip)[0] == title
+
+
+@pytest.mark.parametrize(("text", "title"), [
+    (".. -*- rest -*-\n\n+-----+-----+\n| a   | b   |\n+-----+-----+\n", ""),
+    ("-*- coding: utf-8 -*-\nPlain first line\n", "Plain first line"),
+])
+def test_rst_title_passes_over_mode_lines_and_tables(text: str, title: str) -> None:
+    assert rst_title(text)[0] == title
+
+
+@pytest.mark.parametrize(("name", "title"), [
+    ("nnapi_supported_ops.md", "nnapi supported ops"), ("README", "README"), ("ChangeLog", "ChangeLog"),
+    ("release-notes.html", "release notes"), ("v1.2-notes.txt", "v1.2 notes"), ("a - b.md", "a - b"),
+])
+def test_file_name_titles(name: str, title: str) -> None:
+    from stores.titles import file_name_title
+
+    assert file_name_title(name) == title
+
+
+@pytest.mark.parametrize(("name", "content", "title"), [
+    ("options.md", "| Option | Default |\n|---|---|\n| k1 | 0.9 |\n", "options"),
+    ("rule.txt", "=============\n\n-------------\n", "rule"),
+    ("release-notes.html", "<title>============</title><p>Fixed the ranking.</p>", "release notes"),
+    ("mode.rst", ".. -*- rest -*-\n\n+-----+-----+\n| k1  | 0.9 |\n+-----+-----+\n", "mode"),
+    ("html-comment.rst", "<!--\n", "html comment"),
+])
+def test_files_without_a_real_title_are_titled_by_their_name(tmp_path: Path, name: str, content: str,
+                                                              title: str) -> None:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    doc = read_file(path)
+    assert doc.title == title
+
+
+def test_a_junk_title_goes_back_to_the_text(tmp_path: Path) -> None:
+    path = tmp_path / "release-notes.html"
+    path.write_text("<title>| Option | Default |</title><p>Fixed the ranking.</p>", encoding="utf-8")
+    doc = read_file(path)
+    assert doc.title == "release notes" and doc.text == "| Option | Default |\n\nFixed the ranking."
+
+
+def test_a_pdf_opening_with_a_junk_line_is_titled_by_its_name(tmp_path: Path) -> None:
+    from tests.test_formats import make_pdf
+
+    doc = read_file(make_pdf(tmp_path / "fusion_notes.pdf", ["==========\nReciprocal rank fusion works."]))
+    assert doc.title == "fusion notes"
+    assert doc.text.splitlines()[0] == "=========="  # the page offsets index the text as extracted
+
+
+def test_man_page_title_with_and_without_its_header() -> None:
+    page = (READERS2 / "gzip.1.txt").read_text(encoding="utf-8")
+    assert page.startswith("GZIP(1)")
+    assert man_page_title(page) == "gzip, gunzip, zcat - compress or expand files"
+    headless = page.split("\n", 1)[1]
+    assert man_page_title(headless) == "gzip, gunzip, zcat - compress or expand files"
+    assert man_page_title("NAME\n       x\n") is None  # a bare NAME heading without "name - what it does"
+    assert man_page_title("NAME: Jane\nAddress - here\n") is None
+
+
+def test_a_myst_target_label_is_not_a_title(tmp_path) -> None:
+    """pip's docs open each page with a MyST target, "(SSL Certificate Verification)=", above
+    "# HTTPS Certificates": the label titled the page and was shown above every quote."""
+    from stores.formats import read_file
+    from stores.titles import junk_title
+    page = tmp_path / "https-certificates.md"
+    page.write_text("(SSL Certificate Verification)=\n\n# HTTPS Certificates\n\n```{versionadded} 1.3\n\n```\n\n"
+                    "By default, pip will perform SSL certificate verification for network\nconnections it makes "
+                    "over HTTPS.\n", encoding="utf-8")
+    doc = read_file(page)
+    assert doc.title == "HTTPS Certificates"
+    assert "(SSL Certificate Verification)=" in doc.text  # the label's words stay searchable
+    assert junk_title("(repeatability)=") and not junk_title("(Optional) Settings")

@@ -46,7 +46,7 @@ def test_search_previews_ranks_one_to_five(tools: ToolSession, deep, shared_coll
     assert page.total == len(deep) == SHARED_TOPIC_DOCS
     assert [h.rank for h in page.hits] == [1, 2, 3, 4, 5]
     assert [h.docid for h in page.hits] == [h.docid for h in deep[:5]]
-    for view, hit in zip(page.hits, deep):
+    for view, hit in zip(page.hits, deep, strict=False):  # the page shows the top five of the whole ranking
         rec = shared_collection.corpus.get(view.docid)
         assert view.score == round(hit.score, 4)
         assert view.title == rec.title
@@ -98,9 +98,22 @@ def test_overlong_query_is_cut_with_a_note(tools: ToolSession) -> None:
     pytest.param("".join(chr(0x4E00 + i) for i in range(2000)), id="2000-distinct-ideographs"),
     pytest.param("retrieval \ud83d", id="lone-surrogate"),  # a truncated emoji in a JSON tool call
 ])
-def test_search_never_raises(tools: ToolSession, query: str) -> None:
+def test_search_never_raises(tools: ToolSession, shared_collection, query: str) -> None:
+    """Hostile text gives a page: ranks 1..n of the direct Lucene ranking of the query (its words
+    as a bag; none of these matches a document except "retrieval"), or one repairable tool error."""
     result = tools.search("test", query)
-    assert isinstance(result, (SearchPage, ToolError))
+    if isinstance(result, ToolError):  # only a query with no word to search may be refused
+        tool_error(result, "empty_query")
+        assert not re.search(r"\w", query), "a query with a word to search was refused"
+        return
+    assert isinstance(result, SearchPage), result
+    direct = shared_collection.lucene.search(result.query, 1000)
+    assert result.total == len(direct) and result.offset == 1
+    assert [(h.rank, h.docid, h.score) for h in result.hits] == \
+        [(i, h.docid, round(h.score, 4)) for i, h in enumerate(direct[:5], start=1)]
+    assert all(shared_collection.corpus.get(h.docid).title == h.title for h in result.hits)
+    assert tools.cache.get(result.search_id) is not None and tools.trajectory.surfaced == {h.docid for h in direct}
+    assert result.total == (SHARED_TOPIC_DOCS if "retrieval" in query else 0), result.total
 
 
 # -- read_search_results ----------------------------------------------------------------------------
@@ -226,11 +239,18 @@ def test_trajectory_sets(tools: ToolSession, deep) -> None:
     assert tools.trajectory.opened == set()
     tools.read_search_results("test", page.search_id, 6, 10)
     assert tools.trajectory.previewed == {h.docid for h in deep[:15]}
-    assert tools.trajectory.surfaced >= tools.trajectory.previewed
+    assert tools.trajectory.surfaced == {h.docid for h in deep}, "paging a cached ranking surfaces nothing new"
     tools.read_document("test", deep[20].docid)
     tools.read_document("test", "long1", 50, 5)
-    assert tools.trajectory.opened == {deep[20].docid, "long1"}
+    assert isinstance(tools.read_document("test", "no-such-doc"), ToolError)
+    assert isinstance(tools.read_search_results("test", page.search_id, 10_000, 10), ToolError)
+    assert tools.trajectory.opened == {deep[20].docid, "long1"}, "a refused call opens nothing"
     assert deep[20].docid not in tools.trajectory.previewed  # opening does not count as previewing
+    # long1 (no "retrieval" in it) was opened without any search returning it: opened only
+    assert "long1" not in tools.trajectory.surfaced | tools.trajectory.previewed
+    assert tools.trajectory.previewed == {h.docid for h in deep[:15]}
+    assert isinstance(tools.search("test", "xylophonist quixotry"), SearchPage)  # no results: nothing new
+    assert tools.trajectory.surfaced == {h.docid for h in deep}
 
 
 def test_search_ids_can_be_injected(shared_collection) -> None:

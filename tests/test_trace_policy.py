@@ -25,13 +25,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (ExportTraceServiceRequest,
-                                                                       ExportTraceServiceResponse)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
 from observability.content_policy import CAPTURE_ENV, is_classified
 from stores.jobs import JobStore
-from tests.fakes import search_docs
 from tests.drill_kit import ROOT, Gate, Server, result_of, start, wait_for
+from tests.fakes import search_docs
 
 INTENT = "graph neural networks for molecular property prediction, not surveys"
 INTENT_WORDS = ("neural", "networks", "molecular", "property", "prediction", "surveys")
@@ -62,7 +64,7 @@ class Collector:
         collector = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
@@ -364,7 +366,7 @@ def held_job(home: Path, server: Server, collector: Collector, tmp_path_factory)
         worker_env = env | {"OPENAI_BASE_URL": standin.base_url, "NO_PROXY": "127.0.0.1", "OPENAI_API_KEY": API_KEY}
         proc = subprocess.Popen([sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address",
                                  server.address, "--queue", queue, "--gate", str(gate.folder), "--hold-warm-up",
-                                 str(warm)], cwd=ROOT, env=worker_env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+                                 str(warm)], cwd=ROOT, env=worker_env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115 - the worker writes to it until stopped
         try:
             wait_for(lambda: (warm / "warming").exists() or proc.poll() is not None, "the warm-up to start")
             out["submitted_ns"] = time.time_ns()
@@ -429,7 +431,7 @@ def test_a_react_jobs_chat_spans_export_no_content_and_no_key_by_default(held_jo
     chats = [s for s in spans if s["name"] == "chat openai:standin-model"]
     assert len(chats) == 2 and all(c["attributes"]["openinference.span.kind"] == "LLM" for c in chats)
     assert [c["attributes"]["gen_ai.usage.input_tokens"] for c in chats] == [900, 1500]
-    markers = content_markers(held_job["react"]) + [REACT_QUERY, REACT_REASON.lower()]
+    markers = [*content_markers(held_job["react"]), REACT_QUERY, REACT_REASON.lower()]
     assert not leaks(spans, markers), leaks(spans, markers)[:5]
     local = load_spans(traces_dir(home), held_job["react_trace"])
     assert any(REACT_REASON in json.dumps(s) for s in local), "the local file keeps the conversation"
@@ -457,7 +459,7 @@ def test_chat_and_error_spans_obey_the_policy(tmp_path: Path, collector: Collect
 
     import nodes.llm_calls as llm_calls
     from nodes.llm_calls import ModelError, invoke
-    from observability import current_trace_id, get_tracer, load_spans, llm_span, tool_span, traces_dir
+    from observability import current_trace_id, get_tracer, llm_span, load_spans, tool_span, traces_dir
 
     provider = _provider(tmp_path, collector, capture)
     tracer = get_tracer(provider)
@@ -476,9 +478,9 @@ def test_chat_and_error_spans_obey_the_policy(tmp_path: Path, collector: Collect
         with pytest.raises(ModelError):
             invoke(Failing(responses=["x"]), [HumanMessage(secret_prompt)], spec="fake:model", purpose="test",
                    prices={})
-        with pytest.raises(ValueError):
-            with tool_span("search", tracer=tracer, query=secret_prompt, arguments={"query": secret_prompt}):
-                raise ValueError(f"no document matches {secret_prompt}")
+        with pytest.raises(ValueError), tool_span("search", tracer=tracer, query=secret_prompt,
+                                                  arguments={"query": secret_prompt}):
+            raise ValueError(f"no document matches {secret_prompt}")
         root.set_attribute("quarry.job_id", "job-x")
     assert provider.force_flush(10_000)
     provider.shutdown()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,7 @@ def test_pick_best_rejects_an_empty_grid() -> None:
 def test_default_params_are_monotone_in_length() -> None:
     lengths = [1, 10, 30, 50, 55, 80, 120, 200, 300, 500, 800, 1500, 3000, 5000, 8000, 100_000]
     params = [default_bm25_params(n) for n in lengths]
-    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(params, params[1:]))
+    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in pairwise(params))
     assert params[0] == (2.0, 0.4) and params[-1] == (20.0, 1.0)  # short records / long documents (DESIGN)
     assert params[0][0] < default_bm25_params(500)[0] < params[-1][0]  # smooth in between, not a step
     assert all(0.0 <= b <= 1.0 and k1 > 0 for k1, b in params)

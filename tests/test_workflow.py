@@ -1,9 +1,11 @@
 """SearchJob on a real Temporal dev server: results, progress, stop, steering, budgets,
 worker restarts, replay and failures.
 
-One dev server (in-memory) serves the module; every test runs its own worker on a uuid task
-queue. To have a job deterministically mid-run, a test holds one node call on an event it
-controls (`NodeGate` patched over `nodes.verification.verification`) instead of sleeping.
+One dev server (in-memory: the `env` fixture of tests/conftest.py) serves the module; every test
+runs its own worker on a uuid task queue. To have a job deterministically mid-run, a test holds
+one node call on an event it controls (`StepGate`, a NodeGate, patched over
+`nodes.verification.verification`) instead of sleeping; a held call ends when its activity is
+cancelled, so a stopped worker or a hard budget stop does not wait 30 s for it.
 
 Budgets use small real budgets: time skipping (`start_time_skipping_v2`) only skips while no
 activity is outstanding, and a budget test needs a node activity in flight when the timers fire.
@@ -11,9 +13,9 @@ activity is outstanding, and a budget test needs a node activity in flight when 
 from __future__ import annotations
 
 import asyncio
-import json
 import contextlib
 import gc
+import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -32,12 +34,12 @@ from graphs.search_graph import make_search_graph
 from graphs.state import initial_state
 from nodes.config import JobConfig
 from nodes.ranker import HEURISTIC_ORDER
+from nodes.step_control import current_step
 from stores.jobs import JobStore
 from stores.verifier_file import load_verifier_file
 from tests.conftest import LITERATURE
 from tests.fakes import NodeGate, poll_until
 from workflows.client import new_job_id, submit
-from workflows.dev_server import temporal_binary
 from workflows.search_job import SearchJob
 from workflows.shared import JobInput
 from workflows.worker import build_worker, graphs
@@ -51,25 +53,43 @@ _verification = verification_mod.verification
 # -- fixtures and helpers ------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-async def env() -> Any:
-    environment = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()))
-    yield environment
-    await environment.shutdown()
-
-
 @pytest.fixture()
 def queue() -> str:
     return f"quarry-test-{uuid.uuid4().hex}"
 
 
+class StepGate(NodeGate):
+    """A NodeGate whose held call also ends when its activity is cancelled (a budget's hard stop, a
+    worker's shutdown), as a real node call does, instead of being held until the test ends: the
+    heartbeat wrapper (nodes.heartbeat) stops the call's step on cancellation and waits for the
+    thread; a call that outlives it keeps the worker from shutting down for CANCEL_GRACE_S (30 s)."""
+
+    def wrap(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def gated(state):
+            with self._lock:
+                call_no = len(self.calls)
+                self.calls.append(int(state.get("round", 0)))
+            if self.hold(call_no, state):
+                self.entered.set()
+                step, deadline = current_step(), time.monotonic() + self.max_hold_s
+                while not self.released.is_set():
+                    if step.wait(0.05) and step.why() == "cancelled":
+                        return {}  # what a cancelled activity returns is dropped
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("StepGate was never released")
+            return fn(state)
+
+        gated.__name__ = getattr(fn, "__name__", "gated")
+        return gated
+
+
 @pytest.fixture()
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., NodeGate]]:
-    """`gate(hold)` patches the verification node body with a NodeGate; all gates open at teardown."""
+    """`gate(hold)` patches the verification node body with a StepGate; all gates open at teardown."""
     gates: list[NodeGate] = []
 
     def install(hold: Callable[[int, Any], bool]) -> NodeGate:
-        g = NodeGate(hold)
+        g = StepGate(hold)
         monkeypatch.setattr(verification_mod, "verification", g.wrap(_verification))
         gates.append(g)
         return g
@@ -391,3 +411,36 @@ async def test_two_runs_give_byte_identical_ranked_lists_and_name_what_they_came
     shipped = load_verifier_file()   # the learned verifier orders the list when one is shipped, by name and hash
     assert manifest["ranker"] == (f"{shipped['name']}@{shipped['sha256']}" if shipped else HEURISTIC_ORDER)
     assert manifest["code_version"].startswith("0.1.0")
+
+
+def test_the_workflows_own_activities_heartbeat_while_they_run(monkeypatch) -> None:
+    """checkpoint_job, answer_from_state and finish_job had no heartbeat: a worker lost while it
+    held one was noticed at the 60 s attempt timeout (the two-workers drill's slow job). Wrapped
+    in `beating`, a long one beats every HEARTBEAT_EVERY_S, and the workflow gives them the
+    nodes' heartbeat timeout."""
+    import threading
+
+    from temporalio import activity
+    from temporalio.testing import ActivityEnvironment
+
+    import nodes.heartbeat as heartbeat
+    from graphs.search_graph import HEARTBEAT_TIMEOUT, quick_activity_options
+    from workflows.activities import answer_from_state, checkpoint_job, finish_job
+
+    monkeypatch.setattr(heartbeat, "HEARTBEAT_EVERY_S", 0.01)
+    beats = threading.Semaphore(0)
+    seen: list[bool] = []
+
+    @activity.defn
+    @heartbeat.beating
+    def slow_write() -> str:
+        seen.append(all(beats.acquire(timeout=30) for _ in range(3)))  # held until three beats came
+        return "written"
+
+    env = ActivityEnvironment()
+    env.on_heartbeat = lambda *details: beats.release()
+    assert env.run(slow_write) == "written" and seen == [True]
+    assert slow_write.__name__ == "slow_write"
+    assert quick_activity_options()["heartbeat_timeout"] == HEARTBEAT_TIMEOUT
+    for fn in (checkpoint_job, answer_from_state, finish_job):
+        assert getattr(fn, "__wrapped__", None) is not None, f"{fn.__name__} does not heartbeat"

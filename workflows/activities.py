@@ -6,11 +6,10 @@ from typing import Any
 
 from temporalio import activity
 
-from nodes.answer import build_result
-from nodes.react_finish import build_react_result
 from nodes.config import config_of
+from nodes.heartbeat import beating
+from nodes.policies import DEFAULT_POLICY, spec_of
 from nodes.runtime import runtime
-from nodes.ranker import HEURISTIC_ORDER, REACT_ORDER
 from nodes.usage import Usage
 from observability.agent_span import AgentTrace, emit_agent_span
 from stores.redact import redact
@@ -28,17 +27,19 @@ def react_steps(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @activity.defn
+@beating
 def checkpoint_job(state: dict[str, Any]) -> None:
     """Persist the state between rounds so an interrupted job can always be shown."""
     runtime().jobs.checkpoint(state["job_id"], state)
 
 
 @activity.defn
+@beating
 def answer_from_state(state: dict[str, Any]) -> None:
     """Build the answer from the best state so far (after a hard stop or a failure), without
     calling a model (the budget is spent, or the graph could not go on); it waits in the job
     store for `finish_job`."""
-    done = build_react_result(state) if state.get("policy") == "react" else build_result(state, use_model=False)
+    done = spec_of(state).result_builder()(state, use_model=False)
     runtime().jobs.save_draft(state["job_id"], done.result | {
         "fallbacks": done.state_update.get("fallbacks", state.get("fallbacks", []))})
 
@@ -46,11 +47,12 @@ def answer_from_state(state: dict[str, Any]) -> None:
 def _empty_result(state: dict[str, Any]) -> dict[str, Any]:
     """What a job that could not answer at all (e.g. its collection is gone) reports."""
     return {"job_id": state.get("job_id"), "collection": state.get("collection"), "intent": state.get("intent"),
-            "mode": state.get("mode", "list"), "policy": state.get("policy", "heuristic"), "ranked": [], "run": [],
+            "mode": state.get("mode", "list"), "policy": state.get("policy", DEFAULT_POLICY), "ranked": [], "run": [],
             "cited": [], "rounds": state.get("round", 0)}
 
 
 @activity.defn
+@beating
 def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reason: str,
                trace: dict[str, Any] | None = None) -> dict[str, Any]:
     """Complete the stored result with status, trajectory tiers, stats and usage, and store it for
@@ -64,7 +66,8 @@ def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reaso
     surfaced = jobs.surfaced(state["job_id"])
     trajectory = {"surfaced": len(surfaced), "previewed": state.get("previewed", []),
                   "opened": state.get("opened", []), "cited": result.get("cited", [])}
-    if state.get("policy") == "react":
+    spec = spec_of(state)
+    if spec.conversation:
         trajectory["steps"] = react_steps(jobs.messages(state["job_id"]))
     final = dict(result) | {
         "status": status,
@@ -73,9 +76,8 @@ def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reaso
         "stats": dict(state.get("stats", {})) | {"rounds": state.get("round", 0)},
         "usage": Usage.from_dict(state.get("usage")).to_dict(),
         "fallbacks": result.get("fallbacks") or list(state.get("fallbacks", [])),
-        "models": {"model": cfg.models.model, "judge_model": cfg.models.judge()} if state.get("policy", "heuristic") != "heuristic" else None,
-        "manifest": runtime().manifest(state, str(result.get("ranker") or (
-            REACT_ORDER if state.get("policy") == "react" else HEURISTIC_ORDER))),
+        "models": {"model": cfg.models.model, "judge_model": cfg.models.judge()} if spec.uses_models else None,
+        "manifest": runtime().manifest(state, str(result.get("ranker") or spec.order_label())),
     }
     final = json.loads(redact(json.dumps(final, default=str)))  # it is returned through Temporal's history too
     jobs.finish(state["job_id"], final, state)
@@ -86,6 +88,6 @@ def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reaso
                         output={"answer": final.get("answer") or "", "ranked": [r.get("docid") for r in final.get("ranked", [])]},
                         status=status, error=final.get("error"),
                         attributes={"quarry.collection": str(state.get("collection", "")),
-                                    "quarry.policy": str(state.get("policy", "heuristic")),
+                                    "quarry.policy": spec.name,
                                     "quarry.rounds": int(state.get("round", 0) or 0)})
     return final

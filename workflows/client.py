@@ -5,9 +5,8 @@ import asyncio
 import re
 import time
 import uuid
-from typing import Any
-
 from dataclasses import dataclass, replace
+from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistoryEventFilterType
 from temporalio.common import TypedSearchAttributes
@@ -17,7 +16,6 @@ from workflows.job_input import check_job_input
 from workflows.search_attributes import initial_attributes
 from workflows.search_job import SearchJob
 from workflows.shared import JobInput, task_queue, temporal_address, temporal_namespace, web_ui_url  # noqa: F401
-
 
 AGENT_TRACE_MEMO = "quarry_agent_trace"  # the job's invoke_agent span identity, readable without a worker
 STARTING_UP_WAIT_S = 30.0  # a dev server that just (re)started answers "not healthy yet" for a few seconds
@@ -93,8 +91,8 @@ async def _start(client: Client, inp: JobInput, queue: str | None) -> WorkflowHa
     intent = _MARKDOWN.sub(r"\\\1", printable(inp.intent[:2000]))
     details = f"**intent**: {intent}\n\n**collection**: {inp.collection} · **mode**: {inp.mode} · " \
               f"**policy**: {inp.policy} · **budget**: {inp.budget_seconds:g} s"
-    common = dict(id=inp.job_id, task_queue=queue or task_queue(), static_summary=summary, static_details=details,
-                  memo={AGENT_TRACE_MEMO: inp.trace} if inp.trace else None)
+    common: dict[str, Any] = dict(id=inp.job_id, task_queue=queue or task_queue(), static_summary=summary,
+                                  static_details=details, memo={AGENT_TRACE_MEMO: inp.trace} if inp.trace else None)
     try:
         return await client.start_workflow(SearchJob.run, replace(inp, indexed=True), **common,
                                            search_attributes=TypedSearchAttributes(initial_attributes(inp)))

@@ -216,7 +216,7 @@ def _checked(home: Path, name: str, say: Callable[[str], None] | None = None) ->
     path.unlink(missing_ok=True)
     if name == "temporal-server":
         (_run_dir(home) / "temporal-server.json").unlink(missing_ok=True)
-    if verdict == "other" and say is not None:
+    if verdict == "other" and say is not None and record is not None:
         say(f"the {name} record ({path}) was stale: pid {record.pid} is now another process, "
             "which was left alone; the record is removed")
     return None

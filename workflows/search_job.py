@@ -10,26 +10,32 @@ when the history grows large.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
-from typing import Any
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, cast
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from temporalio.common import SearchAttributeUpdate
 
 with workflow.unsafe.imports_passed_through():
     from temporalio.langgraph import graph
 
     from graphs.control import Control
-    from graphs.search_graph import RETRY_WINDOW, retry_by_time
+    from graphs.search_graph import quick_activity_options
     from graphs.state import graph_for, initial_state
     from nodes.budget import budget_used
     from nodes.config import config_of
     from nodes.planning import validate_steering
+    from nodes.policies import DEFAULT_POLICY
+    from nodes.state import Mode
     from nodes.usage import Usage
     from observability.agent_span import with_run_start
     from stores.errors import QuarryError
-    from workflows.activities import answer_from_state, checkpoint_job, finish_job
     from workflows import search_attributes
+    from workflows.activities import answer_from_state, checkpoint_job, finish_job
     from workflows.job_input import check_job_input
     from workflows.shared import STEER_FRACTION, JobInput
 
@@ -39,9 +45,8 @@ RECURSION_LIMIT = 10_000
 CHECKPOINT_EVERY_STEPS = 5
 
 # Checkpoints, the answer after a hard stop and the final write retry by time like the graph's
-# nodes (graphs.search_graph.retry_by_time): a worker paused while it holds one must not fail the job.
-_QUICK = {"start_to_close_timeout": timedelta(seconds=60), "schedule_to_close_timeout": RETRY_WINDOW,
-          "retry_policy": retry_by_time()}
+# nodes and heartbeat (graphs.search_graph.quick_activity_options): a worker paused while it holds
+# one must not fail the job, and a worker lost while it holds one is noticed in seconds.
 
 
 def _root_cause(exc: BaseException) -> str:
@@ -73,7 +78,7 @@ class SearchJob:
         usage = Usage.from_dict(self.state.get("usage"))
         which, share = budget_used(self.state) if self.state else ("", 0.0)
         return {
-            "job_id": self.state.get("job_id"), "status": self.status, "policy": self.state.get("policy", "heuristic"),
+            "job_id": self.state.get("job_id"), "status": self.status, "policy": self.state.get("policy", DEFAULT_POLICY),
             "round": self.state.get("round", 0), "steps": self.state.get("steps", 0),
             "node": self.state.get("node", "start"), "candidates": int((self.state.get("pool") or {}).get("size", 0)),
             "top": top,
@@ -126,7 +131,7 @@ class SearchJob:
             self.state = {"job_id": inp.job_id, "collection": str(inp.collection)[:100], "intent": str(inp.intent)[:500],
                           "mode": inp.mode, "policy": inp.policy}
             return await workflow.execute_activity(finish_job, args=[self.state, "failed", f"QuarryError: {err.message}",
-                                                                     "bad_input", inp.trace], **_QUICK)
+                                                                     "bad_input", inp.trace], **quick_activity_options())
         now = workflow.now().timestamp()
         self.started_at = inp.started_at or now
         self.budget_s = float(inp.budget_seconds)
@@ -134,7 +139,8 @@ class SearchJob:
         # workflow task): keep what they set, and add what the previous run carried over.
         self.control.submit_now = self.control.submit_now or inp.steer_fired
         self.control.pending_steering = list(inp.pending_steering or []) + self.control.pending_steering
-        self.state = inp.state or dict(initial_state(inp.job_id, inp.collection, inp.intent, mode=inp.mode,
+        mode = cast(Mode, inp.mode)  # one of MODES: check_job_input accepted it
+        self.state = inp.state or dict(initial_state(inp.job_id, inp.collection, inp.intent, mode=mode,
                                                      policy=inp.policy, config=inp.config))
         steer_task = asyncio.create_task(self._submit_now_at(self.started_at + STEER_FRACTION * self.budget_s))
         self.indexed = inp.indexed
@@ -143,7 +149,7 @@ class SearchJob:
         try:
             await workflow.wait_condition(drive.done, timeout=max(0.0, self.started_at + self.budget_s - now))
             await drive  # re-raises a graph failure
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.status = "budget_exhausted"
             await self._halt(drive)
         except asyncio.CancelledError:  # `quarry job cancel`: keep what the job has, then end as cancelled
@@ -166,7 +172,7 @@ class SearchJob:
                 indexed=inp.indexed, trace=inp.trace))
         if not answered:
             try:  # the result of the best state so far waits in the job store
-                await workflow.execute_activity(answer_from_state, self.state, **_QUICK)
+                await workflow.execute_activity(answer_from_state, self.state, **quick_activity_options())
             except ActivityError:  # nothing to answer from (e.g. the collection is gone)
                 if self.status != "failed":
                     raise
@@ -177,7 +183,7 @@ class SearchJob:
         self._index(status=self.status)
         # The agent span starts when the job started running here, not when it was submitted.
         final = await workflow.execute_activity(finish_job, args=[self.state, self.status, error, reason,
-                                                                  with_run_start(inp.trace, self.started_at)], **_QUICK)
+                                                                  with_run_start(inp.trace, self.started_at)], **quick_activity_options())
         if self.status == "cancelled":
             raise asyncio.CancelledError("cancelled by request; the best result so far is in the job store")
         return final
@@ -185,16 +191,14 @@ class SearchJob:
     async def _halt(self, drive: asyncio.Task) -> None:
         """Stop the graph (its running activity is cancelled) and keep the state reached."""
         drive.cancel()
-        try:
+        with suppress(asyncio.CancelledError, ActivityError):  # the running node activity was cancelled
             await drive
-        except (asyncio.CancelledError, ActivityError):  # the running node activity was cancelled
-            pass
 
     def _index(self, *, round_no: int | None = None, status: str | None = None) -> None:
         """Update the job's search attributes (round, status) when it was started with them."""
         if not self.indexed:
             return
-        updates = []
+        updates: list[SearchAttributeUpdate[Any]] = []
         if round_no is not None:
             updates.append(search_attributes.ROUND.value_set(round_no))
         if status is not None:
@@ -211,7 +215,7 @@ class SearchJob:
     async def _drive(self, state: dict[str, Any], graph_name: str) -> None:
         app = graph(graph_name).compile()
         cfg = config_of(state)
-        run_config = {"recursion_limit": RECURSION_LIMIT, "max_concurrency": max(1, cfg.models.judge_concurrency)}
+        run_config: RunnableConfig = {"recursion_limit": RECURSION_LIMIT, "max_concurrency": max(1, cfg.models.judge_concurrency)}
         async for value in app.astream(state, config=run_config, stream_mode="values"):
             if int(value.get("round", 0)) != int(self.state.get("round", 0)):
                 self._index(round_no=int(value.get("round", 0)))
@@ -219,6 +223,6 @@ class SearchJob:
             node = value.get("node")
             # The round graph's reflection node checkpoints itself; a ReAct job every few turns.
             if node == "tools" and int(value.get("steps", 0)) % CHECKPOINT_EVERY_STEPS == 0:
-                await workflow.execute_activity(checkpoint_job, value, **_QUICK)
+                await workflow.execute_activity(checkpoint_job, value, **quick_activity_options())
             if node in ("reflection", "tools") and workflow.info().is_continue_as_new_suggested():
                 self.control.pause_requested = True

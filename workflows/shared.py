@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from nodes.config import STEER_FRACTION, JobConfig  # noqa: F401  (STEER_FRACTION re-exported)
+from nodes.policies import DEFAULT_POLICY
+from workflows.address import ADDRESS_DEFAULT  # noqa: F401  (re-exported)
 
 TASK_QUEUE_DEFAULT = "quarry-jobs"
 NAMESPACE_DEFAULT = "default"
-from workflows.address import ADDRESS_DEFAULT  # noqa: F401  (re-exported)
 UI_PORT_DEFAULT = 8233
 DEFAULT_BUDGET_S = 300.0
 
@@ -51,7 +52,7 @@ class JobInput:
     collection: str
     intent: str
     mode: str = "list"
-    policy: str = "heuristic"
+    policy: str = DEFAULT_POLICY
     budget_seconds: float = DEFAULT_BUDGET_S
     # Caps, depths, models, token/dollar budgets and prices: one object (nodes.config).
     config: JobConfig = field(default_factory=JobConfig)
