@@ -32,6 +32,7 @@ from nodes.policies import DEFAULT_POLICY, model_policies
 from nodes.usage import Usage
 from stores.collection import Collection
 from stores.jobs import JobStore
+from workflows.shared import DEFAULT_BUDGET_S
 
 CONCURRENCY = 4
 TIERS = ("surfaced", "previewed", "opened", "cited")
@@ -45,7 +46,7 @@ class AgentOptions:
     budget per job, the grader of answers, and the model factory (default: LangChain)."""
 
     config: JobConfig = field(default_factory=JobConfig)
-    budget_s: float = 300.0
+    budget_s: float = DEFAULT_BUDGET_S
     grader: str | None = None
     models: ModelFactory | None = None
 
@@ -124,7 +125,7 @@ def held_out_verifier(collection: str, options: AgentOptions) -> AgentOptions:
 
 
 def agent_runs(col: Collection, texts: dict[str, str], *, system: str = "agent", options: AgentOptions | None = None,
-               answers: Mapping[str, str] | None = None, depth: int = 1000,
+               answers: Mapping[str, str] | None = None, depth: int = JobConfig.run_depth,
                on_done: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[tuple[str, float]]], dict]:
     """Run one job per query; return runs (docid, pseudo-score) and job statistics (each query's
     trajectory, usage, grades of answers)."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from evals.metrics import mean_metrics, per_query
 from evals.trec import write_run
+from nodes.config import JobConfig
 from nodes.fusion import reciprocal_rank_fusion
 from nodes.policies import model_policies
 from stores.collection import Collection
@@ -160,7 +161,7 @@ def _evaluate_tuned(col: Collection, split: str, qids: list[str], texts: dict[st
 
 
 def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None, k1: float | None = None,
-             b: float | None = None, limit_queries: int | None = None, depth: int = 1000,
+             b: float | None = None, limit_queries: int | None = None, depth: int = JobConfig.run_depth,
              run_file: Path | None = None, threads: int = 2,
              on_query: Callable[[int, int], None] | None = None, agent: AgentOptions | None = None) -> EvalResult:
     if system not in SYSTEMS:

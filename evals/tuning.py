@@ -20,6 +20,7 @@ from typing import Any
 from evals.metrics import mean_metrics
 from evals.plots import heatmap
 from evals.runner import judged_queries
+from nodes.config import JobConfig
 from stores.atomic import write_atomic
 from stores.collection import Collection, reindex
 from stores.errors import QuarryError
@@ -101,7 +102,7 @@ def _home(col: Collection) -> Path:
 
 
 def grid_search(col: Collection, split: str | None = None, k1_grid: tuple[float, ...] | list[float] = DEFAULT_K1_GRID,
-                b_grid: tuple[float, ...] | list[float] = DEFAULT_B_GRID, threads: int = 2, *, depth: int = 1000,
+                b_grid: tuple[float, ...] | list[float] = DEFAULT_B_GRID, threads: int = 2, *, depth: int = JobConfig.run_depth,
                 limit_queries: int | None = None, store: bool = True,
                 progress: ProgressFn | None = None) -> TuneResult:
     """Score every (k1, b) on the split's judged queries; store and plot the best (see module doc)."""

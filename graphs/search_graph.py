@@ -60,8 +60,10 @@ async def answer(state: JobState) -> dict:
     return await with_heartbeats(answer_mod.answer, state)
 
 
-# Errors no retry can fix fail the node at once: a `QuarryError` is the user's to fix (a bad
-# request, a collection that is gone), and these are bugs. Everything else is retried.
+# Errors no retry can fix fail the node at once. A `QuarryError` leaves a node's activity as an
+# ApplicationError whose type is its code and which says itself whether it is retryable
+# (nodes.heartbeat.application_error: the user's to fix, so not, but for a few codes); these
+# names cover one raised outside those wrappers, and the bugs. Everything else is retried.
 NON_RETRYABLE = ["QuarryError", "IngestError", "TypeError", "AttributeError", "NameError", "KeyError",
                  "IndexError", "AssertionError", "ZeroDivisionError", "NotImplementedError", "RecursionError"]
 # How long a node may keep being retried. Attempts are counted by time, not by number: a worker

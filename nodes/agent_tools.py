@@ -14,17 +14,25 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field, ValidationError
 
 from nodes.clipped import clip
+from nodes.config import TOOL_LIMITS as LIMITS
+from nodes.config import CitationDirection
 from nodes.tool_results import ToolError
 
+# Every number below is read from nodes.config.ToolLimits, the limits the tools enforce
+# (nodes.tools): a docstring or description states them through an f-string, never by copy.
 REASON = Field(description="Why you make this call, in a few words (kept in the job's trace).")
+Reason = Annotated[str, clip(LIMITS.reason_chars)]
+DocId = Annotated[str, clip(LIMITS.docid_chars)]
 
 
 class SearchArgs(BaseModel):
-    """Search the collection and cache the full ranking (1000 deep) under a search_id; shows ranks 1-5.
-    Write short keyword queries (3-8 words): the query is a bag of words, operators and quotes do nothing."""
+    __doc__ = (f"Search the collection and cache the full ranking ({LIMITS.depth} deep) under a search_id; "
+               f"shows ranks 1-{LIMITS.preview}.\n    Write short keyword queries (3-8 words): the query is a bag "
+               "of words, operators and quotes do nothing.")
 
-    reason: Annotated[str, clip(500)] = REASON
-    query: Annotated[str, clip(2000)] = Field(description="A few keywords, e.g. 'dense passage retrieval dual encoder'.")
+    reason: Reason = REASON
+    query: Annotated[str, clip(LIMITS.query_arg_chars)] = Field(
+        description="A few keywords, e.g. 'dense passage retrieval dual encoder'.")
     channel: Literal["lexical", "semantic"] = Field(
         "lexical", description="lexical = BM25 on words (default); semantic = embeddings (if the collection has them).")
 
@@ -32,28 +40,31 @@ class SearchArgs(BaseModel):
 class ReadSearchResultsArgs(BaseModel):
     """Show more ranks of a cached search without searching again. Browse a ranking before rewriting the query."""
 
-    reason: Annotated[str, clip(500)] = REASON
-    search_id: Annotated[str, clip(40)] = Field(description="A search_id returned by search, e.g. 's1'.")
-    offset: int = Field(6, ge=1, description="First rank to show (1-based).")
-    limit: int = Field(10, ge=1, le=50, description="How many ranks to show (at most 50).")
+    reason: Reason = REASON
+    search_id: Annotated[str, clip(LIMITS.search_id_chars)] = Field(
+        description="A search_id returned by search, e.g. 's1'.")
+    offset: int = Field(LIMITS.page_offset, ge=1, description="First rank to show (1-based).")
+    limit: int = Field(LIMITS.page_limit, ge=1, le=LIMITS.page_limit_max,
+                       description=f"How many ranks to show (at most {LIMITS.page_limit_max}).")
 
 
 class ReadDocumentArgs(BaseModel):
     """Read a document by numbered lines. Read a document before you cite or submit it."""
 
-    reason: Annotated[str, clip(500)] = REASON
-    docid: Annotated[str, clip(200)] = Field(description="A docid exactly as shown in results.")
+    reason: Reason = REASON
+    docid: DocId = Field(description="A docid exactly as shown in results.")
     offset: int = Field(1, ge=1, description="First line to show.")
-    limit: int = Field(200, ge=1, le=500, description="How many lines to show (at most 500).")
+    limit: int = Field(LIMITS.read_limit, ge=1, le=LIMITS.read_limit_max,
+                       description=f"How many lines to show (at most {LIMITS.read_limit_max}).")
 
 
 class ExpandCitationsArgs(BaseModel):
     """Documents linked to a document by citation: its references, the papers citing it, or related by co-citation."""
 
-    reason: Annotated[str, clip(500)] = REASON
-    docid: Annotated[str, clip(200)] = Field(description="A docid exactly as shown in results.")
-    direction: Literal["references", "cited_by", "both", "co_cited", "coupled", "ppr"] = "both"
-    limit: int = Field(10, ge=1, le=50)
+    reason: Reason = REASON
+    docid: DocId = Field(description="A docid exactly as shown in results.")
+    direction: CitationDirection = "both"
+    limit: int = Field(LIMITS.citation_limit, ge=1, le=LIMITS.citation_limit_max)
 
 
 class SubmitArgs(BaseModel):
@@ -61,11 +72,13 @@ class SubmitArgs(BaseModel):
     (each claim followed by the [docid] of a document you read that supports it), the exact answer and
     your confidence. Only documents that searches returned count; say so if the evidence is insufficient."""
 
-    reason: Annotated[str, clip(500)] = REASON
-    docids: Annotated[list[str], clip(100)] = Field(default_factory=list,
-                              description="Relevant docids, best first (documents you found and ideally read).")
-    explanation: Annotated[str, clip(8000)] = Field("", description="Answer mode: the explanation with [docid] citations.")
-    exact_answer: Annotated[str, clip(1000)] = Field("", description="Answer mode: the short final answer.")
+    reason: Reason = REASON
+    docids: Annotated[list[str], clip(LIMITS.submit_docids)] = Field(
+        default_factory=list, description="Relevant docids, best first (documents you found and ideally read).")
+    explanation: Annotated[str, clip(LIMITS.explanation_chars)] = Field(
+        "", description="Answer mode: the explanation with [docid] citations.")
+    exact_answer: Annotated[str, clip(LIMITS.exact_answer_chars)] = Field(
+        "", description="Answer mode: the short final answer.")
     confidence: int = Field(50, ge=0, le=100, description="Answer mode: confidence 0-100 that the answer is right.")
     insufficient_evidence: bool = Field(False, description="Answer mode: true if the documents do not answer it.")
 

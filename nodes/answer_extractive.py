@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodes.config import JobConfig
 from nodes.excerpts import query_terms
 from nodes.quotable import quotable_spans
 from nodes.scoring import display_text, sentences, stem, stems
@@ -117,7 +118,7 @@ def candidate_sentences(docs: Sequence[Any]) -> list[tuple[int, str, str]]:
 
 
 def select_sentences(question: str, docs: Sequence[Any], weights: Mapping[str, float] | None = None,
-                     limit: int = 4) -> list[tuple[float, str, str]]:
+                     limit: int = JobConfig.answer_sentences) -> list[tuple[float, str, str]]:
     """The best `limit` sentences answering `question`, as (score, docid, sentence), best first."""
     wanted = question_stems(question)
     titles = {doc.docid: doc.title for doc in docs}
@@ -209,7 +210,7 @@ def value_and_cover(question: str, sentence: str, title: str = "") -> tuple[str,
 
 
 def extractive_answer(question: str, docs: Sequence[Any], weights: Mapping[str, float] | None = None,
-                      limit: int = 4) -> tuple[str, str, bool]:
+                      limit: int = JobConfig.answer_sentences) -> tuple[str, str, bool]:
     """(explanation, exact answer, insufficient evidence): the selected sentences, each cited as
     `[docid]`, followed by the note that the answer is extractive."""
     chosen = select_sentences(question, docs, weights, limit)

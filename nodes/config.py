@@ -2,7 +2,10 @@
 
 It is carried in the job input (so a job is self-describing and a worker needs no flags) and
 copied into the graph state as plain JSON (so every node reads the same values). Every cap and
-depth that used to be a module constant lives here, once.
+depth that used to be a module constant lives here, once: a job's in `JobConfig`, the agent-facing
+tools' (the same for every job) in `ToolLimits`, the accepted ranges of a job's settings in
+`JobBounds`. Elsewhere a default is read from here (`JobConfig.max_rounds`, `TOOL_LIMITS.depth`),
+never written again; tests/test_one_config.py fails on a copy.
 
 Nothing secret ever goes in here: API keys stay in the worker's environment.
 """
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Literal, get_args
 
 from nodes.policies import POLICIES  # noqa: F401  (re-exported: the registered names, a live view)
 
@@ -21,6 +24,61 @@ from nodes.policies import POLICIES  # noqa: F401  (re-exported: the registered 
 MODEL_ATTEMPTS = 3
 # Share of any budget (time, tokens, dollars) after which the job is steered to submit now.
 STEER_FRACTION = 0.7
+
+# How `expand_citations` walks the citation graph (nodes.tools), declared once: the tool checks a
+# direction against this list and the argument schema a model sees (nodes.agent_tools) offers it.
+CitationDirection = Literal["references", "cited_by", "both", "co_cited", "coupled", "ppr"]
+CITATION_DIRECTIONS: tuple[str, ...] = get_args(CitationDirection)
+
+
+@dataclass(frozen=True)
+class ToolLimits:
+    """What the agent-facing tools allow and show by default, declared once: the tools enforce
+    these (nodes.tools), their argument schemas state them to the model (nodes.agent_tools), and
+    the hints in their results name them (nodes.tool_results). The same for every job (a model's
+    tool schemas are fixed), so they are not part of a job's JobConfig."""
+
+    depth: int = 1000              # a search's ranking, cached behind its search_id
+    preview: int = 5               # ranks a search shows (1..preview); paging starts after them
+    page_limit: int = 10           # ranks read_search_results shows by default …
+    page_limit_max: int = 50       # … and at most
+    read_limit: int = 200          # lines read_document shows by default …
+    read_limit_max: int = 500      # … and at most
+    citation_limit: int = 10       # documents expand_citations shows by default …
+    citation_limit_max: int = 50   # … and at most
+    cache_size: int = 32           # rankings a session keeps (least recently used dropped first)
+    query_chars: int = 20_000      # a query is searched cut to this many characters
+    # Lengths a model's arguments are cut to after validation (nodes.clipped: the schema shows no
+    # maxLength, so grammar-constrained servers are not slowed by it).
+    reason_chars: int = 500
+    query_arg_chars: int = 2000        # a model's query (the tools accept query_chars, e.g. from a shell)
+    search_id_chars: int = 40
+    docid_chars: int = 200
+    submit_docids: int = 100
+    explanation_chars: int = 8000
+    exact_answer_chars: int = 1000
+
+    @property
+    def page_offset(self) -> int:
+        """The first rank read_search_results shows by default: the one after the preview."""
+        return self.preview + 1
+
+
+TOOL_LIMITS = ToolLimits()
+
+
+@dataclass(frozen=True)
+class JobBounds:
+    """The ranges a job's settings are accepted in, by the command line and the Python API alike
+    (quarry.job_options checks the budgets; the command line's options take their bounds here)."""
+
+    max_rounds: int = 20                  # --rounds at most
+    min_output_tokens: int = 16           # --max-output-tokens at least
+    max_tokens: int = 10**12              # a token budget above this is a typo, not a limit
+    max_dollars: float = 1_000_000.0      # a per-job dollar budget above this, the same
+
+
+JOB_BOUNDS = JobBounds()
 
 
 @dataclass

@@ -27,9 +27,11 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from nodes.step_control import StepControl, using_step
 from observability.tool_spans import node_span
+from stores.errors import QuarryError, disk_full, error_record
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,25 @@ POLL_EVERY_S = 1.0       # how often a running long step's job is asked whether 
 PROGRESS_EVERY_S = 1.0   # job-store progress writes at most this often (and at the end)
 QUERY_TIMEOUT_S = 5.0
 CANCEL_GRACE_S = 30.0    # a cancelled node's thread gets this long to end its batch and save it
+
+
+# QuarryError codes a later attempt can fix by itself (a server that is not up yet, a lock another
+# writer holds); every other code is the user's to fix (a bad request, a collection that is gone)
+# and fails the activity at once.
+RETRYABLE_CODES = frozenset({"chroma_unreachable", "collection_busy", "endpoint_down"})
+
+
+def application_error(exc: BaseException) -> ApplicationError | None:
+    """A QuarryError (or a full disk, `stores.errors.disk_full`) as the ApplicationError an
+    activity raises for it: `type` is its code, `details` is `[{code, message, hint}]` (what a
+    failed job reports), non-retryable unless its code is in RETRYABLE_CODES. None for any other
+    error (Temporal then reports it by its class name; graphs.search_graph.NON_RETRYABLE lists
+    the bugs that are not retried). The one place activities turn Quarry's errors into Temporal's."""
+    err = exc if isinstance(exc, QuarryError) else disk_full(exc)
+    if err is None:
+        return None
+    return ApplicationError(err.message, error_record(err),
+                            type=err.code, non_retryable=err.code not in RETRYABLE_CODES)
 
 
 def _in_node_span(fn: Callable[..., Any], *args: Any) -> Any:
@@ -166,7 +187,18 @@ def _clear_progress(args: tuple[Any, ...]) -> None:
 
 async def with_heartbeats(fn: Callable[..., Any], *args: Any) -> Any:
     """Run `fn(*args)` in a thread under a fresh step control; heartbeat, watch for a stop, and
-    on cancellation let the thread end its batch (keeping what it computed) before re-raising."""
+    on cancellation let the thread end its batch (keeping what it computed) before re-raising.
+    In an activity a QuarryError leaves as its ApplicationError (`application_error`)."""
+    try:
+        return await _with_heartbeats(fn, *args)
+    except Exception as exc:
+        converted = application_error(exc) if activity.in_activity() else None
+        if converted is None:
+            raise
+        raise converted from exc
+
+
+async def _with_heartbeats(fn: Callable[..., Any], *args: Any) -> Any:
     name = getattr(fn, "__name__", "node")
     step = StepControl(on_progress=_progress_sink(fn, args))
     with using_step(step):  # asyncio.to_thread copies the context, so the thread sees `step`
@@ -198,11 +230,21 @@ def beating(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A short blocking activity (a checkpoint, the final write) that heartbeats every
     HEARTBEAT_EVERY_S from a side thread while it runs, so it can have a heartbeat timeout: a
     worker killed while it held one was noticed only at its 60 s start-to-close timeout, and the
-    job waited that long (issue 21's two-workers drill). Outside an activity it just runs."""
+    job waited that long (issue 21's two-workers drill). Outside an activity it just runs. In an
+    activity a QuarryError leaves as its ApplicationError (`application_error`)."""
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         if not activity.in_activity():
             return fn(*args, **kwargs)
+        try:
+            return _beating(*args, **kwargs)
+        except Exception as exc:
+            converted = application_error(exc)
+            if converted is None:
+                raise
+            raise converted from exc
+
+    def _beating(*args: Any, **kwargs: Any) -> Any:
         context = contextvars.copy_context()  # the activity's context, for heartbeat() in the side thread
         done = threading.Event()
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nodes.answer_extractive import extractive_answer
+from nodes.config import JobConfig
 from nodes.planning import first_queries, make_plan
 from nodes.scoring import (
     combine,
@@ -159,7 +160,7 @@ class AnswerRequest:
     # IDF of the question's content words in the collection (prefix stem -> weight), when the
     # answer node could count them; the extractive answer weighs shared words by it.
     term_weights: Mapping[str, float] | None = None
-    max_sentences: int = 4  # sentences an extractive answer quotes at most (JobConfig.answer_sentences)
+    max_sentences: int = JobConfig.answer_sentences  # sentences an extractive answer quotes at most
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from nodes.agent_tools import ExpandCitationsArgs, ReadDocumentArgs, ReadSearchResultsArgs, SearchArgs
-from nodes.config import JobConfig, ModelSettings, config_of
+from nodes.config import TOOL_LIMITS, JobConfig, ModelSettings, config_of
 from nodes.models import ModelFactory, make_chat_model
 from nodes.policies import spec_of
 from nodes.policy import Policy
@@ -104,15 +104,18 @@ class JobTools:
     def search(self, reason: str, query: str, channel: str = "lexical") -> ToolResult:
         return self._traced("search", self.session.search, reason=reason, query=query, channel=channel)
 
-    def read_search_results(self, reason: str, search_id: str, offset: int = 6, limit: int = 10) -> ToolResult:
+    def read_search_results(self, reason: str, search_id: str, offset: int = TOOL_LIMITS.page_offset,
+                            limit: int = TOOL_LIMITS.page_limit) -> ToolResult:
         return self._traced("read_search_results", self.session.read_search_results, reason=reason,
                             search_id=search_id, offset=offset, limit=limit)
 
-    def read_document(self, reason: str, docid: str, offset: int = 1, limit: int = 200) -> ToolResult:
+    def read_document(self, reason: str, docid: str, offset: int = 1,
+                      limit: int = TOOL_LIMITS.read_limit) -> ToolResult:
         return self._traced("read_document", self.session.read_document, reason=reason, docid=docid,
                             offset=offset, limit=limit)
 
-    def expand_citations(self, reason: str, docid: str, direction: str = "both", limit: int = 10) -> ToolResult:
+    def expand_citations(self, reason: str, docid: str, direction: str = "both",
+                         limit: int = TOOL_LIMITS.citation_limit) -> ToolResult:
         result = self._traced("expand_citations", self.session.expand_citations, reason=reason, docid=docid,
                               direction=direction, limit=limit)
         if isinstance(result, CitationPage):
@@ -138,7 +141,8 @@ class JobTools:
         if self.jobs is not None and docids:
             self.jobs.add_surfaced(self.job_id, docids)
 
-    def expand_seeds(self, reason: str, seeds: list[str], limit: int = 100) -> list[tuple[str, float]]:
+    def expand_seeds(self, reason: str, seeds: list[str],
+                    limit: int = JobConfig.citation_pool) -> list[tuple[str, float]]:
         """Citation expansion from several seeds at once (personalised PageRank plus direct links),
         traced like the `expand_citations` tool it generalises."""
         self.calls += 1

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nodes.config import JobConfig
+from nodes.config import TOOL_LIMITS, JobConfig
 from nodes.scoring import stems
 from nodes.step_control import current_step, reason_text
 from stores.records import Chunk
@@ -114,7 +114,7 @@ class FilteredSemantic:
         partial = self.last.partial_note() if self.last else ""
         return "; ".join(filter(None, [filtered_note(self.candidates), partial]))
 
-    def ranking(self, text: str, k: int = 1000) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    def ranking(self, text: str, k: int = TOOL_LIMITS.depth) -> tuple[tuple[str, ...], tuple[float, ...]]:
         self.last = None
         docids, _ = self.lexical.ranking(text, k=self.candidates)
         if not docids:

@@ -2,6 +2,7 @@
 
 Results are a union — `SearchPage | DocumentPage | CitationPage | ToolError` — so callers
 `match` on the type instead of parsing strings; `render()` is what goes into a model context.
+The page sizes and directions its hints name are the tools' own (nodes.config.TOOL_LIMITS).
 """
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import shlex
 from typing import Literal
 
 from pydantic import BaseModel
+
+from nodes.config import CITATION_DIRECTIONS
+from nodes.config import TOOL_LIMITS as LIMITS
 
 
 class HitView(BaseModel):
@@ -43,10 +47,12 @@ class SearchPage(BaseModel):
         if self.note:
             out.append(f"Note: {self.note}")
         if last < self.total and collection:
-            out.append(f"More: quarry search {collection} {shlex.quote(self.query)} --offset {last + 1} --limit 10; "
+            out.append(f"More: quarry search {collection} {shlex.quote(self.query)} --offset {last + 1} "
+                       f"--limit {LIMITS.page_limit}; "
                        f"read one: quarry read {collection} DOCID")
         elif last < self.total:
-            out.append(f"Hint: read_search_results(search_id=\"{self.search_id}\", offset={last + 1}, limit=10) "
+            out.append(f"Hint: read_search_results(search_id=\"{self.search_id}\", offset={last + 1}, "
+                       f"limit={LIMITS.page_limit}) "
                        "shows the next ranks without searching again; read_document(docid=…) reads a document.")
         else:
             out.append("End of this ranking.")
@@ -109,10 +115,11 @@ class CitationPage(BaseModel):
                 out.append(f"   {h.excerpt}")
         if self.note:
             out.append(f"Note: {self.note}")
-        more = (f'expand_citations(docid="{self.docid}", direction="{self.direction}", limit=…) shows up to 50; '
+        more = (f'expand_citations(docid="{self.docid}", direction="{self.direction}", limit=…) shows up to '
+                f'{LIMITS.citation_limit_max}; '
                 if len(self.hits) < self.total else "")
         out.append(f"Hint: {more}read_document(docid=…) reads a document; other directions: "
-                   "references, cited_by, both, co_cited, coupled, ppr.")
+                   f"{', '.join(CITATION_DIRECTIONS)}.")
         return "\n".join(out)
 
 

@@ -1,11 +1,13 @@
 """The agent-facing tools: `search`, `read_search_results`, `read_document`, `expand_citations`.
 
 Agents see a corpus only through these calls (the Pi-Serini interface): a search retrieves a
-deep ranking (default depth 1000), caches it under a `search_id` and shows five previews; more
-of the same ranking is paged without searching again; documents are read by numbered lines.
+deep ranking (`TOOL_LIMITS.depth` deep), caches it under a `search_id` and shows a few previews;
+more of the same ranking is paged without searching again; documents are read by numbered lines.
 Every tool takes `reason` first and answers misuse with a `ToolError` that says how to repair
 the call, never an exception. `expand_citations` walks the collection's citation graph from
 one document (references, citing papers, co-citation, coupling, personalised PageRank).
+Every limit (depth, previews, page sizes, cache size) is read from `nodes.config.TOOL_LIMITS`,
+which the argument schemas shown to a model (nodes.agent_tools) state too.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nodes.config import CITATION_DIRECTIONS, TOOL_LIMITS
 from nodes.excerpts import excerpt
 from nodes.tool_results import CitationHit, CitationPage, DocumentPage, HitView, SearchPage, ToolError
 from stores.citations import CitationGraph
@@ -22,15 +25,15 @@ from stores.errors import QuarryError
 from stores.lucene import MAX_QUERY_TERMS, distinct_terms
 from stores.records import DocRecord
 
-DEFAULT_DEPTH = 1000
-PREVIEW_COUNT = 5
-PAGE_LIMIT_MAX = 50
-READ_LIMIT_MAX = 500
-CACHE_SIZE = 32
-MAX_QUERY_CHARS = 20_000
-
-CITATION_DIRECTIONS = ("references", "cited_by", "both", "co_cited", "coupled", "ppr")
-CITATION_LIMIT_MAX = 50
+# The limits under their older names (declared in nodes.config.ToolLimits, not here).
+LIMITS = TOOL_LIMITS
+DEFAULT_DEPTH = LIMITS.depth
+PREVIEW_COUNT = LIMITS.preview
+PAGE_LIMIT_MAX = LIMITS.page_limit_max
+READ_LIMIT_MAX = LIMITS.read_limit_max
+CACHE_SIZE = LIMITS.cache_size
+MAX_QUERY_CHARS = LIMITS.query_chars
+CITATION_LIMIT_MAX = LIMITS.citation_limit_max
 
 ToolResult = SearchPage | DocumentPage | CitationPage | ToolError
 
@@ -151,7 +154,7 @@ class ToolSession:
 
     def search(self, reason: str = "", query: Any = None, channel: Any = "lexical") -> ToolResult:
         """Search the collection (`lexical`: BM25, or `semantic`: MiniLM over chunks); cache the
-        deep ranking; preview ranks 1–5."""
+        deep ranking; preview its first `LIMITS.preview` ranks."""
         try:
             check_query(query, channel if channel in ("lexical", "semantic") else None)
         except QueryProblem as problem:
@@ -181,7 +184,8 @@ class ToolSession:
             note = note or "no document contains a searchable word of this query"
         return self._page(search_id, ranking, 1, PREVIEW_COUNT, note)
 
-    def read_search_results(self, reason: str = "", search_id: Any = None, offset: Any = 6, limit: Any = 10) -> ToolResult:
+    def read_search_results(self, reason: str = "", search_id: Any = None, offset: Any = LIMITS.page_offset,
+                            limit: Any = LIMITS.page_limit) -> ToolResult:
         """Page through a cached ranking (1-based ranks) without searching again."""
         tool = "read_search_results"
         ranking = self.cache.get(search_id) if isinstance(search_id, str) else None
@@ -193,7 +197,8 @@ class ToolSession:
         count = _as_int(limit, 1)
         if start is None:
             return ToolError(tool=tool, code="bad_offset", message=f"offset must be a rank ≥ 1, got {offset!r}",
-                             hint=f"e.g. read_search_results(search_id=\"{search_id}\", offset=6, limit=10)")
+                             hint=f"e.g. read_search_results(search_id=\"{search_id}\", offset={LIMITS.page_offset}, "
+                                  f"limit={LIMITS.page_limit})")
         if count is None:
             return ToolError(tool=tool, code="bad_limit", message=f"limit must be a whole number ≥ 1, got {limit!r}",
                              hint=f"use limit between 1 and {PAGE_LIMIT_MAX}")
@@ -205,7 +210,8 @@ class ToolSession:
         note = f"limit capped at {PAGE_LIMIT_MAX}" if count > PAGE_LIMIT_MAX else ""
         return self._page(search_id, ranking, start, min(count, PAGE_LIMIT_MAX), note)
 
-    def read_document(self, reason: str = "", docid: Any = None, offset: Any = 1, limit: Any = 200) -> ToolResult:
+    def read_document(self, reason: str = "", docid: Any = None, offset: Any = 1,
+                      limit: Any = LIMITS.read_limit) -> ToolResult:
         """Numbered lines of one document, `limit` lines from line `offset`."""
         tool = "read_document"
         lines = self.corpus.lines(docid) if isinstance(docid, str) and docid else None
@@ -216,7 +222,7 @@ class ToolSession:
         count = _as_int(limit, 1)
         if start is None:
             return ToolError(tool=tool, code="bad_offset", message=f"offset must be a line number ≥ 1, got {offset!r}",
-                             hint=f"e.g. read_document(docid=\"{docid}\", offset=1, limit=200)")
+                             hint=f"e.g. read_document(docid=\"{docid}\", offset=1, limit={LIMITS.read_limit})")
         if count is None:
             return ToolError(tool=tool, code="bad_limit", message=f"limit must be a whole number ≥ 1, got {limit!r}",
                              hint=f"use limit between 1 and {READ_LIMIT_MAX}")
@@ -230,8 +236,8 @@ class ToolSession:
         return DocumentPage(docid=docid, title=lines[0], offset=start, total_lines=len(lines), lines=shown, note=note)
 
     def expand_citations(self, reason: str = "", docid: Any = None, direction: Any = "both",
-                         limit: Any = 10) -> ToolResult:
-        """Documents linked to `docid` by citation, best first; `limit` at most 50."""
+                         limit: Any = LIMITS.citation_limit) -> ToolResult:
+        """Documents linked to `docid` by citation, best first; `limit` at most `LIMITS.citation_limit_max`."""
         tool = "expand_citations"
         if self.citations is None or len(self.citations) == 0:
             return ToolError(tool=tool, code="no_citations", message="this collection has no citation links",

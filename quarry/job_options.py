@@ -12,16 +12,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from nodes.config import JobConfig, Price
+from nodes.config import JOB_BOUNDS, JobConfig, ModelSettings, Price
 from stores.errors import QuarryError
 
 
-def job_config(policy: str, model: str | None, judge_model: str | None, *, rounds: int = 3,
+def job_config(policy: str, model: str | None, judge_model: str | None, *, rounds: int = JobConfig.max_rounds,
                max_tokens: int | None = None, max_dollars: float | None = None, prices: Path | None = None,
-               max_output_tokens: int = 2048, extra_models: tuple[str | None, ...] = ()) -> JobConfig:
+               max_output_tokens: int = ModelSettings.max_output_tokens,
+               extra_models: tuple[str | None, ...] = ()) -> JobConfig:
     """The job's configuration; endpoints (also of `extra_models`, e.g. an answer grader) are
-    probed in seconds so a server that is down is named now, not minutes into a job."""
-    from nodes.config import ModelSettings
+    probed in seconds so a server that is down is named now, not minutes into a job. The defaults
+    are JobConfig's own (nodes.config), never copies."""
     from nodes.models import ModelSpec, check_endpoint
     from nodes.policies import check, model_policies, taking
     from nodes.usage import prices_for
@@ -64,8 +65,8 @@ def eval_policy(systems: list[str]) -> tuple[str, list[str], bool]:
     return (judged or model_systems or [DEFAULT_POLICY])[0], model_systems, bool(judged)
 
 
-MAX_DOLLARS = 1_000_000.0  # a per-job dollar budget above this is a typo, not a limit
-MAX_TOKENS = 10**12
+MAX_DOLLARS = JOB_BOUNDS.max_dollars  # a per-job dollar budget above this is a typo, not a limit
+MAX_TOKENS = JOB_BOUNDS.max_tokens
 
 
 def check_model_budgets(max_tokens: object, max_dollars: object) -> None:

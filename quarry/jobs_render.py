@@ -77,6 +77,20 @@ def score_help(result: dict[str, Any]) -> str:
     return f"rank: the score the list is ordered by ({how}); {S_HELP}"
 
 
+def render_error(error: Any) -> None:
+    """A failed job's error: "error (CODE): message" and its hint; an error stored as a string (a
+    result from before errors had codes) as it was."""
+    if not error:
+        return
+    if isinstance(error, dict):
+        code = f" ({_t(error['code'])})" if error.get("code") else ""
+        out.print(f"[red]error[/]{code}: {_t(error.get('message') or '')}", highlight=False)
+        if error.get("hint"):
+            out.print(f"  hint: {_t(error['hint'])}", highlight=False)
+        return
+    out.print(f"[red]error[/]: {_t(error)}", highlight=False)
+
+
 def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str = "", full: bool = False) -> None:
     status = str(result.get("status", "?"))
     colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(status, "white")
@@ -86,8 +100,7 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
               f"{_t(policy)} · rounds {_t(result.get('rounds', result.get('stats', {}).get('rounds', '?')))} · "
               f"stop: {_t(result.get('stop_reason') or '-')}", highlight=False)
     out.print(f"intent: {_t(result.get('intent'))}", highlight=False)
-    if result.get("error"):
-        out.print(f"[red]error[/]: {_t(result['error'])}", highlight=False)
+    render_error(result.get("error"))
     for fb in result.get("fallbacks") or []:
         out.print(f"[yellow]fallback[/]: {_t(fb['step'])} used the heuristic — {_t(fb['reason'][:200])}",
                   highlight=False)

@@ -46,6 +46,21 @@ class QuarryError(Exception):
         return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
 
 
+def error_record(err: QuarryError) -> dict[str, str]:
+    """`{code, message, hint}`: how a failed job's result (and its ApplicationError's details)
+    carries a QuarryError."""
+    return {"code": err.code, "message": err.message, "hint": err.hint}
+
+
+def error_line(error: object) -> str:
+    """A job's `error` as one line: "CODE: message" for a record; a string (results stored before
+    errors had codes, a terminator's reason) as it is; '' for none."""
+    if isinstance(error, dict):
+        code, message = str(error.get("code") or ""), str(error.get("message") or "")
+        return f"{code}: {message}" if code else message
+    return str(error) if error else ""
+
+
 class IngestError(QuarryError):
     """Ingestion rejected the input; `problems` lists every bad record as `file:line: reason`."""
 

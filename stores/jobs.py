@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stores.errors import QuarryError
+from stores.errors import QuarryError, error_line
 from stores.redact import redact
 
 SCHEMA = """
@@ -156,7 +156,7 @@ class JobStore:
         self.checkpoint(job_id, state or {"collection": result.get("collection", ""), "intent": result.get("intent", "")},
                         status=result["status"])
         self._con().execute("UPDATE jobs SET result=?, status=?, updated_at=?, error=? WHERE job_id=?",
-                            (_dumps(result), result["status"], now, redact(result.get("error") or "") or None, job_id))
+                            (_dumps(result), result["status"], now, redact(error_line(result.get("error"))) or None, job_id))
 
     def set_trace(self, job_id: str, trace_id: str) -> None:
         self._con().execute("UPDATE jobs SET trace_id=COALESCE(trace_id, ?) WHERE job_id=?", (trace_id, job_id))

@@ -257,15 +257,15 @@ class _FakeHandle:
 
 
 def _fake_temporal(monkeypatch: pytest.MonkeyPatch, handle: _FakeHandle) -> None:
-    from quarry import cli_jobs
+    from quarry import temporal_access
 
     class Client:
         def get_workflow_handle(self, job_id: str) -> _FakeHandle:
             return handle
 
-    async def client():
+    async def client(address=None):
         return Client()
-    monkeypatch.setattr(cli_jobs, "_client", client)
+    monkeypatch.setattr(temporal_access, "client", client)
 
 
 def _timeout():
@@ -339,29 +339,35 @@ def test_a_worker_running_older_code_is_restarted_by_run(tmp_path, monkeypatch, 
     later `quarry run` ran its jobs on the old code — seen in the issue 20 walkthrough, where
     fixed quotes did not appear until `quarry down`. The worker's code digest is recorded at
     spawn; a different one restarts it, the same one leaves it alone."""
-    import workflows.dev_server as dev_server
-    import workflows.shared as shared
-    from quarry import cli_jobs
+    from quarry import infrastructure
 
     home = tmp_path / "home"
     (home / "run").mkdir(parents=True)
     alive = {"worker": True}
     stopped, spawned = [], []
-    monkeypatch.setattr(shared, "temporal_address", lambda: "127.0.0.1:7233")
-    monkeypatch.setattr(dev_server, "reachable", lambda address: True)
-    monkeypatch.setattr(dev_server, "server_record",
+    monkeypatch.setattr(infrastructure, "current_address", lambda address=None: "127.0.0.1:7233")
+    monkeypatch.setattr(infrastructure, "reachable", lambda address: True)
+    monkeypatch.setattr(infrastructure, "server_record",
                         lambda h: type("Record", (), {"address": "127.0.0.1:7233"})())
-    monkeypatch.setattr(dev_server, "stop_detached",
+    monkeypatch.setattr(infrastructure, "stop_detached",
                         lambda h, name, say=None: (stopped.append(name), alive.update(worker=False)))
-    monkeypatch.setattr(cli_jobs, "_worker_alive", lambda h: alive["worker"])
-    monkeypatch.setattr(cli_jobs, "_spawn_worker", lambda h: (spawned.append(h), alive.update(worker=True)))
-    (home / "run" / "worker.models").write_text(cli_jobs._model_env_digest())
+    monkeypatch.setattr(infrastructure, "worker_alive", lambda h: alive["worker"])
+    monkeypatch.setattr(infrastructure, "spawn_worker",
+                        lambda h, address=None: (spawned.append(h), alive.update(worker=True)))
+    (home / "run" / "worker.models").write_text(infrastructure.model_env_digest())
 
-    (home / "run" / "worker.code").write_text(cli_jobs._code_digest())
-    cli_jobs.ensure_infrastructure(home)
+    (home / "run" / "worker.code").write_text(infrastructure.code_digest())
+    infrastructure.ensure_infrastructure(home)
     assert (stopped, spawned) == ([], [])
 
     (home / "run" / "worker.code").write_text("0123456789abcdef")  # the digest of other code
-    cli_jobs.ensure_infrastructure(home)
+    infrastructure.ensure_infrastructure(home)
     assert stopped == ["worker"] and spawned == [home]
     assert "Quarry's code changed since it started" in capsys.readouterr().err
+
+    # A worker spawned by a Quarry from before this record has none: it is older code too.
+    stopped.clear()
+    spawned.clear()
+    (home / "run" / "worker.code").unlink()
+    infrastructure.ensure_infrastructure(home)
+    assert stopped == ["worker"] and spawned == [home]

@@ -404,13 +404,13 @@ def test_every_skipped_and_unsupported_file_is_named(printing_home) -> None:
 def test_steer_prints_its_acceptance_without_crashing(printing_home, monkeypatch) -> None:
     """The steer is applied before its acceptance is printed: printing `[/z]` or escapes must not
     raise (a retry would steer twice)."""
-    import quarry.cli_jobs as cli_jobs
+    import quarry.temporal_access as temporal_access
 
-    def applied(coro, job_id=None):
+    def applied(coro, job_id=None, address=None):
         coro.close()
         return {"accepted": f"not {HOSTILE}", "applies_from_round": 2}
 
-    monkeypatch.setattr(cli_jobs, "_run", applied)
+    monkeypatch.setattr(temporal_access, "run", applied)
     result = cli(printing_home["home"], "job", "steer", "job-run", "not surveys", "--temporal-address", DOWN)
     assert result.exit_code == 0 and result.exception is None, result.output
     assert "accepted:" in result.output and "round 2" in result.output

@@ -138,17 +138,17 @@ def free_port() -> int:
 def test_cli_run_fails_fast_naming_an_endpoint_that_is_down(literature, quarry_home: Path, sentinel: str,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """`quarry run --policy react --model openai:…` checks the endpoint before anything starts."""
-    import quarry.cli_jobs as cli_jobs
+    import quarry.infrastructure as infrastructure
     from quarry.cli import app
 
     url = f"http://127.0.0.1:{free_port()}/v1"
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     monkeypatch.setenv("QUARRY_HOME", str(quarry_home))  # the --home callback exports it; restore after
 
-    def no_infrastructure(home: Path) -> None:  # never start a dev server or worker from this test
+    def no_infrastructure(home: Path, *args, **kwargs) -> None:  # never start a dev server or worker from this test
         raise AssertionError("the endpoint pre-flight must fail before any infrastructure starts")
 
-    monkeypatch.setattr(cli_jobs, "ensure_infrastructure", no_infrastructure)
+    monkeypatch.setattr(infrastructure, "ensure_infrastructure", no_infrastructure)
     began = time.monotonic()
     result = CliRunner().invoke(app, ["--home", str(quarry_home), "run", LITERATURE, INTENT,
                                       "--policy", "react", "--model", MODEL])

@@ -360,11 +360,18 @@ async def test_missing_collection_fails_fast_with_a_named_error(env, literature,
         handle = await start_job(env.client, queue, collection="no-such-collection")
         result = await result_of(handle)
     assert result["status"] == "failed" and result["ranked"] == []
-    assert "QuarryError" in result["error"] and "'no-such-collection' does not exist" in result["error"]
+    assert result["error"]["code"] == "no_collection" and result["error"]["hint"]
     stored = JobStore(quarry_home / "jobs.sqlite").get(handle.id)
-    assert stored["status"] == "failed" and "no-such-collection" in stored["error"]
+    assert stored["status"] == "failed" and stored["result"]["error"] == result["error"]
+    assert stored["error"].startswith("no_collection: ")
+    events = [e async for e in handle.fetch_history_events()]
+    # The node's activity failed with an ApplicationError typed by the code, carrying the record.
+    failed = [e.activity_task_failed_event_attributes.failure for e in events
+              if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED]
+    assert failed and all(f.application_failure_info.type == "no_collection" for f in failed)
+    assert all(f.application_failure_info.non_retryable for f in failed)
     # Non-retryable: every activity ran exactly once.
-    attempts = [e.activity_task_started_event_attributes.attempt async for e in handle.fetch_history_events()
+    attempts = [e.activity_task_started_event_attributes.attempt for e in events
                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
     assert attempts and set(attempts) == {1}
 

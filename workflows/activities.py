@@ -12,6 +12,7 @@ from nodes.policies import DEFAULT_POLICY, spec_of
 from nodes.runtime import runtime
 from nodes.usage import Usage
 from observability.agent_span import AgentTrace, emit_agent_span
+from stores.errors import error_line
 from stores.redact import redact
 
 
@@ -51,13 +52,24 @@ def _empty_result(state: dict[str, Any]) -> dict[str, Any]:
             "cited": [], "rounds": state.get("round", 0)}
 
 
+def stored_error(error: dict[str, Any] | str | None) -> dict[str, str] | str | None:
+    """A failed job's error as its result keeps it: `{code, message, hint}`, each redacted; a string
+    (what a workflow started before errors had codes passes) redacted as it is."""
+    if not error:
+        return None
+    if isinstance(error, dict):
+        return {key: redact(str(error.get(key) or "")) for key in ("code", "message", "hint")}
+    return redact(str(error))
+
+
 @activity.defn
 @beating
-def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reason: str,
+def finish_job(state: dict[str, Any], status: str, error: dict[str, Any] | str | None, stop_reason: str,
                trace: dict[str, Any] | None = None) -> dict[str, Any]:
     """Complete the stored result with status, trajectory tiers, stats and usage, and store it for
-    good; `stop_reason` fills in why the job answered when the graph did not say (stop, clock).
-    Then emit the job's `invoke_agent` span (`trace`: its identity fixed at submission)."""
+    good; `stop_reason` fills in why the job answered when the graph did not say (stop, clock);
+    `error` is a failed job's `{code, message, hint}`. Then emit the job's `invoke_agent` span
+    (`trace`: its identity fixed at submission)."""
     jobs = runtime().jobs
     cfg = config_of(state)
     result = jobs.load_draft(state["job_id"]) or _empty_result(state)
@@ -71,7 +83,7 @@ def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reaso
         trajectory["steps"] = react_steps(jobs.messages(state["job_id"]))
     final = dict(result) | {
         "status": status,
-        "error": redact(error) if error else None,
+        "error": stored_error(error),
         "trajectory": trajectory,
         "stats": dict(state.get("stats", {})) | {"rounds": state.get("round", 0)},
         "usage": Usage.from_dict(state.get("usage")).to_dict(),
@@ -86,7 +98,7 @@ def finish_job(state: dict[str, Any], status: str, error: str | None, stop_reaso
         jobs.set_trace(state["job_id"], ref.trace_id)  # jobs submitted without the CLI get their trace too
         emit_agent_span(ref, job_id=state["job_id"], intent=str(state.get("intent", "")),
                         output={"answer": final.get("answer") or "", "ranked": [r.get("docid") for r in final.get("ranked", [])]},
-                        status=status, error=final.get("error"),
+                        status=status, error=error_line(final.get("error")) or None,
                         attributes={"quarry.collection": str(state.get("collection", "")),
                                     "quarry.policy": spec.name,
                                     "quarry.rounds": int(state.get("round", 0) or 0)})

@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistoryEventFilterType
 from temporalio.common import TypedSearchAttributes
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from workflows.job_input import check_job_input
 from workflows.search_attributes import initial_attributes
@@ -23,21 +23,25 @@ STARTING_UP_WAIT_S = 30.0  # a dev server that just (re)started answers "not hea
 
 async def connect(address: str | None = None, namespace: str | None = None, *, tracing: bool = True,
                   starting_up_wait_s: float = STARTING_UP_WAIT_S) -> Client:
-    """Connect to the server. A server that is listening but still starting ("Frontend is not
-    healthy yet", seen for a second or two after a restart) is waited for, up to
-    `starting_up_wait_s`; any other failure (nothing listening, wrong namespace) is raised at once."""
+    """Connect to the server. A server that is listening but cannot be connected to yet (a dev
+    server answers "Frontend is not healthy yet" for a second or two after a restart) is waited
+    for, up to `starting_up_wait_s`; when nothing listens, or the wait is over, the failure is
+    raised at once as `ServerUnreachable` (a RuntimeError: workflows.rpc_errors maps it to
+    no_server). Whether something listens is asked of the port, never read from the message."""
+    from workflows.dev_server import reachable
+    from workflows.rpc_errors import ServerUnreachable
     plugins = []
     if tracing:
         from observability import temporal_plugin
         plugins.append(temporal_plugin())
+    target = address or temporal_address()
     deadline = time.monotonic() + starting_up_wait_s
     while True:
         try:
-            return await Client.connect(address or temporal_address(), namespace=namespace or temporal_namespace(),
-                                        plugins=plugins)
+            return await Client.connect(target, namespace=namespace or temporal_namespace(), plugins=plugins)
         except RuntimeError as err:
-            if "not healthy yet" not in str(err) or time.monotonic() > deadline:
-                raise
+            if time.monotonic() > deadline or not reachable(target):
+                raise ServerUnreachable(str(err), target) from err
             await asyncio.sleep(0.2)
 
 
@@ -97,7 +101,9 @@ async def _start(client: Client, inp: JobInput, queue: str | None) -> WorkflowHa
         return await client.start_workflow(SearchJob.run, replace(inp, indexed=True), **common,
                                            search_attributes=TypedSearchAttributes(initial_attributes(inp)))
     except RPCError as err:
-        if "search attribute" not in str(err).lower():
+        # A server without Quarry's search attributes refuses them as an invalid argument; any other
+        # invalid argument is refused again below, without them, and raised from there.
+        if err.status != RPCStatusCode.INVALID_ARGUMENT:
             raise
         return await client.start_workflow(SearchJob.run, replace(inp, indexed=False), **common)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as StepTimeoutError
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -33,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from nodes.state import Mode
     from nodes.usage import Usage
     from observability.agent_span import with_run_start
-    from stores.errors import QuarryError
+    from stores.errors import QuarryError, error_record
     from workflows import search_attributes
     from workflows.activities import answer_from_state, checkpoint_job, finish_job
     from workflows.job_input import check_job_input
@@ -49,13 +50,32 @@ CHECKPOINT_EVERY_STEPS = 5
 # one must not fail the job, and a worker lost while it holds one is noticed in seconds.
 
 
-def _root_cause(exc: BaseException) -> str:
-    """The innermost cause of a failure (an activity's own error, not 'Activity task failed')."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    if isinstance(exc, ApplicationError) and exc.type:
-        return f"{exc.type}: {exc.message}"
-    return f"{type(exc).__name__}: {exc}"
+def failure_of(exc: BaseException, job_id: str = "JOB_ID") -> dict[str, str]:
+    """What a failed job reports, `{code, message, hint}`: the record an activity's QuarryError
+    carries (the details of its ApplicationError, nodes.heartbeat.application_error), found
+    anywhere in the cause chain ("Activity task failed" wraps it); else the innermost cause as
+    `internal_error` (its class, or its ApplicationError type, and message: a bug or a failure
+    outside Quarry) — an activity's timeout as `activity_timeout`."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(chain) < 20:
+        chain.append(current)
+        current = current.__cause__
+    for err in chain:
+        if isinstance(err, ApplicationError) and err.details and isinstance(err.details[0], dict) \
+                and err.details[0].get("code"):
+            record = err.details[0]
+            return {"code": str(record["code"]), "message": str(record.get("message") or err.message),
+                    "hint": str(record.get("hint") or "")}
+    root = chain[-1]
+    if isinstance(root, StepTimeoutError):
+        return {"code": "activity_timeout", "message": f"a step of the job timed out ({root.type.name.lower()})"
+                if root.type is not None else "a step of the job timed out",
+                "hint": f"a worker stalled or died mid-step; run the job again: quarry job rerun {job_id}"}
+    text = f"{root.type}: {root.message}" if isinstance(root, ApplicationError) and root.type \
+        else f"{type(root).__name__}: {root}"
+    return {"code": "internal_error", "message": text,
+            "hint": f"not an input problem: see the worker's log; its last checkpoint: quarry job show {job_id}"}
 
 
 @workflow.defn
@@ -130,7 +150,7 @@ class SearchJob:
             self._index(status=self.status)  # the Web UI's QuarryStatus column says it failed
             self.state = {"job_id": inp.job_id, "collection": str(inp.collection)[:100], "intent": str(inp.intent)[:500],
                           "mode": inp.mode, "policy": inp.policy}
-            return await workflow.execute_activity(finish_job, args=[self.state, "failed", f"QuarryError: {err.message}",
+            return await workflow.execute_activity(finish_job, args=[self.state, "failed", error_record(err),
                                                                      "bad_input", inp.trace], **quick_activity_options())
         now = workflow.now().timestamp()
         self.started_at = inp.started_at or now
@@ -145,7 +165,7 @@ class SearchJob:
         steer_task = asyncio.create_task(self._submit_now_at(self.started_at + STEER_FRACTION * self.budget_s))
         self.indexed = inp.indexed
         drive = asyncio.create_task(self._drive(self.state, graph_for(inp.policy)))
-        error: str | None = None
+        error: dict[str, str] | None = None
         try:
             await workflow.wait_condition(drive.done, timeout=max(0.0, self.started_at + self.budget_s - now))
             await drive  # re-raises a graph failure
@@ -157,8 +177,8 @@ class SearchJob:
             await self._halt(drive)
         except Exception as exc:  # the graph failed after Temporal's retries: keep what we have
             self.status = "failed"
-            error = _root_cause(exc)
-            workflow.logger.warning("search graph failed: %s", error)
+            error = failure_of(exc, inp.job_id)
+            workflow.logger.warning("search graph failed (%s): %s", error["code"], error["message"])
         finally:
             steer_task.cancel()
 

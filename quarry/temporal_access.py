@@ -1,0 +1,108 @@
+"""Temporal access for the command line: which server a command talks to (its
+--temporal-address, passed as a value), its client, and a failed conversation turned into one
+QuarryError that says what to do (never a traceback)."""
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from quarry.console import fail
+from stores.errors import QuarryError
+from stores.home import quarry_home
+from workflows.address import ENV, Resolved, resolve_address
+from workflows.dev_server import reachable, server_record
+from workflows.rpc_errors import ServerUnreachable, quarry_error
+from workflows.shared import task_queue, web_ui_url
+
+if TYPE_CHECKING:
+    from temporalio.client import RPCTimeoutOrCancelledError
+    from temporalio.service import RPCError
+
+AddressOpt = Annotated[str | None, typer.Option("--temporal-address", envvar="QUARRY_TEMPORAL_ADDRESS",
+                                                   help="Temporal frontend host:port (default: the server this home "
+                                                        "started, if it runs, else 127.0.0.1:7233)")]
+
+
+def where(address: str | None = None) -> Resolved:
+    """The server a command talks to: its --temporal-address (typer fills the option from
+    QUARRY_TEMPORAL_ADDRESS too), else `workflows.address.resolve_address`'s rule."""
+    if address and address.strip():
+        return Resolved(address.strip(), f"{ENV} or --temporal-address")
+    return resolve_address()
+
+
+def current_address(address: str | None = None) -> str:
+    """The address alone (see `where`)."""
+    return where(address).address
+
+
+def temporal_error(err: RPCError | RuntimeError | RPCTimeoutOrCancelledError, job_id: str | None = None, address: str | None = None) -> QuarryError:
+    """A Temporal failure as one message saying what to do, chosen by its gRPC status code and
+    type (`workflows.rpc_errors.quarry_error`), never by its text."""
+    return quarry_error(err, job_id, address=current_address(address))
+
+
+def attempt(coro: Coroutine[Any, Any, Any], job_id: str | None = None, address: str | None = None) -> Any:
+    """Run a Temporal conversation; its failures come out as one QuarryError (never a traceback),
+    for a command to print (`run`) or to answer itself (`job progress` while a worker warms up).
+    A RuntimeError that is not Temporal's (a bug) is not dressed up as a server failure."""
+    from temporalio.client import RPCTimeoutOrCancelledError  # lazy: temporalio costs ~100 ms of start-up
+    from temporalio.service import RPCError
+    try:
+        return asyncio.run(coro)
+    except (RPCError, RPCTimeoutOrCancelledError, ServerUnreachable) as err:
+        raise temporal_error(err, job_id, address) from err
+
+
+def run(coro: Coroutine[Any, Any, Any], job_id: str | None = None, address: str | None = None) -> Any:
+    """`attempt`, its failure printed as the command's one message (exit 2)."""
+    try:
+        return attempt(coro, job_id, address)
+    except QuarryError as err:
+        fail(err)
+
+
+async def client(address: str | None = None) -> Any:
+    """A client of the server the command talks to (`where`)."""
+    from workflows.client import connect  # lazy: temporalio's client costs over a second of start-up
+    at = where(address)
+    try:
+        return await connect(at.address)
+    except ServerUnreachable as err:
+        raise quarry_error(err, address=at.address, source=at.source) from err
+
+
+def ui_base(address: str | None = None) -> str:
+    """The Web UI of the server this command talks to: the one this home started (its recorded
+    UI port), else QUARRY_UI_URL if set, else '' — never a guess at another server's UI."""
+    record = server_record(quarry_home())
+    if record is not None and record.address == current_address(address):
+        return record.ui_url
+    return os.environ.get("QUARRY_UI_URL", "")
+
+
+def web_ui(job_id: str, address: str | None = None) -> str:
+    """The job's page in the Web UI of the server in use ('' when that UI is unknown)."""
+    return web_ui_url(job_id, ui_base(address))
+
+
+def temporal_statuses(limit: int, address: str | None = None) -> dict[str, str] | None:
+    """This home's jobs as Temporal's visibility sees them (job id → execution status), or None
+    when the server cannot be reached."""
+    if not reachable(current_address(address)):
+        return None
+
+    async def main() -> dict[str, str]:
+        conn = await client(address)
+        found: dict[str, str] = {}
+        async for w in conn.list_workflows(f'TaskQueue="{task_queue(quarry_home())}"', limit=limit):
+            found.setdefault(w.id, w.status.name.lower() if w.status else "unknown")
+        return found
+    try:
+        return asyncio.run(main())
+    except Exception:  # visibility is an addition to the job store's list, never a reason to fail it
+        return None
