@@ -24,7 +24,7 @@ from typing import Any
 from nodes.config import JobConfig
 from nodes.excerpts import query_terms
 from nodes.quotable import quotable_spans
-from nodes.scoring import display_text, sentences, stem, stems
+from nodes.sentences import display_text, sentences, stem, stems
 
 # A sentence is selected only when it holds at least MIN_OVERLAP of the question's (weighted)
 # content words, and at least RELATIVE_TO_BEST of the best sentence's score: no filler after the

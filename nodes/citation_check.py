@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodes.excerpts import query_terms
-from nodes.scoring import quote, sentence_quote, stem, stems
+from nodes.sentences import quote, sentence_quote, stem, stems
 from stores.records import Chunk
 
 _CITATION = re.compile(r"\[([^\[\]\n]{1,300})\]")

@@ -22,7 +22,8 @@ from nodes.policies import LLM
 from nodes.policy import SCORED_KINDS, JudgeRequest, Located
 from nodes.pool import load_pool, store_pool
 from nodes.runtime import runtime
-from nodes.scoring import SENTENCE_CAP, combine
+from nodes.scoring import combine
+from nodes.sentences import SENTENCE_CAP
 from nodes.state import Evidence, JobState, Plan, add_fallback, ranked_candidates
 from nodes.usage import Usage
 from stores.spans import Span, find_loose

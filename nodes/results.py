@@ -12,7 +12,8 @@ from typing import Any
 from nodes.citation_check import CheckedAnswer, check_citations, cited_ids
 from nodes.fusion import reciprocal_rank_fusion
 from nodes.policy import AnswerDoc, AnswerDraft, Passage, Policy
-from nodes.scoring import display_text, quote, violated_constraint, whole_sentences
+from nodes.scoring import violated_constraint
+from nodes.sentences import display_text, quote, whole_sentences
 from nodes.state import Candidate, Plan
 from stores.records import body_lines, page_of_line, quotable_chunks
 from stores.spans import DocumentText, Span

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nodes.config import TOOL_LIMITS, JobConfig
-from nodes.scoring import stems
+from nodes.sentences import stems
 from nodes.step_control import current_step, reason_text
 from stores.records import Chunk
 
@@ -74,7 +74,7 @@ class SemanticRun:
 
 
 def stem_pattern(wanted: set[str]) -> re.Pattern[str] | None:
-    """One regex finding words that start with a query stem (nodes.scoring.stem), case-folded:
+    """One regex finding words that start with a query stem (nodes.sentences.stem), case-folded:
     a scan of a hundred long documents' chunks takes milliseconds, stemming each word ~0.5 s."""
     if not wanted:
         return None

@@ -106,13 +106,8 @@ def add(name: str,
             report = run_add(name, list(paths), root=root, strict=strict, progress=progress)
     except QuarryError as err:
         fail(err)
-    if json_out:
-        _print_warnings(report)
-        _report_json(report)
-        return
-    _print_changes(report)
-    out.print(f"collection [bold]{safe(name)}[/]: {report.documents} documents"
-              + ("" if report.unchanged else "; BM25 index updated" if report.indexed else ""))
+    _show_change(report, json_out, f"collection [bold]{safe(name)}[/]: {report.documents} documents"
+                 + ("" if report.unchanged else "; BM25 index updated" if report.indexed else ""))
 
 
 @commands.command()
@@ -125,12 +120,17 @@ def remove(name: str, docids: Annotated[list[str], typer.Argument(help="Ids of t
             report = run_remove(name, list(docids), progress=progress)
     except QuarryError as err:
         fail(err)
+    _show_change(report, json_out, f"collection [bold]{safe(name)}[/]: {report.documents} documents")
+
+
+def _show_change(report: Any, json_out: bool, summary: str) -> None:
+    """What `add` and `remove` print: the report as JSON, or its changes and a summary line."""
     if json_out:
         _print_warnings(report)
         _report_json(report)
         return
     _print_changes(report)
-    out.print(f"collection [bold]{safe(name)}[/]: {report.documents} documents")
+    out.print(summary)
 
 
 @commands.command()

@@ -8,7 +8,9 @@ A man page rendered as text has its line-end hyphenation (U+2010) joined. Text f
 decoded as UTF-8 when they are, else by `charset-normalizer`'s detection (a Latin-1 note reads
 as Latin-1); a file that decodes as nothing is not text.
 
-A file that cannot give a document raises `Unreadable` with the reason a user reads
+`FileDocument`, `Unreadable`, `cap_title` and the size and title limits live in
+`stores.file_document` (re-exported here), which the format readers import without importing
+this module. A file that cannot give a document raises `Unreadable` with the reason a user reads
 ("encrypted PDF (password protected)"); the reader decides whether that skips the file or
 rejects the ingest (`--strict`). Text is read only from a regular file, opened without blocking
 (a FIFO renamed `notes.txt` would otherwise hang the ingest for ever).
@@ -31,19 +33,15 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stores.file_document import MAX_DOCUMENT_CHARS, TITLE_MAX_CHARS, FileDocument, Unreadable, cap_title
 from stores.titles import file_name_title, junk_title, man_page_title, rst_title, text_title
 
 __all__ = ["MAX_DOCUMENT_CHARS", "SUPPORTED_SUFFIXES", "TITLE_MAX_CHARS", "FileDocument", "Unreadable",
            "cap_title", "is_supported", "read_file", "sniff_text"]
 
-# The Lucene indexer (Anserini's JSON reader) refuses a document over 20 million characters and
-# would drop the rest of its shard; Quarry refuses such documents itself, with the reason. Here
-# (not in stores.readers) so a paged reader can stop as soon as a file passes it.
-MAX_DOCUMENT_CHARS = 10_000_000
 # Extension-less files (README, NEWS, ChangeLog, INSTALL, AUTHORS, TODO …) are read as plain text
 # when their first SNIFF_BYTES look like UTF-8 text: no NUL byte, valid UTF-8 (a character cut at
 # the sniff's end allowed) and at least TEXT_PRINTABLE_SHARE of the characters printable or
@@ -54,24 +52,6 @@ TEXT_PRINTABLE_SHARE = 0.95
 # Rendered man pages (`man -P cat`, groff's UTF-8 output) break words at a line end with U+2010
 # HYPHEN ("connec‐" / "tions"); a plain "-" there is a real hyphen and stays.
 _MAN_HYPHEN_EOL = re.compile(r"(?<=\w)\u2010[ \t]*\n[ \t]*(?=\w)")
-# Long enough for real titles (the longest in CACM, Cranfield and scifact-train have 214, 249 and
-# 300 characters), short enough to show on a result line or two.
-TITLE_MAX_CHARS = 400
-
-
-class Unreadable(ValueError):
-    """A file that gives no document; `str()` is the reason."""
-
-
-@dataclass(frozen=True)
-class FileDocument:
-    """What a file says: `metadata` holds raw year/venue/authors/keywords/doi values, validated
-    by the reader like a JSONL record's; `page_starts` as in `stores.records.DocRecord`."""
-
-    title: str
-    text: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-    page_starts: tuple[int, ...] = ()
 
 
 # -- decoding ------------------------------------------------------------------------------------
@@ -117,21 +97,6 @@ def read_regular(path: Path) -> bytes:
 
 def _read_text(path: Path) -> str:
     return decode(read_regular(path))
-
-
-def cap_title(title: str, limit: int = TITLE_MAX_CHARS) -> str:
-    """`title` if it has at most `limit` characters, else its start cut at a word boundary (or
-    mid-word when the first word alone is too long) with "…", `limit` characters at most."""
-    if len(title) <= limit:
-        return title
-    head = " ".join(title[: limit * 2].split())  # whitespace runs count once, as they are shown
-    if len(head) <= limit:
-        return head
-    cut = head[: limit - 1]
-    space = cut.rfind(" ")
-    if space >= limit // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:.-–—") + "…"
 
 
 def first_line_title(text: str, strip: str = "") -> tuple[str, str]:
@@ -210,7 +175,7 @@ def plain_text_candidate(path: Path) -> bool:
 
 def is_supported(path: Path) -> bool:
     """Whether Quarry reads `path`: a supported suffix, or a plain-text candidate that is text
-    (`sniff_text`). Call it only on a path `stores.readers.unsafe_reason` accepts: it opens the file."""
+    (`sniff_text`). Call it only on a path `stores.document_files.unsafe_reason` accepts: it opens the file."""
     return bool(format_suffix(path)) or (plain_text_candidate(path) and sniff_text(path))
 
 

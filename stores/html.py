@@ -13,19 +13,13 @@ chrome classes) beats text-density heuristics made for news pages.
 
 What the rules do:
 - The main content is `<main>` / `[role=main]` when the page has one, else its `<article>`s,
-  else `<body>`. Inside it, chrome goes: navigation, asides, forms' controls, menus, popups and
-  sidebars by tag, ARIA role or class/id token (`CHROME_ROLES`, `_CHROME_PARTS`), hidden elements,
-  Sphinx/MkDocs heading permalinks ("¶"). A page-level `<header>`/`<footer>` goes too (one
-  inside the main content is the article's own heading and stays; its footer goes). So does a
-  node navigation block, whatever its class (`_navigation_block`): makeinfo writes "Next: Foo,
-  Previous: Bar, Up: Top [Contents][Index]" above every node of a texinfo manual (and older
-  versions below it too), in a plain `<div class="header"><p>` (6.x) or `<div class="nav-panel">`
-  (7.x); the walkthrough found it indexed on every page of GNU manuals.
+  else `<body>`. Inside it, page chrome goes: what is chrome (navigation, sidebars, hidden
+  elements, a page-level `<header>`/`<footer>`, texinfo node navigation) is `stores.html_chrome`.
 - Text: inline elements (`<code>`, `<a>`, `<em>`, unknown tags) stay inline and whitespace runs
   (source newlines included) are one space, so a sentence that had `<code>drop</code>` on a
   line end is one line. Each block (p, h1-h6, pre, blockquote, div, table, list, ...) is its own
   paragraph, separated by a blank line (what sentence and paragraph splitting in
-  `nodes.scoring` relies on: a heading never runs into the next sentence); list items, table
+  `nodes.sentences` relies on: a heading never runs into the next sentence); list items, table
   rows and definition terms end a line; table cells are joined by " | "; `<br>` breaks the line;
   `<pre>` keeps its lines.
 - Title: see `stores.titles.html_title` (a heading of the page when `<title>` is that heading
@@ -38,10 +32,9 @@ recursive walk would exhaust Python's stack on a page nested a few thousand deep
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from itertools import pairwise
 from typing import Any
 
+from stores.html_chrome import is_chrome, never_text, tag_name
 from stores.titles import html_title
 
 __all__ = ["extract", "html_text", "parse", "read_html_text", "render_html"]
@@ -60,136 +53,10 @@ _PRE_TAGS = frozenset({"pre", "listing", "xmp", "plaintext"})
 # the evidence rules (`nodes.quotable`) know it as code, as in a Markdown file: texinfo's
 # "texi2any --fill-column=68 bison.texinfo" example was quoted as the evidence for a default.
 CODE_FENCE = "```"
-# Never text of the page, wherever they are.
-_DROP_TAGS = frozenset({
-    "script", "style", "noscript", "template", "head", "title", "meta", "link", "base", "nav", "aside",
-    "button", "select", "option", "optgroup", "datalist", "input", "textarea", "svg", "iframe",
-    "frame", "frameset", "object", "embed", "canvas", "audio", "video", "source", "track", "img", "picture",
-    "map", "area", "menu", "dialog",
-})
-CHROME_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menu", "menubar", "toolbar",
-                          "complementary", "dialog", "alertdialog", "tablist", "tooltip"})
-# Class or id tokens naming page chrome: navigation bars and lists, sidebars, menus, breadcrumbs,
-# tables of contents, popups, skip links, heading permalinks. A token is chrome when one of its
-# "-"/"_"-separated parts is one of these words ("md-sidebar--primary", "topNav", "nav-wrapper"), or
-# two neighbouring parts are ("theme-popup"), so a word inside a longer name does not count
-# ("navigator", "tocsin", "shared-memory"). Parts, not a regular expression: linear in the token.
-_CHROME_PARTS = frozenset({
-    "nav", "navbar", "navigation", "navlist", "topnav", "subnav", "bottomnav", "skipnav", "sidebar",
-    "sphinxsidebar", "sphinxsidebarwrapper", "sidebarwrapper", "menu", "menubar", "breadcrumb", "breadcrumbs",
-    "toc", "headerlink", "skip", "skiplink", "cookies", "share", "social",
-})
-_CHROME_PAIRS = frozenset({"theme-popup", "cookie-banner", "related-posts", "skip-link", "menu-bar"})
-_PART_SPLIT = re.compile(r"[-_]+")
-
-# A navigation block (`_navigation_block`): only links, and between them only these labels (with
-# their colon) and punctuation ("Next: <a>Foo</a>, Previous: <a>Bar</a>, Up: <a>Top</a> &nbsp; [<a>Contents</a>]
-# [<a>Index</a>]"). Checked on blocks of at most NAV_MAX_CHILDREN children: linear on any page.
-_NAV_LABEL = re.compile(r"\b(?:Next|Previous|Prev|Up|Forward|Back)[ \t\u00a0]*:", re.IGNORECASE)
-# Links that navigate whatever labels surround them: makeinfo's "[Contents][Index]", and texi2html's
-# button bar ("[ < ]", "[ > ]", "[ << ]", "[ Up ]", "[ >> ]", "[Top]", "[ ? ]" for "About").
-NAV_LINK_WORDS = frozenset({"contents", "index", "top", "up", "about", "<", ">", "<<", ">>", "?"})
-NAV_MAX_CHILDREN = 40
-_NAV_BLOCK_TAGS = frozenset({"p", "div", "td", "th", "tr", "table", "span"})
-_NAV_PUNCTUATION = re.compile(r"^[\s\u00a0,;|\[\]()<>«»]*$")
 
 
-def _chrome_token(token: str) -> bool:
-    if len(token) > 200:
-        return False
-    parts = _PART_SPLIT.split(token)
-    return (any(part in _CHROME_PARTS for part in parts)
-            or any(f"{a}-{b}" in _CHROME_PAIRS for a, b in pairwise(parts)))
-
-
-# Hidden by a stylesheet, exactly these names ("hidden-xs" is hidden only on a phone: it stays).
-_HIDDEN_TOKENS = frozenset({"hidden", "d-none", "is-hidden", "hide", "visually-hidden", "sr-only"})
 _WHITESPACE = re.compile(r"[ \t\n\r\f\v\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
 _INVISIBLE = re.compile(r"[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
-
-
-def _tag(el: Any) -> str:
-    from bs4 import Tag
-
-    return el.name.lower() if isinstance(el, Tag) and el.name else ""
-
-
-def _tokens(el: Any) -> Iterable[str]:
-    for name in ("class", "id"):
-        value = el.get(name)
-        if isinstance(value, str):
-            value = value.split()
-        for token in value or ():
-            yield token.lower()
-
-
-def _short_text(el: Any, limit: int = 20) -> str | None:
-    """The text of `el` when it has at most `limit` nodes (a link's few words), else None."""
-    from bs4 import NavigableString
-
-    parts = []
-    for n, node in enumerate(el.descendants):
-        if n >= limit:
-            return None
-        if type(node) is NavigableString:
-            parts.append(str(node))
-    return " ".join(" ".join(parts).split())
-
-
-def _navigation_block(el: Any) -> bool:
-    """Whether the block `el` holds nothing but node navigation (see `_NAV_LABEL`): its children are
-    links and text made of the labels and punctuation, with at least one link, and a label before
-    the links or every link being "Contents"/"Index"/"Top". Direct children only (and a link's
-    first few nodes), so a block with prose inside is never one and the check is linear."""
-    from bs4 import NavigableString, Tag
-
-    if _tag(el) not in _NAV_BLOCK_TAGS or len(el.contents) > NAV_MAX_CHILDREN:
-        return False
-    labels = 0
-    anchors = []
-    for child in el.contents:
-        if isinstance(child, Tag):
-            name = _tag(child)
-            if name == "a":
-                anchors.append(child)
-            elif name != "br":
-                return False
-        elif type(child) is NavigableString:  # a comment is not text of the block
-            text, found = _NAV_LABEL.subn(" ", str(child))
-            if not _NAV_PUNCTUATION.match(text):
-                return False
-            labels += found
-    if not anchors:
-        return False
-    if labels:
-        return True
-    texts = [_short_text(a) for a in anchors]
-    if None in texts:  # a link of many nodes holds prose, not a navigation label
-        return False
-    words = [t.lower() for t in texts if t is not None and t != ""]  # an anchor without text (`<a name="x">`) is no link
-    return bool(words) and all(t in NAV_LINK_WORDS for t in words)
-
-
-def is_chrome(el: Any, *, page_level: bool) -> bool:
-    """Whether the tag `el` is page chrome (see the module docstring); `page_level`: a `<header>`
-    counts too (outside an article's own main content)."""
-    tag = _tag(el)
-    if tag in _DROP_TAGS or (page_level and tag == "header") or tag == "footer":
-        return True
-    if el.has_attr("hidden") or str(el.get("aria-hidden") or "").strip().lower() == "true":
-        return True
-    if str(el.get("role") or "").strip().lower() in CHROME_ROLES:
-        return True
-    if _navigation_block(el):
-        return True
-    style = str(el.get("style") or "").replace(" ", "").lower()
-    if "display:none" in style or "visibility:hidden" in style:
-        return True
-    return any(token in _HIDDEN_TOKENS or _chrome_token(token) for token in _tokens(el))
-
-
-def _never_text(el: Any, *, page_level: bool) -> bool:
-    return _tag(el) in {"script", "style", "noscript", "template", "head", "title", "svg"}
 
 
 class _Writer:
@@ -255,7 +122,7 @@ def _render(roots: list[Any], skip: set[int], *, page_level: bool, chrome: bool 
     `chrome`, page chrome (`is_chrome`)."""
     from bs4 import CData, NavigableString, Tag
 
-    dropped = is_chrome if chrome else _never_text
+    dropped = is_chrome if chrome else never_text
     out = _Writer()
     for root in roots:
         out.brk(2)
@@ -269,7 +136,7 @@ def _render(roots: list[Any], skip: set[int], *, page_level: bool, chrome: bool 
                 stack.pop()
                 if node is root:
                     continue
-                tag = _tag(node)
+                tag = tag_name(node)
                 if tag in _PRE_TAGS:
                     pre -= 1
                     if not pre and not cells:  # the example's closing fence
@@ -286,7 +153,7 @@ def _render(roots: list[Any], skip: set[int], *, page_level: bool, chrome: bool 
             if isinstance(child, Tag):
                 if id(child) in skip or dropped(child, page_level=page_level):
                     continue
-                tag = _tag(child)
+                tag = tag_name(child)
                 if tag == "math":  # MathML: its TeX alt text, not a soup of <mi>/<mo> leaves
                     out.inline(str(child.get("alttext") or child.get_text(" ")))  # bs4 types attributes as str or list
                     continue
@@ -431,7 +298,7 @@ def extract(soup: Any) -> tuple[str, str]:
     inside = [h for h in all_headings if _within(h, root_ids, page_level=page_level)]
     inside_ids = {id(h) for h in inside}
     headings = inside + [h for h in all_headings if id(h) not in inside_ids]
-    title, used = html_title(head_title, [(_tag(h), html_text(h)) for h in headings])
+    title, used = html_title(head_title, [(tag_name(h), html_text(h)) for h in headings])
     skip = {id(headings[used])} if used is not None and id(headings[used]) in inside_ids else set()
     return title, _render(roots, skip, page_level=page_level)
 

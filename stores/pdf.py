@@ -12,7 +12,7 @@ to join the word again ("man-\\nagement" → "management"), what BM25 wants.
 Pages: the text is the pages' lines in order; `page_starts[n - 1]` is the index, in
 `text.splitlines()`, of page n's first line (see `stores.records.page_of_line`). Reading and
 paginating are linear in the pages (`python -m bench.bench_pdf_pages`), and a file is refused as
-soon as its text passes `stores.formats.MAX_DOCUMENT_CHARS`.
+soon as its text passes `stores.file_document.MAX_DOCUMENT_CHARS`.
 
 Running headers and footers ("RFC 9110  HTTP Semantics  June 2022" atop every page of an RFC,
 "Fielding, et al.  Standards Track  [Page 12]" below it; "Shared MIME-info Database" and a page
@@ -30,8 +30,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from stores import formats
-from stores.formats import FileDocument, Unreadable, cap_title
+from stores import file_document
+from stores.file_document import FileDocument, Unreadable, cap_title
 from stores.titles import junk_title, placeholder_title
 
 _SOFT_HYPHEN_EOL = re.compile(r"\x02[ \t]*\n[ \t]*")
@@ -92,7 +92,7 @@ def drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
 def paginate(pages: list[list[str]], title: str = "") -> tuple[str, str, tuple[int, ...]]:
     """(title, text, page_starts) from each page's lines. Without a title, the first non-empty
     line is the title and leaves the text (unless it is too long to be one: then it stays, and
-    the title is its capped start, see `stores.formats.cap_title`); leading and trailing blank
+    the title is its capped start, see `stores.file_document.cap_title`); leading and trailing blank
     lines are dropped, so the text is stable under `strip()` and the page offsets stay true.
 
     One pass over the lines and one over the pages, whatever their number: finding each page's
@@ -126,7 +126,7 @@ def paginate(pages: list[list[str]], title: str = "") -> tuple[str, str, tuple[i
 
 
 def _too_long(chars: int, page: int, pages: int) -> Unreadable:
-    limit = formats.MAX_DOCUMENT_CHARS
+    limit = file_document.MAX_DOCUMENT_CHARS
     return Unreadable(f"more than {limit:,} characters by page {page:,} of {pages:,} ({chars:,} read); Quarry "
                       f"indexes documents of up to {limit:,} characters: split it into several documents")
 
@@ -153,7 +153,7 @@ def read_pdf(path: Path) -> FileDocument:
             page.close()
             pages.append(lines)
             chars += sum(len(line) + 1 for line in lines)
-            if chars > formats.MAX_DOCUMENT_CHARS:
+            if chars > file_document.MAX_DOCUMENT_CHARS:
                 raise _too_long(chars, i + 1, count)
         info = doc.get_metadata_dict(skip_empty=True)
     finally:

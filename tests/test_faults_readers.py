@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nodes.context import data_block, neutralise
-from stores import formats
+from stores import file_document
 from stores.errors import IngestError
 from stores.formats import TITLE_MAX_CHARS, Unreadable, cap_title, read_file, read_regular
 from stores.readers import printable_path, read_corpus
@@ -216,7 +216,7 @@ def test_a_20000_page_pdf_over_the_limit_is_refused_at_the_page_that_passes_it(
     doc = pdfium.PdfDocument(str(big))
     per_page = sum(len(line) + 1 for line in pdf.page_lines(doc[0].get_textpage().get_text_bounded()))
     doc.close()
-    monkeypatch.setattr(formats, "MAX_DOCUMENT_CHARS", 50 * per_page)  # the same rule, passed at page 51
+    monkeypatch.setattr(file_document, "MAX_DOCUMENT_CHARS", 50 * per_page)  # the same rule, passed at page 51
     calls = 0
     original = pdf.page_lines
 
