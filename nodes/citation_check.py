@@ -106,6 +106,17 @@ def _support(wanted: set[str], chunks: Sequence[Chunk]) -> tuple[float, Chunk | 
     return best_cov, best
 
 
+def _on_question(asked: set[str], claim: str, cited: Sequence[str], titles: Mapping[str, str] | None) -> bool:
+    """Whether a cited sentence shares the question's content words: QUESTION_SHARE of them in
+    the sentence and its documents' titles (printed with every reference, as the extractive
+    answer counts them when it picks sentences), half of that in the sentence itself. "The default
+    priority value is 50 …" in "Shared MIME-info Database" answers "the default priority of a magic
+    rule in the shared MIME-info database" though it holds only two of its eight words."""
+    own = len(asked & stems(claim))
+    named = stems(" ".join((titles or {}).get(d, "") for d in cited))
+    return own >= QUESTION_SHARE / 2 * len(asked) and len(asked & (stems(claim) | named)) >= QUESTION_SHARE * len(asked)
+
+
 def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str, Sequence[Chunk]],
                     titles: Mapping[str, str] | None = None, similarity: Similarity | None = None,
                     question: str = "", quoted_text: bool = False) -> CheckedAnswer:
@@ -156,7 +167,7 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
             out.sentences += 1
             if valid:
                 out.supported += 1
-                if asked and out.on_question is not None and len(asked & stems(claim)) >= QUESTION_SHARE * len(asked):
+                if asked and out.on_question is not None and _on_question(asked, claim, valid, titles):
                     out.on_question += 1
         cleaned = claim
         if valid:

@@ -337,3 +337,25 @@ def test_the_title_counts_when_choosing_between_sentences_of_one_passage() -> No
     assert explanation.startswith("The default priority value is 50, and the maximum is 100 [pdf/shared-mime-info-spec]"), \
         explanation
     assert exact == "50"
+
+
+def test_a_cited_sentence_is_on_the_question_with_its_documents_title() -> None:
+    """The walkthrough's answer quoted "The default priority value is 50, …" from "Shared MIME-info
+    Database" and the report said 0 of 2 cited sentences share the question's words: counted
+    alone, the sentence holds two of eight. With the title printed beside it, it is on the
+    question; a sentence that holds none of the words itself is not, whatever its title."""
+    from nodes.citation_check import check_citations
+    from stores.records import Chunk
+
+    question = "What is the default priority of a magic rule in the shared MIME-info database?"
+    spec = ("The default priority value is 50, and the maximum is 100. Each element corresponds to one line of "
+            "file(1)'s magic.mime file. Thomas Leonard wrote it in 2018.")
+    chunks = {"spec": [Chunk(docid="spec", chunk_no=0, text=spec, line_start=1, line_end=1)]}
+    titles = {"spec": "Shared MIME-info Database"}
+    answer = ("The default priority value is 50, and the maximum is 100 [spec]. "
+              "Thomas Leonard wrote it in 2018 [spec].")
+    with_title = check_citations(answer, allowed={"spec"}, chunks=chunks, titles=titles, question=question,
+                                 quoted_text=True).stats()
+    assert (with_title["supported_sentences"], with_title["on_question_sentences"]) == (2, 1)
+    alone = check_citations(answer, allowed={"spec"}, chunks=chunks, question=question, quoted_text=True).stats()
+    assert alone["on_question_sentences"] == 0
