@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from stores.titles import man_name_line, table_delimiter, table_row
+
 # A sentence may be quoted when at least this share of its non-space characters is prose.
 PROSE_SHARE = 0.6
 # A title-like line (a heading without markup): at most this many words, no sentence ending.
@@ -94,14 +96,8 @@ _OPTION_ARG_DEF = re.compile(r"^\s{2,}--?[A-Za-z][\w-]*=\S+ [a-z]")
 # reStructuredText field with its value (":Number of Instances: 150", ":Creator: R.A. Fisher"); a
 # field name with nothing after it (":Summary Statistics:") introduces what follows, like a heading.
 _FIELD = re.compile(r"^\s*:(?!\s)[^:`\n]{1,60}(?<!\s):(?:\s+(\S.*))?$")
-# A Markdown table row ("| `max_cached_workflows` | How many … | `1000` |") and its rule ("|---|:-:|").
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_TABLE_RULE = re.compile(r"^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*(?::?-{3,}:?\s*)?$")
 # A NEWS file's bug line: a bug number (5-7 digits) or "n-i-bz" (not in bugzilla), two spaces, a title.
 _BUG_LINE = re.compile(r"^\s*(?:n-i-bz|\d{5,7})\s{2,}\S")
-# A man page's NAME line: "gzip, gunzip, zcat - compress or expand files" under the "NAME" heading.
-_MAN_NAME_LINE = re.compile(r"^\s*[\w.+-]+(?:,\s*[\w.+-]+)*\s+[-–—‐]\s+\S")
-_MAN_NAME_HEADING = "NAME"
 # Small words a title-case heading leaves in lower case ("Use of Computers in Inspection").
 _SMALL = frozenset("a an and as at but by for from in into of on or the to vs via with".split())
 
@@ -154,7 +150,7 @@ def _table_row_kind(line: str) -> str:
     """A Markdown table line: its rule is markup (boilerplate); a row whose cells are all
     title-like or empty is the table's header; any other row is a definition ("| `--foo` | the
     timeout | `5s` |"). The breadcrumb rule ("a | b | c") must not refuse a row."""
-    if _TABLE_RULE.match(line):
+    if table_delimiter(line):
         return BOILERPLATE
     cells = [c.strip().strip("`*") for c in line.strip().strip("|").split("|")]
     if all(not c or _title_like(c) for c in cells):
@@ -178,13 +174,7 @@ def field_definition(line: str) -> bool:
 def definition_line(line: str) -> bool:
     """Whether `line` is a definition standing as its own statement: an option definition, an rst
     field with a value or a Markdown table row (a short one is not padded with the next)."""
-    return option_definition(line) or field_definition(line) or bool(_TABLE_ROW.match(line))
-
-
-def _man_name_line(line: str, previous: str) -> bool:
-    """A man page's NAME line: the page's names and one-line summary under the "NAME" heading.
-    The result prints the document's title above its quotes; quoted, this line proves nothing."""
-    return previous.strip() == _MAN_NAME_HEADING and bool(_MAN_NAME_LINE.match(line))
+    return option_definition(line) or field_definition(line) or table_row(line)
 
 
 def line_kinds(text: str) -> list[tuple[str, str]]:
@@ -194,11 +184,11 @@ def line_kinds(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for i, line in enumerate(lines):
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if _TABLE_ROW.match(line):
+        if table_row(line):
             kind = _table_row_kind(line)
         elif _UNDERLINE.match(line) or _MD_HEADING.match(line) or (_short_line(line) and _UNDERLINE.match(nxt)):
             kind = HEADING
-        elif i and _man_name_line(line, lines[i - 1]):
+        elif i and man_name_line(line, lines[i - 1]):
             kind = HEADING  # the NAME line: the page's title
         elif _FOOTER.search(line) or _BREADCRUMB.search(line) or _BUG_LINE.match(line):
             kind = BOILERPLATE
@@ -342,7 +332,7 @@ def _after_man_name_heading(text: str, start: int) -> bool:
     off the span, so the heading is looked up just before it)."""
     before = text[:start].rstrip().rsplit("\n", 1)[-1]
     end = text.find("\n", start)
-    return _man_name_line(text[start:end if end >= 0 else len(text)], before)
+    return man_name_line(text[start:end if end >= 0 else len(text)], before)
 
 
 def entry_starts(text: str) -> list[int]:
@@ -360,7 +350,7 @@ def entry_starts(text: str) -> list[int]:
         if not line.strip():  # a paragraph ends: its option lines are a listing when there are several
             starts += options if len(options) >= OPTION_RUN_MIN else []
             options = []
-        elif _FIELD.match(line) or _TABLE_ROW.match(line):
+        elif _FIELD.match(line) or table_row(line):
             starts.append(pos)
         elif option_definition(line):
             options.append(pos)

@@ -82,10 +82,10 @@ _MD_EMPTY_LINK = re.compile(r"\[\s*\]\([^()]*\)|\[\s*\]\[[^\[\]]*\]")
 # "# -*- coding: utf-8 -*-", "-*- outline -*-" in GnuPG's TODO, "-*- text -*-" in Wget's README).
 _MODE_LINE = re.compile(r"^\s*(?:(?:\.\.|#+|%+|;+|//|/\*|<!--|\"|--)\s*)?-\*-[^\n]*?-\*-\s*(?:(?:\*/|-->)\s*)?$")
 # A script's interpreter line ("#!/bin/sh" atop `configure`, an extension-less file read as text).
+_SHEBANG = re.compile(r"^#!\s*/")
 # A MyST (Sphinx Markdown) target line, "(ssl-certificate-verification)=": a label for the
 # heading below it, not a title (pip's docs open every page with one).
 _MYST_TARGET = re.compile(r"^\([^()\n]+\)=$")
-_SHEBANG = re.compile(r"^#!\s*/")
 # A Markdown table's delimiter row ("|---|:---:|", "--- | ---"). Neither pattern lets two
 # whitespace runs meet, so a failing match on a long line is linear, not quadratic.
 _TABLE_DELIMITER = re.compile(r"^\s*(?:\|\s*)?:?-+:?\s*(?:\|\s*:?-+:?\s*)+(?:\|\s*)?$")
@@ -93,13 +93,18 @@ _TABLE_DELIMITER = re.compile(r"^\s*(?:\|\s*)?:?-+:?\s*(?:\|\s*:?-+:?\s*)+(?:\|\
 _MD_IMAGE_ALT = re.compile(r"!\[([^\[\]]*)\]")
 
 
-def _table_row(line: str, following: str = "") -> bool:
+def table_row(line: str, following: str = "") -> bool:
     """A Markdown table row: between pipes ("| Option | Default |"), or any row over a
     delimiter row (tables without outer pipes)."""
     core = line.strip()
     if core.startswith("|") and core.count("|") >= 2:
         return True
     return "|" in core and bool(_TABLE_DELIMITER.match(following))
+
+
+def table_delimiter(line: str) -> bool:
+    """A Markdown table's delimiter row ("|---|:---:|", "--- | ---")."""
+    return bool(_TABLE_DELIMITER.match(line))
 
 
 def junk_title(title: str) -> str | None:
@@ -116,7 +121,7 @@ def junk_title(title: str) -> str | None:
         return "a MyST target label"
     if core.startswith("<!--"):
         return "an HTML comment"
-    if _table_row(core) or _TABLE_DELIMITER.match(core):
+    if table_row(core) or _TABLE_DELIMITER.match(core):
         return "a table row"
     if not _line_text(core):
         return "markup or badges only"
@@ -155,9 +160,9 @@ def _skipped_line(lines: list[str], n: int, text: str) -> bool:
 
 
 def _starts_table(lines: list[str], n: int) -> bool:
-    """Whether line `n` is a Markdown table row (see `_table_row`) or delimiter row."""
+    """Whether line `n` is a Markdown table row (see `table_row`) or delimiter row."""
     following = lines[n + 1] if n + 1 < len(lines) else ""
-    return _table_row(lines[n], following) or bool(_TABLE_DELIMITER.match(lines[n]))
+    return table_row(lines[n], following) or bool(_TABLE_DELIMITER.match(lines[n]))
 
 
 def _image_heading(lines: list[str], n: int) -> str:
@@ -254,7 +259,7 @@ def _rst_skippable(lines: list[str]) -> list[bool]:
             continue
         in_block = bool(_EXPLICIT.match(line))
         out.append(in_block or bool(_ADORNMENT.match(line)) or bool(_FIELD.match(line))
-                   or bool(_MODE_LINE.match(line)) or _table_row(line) or not any(ch.isalnum() for ch in line))
+                   or bool(_MODE_LINE.match(line)) or table_row(line) or not any(ch.isalnum() for ch in line))
     return out
 
 
@@ -294,6 +299,13 @@ _MAN_SECTION = re.compile(r"^[A-Z][A-Z0-9 /&-]*$")
 _MAN_NAME_HEADINGS = ("NAME", "Name", "NOM", "NOMBRE")
 # A NAME line says "name[, name…] - what it does" (groff renders "\-" as "-", some pages "—").
 _MAN_NAME_LINE = re.compile(r"\S\s+[-\u2010\u2013\u2014]\s+\S")
+
+
+def man_name_line(line: str, previous: str) -> bool:
+    """Whether `line` is a man page's NAME line ("gzip, gunzip, zcat - compress or expand files"):
+    "name - what it does" right under the NAME heading (`previous`). The title of the page, which
+    `man_page_title` takes and the evidence rules (`nodes.quotable`) never quote."""
+    return previous.strip() in _MAN_NAME_HEADINGS and bool(_MAN_NAME_LINE.search(line))
 
 
 def man_page_title(text: str) -> str | None:
