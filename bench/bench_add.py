@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bench.slices import DEFAULT_DATASETS, corpus_slice
+from stores.errors import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "bench-add"
@@ -99,4 +100,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

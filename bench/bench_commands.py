@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stores.errors import run_script
+
 REPO = Path(__file__).resolve().parents[1]
 TARGET_S = 1.0
 
@@ -68,4 +70,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

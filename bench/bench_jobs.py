@@ -26,6 +26,7 @@ import uuid
 from pathlib import Path
 
 from bench.slices import DEFAULT_DATASETS
+from stores.errors import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 COLLECTIONS = ("cacm", "scifact-train")
@@ -167,4 +168,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

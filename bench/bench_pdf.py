@@ -22,6 +22,8 @@ import time
 from difflib import SequenceMatcher
 from pathlib import Path
 
+from stores.errors import run_script
+
 REAL_PDFS = [Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
              Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf")]
 _WORD = re.compile(r"[A-Za-z]+")
@@ -149,4 +151,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

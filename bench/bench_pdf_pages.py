@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from stores.errors import run_script
+
 REPO = Path(__file__).resolve().parents[1]
 LINE = "Lexical retrieval over long scanned reports, page {page} line {line}."  # about 50 characters
 
@@ -88,4 +90,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -24,6 +24,8 @@ import time
 import uuid
 from pathlib import Path
 
+from stores.errors import run_script
+
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = ["dense passage retrieval", "learned sparse retrieval", "query expansion feedback", "late interaction",
            "retrieval augmented generation", "citation analysis", "nearest neighbour search", "bert re-ranking"]
@@ -139,4 +141,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

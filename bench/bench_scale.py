@@ -35,6 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from stores.errors import run_script
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "bench" / "out" / "bench_scale.json"
 NAME = "scale"
@@ -340,4 +342,4 @@ def report(results: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

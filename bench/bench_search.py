@@ -40,6 +40,7 @@ from bench.slices import DEFAULT_DATASETS
 from nodes.tool_results import SearchPage
 from nodes.tools import ToolSession
 from stores.collection import Collection, ingest
+from stores.errors import run_script
 from stores.jvm import pyserini_lucene
 from stores.lucene import build_index, run_index_collection
 
@@ -248,4 +249,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(lambda: sys.exit(main()))

@@ -20,6 +20,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Literal
 
+from stores.errors import run_script
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -100,4 +102,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -36,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from stores.errors import run_script
+
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "html"
 
 
@@ -214,4 +216,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

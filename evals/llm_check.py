@@ -25,6 +25,7 @@ import urllib.request
 from pathlib import Path
 
 from nodes.policies import model_policies
+from stores.errors import run_script
 
 QUESTION = "What term weighting idea did Sparck Jones propose in 1972?"
 MODEL = "openai:gemma3-270m"
@@ -156,4 +157,4 @@ def report(policy: str, result: dict, elapsed: float, invented: list[str]) -> No
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_script(lambda: sys.exit(main()))
