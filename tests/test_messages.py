@@ -198,3 +198,21 @@ def test_progress_of_a_job_terminated_outside_quarry_says_terminated(home: Path,
     finally:
         gate.release()
         worker.kill()
+
+
+def test_every_script_ends_a_quarry_error_with_one_line() -> None:
+    """bench/ and evals/ scripts are commands too: each runs its main through `run_script`, so a
+    missing dataset folder is one line and exit 2 — bench_jobs printed a traceback for it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = [p for folder in ("bench", "evals") for p in sorted((root / folder).glob("*.py"))
+               if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")]
+    assert len(scripts) > 10
+    assert [p.name for p in scripts if "run_script(" not in p.read_text(encoding="utf-8")] == []
+    done = subprocess.run([sys.executable, "-m", "bench.bench_jobs", "--datasets", str(root / "no-such-folder")],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("error (not_found): no such file or folder:"), done.stderr
