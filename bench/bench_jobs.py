@@ -71,7 +71,7 @@ async def durable(env, queue: str, name: str, intent: str) -> tuple[float, int, 
 async def bench_collection(home: Path, name: str, queries: list[str]) -> dict:
     from temporalio.testing import WorkflowEnvironment
 
-    from nodes.runtime import NodeRuntime, configure_runtime
+    from nodes.job.runtime import NodeRuntime, configure_runtime
     from workflows.dev_server import temporal_binary
     from workflows.worker import build_worker
 

@@ -45,7 +45,7 @@ def script(turns: int):
 
 
 def config(turns: int):
-    from nodes.config import JobConfig, ModelSettings
+    from nodes.job.config import JobConfig, ModelSettings
     return JobConfig(models=ModelSettings(model="openai:bench", react_max_steps=turns + 5), max_tool_calls=10_000)
 
 
@@ -53,7 +53,7 @@ async def in_process(home: Path, turns: int) -> float:
     from graphs.control import Control, reset_local_control, use_local_control
     from graphs.react_graph import make_react_graph
     from graphs.state import initial_state
-    from nodes.runtime import NodeRuntime, configure_runtime
+    from nodes.job.runtime import NodeRuntime, configure_runtime
     from tests.fakes import ModelRouter, ScriptedChatModel
 
     model = ScriptedChatModel(script=script(turns))

@@ -145,11 +145,11 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any
     home = size_dir(base, size) / "home"
     os.environ["QUARRY_HOME"] = str(home)
     from evals.metrics import mean_metrics
-    from nodes.config import JobConfig
-    from nodes.fusion import reciprocal_rank_fusion
-    from nodes.runtime import NodeRuntime, configure_runtime
-    from nodes.semantic_filter import FilteredSemantic
-    from nodes.tools import ToolSession
+    from nodes.job.config import JobConfig
+    from nodes.job.runtime import NodeRuntime, configure_runtime
+    from nodes.rounds.fusion import reciprocal_rank_fusion
+    from nodes.rounds.semantic_filter import FilteredSemantic
+    from nodes.tools.corpus import ToolSession
     from stores.embedder import embed_texts
 
     rt = NodeRuntime(home)

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from bench.slices import DEFAULT_DATASETS
-from nodes.tool_results import SearchPage
-from nodes.tools import ToolSession
+from nodes.tools.corpus import ToolSession
+from nodes.tools.results import SearchPage
 from stores.collection import Collection, ingest
 from stores.errors import run_script
 from stores.jvm import pyserini_lucene

@@ -41,7 +41,7 @@ def run_job(home: Path, name: str, intent: str, mode: Literal["list", "answer"])
                 initial_state(job_id, name, intent, mode=mode), config={"recursion_limit": 10_000}))
     finally:
         reset_local_control(token)
-    from nodes.runtime import runtime
+    from nodes.job.runtime import runtime
     result = runtime().jobs.load_draft(job_id) or {}  # the result is kept by reference, in the job store
     emit_agent_span(ref, job_id=job_id, intent=intent, status="completed",
                     output={"answer": result.get("answer") or "", "ranked": [r["docid"] for r in result.get("ranked", [])]})
@@ -74,7 +74,7 @@ def main() -> None:
     args = parser.parse_args()
     from opentelemetry import trace
 
-    from nodes.runtime import NodeRuntime, configure_runtime
+    from nodes.job.runtime import NodeRuntime, configure_runtime
     from observability import build_provider, traces_dir
     from stores.collection import ingest
 

@@ -5,7 +5,7 @@
 For each of the first N judged queries the heuristic round graph runs in-process (as
 evals.train_ranker does); then, on the same finished pool, the final order is computed both
 ways, best of 3: the heuristic rule (`ranked_candidates`) and the verifier path
-(`nodes.answer.ranker_inputs` — the job's stored rankings, citation links, lengths and three
+(`nodes.rounds.answer.ranker_inputs` — the job's stored rankings, citation links, lengths and three
 alternative BM25 scorings of the verified head — plus `final_order`). Reported: milliseconds
 per job for each, and the verifier's extra time as a share of the whole in-process job.
 bench/out/bench_verifier.json.
@@ -37,11 +37,11 @@ def main() -> None:
     from graphs.control import Control, reset_local_control, use_local_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
-    from nodes.answer import ranker_inputs
-    from nodes.pool import load_pool
-    from nodes.ranker import final_order
-    from nodes.runtime import NodeRuntime, configure_runtime
-    from nodes.state import JobState, ranked_candidates
+    from nodes.evidence.ranker import final_order
+    from nodes.job.pool import load_pool
+    from nodes.job.runtime import NodeRuntime, configure_runtime
+    from nodes.job.state import JobState, ranked_candidates
+    from nodes.rounds.answer import ranker_inputs
     from stores.collection import Collection
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from evals.answer_judge import Grade, answer_metrics, grade, response_text
-from nodes.config import JobConfig
-from nodes.models import ModelFactory, make_chat_model
-from nodes.policies import DEFAULT_POLICY, model_policies
-from nodes.usage import Usage
+from nodes.job.config import JobConfig
+from nodes.job.usage import Usage
+from nodes.llm.models import ModelFactory, make_chat_model
+from nodes.policy.registry import DEFAULT_POLICY, model_policies
 from stores.collection import Collection
 from stores.jobs import JobStore
 from workflows.shared import DEFAULT_BUDGET_S

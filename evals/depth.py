@@ -26,7 +26,7 @@ def run_depth(rt, name: str, qids: list[str], texts: dict[str, str], depth: int)
     from graphs.control import Control, reset_local_control, use_local_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
-    from nodes.config import JobConfig
+    from nodes.job.config import JobConfig
 
     runs = {}
     for qid in qids:
@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("collections", nargs="+")
     args = parser.parse_args()
-    from nodes.runtime import NodeRuntime, configure_runtime
+    from nodes.job.runtime import NodeRuntime, configure_runtime
     from stores.collection import Collection
 
     rt = NodeRuntime(args.home)

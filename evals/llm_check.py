@@ -24,7 +24,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from nodes.policies import model_policies
+from nodes.policy.registry import model_policies
 from stores.errors import run_script
 
 QUESTION = "What term weighting idea did Sparck Jones propose in 1972?"

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from evals.metrics import mean_metrics, per_query
 from evals.trec import write_run
-from nodes.config import JobConfig
-from nodes.fusion import reciprocal_rank_fusion
-from nodes.policies import model_policies
+from nodes.job.config import JobConfig
+from nodes.policy.registry import model_policies
+from nodes.rounds.fusion import reciprocal_rank_fusion
 from stores.collection import Collection
 from stores.errors import QuarryError
 from stores.lucene import DEFAULT_B, DEFAULT_K1

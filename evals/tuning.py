@@ -20,7 +20,7 @@ from typing import Any
 from evals.metrics import mean_metrics
 from evals.plots import heatmap
 from evals.runner import judged_queries
-from nodes.config import JobConfig
+from nodes.job.config import JobConfig
 from stores.atomic import write_atomic
 from stores.collection import Collection, reindex
 from stores.errors import QuarryError

@@ -14,12 +14,12 @@ from langgraph.graph import END, START, StateGraph
 
 from graphs.control import current_control
 from graphs.search_graph import activity_options
-from nodes import react as react_mod
-from nodes import react_finish as finish_mod
-from nodes.budget import budget_spent, budget_steer
-from nodes.config import config_of
-from nodes.heartbeat import with_heartbeats
-from nodes.state import JobState
+from nodes.job.budget import budget_spent, budget_steer
+from nodes.job.config import config_of
+from nodes.job.heartbeat import with_heartbeats
+from nodes.job.state import JobState
+from nodes.react import agent as react_mod
+from nodes.react import finish as finish_mod
 
 GRAPH_NAME = "quarry-react"
 # Turns the model gets after the submit-now steer before the job answers without it.

@@ -4,7 +4,7 @@
 Temporal LangGraph plugin, which runs I/O nodes as activities (timeouts, retries, heartbeats)
 and routers and pure nodes in the workflow; tests and evaluation compile it directly and run it
 in-process. Routers consult `current_control()` for the stop signal and the budget's steer.
-Under a policy whose judge takes a second look (`nodes.policies`: `llm`), verification fans out
+Under a policy whose judge takes a second look (`nodes.policy.registry`: `llm`), verification fans out
 to librarian activities (one per batch of candidates, a LangGraph `Send` each; the run's
 `max_concurrency` bounds how many run at once) and their judgements are folded in before reflection.
 """
@@ -19,18 +19,18 @@ from langgraph.types import Send
 from temporalio.common import RetryPolicy
 
 from graphs.control import current_control
-from nodes import answer as answer_mod
-from nodes import librarian as librarian_mod
-from nodes import navigator as navigator_mod
-from nodes import reflection as reflection_mod
-from nodes import retrieval as retrieval_mod
-from nodes import verification as verification_mod
-from nodes.budget import budget_steer
-from nodes.config import config_of
-from nodes.excerpts import query_terms
-from nodes.heartbeat import with_heartbeats
-from nodes.planning import make_plan, parse_exclusions, parse_years
-from nodes.state import JobState
+from nodes.evidence.planning import make_plan, parse_exclusions, parse_years
+from nodes.job.budget import budget_steer
+from nodes.job.config import config_of
+from nodes.job.heartbeat import with_heartbeats
+from nodes.job.state import JobState
+from nodes.llm import librarian as librarian_mod
+from nodes.rounds import answer as answer_mod
+from nodes.rounds import navigator as navigator_mod
+from nodes.rounds import reflection as reflection_mod
+from nodes.rounds import retrieval as retrieval_mod
+from nodes.rounds import verification as verification_mod
+from nodes.tools.excerpts import query_terms
 
 GRAPH_NAME = "quarry-search"
 
@@ -62,7 +62,7 @@ async def answer(state: JobState) -> dict:
 
 # Errors no retry can fix fail the node at once. A `QuarryError` leaves a node's activity as an
 # ApplicationError whose type is its code and which says itself whether it is retryable
-# (nodes.heartbeat.application_error: the user's to fix, so not, but for a few codes); these
+# (nodes.job.heartbeat.application_error: the user's to fix, so not, but for a few codes); these
 # names cover one raised outside those wrappers, and the bugs. Everything else is retried.
 NON_RETRYABLE = ["QuarryError", "IngestError", "TypeError", "AttributeError", "NameError", "KeyError",
                  "IndexError", "AssertionError", "ZeroDivisionError", "NotImplementedError", "RecursionError"]
@@ -73,7 +73,7 @@ NON_RETRYABLE = ["QuarryError", "IngestError", "TypeError", "AttributeError", "N
 # pause of minutes; the job's own budget (a workflow timer) still ends it on time.
 RETRY_WINDOW = timedelta(hours=1)
 RETRY_BACKOFF_CAP = timedelta(seconds=10)
-# Heartbeats come every 5 s (nodes.heartbeat); a worker that died is noticed within 15 s.
+# Heartbeats come every 5 s (nodes.job.heartbeat); a worker that died is noticed within 15 s.
 HEARTBEAT_TIMEOUT = timedelta(seconds=15)
 
 
@@ -88,7 +88,7 @@ def retry_by_time() -> RetryPolicy:
 def activity_options(timeout_s: int) -> dict[str, Any]:
     """Node metadata for the Temporal plugin: an activity with a per-attempt timeout, heartbeats
     and retries by time (`retry_by_time`). Model steps still fall back to the heuristic decision
-    on their MODEL_ATTEMPTS-th attempt (nodes.heartbeat.final_attempt) instead of failing."""
+    on their MODEL_ATTEMPTS-th attempt (nodes.job.heartbeat.final_attempt) instead of failing."""
     return {"execute_in": "activity", "start_to_close_timeout": timedelta(seconds=timeout_s),
             "schedule_to_close_timeout": RETRY_WINDOW, "heartbeat_timeout": HEARTBEAT_TIMEOUT,
             "retry_policy": retry_by_time()}
@@ -99,7 +99,7 @@ QUICK_ATTEMPT_TIMEOUT = timedelta(seconds=60)
 
 def quick_activity_options() -> dict[str, Any]:
     """The workflow's own short activities (checkpoint, the answer after a hard stop, the final
-    write): retried by time like the nodes, and heartbeating (`nodes.heartbeat.beating`) so a
+    write): retried by time like the nodes, and heartbeating (`nodes.job.heartbeat.beating`) so a
     worker lost while it holds one is noticed within HEARTBEAT_TIMEOUT, not at the attempt's
     timeout. Read when called, like `activity_options`."""
     return {"start_to_close_timeout": QUICK_ATTEMPT_TIMEOUT, "schedule_to_close_timeout": RETRY_WINDOW,

@@ -1,7 +1,7 @@
 """The graphs' state schema and the initial state of a job.
 
 The schema itself (`JobState` and its value types) is the nodes' vocabulary and lives in
-`nodes.state`; this module builds a job's first state from its input and says which graph a
+`nodes.job.state`; this module builds a job's first state from its input and says which graph a
 policy runs on.
 """
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nodes.config import JobConfig
-from nodes.policies import DEFAULT_POLICY, REACT_GRAPH, SEARCH_GRAPH, find_or_default, specs
-from nodes.state import JobState, Mode
+from nodes.job.config import JobConfig
+from nodes.job.state import JobState, Mode
+from nodes.policy.registry import DEFAULT_POLICY, REACT_GRAPH, SEARCH_GRAPH, find_or_default, specs
 
 # The builder of each graph a policy can name (`PolicySpec.graph`), as "module:function" so this
 # module stays light for the workflow; a policy with a graph of its own adds its builder here.
@@ -26,7 +26,7 @@ def graph_for(policy: str) -> str:
 
 def graph_builders() -> dict[str, Callable[[], Any]]:
     """Every graph some registered policy runs on, by name, with its builder (for the worker)."""
-    from nodes.policies import resolve
+    from nodes.policy.registry import resolve
     out: dict[str, Callable[[], Any]] = {}
     for spec in specs():
         if spec.graph not in out:

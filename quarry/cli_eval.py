@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from nodes.config import JOB_BOUNDS, JobConfig
+from nodes.job.config import JOB_BOUNDS, JobConfig
 from quarry.cli_collections import check_bm25, open_collection
 from quarry.console import console, fail, out, print_json, progress_bar, safe
 from quarry.job_options import eval_policy, job_config
@@ -18,7 +18,7 @@ from stores.errors import QuarryError
 from workflows.job_input import check_budget
 from workflows.shared import DEFAULT_BUDGET_S
 
-DEFAULTS = JobConfig()  # the options' defaults are the job's own (nodes.config), never copies
+DEFAULTS = JobConfig()  # the options' defaults are the job's own (nodes.job.config), never copies
 
 commands = typer.Typer()
 

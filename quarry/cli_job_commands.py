@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from nodes.config import JobConfig
-from nodes.policies import DEFAULT_POLICY
+from nodes.job.config import JobConfig
+from nodes.policy.registry import DEFAULT_POLICY
 from quarry import temporal_access as temporal
 from quarry.console import console, fail, out, print_json, safe, terminal_safe
 from quarry.ended_job import render_ended

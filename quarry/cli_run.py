@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from nodes.config import JOB_BOUNDS, JobConfig
-from nodes.policies import DEFAULT_POLICY, policy_help
+from nodes.job.config import JOB_BOUNDS, JobConfig
+from nodes.policy.registry import DEFAULT_POLICY, policy_help
 from quarry import temporal_access as temporal
 from quarry.console import console, fail, out, safe
 from quarry.infrastructure import say_note
@@ -22,7 +22,7 @@ from workflows.dev_server import server_command, start_server, stop_detached
 from workflows.job_input import MAX_INTENT_CHARS, MODES, check_budget, check_text
 from workflows.shared import DEFAULT_BUDGET_S, UI_PORT_DEFAULT
 
-DEFAULTS = JobConfig()  # the options' defaults are the job's own (nodes.config), never copies
+DEFAULTS = JobConfig()  # the options' defaults are the job's own (nodes.job.config), never copies
 
 commands = typer.Typer()
 

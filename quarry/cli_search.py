@@ -1,4 +1,4 @@
-"""`search` and `read`: the agent's own tools (nodes.tools) on a collection, from the command
+"""`search` and `read`: the agent's own tools (nodes.tools.corpus) on a collection, from the command
 line — a deep ranking with previews (BM25, or MiniLM semantic re-scoring) and a document by
 numbered lines."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
-from nodes.config import TOOL_LIMITS, JobConfig
-from nodes.step_control import StepControl, using_step
-from nodes.tool_results import ToolError
+from nodes.job.config import TOOL_LIMITS, JobConfig
+from nodes.job.step_control import StepControl, using_step
+from nodes.tools.results import ToolError
 from quarry.cli_collections import check_bm25, open_collection
 from quarry.console import fail, out, print_json, terminal_safe
 from quarry.embedding_progress import embedding_progress
@@ -24,7 +24,7 @@ commands = typer.Typer()
 
 
 def _tools(name: str, k1: float | None = None, b: float | None = None, semantic: bool = False):
-    from nodes.tools import ToolSession  # lazy: the tools cost ~110 ms of start-up
+    from nodes.tools.corpus import ToolSession  # lazy: the tools cost ~110 ms of start-up
     col = open_collection(name)
     lucene = col.lucene
 
@@ -43,7 +43,7 @@ def _semantic(col, lexical):
     except QuarryError as err:
         if err.code not in ("no_dense_index", "stale_dense_index"):
             raise
-    from nodes.semantic_filter import FilteredSemantic  # lazy: ~20 ms, and the embedder ~50 ms, of start-up
+    from nodes.rounds.semantic_filter import FilteredSemantic  # lazy: ~20 ms, and the embedder ~50 ms, of start-up
     from stores.embedder import model_available
     cfg = JobConfig()
     if not model_available():
@@ -57,7 +57,7 @@ def _semantic(col, lexical):
 def _embedding_progress(semantic) -> Iterator[None]:
     """While a semantic search without a dense index embeds chunks on demand (a minute for a
     hundred long documents), show chunks embedded / total (`embedding_progress`)."""
-    from nodes.semantic_filter import FilteredSemantic  # lazy: ~20 ms of start-up
+    from nodes.rounds.semantic_filter import FilteredSemantic  # lazy: ~20 ms of start-up
     if not isinstance(semantic, FilteredSemantic):
         yield
         return
@@ -68,7 +68,7 @@ def _embedding_progress(semantic) -> Iterator[None]:
 
 def _what_it_is(semantic, name: str) -> str:
     """'' for the dense index; the plain statement for MiniLM over the lexical hits."""
-    from nodes.semantic_filter import FilteredSemantic, what_it_is  # lazy: ~20 ms of start-up
+    from nodes.rounds.semantic_filter import FilteredSemantic, what_it_is  # lazy: ~20 ms of start-up
     return what_it_is(semantic.candidates, name) if isinstance(semantic, FilteredSemantic) else ""
 
 
@@ -83,7 +83,7 @@ def search(name: str, query: str,
                     "it re-scores the top BM25 hits only)")] = "lexical",
            json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False) -> None:
     """Search a collection (deep ranking, previews with excerpts)."""
-    from nodes.tools import MAX_QUERY_CHARS, QueryProblem, check_query  # lazy: the tools cost ~110 ms
+    from nodes.tools.corpus import MAX_QUERY_CHARS, QueryProblem, check_query  # lazy: the tools cost ~110 ms
     if channel not in ("lexical", "semantic"):
         fail(QuarryError("bad_option", f"unknown channel {channel!r}", "use --channel lexical or --channel semantic"))
     if channel == "semantic" and (k1 is not None or b is not None):

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nodes.answer_confidence import stated_confidence
-from nodes.policies import DEFAULT_POLICY
+from nodes.evidence.answer_confidence import stated_confidence
+from nodes.policy.registry import DEFAULT_POLICY
 from quarry.bibliography import Origin, Reference, collection_origin, references
 from quarry.bibliography_formats import bibtex, csl_json, met, ris, where
 from quarry.bibliography_rules import display_title

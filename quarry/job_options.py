@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from nodes.config import JOB_BOUNDS, JobConfig, ModelSettings, Price
+from nodes.job.config import JOB_BOUNDS, JobConfig, ModelSettings, Price
 from stores.errors import QuarryError
 
 
@@ -22,10 +22,10 @@ def job_config(policy: str, model: str | None, judge_model: str | None, *, round
                extra_models: tuple[str | None, ...] = ()) -> JobConfig:
     """The job's configuration; endpoints (also of `extra_models`, e.g. an answer grader) are
     probed in seconds so a server that is down is named now, not minutes into a job. The defaults
-    are JobConfig's own (nodes.config), never copies."""
-    from nodes.models import ModelSpec, check_endpoint
-    from nodes.policies import check, model_policies, taking
-    from nodes.usage import prices_for
+    are JobConfig's own (nodes.job.config), never copies."""
+    from nodes.job.usage import prices_for
+    from nodes.llm.models import ModelSpec, check_endpoint
+    from nodes.policy.registry import check, model_policies, taking
     chosen = check(policy)
     check_model_budgets(max_tokens, max_dollars)
     if not chosen.uses_models:
@@ -58,7 +58,7 @@ def eval_policy(systems: list[str]) -> tuple[str, list[str], bool]:
     """For `quarry eval`: the policy whose options the evaluation's model options are checked
     against (of the systems that are model policies, the first taking a judge model, else the
     first; the default policy when there are none), those systems, and whether any takes a judge model."""
-    from nodes.policies import DEFAULT_POLICY, find
+    from nodes.policy.registry import DEFAULT_POLICY, find
     known = [spec for s in systems if (spec := find(s)) is not None and spec.uses_models]
     model_systems = [spec.name for spec in known]
     judged = [spec.name for spec in known if spec.takes("judge_model")]
@@ -86,10 +86,10 @@ def check_model_budgets(max_tokens: object, max_dollars: object) -> None:
 
 def load_prices(path: Path | None) -> dict[str, Price]:
     """The default table, extended/overridden by a JSON file `{"model": {"input": …, …}}`,
-    checked against nodes.usage.PriceTable: every price a finite number from 0 to MAX_PRICE (not
+    checked against nodes.job.usage.PriceTable: every price a finite number from 0 to MAX_PRICE (not
     a boolean, not NaN or Infinity), `input` and `output` given, no other keys. A bad table is one
     `bad_prices` error naming the model and field, before anything is submitted."""
-    from nodes.usage import DEFAULT_PRICES, PriceTable
+    from nodes.job.usage import DEFAULT_PRICES, PriceTable
 
     table = dict(DEFAULT_PRICES)
     if path is None:

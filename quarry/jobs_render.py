@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodes.answer_confidence import stated_confidence
-from nodes.policies import DEFAULT_POLICY, display_spec
+from nodes.evidence.answer_confidence import stated_confidence
+from nodes.policy.registry import DEFAULT_POLICY, display_spec
 from quarry.console import out, safe
 from quarry.screens import cut_words, render_ranked
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodes.config import JobConfig
+from nodes.job.config import JobConfig
 from quarry import infrastructure
 from quarry import temporal_access as temporal
 from quarry.console import console, out, print_json, safe

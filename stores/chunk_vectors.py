@@ -3,7 +3,7 @@
 This is the semantic channel's store for a collection without a (current) dense index: it embeds
 the chunks it is asked for with the same MiniLM model as the dense index (`stores.embedder`),
 keeps their vectors, and scores given documents' given chunks against a query. Which documents
-and chunks are worth scoring is the caller's choice (`nodes.semantic_filter` takes the lexical
+and chunks are worth scoring is the caller's choice (`nodes.rounds.semantic_filter` takes the lexical
 channel's candidates); nothing here ranks or filters.
 
 Vectors are keyed by (docid, chunk_no) and kept as float32 blobs in `chunk-vectors.sqlite` in the

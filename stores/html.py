@@ -19,7 +19,7 @@ What the rules do:
   (source newlines included) are one space, so a sentence that had `<code>drop</code>` on a
   line end is one line. Each block (p, h1-h6, pre, blockquote, div, table, list, ...) is its own
   paragraph, separated by a blank line (what sentence and paragraph splitting in
-  `nodes.sentences` relies on: a heading never runs into the next sentence); list items, table
+  `nodes.evidence.sentences` relies on: a heading never runs into the next sentence); list items, table
   rows and definition terms end a line; table cells are joined by " | "; `<br>` breaks the line;
   `<pre>` keeps its lines.
 - Title: see `stores.titles.html_title` (a heading of the page when `<title>` is that heading
@@ -50,7 +50,7 @@ _LINE_TAGS = frozenset({"li", "tr", "dt", "dd", "caption", "figcaption", "summar
 _CELL_TAGS = frozenset({"td", "th"})
 _PRE_TAGS = frozenset({"pre", "listing", "xmp", "plaintext"})
 # A `<pre>` block (an example, a listing, a shell session) is written between Markdown fences, so
-# the evidence rules (`nodes.quotable`) know it as code, as in a Markdown file: texinfo's
+# the evidence rules (`nodes.evidence.quotable`) know it as code, as in a Markdown file: texinfo's
 # "texi2any --fill-column=68 bison.texinfo" example was quoted as the evidence for a default.
 CODE_FENCE = "```"
 

@@ -3,7 +3,7 @@
 A job's result carries a manifest (built by the final activity through the node runtime) so a
 reader can tell whether two results are comparable and rebuild the conditions of either. The
 store part lives here because it reads store metadata and the checkout; the policy part (prompt
-hashes, model names) is the nodes' (nodes.manifest).
+hashes, model names) is the nodes' (nodes.job.manifest).
 """
 from __future__ import annotations
 

@@ -304,7 +304,7 @@ _MAN_NAME_LINE = re.compile(r"\S\s+[-\u2010\u2013\u2014]\s+\S")
 def man_name_line(line: str, previous: str) -> bool:
     """Whether `line` is a man page's NAME line ("gzip, gunzip, zcat - compress or expand files"):
     "name - what it does" right under the NAME heading (`previous`). The title of the page, which
-    `man_page_title` takes and the evidence rules (`nodes.quotable`) never quote."""
+    `man_page_title` takes and the evidence rules (`nodes.evidence.quotable`) never quote."""
     return previous.strip() in _MAN_NAME_HEADINGS and bool(_MAN_NAME_LINE.search(line))
 
 

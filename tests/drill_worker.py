@@ -31,7 +31,7 @@ def wait_for_release(folder: Path, marker: str, text: str) -> None:
 
 
 def gate(folder: Path):
-    import nodes.verification as verification_mod
+    import nodes.rounds.verification as verification_mod
 
     real = verification_mod.verification
 
@@ -45,11 +45,11 @@ def gate(folder: Path):
 
 def scale_heartbeats(timeout_s: float) -> None:
     """The node activities' heartbeat timeout (graphs.search_graph, read when the worker builds its
-    graphs) and the heartbeat interval (nodes.heartbeat, one beat per third of the timeout)."""
+    graphs) and the heartbeat interval (nodes.job.heartbeat, one beat per third of the timeout)."""
     from datetime import timedelta
 
     import graphs.search_graph as search_graph
-    import nodes.heartbeat as heartbeat
+    import nodes.job.heartbeat as heartbeat
 
     ratio = heartbeat.HEARTBEAT_EVERY_S / search_graph.HEARTBEAT_TIMEOUT.total_seconds()
     search_graph.HEARTBEAT_TIMEOUT = timedelta(seconds=timeout_s)
@@ -65,7 +65,7 @@ def scale_heartbeats(timeout_s: float) -> None:
 
 def hold_warm_up(folder: Path):
     """Hold the worker's warm-up: write DIR/warming, then wait until DIR/release exists."""
-    from nodes.runtime import NodeRuntime
+    from nodes.job.runtime import NodeRuntime
 
     real = NodeRuntime.warm
 

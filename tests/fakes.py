@@ -151,7 +151,7 @@ class NodeGate:
     `wrap(fn)` returns a node body (state -> update) that records each call's round in `calls`,
     blocks the calls that `hold(call_no, state)` selects (call_no counts from 0) on an event the
     test controls, then runs `fn`. Patch it over a node module's function (e.g.
-    `nodes.verification.verification`): the graph's async shells look it up at call time, so
+    `nodes.rounds.verification.verification`): the graph's async shells look it up at call time, so
     the job is deterministically mid-run while a call is held.
     """
 

@@ -18,8 +18,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from nodes.tool_results import CitationHit, CitationPage, ToolError
-from nodes.tools import CITATION_DIRECTIONS, CITATION_LIMIT_MAX, ToolSession, preview_text
+from nodes.tools.corpus import CITATION_DIRECTIONS, CITATION_LIMIT_MAX, ToolSession, preview_text
+from nodes.tools.results import CitationHit, CitationPage, ToolError
 from stores.citations import LINK_BONUS, SHARED_BONUS, CitationGraph
 from stores.collection import Collection, ingest
 from tests.fakes import write_beir
@@ -304,7 +304,7 @@ def test_job_tools_trace_expand_citations(col: Collection, tmp_path: Path, monke
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    import nodes.runtime as rt
+    import nodes.job.runtime as rt
     from observability import JsonlSpanExporter, get_tracer, load_spans, tool_span
 
     provider = TracerProvider(shutdown_on_exit=False)

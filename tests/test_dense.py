@@ -299,8 +299,9 @@ def test_real_chroma_server(home: Path, tmp_path: Path, chroma_server_proc: int,
 def test_evidence_keeps_the_best_chunks_per_item_with_line_ranges(col: Collection) -> None:
     """Top-m evidence (m=2) with real vectors: the best chunk is quoted and scored, the runner-up
     kept as a line range and quoted from the store when a result is built."""
-    from nodes.policy import HeuristicPolicy, JudgeInput
-    from nodes.results import _quotes
+    from nodes.job.results import _quotes
+    from nodes.policy.heuristic import HeuristicPolicy
+    from nodes.policy.seam import JudgeInput
     from stores.records import quotable_chunks
     from stores.spans import DocumentText
 

@@ -14,7 +14,7 @@ import sys
 import time
 import uuid
 
-from nodes.config import JobConfig
+from nodes.job.config import JobConfig
 from stores.jobs import JobStore
 from tests.drill_kit import (
     INTENT,
@@ -96,7 +96,7 @@ def test_no_key_reaches_any_file(home, server, capsys) -> None:
         worker = Worker(home, server.address, queue, env=secrets | {"OPENAI_BASE_URL": standin.base_url,
                                                                      "NO_PROXY": "127.0.0.1,localhost"})
         try:
-            from nodes.config import JobConfig, ModelSettings
+            from nodes.job.config import JobConfig, ModelSettings
             handle = asyncio.run(start(server.address, queue, "graph neural networks", policy="react",
                                        config=JobConfig(models=ModelSettings(model="openai:standin-model"))))
             result = result_of(handle)

@@ -97,7 +97,7 @@ def test_traces_over_otlp_keep_quarry_trace_working(home, server) -> None:
 def test_a_react_jobs_model_calls_sit_under_its_agent_span(home, server) -> None:
     """A ReAct job against an OpenAI-compatible stand-in on loopback, run by a worker process:
     its `chat` spans (with usage) are inside the one `invoke_agent` span with the tools."""
-    from nodes.config import JobConfig, ModelSettings
+    from nodes.job.config import JobConfig, ModelSettings
     from tests.openai_standin import StandinServer, tool_call_response
 
     script = [tool_call_response("search", {"reason": "find GNN papers", "query": "graph neural networks"}, 900, 30,

@@ -25,7 +25,7 @@ from tests.conftest import LITERATURE
 
 
 def test_a_quarry_error_leaves_an_activity_typed_by_its_code_and_not_retried() -> None:
-    from nodes.heartbeat import RETRYABLE_CODES, application_error
+    from nodes.job.heartbeat import RETRYABLE_CODES, application_error
 
     err = application_error(QuarryError("version_gone", "version v1 is gone", "rerun it"))
     assert isinstance(err, ApplicationError)
@@ -43,7 +43,7 @@ def test_a_quarry_error_leaves_an_activity_typed_by_its_code_and_not_retried() -
 def test_the_activity_wrappers_raise_it_inside_an_activity_only() -> None:
     from temporalio import activity
 
-    from nodes.heartbeat import beating, with_heartbeats
+    from nodes.job.heartbeat import beating, with_heartbeats
 
     def gone(_: Any = None) -> None:
         raise QuarryError("no_collection", "collection 'x' does not exist", "ingest it")
@@ -226,7 +226,7 @@ async def _failed_activity_types(handle) -> list[tuple[str, bool]]:
 
 async def test_a_job_whose_collection_version_is_gone_fails_with_its_code(env, literature, quarry_home, queue) -> None:
     from graphs.state import initial_state
-    from nodes.config import JobConfig
+    from nodes.job.config import JobConfig
     from stores.jobs import JobStore
     from workflows.client import new_job_id, submit
     from workflows.shared import JobInput

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from evals.agent_system import AgentOptions
 from evals.answer_judge import Grade, calibration_error
 from evals.runner import evaluate
-from nodes.config import JobConfig, ModelSettings
+from nodes.job.config import JobConfig, ModelSettings
 from tests.fakes import ModelRouter, ScriptedChatModel, search_docs, structured_reply, tool_call, usage, write_beir
 
 AGENT, GRADER = "openai:scripted-agent", "openai:scripted-grader"

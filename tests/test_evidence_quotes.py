@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from nodes.policy import HeuristicPolicy, JudgeInput
-from nodes.quotable import lead_trim, unquotable
-from nodes.results import evidence_entry
-from nodes.scoring import locate_evidence
+from nodes.evidence.quotable import lead_trim, unquotable
+from nodes.evidence.scoring import locate_evidence
+from nodes.job.results import evidence_entry
+from nodes.policy.heuristic import HeuristicPolicy
+from nodes.policy.seam import JudgeInput
 from stores.records import DocRecord, body_lines, chunk_document, document_lines, quotable_chunks
 from stores.spans import DocumentText
 
@@ -184,7 +185,7 @@ def test_lead_trim_keeps_prose_whole() -> None:
     ("Copyright 2000-2024 Kitware, Inc.", "", 1.0),
 ])
 def test_quote_cap(quote: str, title: str, cap: float) -> None:
-    from nodes.scoring import quote_cap
+    from nodes.evidence.scoring import quote_cap
 
     assert quote_cap({"id": "c1", "kind": "topic", "text": "default weight value", "weight": 1.0}, quote, title) \
         == pytest.approx(cap, abs=1e-3)
@@ -193,8 +194,8 @@ def test_quote_cap(quote: str, title: str, cap: float) -> None:
 def test_code_blocks_are_code_by_context_whatever_their_lines_look_like() -> None:
     """A fenced shell example reads like prose word by word; an rst directive and its body, a
     comment and a literal block are markup: none is quotable. An admonition's body is prose."""
-    from nodes.quotable import quotable_spans
-    from nodes.scoring import sentences
+    from nodes.evidence.quotable import quotable_spans
+    from nodes.evidence.scoring import sentences
 
     text = "\n".join([
         ".. cmake-manual-description: CMake Compile Features Reference",
@@ -234,7 +235,7 @@ def test_a_passage_cut_inside_a_fenced_example_knows_it_is_inside() -> None:
 
 def test_each_bulleted_item_is_its_own_sentence() -> None:
     """A Markdown list is not one run-on sentence: a quote (or an extractive answer) is one item."""
-    from nodes.scoring import sentences
+    from nodes.evidence.scoring import sentences
 
     text = ("It combines three published ideas:\n- **Pi-Serini**: well-configured BM25, deep cached rankings.\n"
             "- **Hybrid practice**: dense + BM25 fused with Reciprocal Rank Fusion (k=60), answers with\n"
@@ -340,7 +341,7 @@ def test_a_man_page_hyphenation_break_is_joined_in_the_shown_quote() -> None:
     the exact quote keeps the document's characters."""
     entry = fixture_evidence("zstd.1.txt", "progress notifications")
     assert "notifica\u2010\n" in entry["quote"]
-    from nodes.scoring import display_text
+    from nodes.evidence.scoring import display_text
     assert "displays progress notifications and result summary" in display_text(entry["quote"])
 
 
@@ -376,7 +377,7 @@ def test_the_quote_shows_the_words_the_title_does_not() -> None:
 
 
 def test_plurals_meet_their_singular_in_short_words() -> None:
-    from nodes.scoring import stem
+    from nodes.evidence.scoring import stem
     assert [stem(w) for w in ("stops", "tabs", "rules", "files")] == [stem(w) for w in ("stop", "tab", "rule", "file")]
     assert stem("less") == "less" and stem("status") == "statu" and stem("analysis") == "analy"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.excerpts import EXCERPT_CHARS, excerpt, query_terms
+from nodes.tools.excerpts import EXCERPT_CHARS, excerpt, query_terms
 
 A, Z = "alpha", "omega"
 

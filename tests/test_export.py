@@ -24,7 +24,7 @@ def job(quarry_home: Path) -> tuple[str, dict]:
     from graphs.control import Control, reset_local_control, use_local_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
-    from nodes.runtime import NodeRuntime, configure_runtime
+    from nodes.job.runtime import NodeRuntime, configure_runtime
     from stores.collection import ingest
 
     ingest(ROOT / "examples" / "corpus", "sample-export", home=quarry_home)

@@ -16,10 +16,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from nodes.answer_extractive import exact_value, question_weights, select_sentences
-from nodes.citation_check import check_citations
-from nodes.policy import AnswerRequest, HeuristicPolicy
-from nodes.results import answer_docs, checked_answer
+from nodes.evidence.answer_extractive import exact_value, question_weights, select_sentences
+from nodes.evidence.citation_check import check_citations
+from nodes.job.results import answer_docs, checked_answer
+from nodes.policy.heuristic import HeuristicPolicy
+from nodes.policy.seam import AnswerRequest
 from stores.records import DocRecord, chunk_document, document_lines
 
 QUESTION = "what is the default weight value?"
@@ -165,7 +166,7 @@ def test_exact_value_only_when_the_sentence_states_it_after_the_questions_words(
 @pytest.fixture(scope="module")
 def weights_runtime(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     from graphs.control import Control, reset_local_control, use_local_control
-    from nodes.runtime import NodeRuntime, configure_runtime
+    from nodes.job.runtime import NodeRuntime, configure_runtime
     from stores.collection import ingest
     from tests.fakes import write_jsonl
 
@@ -184,8 +185,8 @@ def weights_runtime(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory)
 async def test_an_answer_job_without_a_model_quotes_the_weight_sentence(weights_runtime) -> None:
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
-    from nodes.config import JobConfig
-    from nodes.runtime import runtime
+    from nodes.job.config import JobConfig
+    from nodes.job.runtime import runtime
 
     app = make_search_graph().compile()
     state: dict = dict(initial_state("extractive-1", "weights", QUESTION, mode="answer", config=JobConfig(max_rounds=1)))
@@ -204,7 +205,7 @@ async def test_an_answer_job_without_a_model_quotes_the_weight_sentence(weights_
 def test_every_front_door_states_a_missing_confidence_the_same_way() -> None:
     """The terminal, the Markdown export and the answer grader say "not estimated", never "None%"."""
     from evals.answer_judge import response_text
-    from nodes.answer_confidence import stated_confidence
+    from nodes.evidence.answer_confidence import stated_confidence
     from quarry.export import export
 
     answer = {"explanation": "The default weight value is 50 [d1].", "exact_answer": "50", "confidence": None,
@@ -221,7 +222,7 @@ def test_brackets_inside_a_quoted_sentence_are_text_not_citations() -> None:
     """A quote such as "compression levels [1-19]" (a man page's own brackets) in an extractive
     answer is kept word for word and neither counted nor removed as an invented citation; a model's
     answer with the same bracket still has it removed."""
-    from nodes.citation_check import check_citations
+    from nodes.evidence.citation_check import check_citations
     from stores.records import Chunk
 
     sentence = "zstd offers compression levels [1-19] and the default level is 3."
@@ -245,8 +246,8 @@ STICKY = "What is the default schedule-to-start timeout of sticky task queues?"
 def fixture_sentence(name: str, start: str) -> str:
     """The quotable sentence of a fixture document that starts with `start`, whitespace collapsed
     (as the answer step reads evidence passages)."""
-    from nodes.quotable import quotable_spans
-    from nodes.scoring import sentences
+    from nodes.evidence.quotable import quotable_spans
+    from nodes.evidence.scoring import sentences
 
     text = (Path(__file__).parent / "fixtures" / "evidence" / name).read_text(encoding="utf-8")
     found = [" ".join(text[a:b].split()) for a, b in quotable_spans(text, sentences(text))
@@ -285,8 +286,8 @@ def test_no_exact_value_from_an_unrelated_number(question, sentence, title) -> N
 
 
 def _answer(question: str, docs: list[tuple[str, str, list[str]]]) -> tuple[str, str]:
-    from nodes.answer_extractive import extractive_answer
-    from nodes.policy import AnswerDoc, Passage
+    from nodes.evidence.answer_extractive import extractive_answer
+    from nodes.policy.seam import AnswerDoc, Passage
 
     answer_docs_ = [AnswerDoc(docid, title, tuple(Passage(n + 2, n + 2, p) for n, p in enumerate(passages)))
                     for docid, title, passages in docs]
@@ -344,7 +345,7 @@ def test_a_cited_sentence_is_on_the_question_with_its_documents_title() -> None:
     Database" and the report said 0 of 2 cited sentences share the question's words: counted
     alone, the sentence holds two of eight. With the title printed beside it, it is on the
     question; a sentence that holds none of the words itself is not, whatever its title."""
-    from nodes.citation_check import check_citations
+    from nodes.evidence.citation_check import check_citations
     from stores.records import Chunk
 
     question = "What is the default priority of a magic rule in the shared MIME-info database?"

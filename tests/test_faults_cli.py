@@ -120,7 +120,7 @@ def test_a_bad_price_table_is_refused_before_anything_is_submitted(fresh_home: P
 def test_the_price_schema_in_the_python_api(tmp_path: Path) -> None:
     """load_prices refuses each bad table (the same schema `quarry eval --prices` reads) and keeps
     a good one; cached_input may be left out."""
-    from nodes.config import Price
+    from nodes.job.config import Price
     from quarry.job_options import load_prices
 
     table = tmp_path / "prices.json"

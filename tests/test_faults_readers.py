@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nodes.context import data_block, neutralise
+from nodes.llm.context import data_block, neutralise
 from stores import file_document
 from stores.errors import IngestError
 from stores.formats import TITLE_MAX_CHARS, Unreadable, cap_title, read_file, read_regular

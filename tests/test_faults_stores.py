@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from nodes.runtime import NodeRuntime
+from nodes.job.runtime import NodeRuntime
 from stores.collection import Collection, add, ingest, reindex, remove
 from stores.dense import DenseIndex
 from stores.errors import QuarryError

@@ -20,8 +20,8 @@ from graphs.search_graph import (
     route_start,
 )
 from graphs.state import initial_state
-from nodes.config import JobConfig
-from nodes.runtime import NodeRuntime, configure_runtime
+from nodes.job.config import JobConfig
+from nodes.job.runtime import NodeRuntime, configure_runtime
 from tests.conftest import LITERATURE
 
 INTENT = "graph neural networks for molecular property prediction, 2015-2020, not surveys"
@@ -72,8 +72,8 @@ async def run_graph(job_id: str, intent: str = INTENT, **kwargs: Any) -> tuple[d
 def written(state: dict) -> dict:
     """The final state with what the job wrote to the job store: the result and the candidate pool
     (state carries them by reference)."""
-    from nodes.pool import load_pool
-    from nodes.runtime import runtime as current
+    from nodes.job.pool import load_pool
+    from nodes.job.runtime import runtime as current
 
     jobs = current().jobs
     return state | {"result": jobs.load_draft(state["job_id"]) or {}, "candidates": load_pool(jobs, state)}

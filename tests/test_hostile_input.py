@@ -192,7 +192,7 @@ def test_the_python_api_refuses_bad_jobs_before_submitting(field: str, value: An
 
 
 def test_tools_answer_misuse_with_repair_hints(home: Path) -> None:
-    from nodes.tools import ToolSession
+    from nodes.tools.corpus import ToolSession
 
     col = Collection(NAME, home)
     tools = ToolSession(col.lucene, col.corpus)

@@ -53,7 +53,7 @@ def test_quotes_from_real_pages_are_whole_sentences(page: Path) -> None:
     """The issue's symptom, end to end: a quote is cut from the numbered lines `read_document`
     shows by the sentence splitter; each marked sentence must sit inside one split sentence
     (before, "…Rust will run the" ended at a paragraph break the reader had made)."""
-    from nodes.scoring import sentences
+    from nodes.evidence.scoring import sentences
     from stores.readers import read_corpus
     from stores.records import document_lines
 

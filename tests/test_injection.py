@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage, messages_from_dict
 
-from nodes.config import JobConfig, ModelSettings
+from nodes.job.config import JobConfig, ModelSettings
 from stores.jobs import JobStore
 from tests.fakes import ModelRouter, ScriptedChatModel, files_holding, search_docs, tool_call, write_jsonl
 from workflows.client import new_job_id, submit

@@ -8,19 +8,19 @@ import socket
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from nodes.agent_tools import SearchArgs, SubmitArgs, parse_args, tool_definitions
-from nodes.budget import budget_spent, budget_steer, budget_used
-from nodes.citation_check import check_citations, cited_ids
-from nodes.config import JobConfig, ModelSettings, Price
-from nodes.context import data_block, neutralise, tool_result_for_model
-from nodes.librarian import locate_quote
-from nodes.llm_calls import ModelError, invoke, parse_structured, structured
-from nodes.llm_policy import merge_plan
-from nodes.models import ModelSpec, check_endpoint
-from nodes.navigator_prompts import PlanOut
-from nodes.planning import additive_query, make_plan
-from nodes.tool_results import DocumentPage
-from nodes.usage import Usage, usage_from_metadata
+from nodes.evidence.citation_check import check_citations, cited_ids
+from nodes.evidence.planning import additive_query, make_plan
+from nodes.job.budget import budget_spent, budget_steer, budget_used
+from nodes.job.config import JobConfig, ModelSettings, Price
+from nodes.job.usage import Usage, usage_from_metadata
+from nodes.llm.calls import ModelError, invoke, parse_structured, structured
+from nodes.llm.context import data_block, neutralise, tool_result_for_model
+from nodes.llm.librarian import locate_quote
+from nodes.llm.models import ModelSpec, check_endpoint
+from nodes.llm.navigator_prompts import PlanOut
+from nodes.llm.policy import merge_plan
+from nodes.tools.agent_tools import SearchArgs, SubmitArgs, parse_args, tool_definitions
+from nodes.tools.results import DocumentPage
 from quarry.job_options import load_prices
 from stores.errors import QuarryError
 from stores.records import Chunk
@@ -295,8 +295,9 @@ def test_the_extractive_answer_cites_whole_sentences_of_a_lower_cased_corpus() -
     evidence sentence, not the tail of a line ("slipstream [453].")."""
     from types import SimpleNamespace
 
-    from nodes.policy import AnswerRequest, HeuristicPolicy
-    from nodes.results import answer_docs, evidence_entry
+    from nodes.job.results import answer_docs, evidence_entry
+    from nodes.policy.heuristic import HeuristicPolicy
+    from nodes.policy.seam import AnswerRequest
     from stores.spans import DocumentText
 
     lines = ["the influence of stream shear on airfoil lift .",

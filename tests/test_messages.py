@@ -117,8 +117,8 @@ def test_search_hints_in_cli_syntax_and_the_tool_in_tool_syntax(home: Path, quer
     assert res.exit_code != 0 and "(empty_query)" in res.output, res.output
     assert 'quarry search lit "dense retrieval"' in res.output and "search(reason=" not in res.output, res.output
 
-    from nodes.tool_results import ToolError
-    from nodes.tools import ToolSession
+    from nodes.tools.corpus import ToolSession
+    from nodes.tools.results import ToolError
     from stores.collection import Collection
     col = Collection("lit", home=home)
     page = ToolSession(col.lucene, col.corpus).search("why", query)
@@ -142,7 +142,7 @@ def test_search_hints_in_cli_syntax_and_the_tool_in_tool_syntax(home: Path, quer
      ["alignment” models"]),
 ])
 def test_the_checklist_is_not_cut_inside_brackets_or_quotes(intent: str, whole: str, not_pieces: list[str]) -> None:
-    from nodes.planning import make_plan
+    from nodes.evidence.planning import make_plan
     texts = [item["text"] for item in make_plan(intent, years=False)["checklist"]]
     assert whole in texts, texts
     for piece in not_pieces:
@@ -150,7 +150,7 @@ def test_the_checklist_is_not_cut_inside_brackets_or_quotes(intent: str, whole: 
 
 
 def test_the_checklist_still_splits_outside_brackets() -> None:
-    from nodes.planning import make_plan
+    from nodes.evidence.planning import make_plan
     texts = [item["text"] for item in make_plan("dense retrieval (DPR), query expansion; reranking", years=False)["checklist"]]
     assert {"dense retrieval (DPR)", "query expansion", "reranking"} <= set(texts), texts
 

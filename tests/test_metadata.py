@@ -25,7 +25,7 @@ def test_docs_by_author_and_venue(tmp_path: Path) -> None:
 
 def test_stored_and_asked_author_names_share_one_last_name_rule(tmp_path: Path) -> None:
     """'Smith J.' in the store and 'John Smith' in an intent meet (the rule lives in stores/records)."""
-    from nodes.scoring import violated_constraint
+    from nodes.evidence.scoring import violated_constraint
     from stores.records import last_name
 
     docs = [{"_id": "s", "title": "One", "metadata": {"authors": ["Smith J."]}}]

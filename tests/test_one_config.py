@@ -1,5 +1,5 @@
 """One configuration (issue 21): every cap, depth, limit and budget is declared once, in
-nodes/config.py, and the tool schemas a model is shown state the limits the tools enforce.
+nodes/job/config.py, and the tool schemas a model is shown state the limits the tools enforce.
 
 The first test reads the package sources (AST, no import) for numeric literals equal to a
 configured default in a default position — a function parameter's default (typer options
@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from nodes.agent_tools import TOOL_ARGS, parse_args, tool_definitions
-from nodes.config import (
+from nodes.job.config import (
     CITATION_DIRECTIONS,
     JOB_BOUNDS,
     MODEL_ATTEMPTS,
@@ -32,15 +31,16 @@ from nodes.config import (
     ModelSettings,
     ToolLimits,
 )
-from nodes.tool_results import CitationPage, DocumentPage, SearchPage, ToolError
-from nodes.tools import ToolSession
+from nodes.tools.agent_tools import TOOL_ARGS, parse_args, tool_definitions
+from nodes.tools.corpus import ToolSession
+from nodes.tools.results import CitationPage, DocumentPage, SearchPage, ToolError
 from stores.citations import CitationGraph
 from stores.records import DocRecord
 from workflows.shared import DEFAULT_BUDGET_S
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("nodes", "graphs", "workflows", "quarry", "evals", "observability")
-CONFIG = "nodes/config.py"
+CONFIG = "nodes/job/config.py"
 # The time budget is not in JobConfig yet (it travels in JobInput); its one home is here.
 BUDGET_HOME = "workflows/shared.py"
 FIELD_CALLS = {"Field", "field", "Option", "Argument"}
@@ -148,9 +148,9 @@ def copied_defaults() -> list[Default]:
 # may be a glob.
 ALLOWED: dict[tuple[str, str, float], str] = {
     # -- unrelated coincidences ------------------------------------------------------------------
-    ("nodes/planning.py", "max_added", 8): "words a rewritten query may add; not a config value",
-    ("nodes/scoring.py", "n_terms", 10): "RM3 feedback terms (an algorithm parameter)",
-    ("nodes/scoring.py", "max_repeat", 10): "RM3 word repetitions (an algorithm parameter)",
+    ("nodes/evidence/planning.py", "max_added", 8): "words a rewritten query may add; not a config value",
+    ("nodes/evidence/scoring.py", "n_terms", 10): "RM3 feedback terms (an algorithm parameter)",
+    ("nodes/evidence/scoring.py", "max_repeat", 10): "RM3 word repetitions (an algorithm parameter)",
     ("workflows/worker.py", "max_concurrent_activities", 8): "a worker's activity slots, not a job's setting",
     ("workflows/dev_server.py", "wait_s", 60.0): "waiting for the dev server to answer, not a model timeout",
     ("evals/cv.py", "threads", 2): "CPU threads of an evaluation",
@@ -158,7 +158,7 @@ ALLOWED: dict[tuple[str, str, float], str] = {
     ("evals/tuning.py", "threads", 2): "CPU threads of an evaluation",
     ("evals/html_extraction.py", "runs", 5): "timing repetitions of a benchmark",
     ("quarry/cli*.py", "limit", 20): "`quarry job list`: jobs listed, not a job's setting",
-    ("nodes/agent_tools.py", "SubmitArgs.confidence", 50): "a neutral confidence (of 0-100), not a limit",
+    ("nodes/tools/agent_tools.py", "SubmitArgs.confidence", 50): "a neutral confidence (of 0-100), not a limit",
 }
 
 
@@ -173,7 +173,7 @@ def test_no_default_of_a_cap_is_written_twice() -> None:
     found = copied_defaults()
     copies = [f"{d}  (the default of {', '.join(wanted[(type(d.value), d.value)])} in {CONFIG})"
               for d in found if allowed(d) is None]
-    assert not copies, ("a configured default is written again; read it from nodes.config instead (or, if the "
+    assert not copies, ("a configured default is written again; read it from nodes.job.config instead (or, if the "
                         "number is unrelated, allow-list it in tests/test_one_config.py with the reason):\n  "
                         + "\n  ".join(copies))
     stale = sorted(key for key in ALLOWED
@@ -318,9 +318,9 @@ def test_argument_lengths_are_the_configured_ones() -> None:
 
 
 def test_job_tools_keep_the_tools_defaults() -> None:
-    """nodes.runtime.JobTools repeats the tools' defaults (TODO issue 21): until it reads them from
+    """nodes.job.runtime.JobTools repeats the tools' defaults (TODO issue 21): until it reads them from
     TOOL_LIMITS, they must at least agree."""
-    from nodes.runtime import JobTools
+    from nodes.job.runtime import JobTools
     for name in ("read_search_results", "read_document", "expand_citations"):
         ours = inspect.signature(getattr(JobTools, name)).parameters
         theirs = inspect.signature(getattr(ToolSession, name)).parameters

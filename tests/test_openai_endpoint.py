@@ -1,7 +1,7 @@
 """A react job over real HTTP: langchain-openai → openai SDK → a stand-in server on loopback.
 
 tests/test_react.py scripts LangChain models directly, which skips everything between Quarry and
-the wire. Here the worker uses its default model factory (`nodes.models.make_chat_model`) and
+the wire. Here the worker uses its default model factory (`nodes.llm.models.make_chat_model`) and
 finds the endpoint only through OPENAI_BASE_URL / OPENAI_API_KEY, as a user's job does, so the
 test sees what a real OpenAI-compatible server receives (tool schemas, token limit, the
 conversation, the key) and how Quarry copes with what it sends back (an error that leaks the
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from nodes.config import JobConfig, ModelSettings, Price
+from nodes.job.config import JobConfig, ModelSettings, Price
 from stores.redact import REDACTED
 from tests.conftest import LITERATURE
 from tests.fakes import files_holding

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.planning import (
+from nodes.evidence.planning import (
     apply_steering,
     first_queries,
     make_plan,
@@ -166,7 +166,7 @@ def test_a_filler_phrase_is_no_requirement_of_its_own(intent: str, texts: list[s
 
 
 def test_filler_pieces() -> None:
-    from nodes.planning import filler_piece, split_requirements
+    from nodes.evidence.planning import filler_piece, split_requirements
 
     assert filler_piece(" by default") and filler_piece("example", " for ") and filler_piece("in general.")
     assert not filler_piece("by default port") and not filler_piece("listeners", " for ")

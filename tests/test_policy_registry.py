@@ -1,4 +1,4 @@
-"""The policy registry (`nodes.policies`): one spec per policy, read wherever policies differ.
+"""The policy registry (`nodes.policy.registry`): one spec per policy, read wherever policies differ.
 
 A fourth policy registered in one place is validated, configured, given its graph and its
 decisions; no package module compares a policy's name; judging is a typed request with a typed
@@ -16,9 +16,10 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from graphs.state import graph_builders, graph_for, initial_state
-from nodes import policies
-from nodes.config import POLICIES, JobConfig, ModelSettings
-from nodes.policies import (
+from nodes.job.config import POLICIES, JobConfig, ModelSettings
+from nodes.policy import registry as policies
+from nodes.policy.heuristic import HeuristicPolicy
+from nodes.policy.registry import (
     DEFAULT_POLICY,
     HEURISTIC,
     LLM,
@@ -31,7 +32,7 @@ from nodes.policies import (
     register,
     unregister,
 )
-from nodes.policy import HeuristicPolicy, JudgeDecision, JudgeInput, JudgeRequest, Located
+from nodes.policy.seam import JudgeDecision, JudgeInput, JudgeRequest, Located
 from stores.errors import QuarryError
 from stores.records import Chunk, DocRecord
 from tests.conftest import LITERATURE
@@ -39,7 +40,7 @@ from tests.fakes import ScriptedChatModel, structured_reply, usage
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("stores", "observability", "nodes", "graphs", "workflows", "evals", "quarry")
-REGISTRY = ROOT / "nodes" / "policies.py"
+REGISTRY = ROOT / "nodes" / "policy" / "registry.py"
 
 
 class EchoPolicy(HeuristicPolicy):
@@ -53,8 +54,8 @@ class EchoPolicy(HeuristicPolicy):
 
 
 ECHO = PolicySpec(name="echo", help="the heuristic, echoed", graph=SEARCH_GRAPH,
-                  policy="tests.test_policy_registry:EchoPolicy", result="nodes.answer:build_result",
-                  order="nodes.ranker:HEURISTIC_ORDER", order_help="the echo's order")
+                  policy="tests.test_policy_registry:EchoPolicy", result="nodes.rounds.answer:build_result",
+                  order="nodes.evidence.ranker:HEURISTIC_ORDER", order_help="the echo's order")
 
 
 @pytest.fixture()
@@ -74,7 +75,7 @@ def test_the_built_in_policies_and_their_specs() -> None:
     assert [s.uses_models for s in (HEURISTIC, LLM, REACT)] == [False, True, True]
     assert LLM.takes("judge_model") and not REACT.takes("judge_model") and REACT.takes("model")
     assert LLM.second_look and not HEURISTIC.second_look and REACT.conversation and HEURISTIC.verifier
-    from nodes.ranker import HEURISTIC_ORDER, REACT_ORDER
+    from nodes.evidence.ranker import HEURISTIC_ORDER, REACT_ORDER
     assert HEURISTIC.order_label() == LLM.order_label() == HEURISTIC_ORDER and REACT.order_label() == REACT_ORDER
     assert policy_help() == ("heuristic (offline default), llm (models in the round graph) "
                              "or react (one model driving the tools)")
@@ -88,7 +89,7 @@ def test_the_built_in_policies_and_their_specs() -> None:
 def test_a_fourth_policy_is_registered_in_one_place(echo: PolicySpec) -> None:
     """Validation, the command line's options, graph selection and the runtime's decision maker
     all see a policy registered at run time."""
-    from nodes.runtime import NodeRuntime
+    from nodes.job.runtime import NodeRuntime
     from quarry.job_options import job_config
     from workflows.job_input import check_job_input
     from workflows.shared import JobInput
@@ -107,7 +108,7 @@ def test_a_fourth_policy_is_registered_in_one_place(echo: PolicySpec) -> None:
 
 @pytest.fixture(scope="module")
 def runtime(literature, quarry_home: Path):
-    from nodes.runtime import NodeRuntime, configure_runtime
+    from nodes.job.runtime import NodeRuntime, configure_runtime
 
     rt = NodeRuntime(quarry_home)
     configure_runtime(rt)
@@ -176,7 +177,7 @@ def test_no_policy_name_is_compared_outside_the_registry() -> None:
                 continue
             for line, name in policy_name_uses(ast.parse(path.read_text(encoding="utf-8")), names):
                 offenders.append(f"{path.relative_to(ROOT)}:{line}: {name!r}")
-    assert not offenders, "compare the spec (nodes.policies), not the name:\n" + "\n".join(offenders)
+    assert not offenders, "compare the spec (nodes.policy.registry), not the name:\n" + "\n".join(offenders)
 
 
 # -- judging: a typed request, a typed decision ------------------------------------------------------
@@ -213,7 +214,7 @@ class _Runtime:
 
 
 def _llm(model: ScriptedChatModel):
-    from nodes.llm_policy import LLMPolicy
+    from nodes.llm.policy import LLMPolicy
 
     cfg = JobConfig(models=ModelSettings(model="openai:nav", judge_model="openai:judge"))
     return LLMPolicy.for_job(_Runtime(model), {"job_id": "j", "config": cfg.to_dict()})
@@ -253,4 +254,4 @@ def test_policies_module_imports_nothing_of_quarry_but_errors() -> None:
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert {m.split(".")[0] for m in imported if m} <= {"__future__", "importlib", "collections", "dataclasses",
                                                         "typing", "stores"}
-    assert policies.__name__ == "nodes.policies"
+    assert policies.__name__ == "nodes.policy.registry"

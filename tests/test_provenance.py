@@ -7,8 +7,8 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodes.results import evidence_entry
-from nodes.scoring import locate_evidence
+from nodes.evidence.scoring import locate_evidence
+from nodes.job.results import evidence_entry
 from stores.records import DocRecord, body_lines, chunk_document, document_lines, quotable_chunks
 from stores.spans import DocumentText, document_text, find_loose, span_of
 

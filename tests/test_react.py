@@ -21,9 +21,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from temporalio.client import WorkflowExecutionStatus
 
-import nodes.react as react_mod
-from nodes.config import JobConfig, ModelSettings, Price
-from nodes.react_prompts import REFUSED
+import nodes.react.agent as react_mod
+from nodes.job.config import JobConfig, ModelSettings, Price
+from nodes.react.prompts import REFUSED
 from stores.jobs import JobStore
 from tests.conftest import LITERATURE
 from tests.fakes import ModelRouter, ScriptedChatModel, poll_until, tool_call, usage

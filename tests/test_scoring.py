@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nodes.planning import make_plan
-from nodes.retrieval import as_query, query_key
-from nodes.scoring import (
+from nodes.evidence.planning import make_plan
+from nodes.evidence.scoring import (
     COSINE_CEIL,
     COSINE_FLOOR,
     combine,
@@ -15,7 +14,8 @@ from nodes.scoring import (
     relevance_model_query,
     violated_constraint,
 )
-from nodes.state import ranked_candidates
+from nodes.job.state import ranked_candidates
+from nodes.rounds.retrieval import as_query, query_key
 from stores.dense import ChunkSpan
 from stores.records import Chunk, DocRecord
 
@@ -50,7 +50,8 @@ def test_dense_evidence_takes_the_most_similar_chunk_and_quotes_the_store_text()
 
 
 def test_judge_scores_each_item_by_semantic_and_relative_bm25_match() -> None:
-    from nodes.policy import HeuristicPolicy, JudgeInput
+    from nodes.policy.heuristic import HeuristicPolicy
+    from nodes.policy.seam import JudgeInput
 
     plan = {"checklist": [ITEM]}
     rec = DocRecord(docid="d", title="Title about cooking pasta", text="We retrieve passages\nwith dense\nencoders")
@@ -129,8 +130,9 @@ def test_final_order_fuses_verification_and_retrieval_and_drops_excluded() -> No
 
 
 def test_reflection_adds_feedback_and_leans_toward_the_weakest_requirement() -> None:
-    from nodes.policy import HeuristicPolicy, ReflectRequest
-    from nodes.reflection import _weakest_item
+    from nodes.policy.heuristic import HeuristicPolicy
+    from nodes.policy.seam import ReflectRequest
+    from nodes.rounds.reflection import _weakest_item
 
     plan = make_plan("graph neural networks for molecular property prediction")
     items = [i for i in plan["checklist"] if i["kind"] != "metadata"]
@@ -151,7 +153,7 @@ def test_reflection_adds_feedback_and_leans_toward_the_weakest_requirement() -> 
 
 
 def test_evidence_quotes_whole_sentences_with_their_own_lines() -> None:
-    from nodes.scoring import sentence_quote, sentences
+    from nodes.evidence.scoring import sentence_quote, sentences
     text = ("Background on cooking. We retrieve passages with dense\nencoders (e.g. DPR, Fig. 2) for open\n"
             "question answering at scale. Unrelated closing remark about the weather and other things.")
     chunk = Chunk(docid="d", chunk_no=1, line_start=7, line_end=9, text=text)
@@ -168,7 +170,7 @@ def test_a_lower_cased_text_still_splits_into_sentences() -> None:
     """Some corpora are lower-cased throughout (Cranfield's abstracts: "… slipstream . an
     experimental study …"): their sentences start with a small letter, and a quote is still one
     sentence, not the whole passage; abbreviations in small letters do not end one."""
-    from nodes.scoring import sentences
+    from nodes.evidence.scoring import sentences
     text = ("experimental investigation of a wing in a slipstream . an experimental study of a wing in a "
             "propeller slipstream was made (see fig. 3, e.g. the tip) . the results agree with theory .")
     got = [text[a:b] for a, b in sentences(text)]
@@ -187,8 +189,8 @@ def test_a_quote_from_a_passage_that_began_inside_a_sentence_is_that_sentence_al
     """The passage saw only the tail of its best sentence ("stresses in … aircraft ."), found it
     short and took the next sentence too; read whole in the document the sentence is long
     enough, so the result quotes it alone. A sentence that is short when whole keeps its company."""
-    from nodes.results import evidence_entry
-    from nodes.scoring import whole_sentences
+    from nodes.evidence.scoring import whole_sentences
+    from nodes.job.results import evidence_entry
     from stores.spans import DocumentText
 
     lines = ["a title", "the new technique was correlated with several theories which analyzed the transient thermal",
@@ -209,7 +211,7 @@ def test_field_lists_table_rows_and_option_runs_are_one_statement_each() -> None
     """A reference page states facts as definitions with no sentence end between them: an rst
     field list (scikit-learn's iris.rst), a Markdown table, a `--help` listing. Each is its own
     statement, so a quote is one definition, not the whole list."""
-    from nodes.scoring import sentences
+    from nodes.evidence.scoring import sentences
 
     fields = (":Number of Instances: 150 (50 in each of three classes)\n"
               ":Number of Attributes: 4 numeric, predictive attributes and the class\n:Attribute Information:")
@@ -231,7 +233,7 @@ def test_field_lists_table_rows_and_option_runs_are_one_statement_each() -> None
 
 def test_an_option_named_inside_wrapped_prose_does_not_cut_the_sentence() -> None:
     """man gzip: one option name at a line start inside a sentence is prose, not a listing."""
-    from nodes.scoring import sentences
+    from nodes.evidence.scoring import sentences
 
     text = ("In  some rare cases, the --best option gives worse compression than the\n"
             "--fast  option would on files that are already compressed.")
@@ -239,7 +241,7 @@ def test_an_option_named_inside_wrapped_prose_does_not_cut_the_sentence() -> Non
 
 
 def test_man_page_hyphenation_is_joined_for_reading_only() -> None:
-    from nodes.scoring import display_text, quote
+    from nodes.evidence.scoring import display_text, quote
 
     text = "The  gzip command will only attempt to compress regular files.  In par\u2010\n       ticular, it will"
     assert display_text(text).endswith("In particular, it will")

@@ -117,7 +117,7 @@ def test_job_list_piped_prints_the_whole_intent(tmp_path: Path) -> None:
 
 
 def test_read_shows_pages_and_its_json_is_the_tools_output(tmp_path: Path) -> None:
-    from nodes.tools import ToolSession
+    from nodes.tools.corpus import ToolSession
     from stores.collection import Collection
     from tests.test_formats import make_pdf
 

@@ -17,11 +17,11 @@ import pytest
 from graphs.control import Control, reset_local_control, use_local_control
 from graphs.search_graph import make_search_graph
 from graphs.state import initial_state
-from nodes.config import JobConfig
-from nodes.runtime import NodeRuntime, configure_runtime
-from nodes.semantic_filter import FilteredSemantic, pick_chunks
-from nodes.tool_results import SearchPage
-from nodes.tools import ToolSession
+from nodes.job.config import JobConfig
+from nodes.job.runtime import NodeRuntime, configure_runtime
+from nodes.rounds.semantic_filter import FilteredSemantic, pick_chunks
+from nodes.tools.corpus import ToolSession
+from nodes.tools.results import SearchPage
 from stores.chunk_vectors import ChunkVectors
 from stores.collection import Collection, ingest
 from stores.errors import QuarryError

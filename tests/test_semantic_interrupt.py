@@ -22,9 +22,9 @@ from typer.testing import CliRunner
 
 import stores.chunk_vectors as chunk_vectors_mod
 from graphs.control import Control, reset_local_control, use_local_control
-from nodes.heartbeat import deadline_from, stop_reason, with_heartbeats
-from nodes.semantic_filter import FilteredSemantic
-from nodes.step_control import StepControl, current_step, using_step
+from nodes.job.heartbeat import deadline_from, stop_reason, with_heartbeats
+from nodes.job.step_control import StepControl, current_step, using_step
+from nodes.rounds.semantic_filter import FilteredSemantic
 from stores.chunk_vectors import ChunkVectors
 from stores.collection import Collection, ingest
 from stores.embedder import DIMENSION
@@ -183,7 +183,7 @@ def test_the_deadline_and_stop_come_from_the_jobs_progress_query() -> None:
 
 async def test_job_stop_during_a_gated_semantic_step_ends_the_job_stopped_with_results(
         env, quarry_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nodes.config import JobConfig
+    from nodes.job.config import JobConfig
     from stores.jobs import JobStore
     from workflows.client import new_job_id, submit
     from workflows.search_job import SearchJob
@@ -241,7 +241,7 @@ async def test_the_budget_ends_a_gated_semantic_step_and_its_deadline_is_the_job
         env, quarry_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch held until its step is told to stop: the budget (its 0.7·T steer) tells it, and the
     deadline the step derived from the job's progress query is the job's start plus its budget."""
-    from nodes.config import JobConfig
+    from nodes.job.config import JobConfig
     from workflows.client import new_job_id, submit
     from workflows.shared import JobInput
     from workflows.worker import build_worker
@@ -330,7 +330,7 @@ def test_a_stop_during_long_chunks_waits_for_little_text_not_for_a_batch_of_eigh
     """The job's own batch of 8 (JobConfig.semantic_batch) with ~600-character chunks: a stop that
     comes while the first chunk is embedded lets at most two more chunks (one short model call)
     through, where a batch of eight let seven through."""
-    from nodes.config import JobConfig
+    from nodes.job.config import JobConfig
     step = StepControl()
     embed = CountingEmbedder(step)
     vectors = ChunkVectors(tmp_path / "long.sqlite", long_col.corpus, embed=embed)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nodes.runtime import NodeRuntime
+from nodes.job.runtime import NodeRuntime
 from stores.collection import Collection, ingest
 from stores.errors import IngestError, QuarryError
 from stores.home import collection_paths

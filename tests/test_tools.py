@@ -1,12 +1,12 @@
-"""The agent-facing tools (nodes.tools.ToolSession) over a real, Lucene-indexed collection."""
+"""The agent-facing tools (nodes.tools.corpus.ToolSession) over a real, Lucene-indexed collection."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from nodes.tool_results import DocumentPage, SearchPage, ToolError
-from nodes.tools import CACHE_SIZE, MAX_QUERY_CHARS, PAGE_LIMIT_MAX, READ_LIMIT_MAX, ToolSession
+from nodes.tools.corpus import CACHE_SIZE, MAX_QUERY_CHARS, PAGE_LIMIT_MAX, READ_LIMIT_MAX, ToolSession
+from nodes.tools.results import DocumentPage, SearchPage, ToolError
 from tests.conftest import SHARED_TOPIC_DOCS
 from tests.fakes import long_doc
 

@@ -384,7 +384,7 @@ def held_job(home: Path, server: Server, collector: Collector, tmp_path_factory)
             gate.release()
             out["result"] = result_of(handle)
             out["job_id"] = handle.id
-            from nodes.config import JobConfig, ModelSettings
+            from nodes.job.config import JobConfig, ModelSettings
             react = asyncio.run(start(server.address, queue, intent=INTENT, tracing=True, policy="react",
                                       config=JobConfig(models=ModelSettings(model="openai:standin-model"))))
             out["react"] = result_of(react)
@@ -451,14 +451,14 @@ def _provider(tmp_path: Path, collector: Collector, capture: str | None):
 
 @pytest.mark.parametrize("capture", [None, "true", "false"], ids=["default", "true", "false"])
 def test_chat_and_error_spans_obey_the_policy(tmp_path: Path, collector: Collector, monkeypatch, capture) -> None:
-    """A model call through `nodes.llm_calls.invoke` (a scripted LangChain model), a failing one
+    """A model call through `nodes.llm.calls.invoke` (a scripted LangChain model), a failing one
     whose error quotes the prompt, and a tool whose exception quotes the query: OTLP and the
     local file each get content only where the policy says."""
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
     from langchain_core.messages import HumanMessage
 
-    import nodes.llm_calls as llm_calls
-    from nodes.llm_calls import ModelError, invoke
+    import nodes.llm.calls as llm_calls
+    from nodes.llm.calls import ModelError, invoke
     from observability import current_trace_id, get_tracer, llm_span, load_spans, tool_span, traces_dir
 
     provider = _provider(tmp_path, collector, capture)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from nodes.runtime import NodeRuntime
+from nodes.job.runtime import NodeRuntime
 from stores.collection import Collection, ingest
 from stores.embedder import model_available
 from tests.fakes import search_docs, write_jsonl

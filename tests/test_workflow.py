@@ -4,7 +4,7 @@ worker restarts, replay and failures.
 One dev server (in-memory: the `env` fixture of tests/conftest.py) serves the module; every test
 runs its own worker on a uuid task queue. To have a job deterministically mid-run, a test holds
 one node call on an event it controls (`StepGate`, a NodeGate, patched over
-`nodes.verification.verification`) instead of sleeping; a held call ends when its activity is
+`nodes.rounds.verification.verification`) instead of sleeping; a held call ends when its activity is
 cancelled, so a stopped worker or a hard budget stop does not wait 30 s for it.
 
 Budgets use small real budgets: time skipping (`start_time_skipping_v2`) only skips while no
@@ -29,12 +29,12 @@ from temporalio.langgraph import LangGraphPlugin
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-import nodes.verification as verification_mod
+import nodes.rounds.verification as verification_mod
 from graphs.search_graph import make_search_graph
 from graphs.state import initial_state
-from nodes.config import JobConfig
-from nodes.ranker import HEURISTIC_ORDER
-from nodes.step_control import current_step
+from nodes.evidence.ranker import HEURISTIC_ORDER
+from nodes.job.config import JobConfig
+from nodes.job.step_control import current_step
 from stores.jobs import JobStore
 from stores.verifier_file import load_verifier_file
 from tests.conftest import LITERATURE
@@ -61,7 +61,7 @@ def queue() -> str:
 class StepGate(NodeGate):
     """A NodeGate whose held call also ends when its activity is cancelled (a budget's hard stop, a
     worker's shutdown), as a real node call does, instead of being held until the test ends: the
-    heartbeat wrapper (nodes.heartbeat) stops the call's step on cancellation and waits for the
+    heartbeat wrapper (nodes.job.heartbeat) stops the call's step on cancellation and waits for the
     thread; a call that outlives it keeps the worker from shutting down for CANCEL_GRACE_S (30 s)."""
 
     def wrap(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -430,7 +430,7 @@ def test_the_workflows_own_activities_heartbeat_while_they_run(monkeypatch) -> N
     from temporalio import activity
     from temporalio.testing import ActivityEnvironment
 
-    import nodes.heartbeat as heartbeat
+    import nodes.job.heartbeat as heartbeat
     from graphs.search_graph import HEARTBEAT_TIMEOUT, quick_activity_options
     from workflows.activities import answer_from_state, checkpoint_job, finish_job
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from temporalio import activity
 
-from nodes.config import config_of
-from nodes.heartbeat import beating
-from nodes.policies import DEFAULT_POLICY, spec_of
-from nodes.runtime import runtime
-from nodes.usage import Usage
+from nodes.job.config import config_of
+from nodes.job.heartbeat import beating
+from nodes.job.runtime import runtime
+from nodes.job.usage import Usage
+from nodes.policy.registry import DEFAULT_POLICY, spec_of
 from observability.agent_span import AgentTrace, emit_agent_span
 from stores.errors import error_line
 from stores.redact import redact

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from nodes.config import POLICIES
+from nodes.job.config import POLICIES
 from stores.errors import QuarryError
 from stores.home import check_name
 

@@ -27,12 +27,12 @@ with workflow.unsafe.imports_passed_through():
     from graphs.control import Control
     from graphs.search_graph import quick_activity_options
     from graphs.state import graph_for, initial_state
-    from nodes.budget import budget_used
-    from nodes.config import config_of
-    from nodes.planning import validate_steering
-    from nodes.policies import DEFAULT_POLICY
-    from nodes.state import Mode
-    from nodes.usage import Usage
+    from nodes.evidence.planning import validate_steering
+    from nodes.job.budget import budget_used
+    from nodes.job.config import config_of
+    from nodes.job.state import Mode
+    from nodes.job.usage import Usage
+    from nodes.policy.registry import DEFAULT_POLICY
     from observability.agent_span import with_run_start
     from stores.errors import QuarryError, error_record
     from workflows import search_attributes
@@ -52,7 +52,7 @@ CHECKPOINT_EVERY_STEPS = 5
 
 def failure_of(exc: BaseException, job_id: str = "JOB_ID") -> dict[str, str]:
     """What a failed job reports, `{code, message, hint}`: the record an activity's QuarryError
-    carries (the details of its ApplicationError, nodes.heartbeat.application_error), found
+    carries (the details of its ApplicationError, nodes.job.heartbeat.application_error), found
     anywhere in the cause chain ("Activity task failed" wraps it); else the innermost cause as
     `internal_error` (its class, or its ApplicationError type, and message: a bug or a failure
     outside Quarry) — an activity's timeout as `activity_timeout`."""

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodes.config import STEER_FRACTION, JobConfig  # noqa: F401  (STEER_FRACTION re-exported)
-from nodes.policies import DEFAULT_POLICY
+from nodes.job.config import STEER_FRACTION, JobConfig  # noqa: F401  (STEER_FRACTION re-exported)
+from nodes.policy.registry import DEFAULT_POLICY
 from workflows.address import ADDRESS_DEFAULT  # noqa: F401  (re-exported)
 
 TASK_QUEUE_DEFAULT = "quarry-jobs"
@@ -54,7 +54,7 @@ class JobInput:
     mode: str = "list"
     policy: str = DEFAULT_POLICY
     budget_seconds: float = DEFAULT_BUDGET_S
-    # Caps, depths, models, token/dollar budgets and prices: one object (nodes.config).
+    # Caps, depths, models, token/dollar budgets and prices: one object (nodes.job.config).
     config: JobConfig = field(default_factory=JobConfig)
     # Carried across continue-as-new so budgets count from the job's real start.
     started_at: float | None = None

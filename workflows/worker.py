@@ -14,8 +14,8 @@ from temporalio.langgraph import LangGraphPlugin
 from temporalio.worker import Worker
 
 from graphs.state import graph_builders
-from nodes.models import ModelFactory
-from nodes.runtime import NodeRuntime, configure_runtime, runtime
+from nodes.job.runtime import NodeRuntime, configure_runtime, runtime
+from nodes.llm.models import ModelFactory
 from stores.redact import redact
 from workflows.activities import answer_from_state, checkpoint_job, finish_job
 from workflows.search_job import SearchJob
@@ -34,7 +34,7 @@ def graphs() -> dict:
 def build_worker(client: Client, *, home: Path | None = None, queue: str | None = None,
                  max_concurrent_activities: int = 8, models: ModelFactory | None = None) -> Worker:
     """A worker for one QUARRY_HOME; `models` builds chat models (default: LangChain's
-    `init_chat_model` through `nodes.models`)."""
+    `init_chat_model` through `nodes.llm.models`)."""
     configure_runtime(NodeRuntime(home, models=models))
     return Worker(
         client,

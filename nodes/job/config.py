@@ -1,0 +1,172 @@
+"""One configuration object for a job: caps, depths, model settings, budgets and prices.
+
+It is carried in the job input (so a job is self-describing and a worker needs no flags) and
+copied into the graph state as plain JSON (so every node reads the same values). Every cap and
+depth that used to be a module constant lives here, once: a job's in `JobConfig`, the agent-facing
+tools' (the same for every job) in `ToolLimits`, the accepted ranges of a job's settings in
+`JobBounds`. Elsewhere a default is read from here (`JobConfig.max_rounds`, `TOOL_LIMITS.depth`),
+never written again; tests/test_one_config.py fails on a copy.
+
+Nothing secret ever goes in here: API keys stay in the worker's environment.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal, get_args
+
+from nodes.policy.registry import POLICIES  # noqa: F401  (re-exported: the registered names, a live view)
+
+# Attempts of an activity that calls a model: earlier attempts raise (Temporal retries them),
+# the last one falls back to the heuristic decision (nodes.job.heartbeat.final_attempt). The graphs'
+# retry policies count by time, not attempts (graphs.search_graph.retry_by_time), so a paused
+# worker's timed-out attempts cannot exhaust them.
+MODEL_ATTEMPTS = 3
+# Share of any budget (time, tokens, dollars) after which the job is steered to submit now.
+STEER_FRACTION = 0.7
+
+# How `expand_citations` walks the citation graph (nodes.tools.corpus), declared once: the tool checks a
+# direction against this list and the argument schema a model sees (nodes.tools.agent_tools) offers it.
+CitationDirection = Literal["references", "cited_by", "both", "co_cited", "coupled", "ppr"]
+CITATION_DIRECTIONS: tuple[str, ...] = get_args(CitationDirection)
+
+
+@dataclass(frozen=True)
+class ToolLimits:
+    """What the agent-facing tools allow and show by default, declared once: the tools enforce
+    these (nodes.tools.corpus), their argument schemas state them to the model (nodes.tools.agent_tools), and
+    the hints in their results name them (nodes.tools.results). The same for every job (a model's
+    tool schemas are fixed), so they are not part of a job's JobConfig."""
+
+    depth: int = 1000              # a search's ranking, cached behind its search_id
+    preview: int = 5               # ranks a search shows (1..preview); paging starts after them
+    page_limit: int = 10           # ranks read_search_results shows by default …
+    page_limit_max: int = 50       # … and at most
+    read_limit: int = 200          # lines read_document shows by default …
+    read_limit_max: int = 500      # … and at most
+    citation_limit: int = 10       # documents expand_citations shows by default …
+    citation_limit_max: int = 50   # … and at most
+    cache_size: int = 32           # rankings a session keeps (least recently used dropped first)
+    query_chars: int = 20_000      # a query is searched cut to this many characters
+    # Lengths a model's arguments are cut to after validation (nodes.tools.clipped: the schema shows no
+    # maxLength, so grammar-constrained servers are not slowed by it).
+    reason_chars: int = 500
+    query_arg_chars: int = 2000        # a model's query (the tools accept query_chars, e.g. from a shell)
+    search_id_chars: int = 40
+    docid_chars: int = 200
+    submit_docids: int = 100
+    explanation_chars: int = 8000
+    exact_answer_chars: int = 1000
+
+    @property
+    def page_offset(self) -> int:
+        """The first rank read_search_results shows by default: the one after the preview."""
+        return self.preview + 1
+
+
+TOOL_LIMITS = ToolLimits()
+
+
+@dataclass(frozen=True)
+class JobBounds:
+    """The ranges a job's settings are accepted in, by the command line and the Python API alike
+    (quarry.job_options checks the budgets; the command line's options take their bounds here)."""
+
+    max_rounds: int = 20                  # --rounds at most
+    min_output_tokens: int = 16           # --max-output-tokens at least
+    max_tokens: int = 10**12              # a token budget above this is a typo, not a limit
+    max_dollars: float = 1_000_000.0      # a per-job dollar budget above this, the same
+
+
+JOB_BOUNDS = JobBounds()
+
+
+@dataclass
+class Price:
+    """Dollars per million tokens (cached input is the provider's discounted rate)."""
+
+    input: float = 0.0
+    cached_input: float = 0.0
+    output: float = 0.0
+
+
+@dataclass
+class ModelSettings:
+    """Which models decide, and how they are called.
+
+    `model` plans, reflects and answers (the navigator) or runs the ReAct loop; `judge_model`
+    scores candidates (the librarians) and defaults to `model`. Both are `provider:name`.
+    """
+
+    model: str | None = None
+    judge_model: str | None = None
+    temperature: float = 0.0
+    max_output_tokens: int = 2048
+    timeout_s: float = 60.0
+    # Librarians: how many top candidates a model scores per round, in batches of this size,
+    # with at most `judge_concurrency` batch activities at once.
+    judge_top: int = 20
+    judge_batch_size: int = 5
+    judge_concurrency: int = 4
+    judge_chars: int = 1500  # characters of each document shown to a librarian
+    # ReAct: model turns before the job answers from what it has, and how many times a turn
+    # without a tool call is answered with a reminder before giving up.
+    react_max_steps: int = 40
+    react_reminders: int = 2
+    # Documents given to the answer model, and characters of evidence per document.
+    answer_docs: int = 8
+    answer_chars: int = 1200
+
+    def judge(self) -> str | None:
+        return self.judge_model or self.model
+
+
+@dataclass
+class JobConfig:
+    max_rounds: int = 3
+    max_tool_calls: int = 400
+    pool_depth: int = 100        # each ranking's top enters the candidate pool
+    citation_pool: int = 100     # neighbours taken from citation expansion
+    verify_top: int = 100        # candidates read and scored per round
+    max_ranked: int = 20         # documents shown with evidence
+    run_depth: int = 1000        # the deep run (evaluation)
+    # The semantic channel of a collection without a (current) dense index: MiniLM re-scores the
+    # lexical channel's top `semantic_candidates` for the same query, embedding (and caching) up to
+    # `semantic_chunks` chunks of each on demand (nodes.rounds.semantic_filter). 0 turns it off: lexical only.
+    semantic_candidates: int = 100
+    semantic_chunks: int = 2
+    # Chunks embedded per batch by that channel; between batches it checks whether the job must
+    # stop (stop, budget steer, deadline, cancellation) and reports progress. MiniLM does ~70
+    # short chunks/s on two cores but only 4-6/s on long (256-token) ones, and throughput hardly
+    # depends on the batch size then; a batch of 8 keeps a stop's wait near 2 s.
+    semantic_batch: int = 8
+    verifier: bool = True        # order the answer with the shipped learned verifier when there is one
+    # The answer without a model (extractive): sentences it quotes at most, and how deep the
+    # collection is searched to count a question word's documents for its IDF weight.
+    answer_sentences: int = 4
+    idf_depth: int = 1000
+    models: ModelSettings = field(default_factory=ModelSettings)
+    max_tokens: int | None = None      # token budget over all model calls (steer at 0.7, stop at 1.0)
+    max_dollars: float | None = None   # dollar budget, the same way
+    prices: dict[str, Price] = field(default_factory=dict)  # model spec -> price
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> JobConfig:
+        """Rebuild from state JSON; unknown keys are ignored so old checkpoints still load."""
+        raw = dict(raw or {})
+        known = {f.name for f in fields(cls)}
+        models = raw.pop("models", None) or {}
+        prices = raw.pop("prices", None) or {}
+        model_known = {f.name for f in fields(ModelSettings)}
+        return cls(**{k: v for k, v in raw.items() if k in known},
+                   models=models if isinstance(models, ModelSettings)
+                   else ModelSettings(**{k: v for k, v in dict(models).items() if k in model_known}),
+                   prices={k: (v if isinstance(v, Price) else Price(**dict(v))) for k, v in dict(prices).items()})
+
+
+def config_of(state: Mapping[str, Any]) -> JobConfig:
+    """The job's configuration from its state (defaults for states written before it existed)."""
+    return JobConfig.from_dict(state.get("config"))

@@ -1,0 +1,354 @@
+"""What nodes may touch: stores and tools through one narrow runtime, configured by the worker.
+
+Nodes never open files; they ask the runtime for a collection's corpus, the job's tools (whose
+rankings persist in the job store so a retried or resumed node sees the same search_ids) and
+the policy. Tool calls go through `JobTools`, which traces each one as an OpenTelemetry span.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from nodes.job.config import TOOL_LIMITS, JobConfig, ModelSettings, config_of
+from nodes.job.state import JobState
+from nodes.llm.models import ModelFactory, make_chat_model
+from nodes.policy.registry import spec_of
+from nodes.policy.seam import Policy
+from nodes.rounds.semantic_filter import FilteredSemantic
+from nodes.tools.agent_tools import ExpandCitationsArgs, ReadDocumentArgs, ReadSearchResultsArgs, SearchArgs
+from nodes.tools.corpus import CachedRanking, RankingCache, ToolResult, ToolSession
+from nodes.tools.results import CitationPage, SearchPage, ToolError
+from observability.tool_spans import record_tool_result, tool_span
+from stores.collection import Collection
+from stores.embedder import model_available
+from stores.errors import QuarryError
+from stores.home import collection_paths, quarry_home
+from stores.jobs import JobStore
+
+# Words of a collection's first document that the worker searches for once before it polls.
+WARM_QUERY_WORDS = 24
+
+# A collection by name, or a job state naming it (and the version the job pinned).
+CollectionRef = str | Mapping[str, Any]
+
+
+class StoredRankingCache(RankingCache):
+    """Rankings kept in the job store, so they survive activity retries and worker restarts."""
+
+    def __init__(self, jobs: JobStore, job_id: str) -> None:
+        super().__init__()
+        self.jobs, self.job_id = jobs, job_id
+
+    def put(self, search_id: str, ranking: CachedRanking) -> None:
+        self.jobs.save_ranking(self.job_id, search_id, ranking.query, list(ranking.docids), list(ranking.scores))
+
+    def get(self, search_id: str) -> CachedRanking | None:
+        row = self.jobs.load_ranking(self.job_id, search_id)
+        return CachedRanking(row[0], tuple(row[1]), tuple(row[2])) if row else None
+
+    def ids(self) -> list[str]:
+        return self.jobs.ranking_ids(self.job_id)
+
+
+class JobTools:
+    """The four tools for one job, each call traced as `execute_tool {name}` and counted."""
+
+    def __init__(self, session: ToolSession, job_id: str, jobs: JobStore | None = None) -> None:
+        self.session, self.job_id, self.jobs = session, job_id, jobs
+        self.calls = 0
+
+    def _traced(self, name: str, fn, **kwargs: Any) -> ToolResult:
+        self.calls += 1
+        attrs = {k: v for k, v in kwargs.items() if k in ("search_id", "docid", "direction", "offset", "limit", "channel")}
+        for key in ("query", "reason"):
+            if key in kwargs:
+                attrs[key] = str(kwargs[key])[:500]
+        kind = "RETRIEVER" if name in ("search", "read_search_results", "expand_citations") else None
+        with tool_span(name, job_id=self.job_id, arguments=kwargs, kind=kind, **attrs) as span:
+            result = fn(**kwargs)
+            hits = [(h.docid, h.score) for h in result.hits] if isinstance(result, (SearchPage, CitationPage)) else None
+            record_tool_result(span, result.render() if hasattr(result, "render") else str(result), hits)
+            if isinstance(result, SearchPage):
+                span.set_attribute("quarry.search_id", result.search_id)
+                span.set_attribute("quarry.hits", result.total)
+            elif isinstance(result, CitationPage):
+                span.set_attribute("quarry.hits", result.total)
+            elif isinstance(result, ToolError):
+                span.set_attribute("quarry.error", result.code)
+            return result
+
+    def read_documents(self, reason: str, docids: list[str]) -> None:
+        """Open many documents at once (verification reading its candidates): one span for the
+        batch with an event per document, not a span each, so a long job's trace stays legible;
+        each still counts as an opened document and a read."""
+        with tool_span("read_documents", job_id=self.job_id, arguments={"reason": reason, "docids": docids},
+                       reason=reason[:500], documents=len(docids)) as span:
+            for docid in docids:
+                self.calls += 1
+                page = self.session.read_document(reason, docid)
+                span.add_event("read_document", {"quarry.docid": docid,
+                                                 "quarry.lines": getattr(page, "total_lines", 0),
+                                                 "quarry.error": getattr(page, "code", "")})
+            record_tool_result(span, f"{len(docids)} documents opened")
+
+    def store_call(self, operation: str, store: str, **attrs: Any):
+        """A span for a store call made on the job's behalf outside the four tools (e.g. Lucene
+        scoring in verification): `execute_tool {operation}` with `gen_ai.tool.type=datastore`."""
+        return tool_span(operation, job_id=self.job_id, tool_type="datastore", store=store, **attrs)
+
+    def search(self, reason: str, query: str, channel: str = "lexical") -> ToolResult:
+        return self._traced("search", self.session.search, reason=reason, query=query, channel=channel)
+
+    def read_search_results(self, reason: str, search_id: str, offset: int = TOOL_LIMITS.page_offset,
+                            limit: int = TOOL_LIMITS.page_limit) -> ToolResult:
+        return self._traced("read_search_results", self.session.read_search_results, reason=reason,
+                            search_id=search_id, offset=offset, limit=limit)
+
+    def read_document(self, reason: str, docid: str, offset: int = 1,
+                      limit: int = TOOL_LIMITS.read_limit) -> ToolResult:
+        return self._traced("read_document", self.session.read_document, reason=reason, docid=docid,
+                            offset=offset, limit=limit)
+
+    def expand_citations(self, reason: str, docid: str, direction: str = "both",
+                         limit: int = TOOL_LIMITS.citation_limit) -> ToolResult:
+        result = self._traced("expand_citations", self.session.expand_citations, reason=reason, docid=docid,
+                              direction=direction, limit=limit)
+        if isinstance(result, CitationPage):
+            self._surfaced([h.docid for h in result.hits])
+        return result
+
+    def call(self, args: BaseModel) -> ToolResult:
+        """Run a retrieval tool from its validated arguments (a model's tool call)."""
+        match args:
+            case SearchArgs():
+                return self.search(args.reason, args.query, args.channel)
+            case ReadSearchResultsArgs():
+                return self.read_search_results(args.reason, args.search_id, args.offset, args.limit)
+            case ReadDocumentArgs():
+                return self.read_document(args.reason, args.docid, args.offset, args.limit)
+            case ExpandCitationsArgs():
+                return self.expand_citations(args.reason, args.docid, args.direction, args.limit)
+        raise TypeError(f"not a retrieval tool's arguments: {type(args).__name__}")
+
+    def _surfaced(self, docids: list[str]) -> None:
+        """Documents from channels without a cached ranking still count as surfaced."""
+        self.session.trajectory.surfaced.update(docids)
+        if self.jobs is not None and docids:
+            self.jobs.add_surfaced(self.job_id, docids)
+
+    def expand_seeds(self, reason: str, seeds: list[str],
+                    limit: int = JobConfig.citation_pool) -> list[tuple[str, float]]:
+        """Citation expansion from several seeds at once (personalised PageRank plus direct links),
+        traced like the `expand_citations` tool it generalises."""
+        self.calls += 1
+        with tool_span("expand_citations", job_id=self.job_id, docid=",".join(seeds)[:500], direction="expand",
+                       kind="RETRIEVER", arguments={"reason": reason, "seeds": seeds, "limit": limit}) as span:
+            graph = self.session.citations
+            hits = graph.expand(list(seeds), limit) if graph is not None and len(graph) else []
+            self._surfaced([d for d, _ in hits])
+            span.set_attribute("quarry.hits", len(hits))
+            record_tool_result(span, f"{len(hits)} linked documents", hits)
+            return hits
+
+    def find_by_metadata(self, reason: str, authors: list[str]) -> list[str]:
+        """Documents whose authors include one of these last names (store metadata, not text)."""
+        self.calls += 1
+        with tool_span("search", job_id=self.job_id, channel="metadata", query=" or ".join(authors)[:500],
+                       kind="RETRIEVER", arguments={"reason": reason, "authors": authors}) as span:
+            found = self.session.corpus.docs_by_author(authors)
+            docids = list(dict.fromkeys(d for name in authors for d in found.get(name.lower(), [])))
+            self._surfaced(docids)
+            span.set_attribute("quarry.hits", len(docids))
+            record_tool_result(span, f"{len(docids)} documents by {', '.join(authors)}", [(d, 1.0) for d in docids])
+            return docids
+
+    def ranking(self, search_id: str) -> CachedRanking | None:
+        return self.session.cache.get(search_id)
+
+
+class NodeRuntime:
+    """Stores, tools, models and policies for the nodes of one worker (one QUARRY_HOME).
+
+    `models` builds a chat model from `provider:name` and the job's model settings; it is
+    `nodes.llm.models.make_chat_model` unless the worker is given another factory (tests use that to
+    script a model). Built models are kept per (spec, settings) and shared by threads.
+    """
+
+    def __init__(self, home: Path | None = None, models: ModelFactory | None = None) -> None:
+        self.home = home or quarry_home()
+        self.jobs = JobStore(self.home / "jobs.sqlite")
+        self.models: ModelFactory = models or make_chat_model
+        self._collections: dict[tuple[str, str | None], Collection] = {}
+        self._models: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    def model(self, spec: str, settings: ModelSettings) -> Any:
+        if not spec:
+            raise QuarryError("no_model", "this job's policy needs a model but none was given",
+                              "pass --model PROVIDER:NAME, e.g. --model openai:gpt-4o-mini")
+        key = (spec, tuple(sorted(asdict(settings).items())))
+        with self._lock:
+            if key not in self._models:
+                self._models[key] = self.models(spec, settings)
+            return self._models[key]
+
+    def collection(self, where: CollectionRef) -> Collection:
+        """A collection by name (its current version) or for a job's state (the version the job
+        pinned when it started, so one job never mixes two versions). Writers never prune a
+        version a running job pins (stores.versions); if it is gone all the same (removed by
+        hand, or the job outlived its budget), the job is told so (`version_gone`) rather than
+        moved silently to another version. A new version ingested while the worker runs is
+        noticed here: the current version is read from disk on every call."""
+        name, pinned = (where, None) if isinstance(where, str) else (where["collection"], where.get("collection_version"))
+        version = collection_paths(name, self.home, pinned).version
+        if pinned is not None and version != pinned:
+            raise QuarryError("version_gone", f"version {pinned} of collection {name!r}, which this job started "
+                              "on, no longer exists; its results would mix two versions",
+                              "start the job again on the current version: quarry job rerun JOB_ID")
+        key = (name, version)
+        with self._lock:
+            if key not in self._collections:
+                col = Collection(name, self.home, version)
+                _ = col.lucene  # fail early (missing or stale index) with a clear message
+                # Older versions of this collection are not reopened by new jobs: drop them.
+                for stale in [k for k in self._collections if k[0] == name and k != key and pinned is None]:
+                    del self._collections[stale]
+                self._collections[key] = col
+            return self._collections[key]
+
+    def warm(self) -> list[str]:
+        """Open now what a job's first steps would otherwise pay for inside its budget: the JVM
+        with each collection's Lucene searcher and one search on it (the JIT), the channels the
+        planner asks for (Chroma's import), the MiniLM model when jobs would use it, the shipped
+        verifier: ~10 s of a fresh worker's first CACM job (bench/bench_cold_start.py). Returns
+        what was opened, for the worker's log; a collection that cannot be opened is left for
+        its jobs to report."""
+        from stores.embedder import embed_texts
+        from stores.home import list_collections
+        opened, semantic = [], False
+        for name in list_collections(self.home):
+            try:
+                col = self.collection(name)
+                first = next(col.corpus.iter_records(batch=1), None)
+                if first is not None:  # a real search: the JIT, not only the searcher, is cold
+                    words = " ".join(f"{first.title} {first.text}".split()[:WARM_QUERY_WORDS])
+                    docids, _ = col.lucene.ranking(words)
+                    col.lucene.score_documents(words, docids[:100])
+                # The planner asks for them first (this imports Chroma when it is needed).
+                semantic |= "semantic" in self.channels(name)
+            except QuarryError:
+                continue
+            opened.append(name)
+        if semantic:  # its queries (and the chunks it lacks) are embedded with MiniLM
+            embed_texts(["warm up"])
+            opened.append("MiniLM")
+        if self.verifier() is not None:
+            opened.append("verifier")
+        return opened
+
+    def tools(self, state: JobState) -> JobTools:
+        col = self.collection(state)
+        counter = iter(range(int(state.get("stats", {}).get("searches", 0)) + 1, 10**9))
+        session = ToolSession(col.lucene, col.corpus, cache=StoredRankingCache(self.jobs, state["job_id"]),
+                              new_search_id=lambda: f"s{next(counter)}", citations=col.citations,
+                              semantic=self.semantic(state))
+        return JobTools(session, state["job_id"], self.jobs)
+
+    def dense(self, where: CollectionRef):
+        """The collection's semantic index if it is built and current, else None (lexical only)."""
+        try:
+            return self.collection(where).dense
+        except QuarryError:
+            return None
+
+    def semantic(self, where: CollectionRef):
+        """The semantic channel's searcher: the dense index when it is current, else MiniLM over
+        the lexical candidates (`nodes.rounds.semantic_filter`, depth from the job's configuration), or
+        None when that is switched off (`semantic_candidates=0`) or the model is not installed."""
+        dense = self.dense(where)
+        if dense is not None:
+            return dense
+        cfg = config_of(where) if isinstance(where, Mapping) else JobConfig()
+        if cfg.semantic_candidates < 1 or not model_available():
+            return None
+        col = self.collection(where)
+        return FilteredSemantic(col.lucene, col.corpus, col.chunk_vectors, candidates=cfg.semantic_candidates,
+                                chunks_per_doc=cfg.semantic_chunks)
+
+    def channels(self, where: CollectionRef) -> set[str]:
+        """Which retrieval channels this collection offers (planners only ask for those)."""
+        col = self.collection(where)
+        out = {"lexical"}
+        if self.semantic(where) is not None:
+            out.add("semantic")
+        if len(col.citations):
+            out.add("citations")
+        return out
+
+    def similarity(self, where: CollectionRef):
+        """`(text, docid) -> best cosine` against the document's chunk vectors, or None without
+        a dense index (citation checking then relies on word coverage alone)."""
+        dense = self.dense(where)
+        if dense is None:
+            return None
+
+        def best_cosine(text: str, docid: str) -> float | None:
+            vecs = dense.chunk_vectors([docid]).get(docid)
+            if not vecs or not text.strip():
+                return None
+            query = dense.embed_query(text)
+            return max(float(v @ query) for _, v in vecs)
+        return best_cosine
+
+    def verifier(self) -> Any:
+        """The shipped learned verifier (nodes.evidence.ranker.Verifier), or None: then the heuristic order."""
+        if not hasattr(self, "_verifier"):
+            from nodes.evidence.ranker import Verifier
+            from stores.verifier_file import load_verifier_file
+            raw = load_verifier_file()
+            try:
+                self._verifier = Verifier.from_dict(raw) if raw else None
+                self.verifier_version = f"{raw['name']}@{raw['sha256']}" if raw else None
+            except (KeyError, ValueError, TypeError):
+                self._verifier, self.verifier_version = None, None
+        return self._verifier
+
+    def manifest(self, state: Mapping[str, Any], ranker: str) -> dict[str, Any]:
+        """What the job's result was computed from: collection data and index parameters, code,
+        policy, prompts and models (stores.manifest + nodes.job.manifest)."""
+        from nodes.job.config import config_of
+        from nodes.job.manifest import policy_manifest
+        from stores.manifest import collection_manifest
+        try:
+            data = collection_manifest(self.collection(state))
+        except QuarryError as err:  # the collection is gone: say so rather than fail the finish
+            data = {"collection": state.get("collection"), "error": err.code}
+        return data | policy_manifest(spec_of(state), config_of(state), ranker)
+
+    def policy(self, state: Mapping[str, Any]) -> Policy:
+        """The job's decision maker: the class its policy's spec names (`nodes.policy.registry`; the
+        `react` graph makes its own decisions and uses the heuristic only to attach evidence)."""
+        return spec_of(state).policy_class().for_job(self, state)
+
+
+_runtime: NodeRuntime | None = None
+_runtime_lock = threading.Lock()
+
+
+def configure_runtime(runtime: NodeRuntime | None) -> None:
+    global _runtime
+    with _runtime_lock:
+        _runtime = runtime
+
+
+def runtime() -> NodeRuntime:
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = NodeRuntime()
+        return _runtime

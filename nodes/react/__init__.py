@@ -1,0 +1,1 @@
+"""The ReAct searcher: the agent and tools steps, its prompts and its checked result."""

@@ -1,0 +1,1 @@
+"""The round graph's nodes: navigator, retrieval, verification, reflection, answer (and steering)."""

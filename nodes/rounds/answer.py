@@ -1,0 +1,149 @@
+"""Answer node: the ranked list with per-requirement evidence, or a cited answer.
+
+Every docid in the output comes from the job's candidate pool or its cached rankings, which
+only ever hold ids a store returned; in answer mode every citation is checked against the text
+of a document the job opened, and failing ones are removed and counted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodes.evidence.answer_extractive import question_weights
+from nodes.evidence.ranker import ALT_BM25, HEURISTIC_ORDER, RankContext, final_order
+from nodes.evidence.scoring import violated_constraint
+from nodes.job.budget import budget_spent
+from nodes.job.config import config_of
+from nodes.job.pool import load_pool
+from nodes.job.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
+from nodes.job.runtime import runtime
+from nodes.job.state import JobState, model_step_update, ranked_candidates
+from nodes.policy.heuristic import HeuristicPolicy
+from nodes.policy.registry import DEFAULT_POLICY, spec_of
+from nodes.policy.seam import AnswerRequest
+from nodes.tools.excerpts import query_terms
+from stores.errors import QuarryError
+
+
+@dataclass
+class RankerInputs:
+    """Everything `nodes.evidence.ranker.final_order` reads besides the pool (the same for a job and for
+    `evals.train_ranker`, which learns from exactly these)."""
+
+    channel_of: dict[str, str]
+    neighbours: dict[str, set[str]]
+    lengths: dict[str, int]
+    context: RankContext
+
+
+def ranker_inputs(rt: Any, state: JobState, candidates: dict[str, Any]) -> RankerInputs:
+    """The verified candidates' citation links and lengths, the job's rankings (intent's lexical
+    and semantic search, and the others) and their BM25 scores under `ALT_BM25`."""
+    col = rt.collection(state)
+    verified = [d for d, c in candidates.items() if c.get("verified_version") and not c.get("excluded")]
+    neighbours = {d: {n for n, _ in col.citations.references(d)} | {n for n, _ in col.citations.cited_by(d)}
+                  for d in verified} if len(col.citations) else {}
+    lengths = {d: len(r.text) for d, r in col.corpus.get_many(verified).items()}
+    searches = [s for s in state.get("searches", []) if str(s.get("search_id", "")).startswith("s")]
+    channel_of = {s["search_id"]: s["channel"] for s in state.get("searches", []) if s.get("search_id")}
+    first = {ch: next((s for s in searches if s.get("channel") == ch), None) for ch in ("lexical", "semantic")}
+    intent_query = (first["lexical"] or {}).get("query", "")
+    tools = rt.tools(state)
+
+    def docids(search: dict[str, Any] | None) -> tuple[str, ...]:
+        ranking = tools.ranking(search["search_id"]) if search else None
+        return tuple(ranking.docids) if ranking else ()
+
+    others = [docids(s) for s in searches if s is not first["lexical"] and s is not first["semantic"]
+              and s.get("query") != intent_query]
+    alt = {(k1, b): col.lucene.score_documents(intent_query, verified, k1=k1, b=b) for k1, b in ALT_BM25} \
+        if intent_query and verified else {}
+    return RankerInputs(channel_of, neighbours, lengths,
+                        RankContext(docids(first["lexical"]), docids(first["semantic"]), others, alt))
+
+
+def question_idf(tools: Any, col: Any, question: str, depth: int) -> dict[str, float] | None:
+    """The question's content words weighted by their IDF in the collection, for the extractive
+    answer: each word's documents counted by a BM25 search `depth` deep (a word in more documents
+    than that gets the smallest weight), one traced store call. None when they cannot be counted
+    (the answer then weighs every word alike)."""
+    words = query_terms(question)
+    if not words:
+        return None
+    try:
+        with tools.store_call("document_frequencies", "lucene", arguments={"words": len(words), "depth": depth}):
+            return question_weights(question, lambda w: len(col.lucene.search(w, k=depth)), col.corpus.count())
+    except QuarryError:
+        return None
+
+
+@dataclass
+class Answered:
+    result: dict[str, Any]
+    state_update: dict[str, Any] = field(default_factory=dict)  # model usage and fallbacks of the answer step
+
+
+def build_result(state: JobState, *, use_model: bool = True) -> Answered:
+    """The job's result from its state; `use_model=False` answers without calling a model
+    (after the hard budget stop, or when the token/dollar budget is spent)."""
+    rt = runtime()
+    cfg = config_of(state)
+    policy = rt.policy(state) if use_model else HeuristicPolicy()
+    corpus = rt.collection(state).corpus
+    plan = state.get("plan", {})
+    candidates = load_pool(rt.jobs, state)
+    # The verifier was trained on the heuristic policy's scores; a model policy's librarians score
+    # on their own scale, so its order stays the rule's.
+    verifier = rt.verifier() if cfg.verifier and spec_of(state).verifier else None
+    if verifier is not None:
+        inputs = ranker_inputs(rt, state, candidates)
+        pool = final_order(candidates, inputs.channel_of, verifier, neighbours=inputs.neighbours,
+                           lengths=inputs.lengths, context=inputs.context)
+    else:
+        pool = ranked_candidates(candidates)
+    records = corpus.get_many([c["docid"] for c in pool[:cfg.run_depth]])
+    # Hard constraints hold for every output, verified or not (after an early stop, candidates
+    # from the last retrieval may not have been verified yet).
+    ranked_all = [c for c in pool[:cfg.run_depth] if c["docid"] in records
+                  and not violated_constraint(plan, records[c["docid"]])]
+    ranked = [ranked_entry(c, records[c["docid"]], plan, corpus, policy) for c in ranked_all[:cfg.max_ranked]]
+    # The deep run (for evaluation): verified order first, then the rest of the pool by fusion,
+    # then what the job's full-depth rankings hold beyond the pool, fused the same way.
+    run = [c["docid"] for c in ranked_all]
+    if len(run) < cfg.run_depth:
+        searches = [(s["search_id"], s.get("weight", 1.0)) for s in state.get("searches", [])
+                    if str(s.get("search_id", "")).startswith("s")]
+        beyond = fused_rankings(rt.tools(state), searches, set(candidates))
+        run += passing(beyond, plan, corpus, cfg.run_depth - len(run))
+    result: dict[str, Any] = {
+        "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
+        "mode": state.get("mode", "list"), "policy": state.get("policy", DEFAULT_POLICY), "ranked": ranked, "run": run,
+        "checklist": plan.get("checklist", []), "stop_reason": state.get("stop_reason", ""),
+        "rounds": state.get("round", 0),
+        "queries": list(dict.fromkeys(s.get("label") or s["query"] for s in state.get("searches", []) if s.get("label") or s["query"])),
+        "cited": [r["docid"] for r in ranked],
+        "ranker": rt.verifier_version if verifier is not None else HEURISTIC_ORDER,
+    }
+    update: dict[str, Any] = {}
+    if state.get("mode") == "answer":
+        weights = question_idf(rt.tools(state), rt.collection(state), state["intent"], cfg.idf_depth)
+        decision = policy.answer(AnswerRequest(state["intent"], plan, answer_docs(
+            ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars), weights, cfg.answer_sentences))
+        answer, checked = checked_answer(decision.draft, opened=set(state.get("opened", [])), corpus=corpus,
+                                         similarity=rt.similarity(state), question=state["intent"])
+        result |= {"answer": answer, "references": checked.references, "citations": checked.stats(),
+                   "cited": checked.cited}
+        update = model_step_update(state, "answer", decision.usage, decision.fallback)
+    return Answered(result, update)
+
+
+def result_ready(state: JobState, result: dict[str, Any]) -> dict[str, Any]:
+    """Keep the result in the job store (the workflow's last activity finishes it from there) and
+    put only a summary in state: the result is the second-largest part of a job."""
+    runtime().jobs.save_draft(state["job_id"], result)
+    return {"ready": True, "ranked": len(result.get("ranked", [])), "stop_reason": result.get("stop_reason", "")}
+
+
+def answer(state: JobState) -> dict:
+    done = build_result(state, use_model=not budget_spent(state))
+    return {"result": result_ready(state, done.result), "node": "answer", **done.state_update}
