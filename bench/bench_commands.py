@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stores.errors import run_script
+from workflows.process_exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_S = 1.0

@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 
 from bench.slices import DEFAULT_DATASETS
-from stores.errors import run_script
+from workflows.process_exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 COLLECTIONS = ("cacm", "scifact-train")

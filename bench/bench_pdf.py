@@ -22,7 +22,7 @@ import time
 from difflib import SequenceMatcher
 from pathlib import Path
 
-from stores.errors import run_script
+from workflows.process_exit import run_script
 
 REAL_PDFS = [Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
              Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf")]

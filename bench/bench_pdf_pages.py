@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from stores.errors import run_script
+from workflows.process_exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 LINE = "Lexical retrieval over long scanned reports, page {page} line {line}."  # about 50 characters

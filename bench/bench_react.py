@@ -24,7 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
-from stores.errors import run_script
+from workflows.process_exit import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = ["dense passage retrieval", "learned sparse retrieval", "query expansion feedback", "late interaction",

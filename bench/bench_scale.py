@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from stores.errors import run_script
+from workflows.process_exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "bench" / "out" / "bench_scale.json"
@@ -147,7 +147,7 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any
     from evals.metrics import mean_metrics
     from nodes.job.config import JobConfig
     from nodes.job.runtime import NodeRuntime, configure_runtime
-    from nodes.rounds.fusion import reciprocal_rank_fusion
+    from nodes.ranking.fusion import reciprocal_rank_fusion
     from nodes.rounds.semantic_filter import FilteredSemantic
     from nodes.tools.corpus import ToolSession
     from stores.embedder import embed_texts

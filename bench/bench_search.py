@@ -40,9 +40,9 @@ from bench.slices import DEFAULT_DATASETS
 from nodes.tools.corpus import ToolSession
 from nodes.tools.results import SearchPage
 from stores.collection import Collection, ingest
-from stores.errors import run_script
 from stores.jvm import pyserini_lucene
 from stores.lucene import build_index, run_index_collection
+from workflows.process_exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "bench" / "out" / "bench_search.json"

@@ -37,10 +37,10 @@ def main() -> None:
     from graphs.control import Control, reset_local_control, use_local_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
-    from nodes.evidence.ranker import final_order
     from nodes.job.pool import load_pool
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from nodes.job.state import JobState, ranked_candidates
+    from nodes.ranking.ranker import final_order
     from nodes.rounds.answer import ranker_inputs
     from stores.collection import Collection
 
@@ -87,6 +87,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from stores.errors import run_script
+    from workflows.process_exit import run_script
 
     run_script(main)

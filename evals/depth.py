@@ -74,6 +74,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from stores.errors import run_script
+    from workflows.process_exit import run_script
 
     run_script(main)

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from stores.errors import run_script
+from workflows.process_exit import run_script
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "html"
 

@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 
 from nodes.policy.registry import model_policies
-from stores.errors import run_script
+from workflows.process_exit import run_script
 
 QUESTION = "What term weighting idea did Sparck Jones propose in 1972?"
 MODEL = "openai:gemma3-270m"

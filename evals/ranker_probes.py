@@ -23,7 +23,7 @@ import numpy as np
 from evals.metrics import per_query
 from evals.runner import judged_queries, system_ranker
 from evals.train_ranker import METRIC, _matrix, collect, rerank
-from nodes.evidence.ranker import FEATURES, RANK_FEATURES
+from nodes.ranking.ranker import FEATURES, RANK_FEATURES
 from stores.collection import Collection
 
 PARAMS = dict(objective="lambdarank", n_estimators=150, learning_rate=0.05, num_leaves=7, min_child_samples=50,
@@ -88,6 +88,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from stores.errors import run_script
+    from workflows.process_exit import run_script
 
     run_script(main)

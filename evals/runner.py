@@ -19,7 +19,7 @@ from evals.metrics import mean_metrics, per_query
 from evals.trec import write_run
 from nodes.job.config import JobConfig
 from nodes.policy.registry import model_policies
-from nodes.rounds.fusion import reciprocal_rank_fusion
+from nodes.ranking.fusion import reciprocal_rank_fusion
 from stores.collection import Collection
 from stores.errors import QuarryError
 from stores.lucene import DEFAULT_B, DEFAULT_K1

@@ -3,7 +3,7 @@
     python -m evals.train_ranker --home H [--collections cacm cranfield scifact-train] [--write]
 
 1. For every judged query of each collection, the heuristic search graph runs in-process and the
-   features of its verified candidates (nodes.evidence.ranker.FEATURES) are collected with their relevance
+   features of its verified candidates (nodes.ranking.ranker.FEATURES) are collected with their relevance
    grades (cached in the collection's runs folder; `--refresh` recomputes).
 2. Leave one collection out: a scorer is trained on the other collections and re-orders the
    verified head of each held-out query's run; nDCG@20 (nDCG@10 for scifact) is compared with the
@@ -13,7 +13,7 @@
    (LightGBM, only if installed: it is not a dependency) — chosen by the mean relative gain over
    hybrid across the held-out collections. The table goes to docs/eval/ranker.md.
 3. `--write` fits the chosen scorer on all collections and writes it to stores/data/verifier.json
-   (a linear model: a few hundred bytes, applied by nodes.evidence.ranker.Verifier without new
+   (a linear model: a few hundred bytes, applied by nodes.ranking.ranker.Verifier without new
    dependencies) — only if, held out, it beat the heuristic agent's own order on average; else
    it says so and writes nothing (the heuristic order stays).
 """
@@ -32,7 +32,7 @@ import numpy as np
 from evals.metrics import per_query
 from evals.runner import judged_queries, system_ranker
 from evals.significance import compare
-from nodes.evidence.ranker import FEATURES, RANK_FEATURES, Verifier, candidate_features
+from nodes.ranking.ranker import FEATURES, RANK_FEATURES, Verifier, candidate_features
 from stores.atomic import write_atomic  # workers read the verifier file while it is rewritten
 from stores.collection import Collection
 
@@ -317,7 +317,7 @@ FITS = {"logistic": lambda ds, name: fit_logistic(ds, name),
 def shipping_decision(results: list[dict[str, Any]], best: str, gain: dict[str, float],
                       heuristic_gain: float) -> tuple[bool, str]:
     """Whether the best held-out scorer replaces the heuristic order: it must be linear (what
-    nodes.evidence.ranker.Verifier applies), beat the heuristic order's mean held-out gain over hybrid, and
+    nodes.ranking.ranker.Verifier applies), beat the heuristic order's mean held-out gain over hybrid, and
     be significantly worse than the heuristic order (paired test, p < 0.05) on no held-out
     collection — a verifier that loses clearly on one kind of collection is not shipped to all."""
     if best not in FITS:
@@ -375,7 +375,7 @@ def report(results: list[dict[str, Any]], labels: list[str], gain: dict[str, flo
               "`lambdamart` — LightGBM LambdaMART on all features, only if lightgbm is installed (not shippable: "
               "the verifier file holds a linear model).", "",
               "Features: " + ", ".join(FEATURES[:len(FEATURES) - len(RANK_FEATURES)]) + "; reciprocal-rank features "
-              "1/(60 + rank): " + ", ".join(RANK_FEATURES) + " (nodes/evidence/ranker.py says what each is).", "",
+              "1/(60 + rank): " + ", ".join(RANK_FEATURES) + " (nodes/ranking/ranker.py says what each is).", "",
               "Coordinate-ascent weights per fold (held out → weights learned on the other two): "
               + "; ".join(f"{r['held_out']}: " + ", ".join(f"{k} {v:g}" for k, v in r["weights"]["ascent_ranks"].items() if v)
                           for r in results) + ".", "",
@@ -394,6 +394,6 @@ def report(results: list[dict[str, Any]], labels: list[str], gain: dict[str, flo
 
 
 if __name__ == "__main__":
-    from stores.errors import run_script
+    from workflows.process_exit import run_script
 
     run_script(main)

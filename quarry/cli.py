@@ -12,8 +12,9 @@ from typer.exceptions import Abort, Exit, TyperException
 
 from quarry import cli_collections, cli_eval, cli_job_commands, cli_run, cli_search, cli_trace
 from quarry.console import fail
-from stores.errors import QuarryError, disk_full, run_script
+from stores.errors import QuarryError, disk_full
 from stores.home import quarry_home
+from workflows.process_exit import run_script
 
 
 class _OneMessage(TyperGroup):

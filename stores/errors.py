@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import errno
 import re
-from collections.abc import Callable
-from typing import NoReturn
 
 # What a terminal would obey rather than show: C0 controls but tab and newline (ESC starts CSI and
 # OSC sequences; BEL, CR and BS ring or overwrite), DEL, the C1 controls (U+009B is a one-byte CSI),
@@ -105,52 +103,3 @@ def disk_full(exc: BaseException, home: object = None) -> QuarryError | None:
                                "command again; nothing was changed (a failed write leaves the previous version)")
         current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
     return None
-
-
-def run_script(main: Callable[[], None]) -> NoReturn:
-    """Run a program's `main` (the `quarry` command, evals/ and bench/ scripts) so a QuarryError
-    (or a full disk, see `disk_full`) ends it with one line and its hint on stderr, exit 2 —
-    never a traceback; then `leave`."""
-    import sys
-
-    code = 0
-    try:
-        main()
-    except QuarryError as err:
-        print(f"error ({err.code}): {printable(str(err))}", file=sys.stderr)
-        code = 2
-    except Exception as exc:  # only a full disk is translated; anything else re-raises
-        full = disk_full(exc)
-        if full is None:
-            raise
-        print(f"error ({full.code}): {printable(str(full))}", file=sys.stderr)
-        code = 2
-    except SystemExit as exc:  # argparse's usage errors, a script's own exit status
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    leave(code)
-
-
-def leave(code: int) -> NoReturn:
-    """End the process with `code`, without interpreter teardown once a Temporal client or worker
-    has run in it.
-
-    Why: the Temporal SDK's Rust bridge keeps Tokio threads that can outlive the event loop; if
-    one touches the GIL while CPython finalises, the process aborts with "Fatal Python error:
-    PyGILState_Release" (exit 134) after its work is done — measured here in 2 of 40 `quarry run`
-    calls (temporalio/sdk-python#300, open), and seen in a drill worker stopped by SIGTERM. The
-    exit handlers still run first (span exporters flush, logging closes), as they would at a
-    normal exit; only the finalisation that can crash is skipped.
-    """
-    import sys
-
-    if "temporalio.bridge.temporal_sdk_bridge" in sys.modules:
-        import atexit
-        import os
-
-        sys.stdout.flush()
-        sys.stderr.flush()
-        atexit._run_exitfuncs()  # CPython's hook for what a normal exit runs before finalising
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)

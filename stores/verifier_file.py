@@ -2,7 +2,7 @@
 
 Written by `python -m evals.train_ranker --home H --write` (trained on the team's judged
 collections); read here so that nodes never open files. Absent or unreadable means the
-heuristic order stands (nodes.evidence.ranker).
+heuristic order stands (nodes.ranking.ranker).
 """
 from __future__ import annotations
 

@@ -111,5 +111,5 @@ async def main() -> bool:
 
 
 if __name__ == "__main__":
-    from stores.errors import leave
+    from workflows.process_exit import leave
     leave(0 if asyncio.run(main()) else 1)  # the same exit as the `quarry` executable

@@ -14,8 +14,8 @@ import pytest
 from langchain_core.messages import AIMessage
 from temporalio.api.enums.v1 import EventType
 
-from nodes.evidence.ranker import HEURISTIC_ORDER
 from nodes.job.config import JobConfig, ModelSettings, Price
+from nodes.ranking.ranker import HEURISTIC_ORDER
 from tests.conftest import LITERATURE
 from tests.fakes import ModelRouter, ScriptedChatModel, structured_reply, usage
 from workflows.client import new_job_id, submit

@@ -55,7 +55,7 @@ class EchoPolicy(HeuristicPolicy):
 
 ECHO = PolicySpec(name="echo", help="the heuristic, echoed", graph=SEARCH_GRAPH,
                   policy="tests.test_policy_registry:EchoPolicy", result="nodes.rounds.answer:build_result",
-                  order="nodes.evidence.ranker:HEURISTIC_ORDER", order_help="the echo's order")
+                  order="nodes.ranking.ranker:HEURISTIC_ORDER", order_help="the echo's order")
 
 
 @pytest.fixture()
@@ -75,7 +75,7 @@ def test_the_built_in_policies_and_their_specs() -> None:
     assert [s.uses_models for s in (HEURISTIC, LLM, REACT)] == [False, True, True]
     assert LLM.takes("judge_model") and not REACT.takes("judge_model") and REACT.takes("model")
     assert LLM.second_look and not HEURISTIC.second_look and REACT.conversation and HEURISTIC.verifier
-    from nodes.evidence.ranker import HEURISTIC_ORDER, REACT_ORDER
+    from nodes.ranking.ranker import HEURISTIC_ORDER, REACT_ORDER
     assert HEURISTIC.order_label() == LLM.order_label() == HEURISTIC_ORDER and REACT.order_label() == REACT_ORDER
     assert policy_help() == ("heuristic (offline default), llm (models in the round graph) "
                              "or react (one model driving the tools)")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.evidence.ranker import FEATURES, HEURISTIC_ORDER, Verifier, candidate_features, final_order
 from nodes.job.state import ranked_candidates
+from nodes.ranking.ranker import FEATURES, HEURISTIC_ORDER, Verifier, candidate_features, final_order
 
 
 def cand(docid: str, fused: float, score: float, evidence: list[float], ranks: dict[str, int], **kw) -> dict:
@@ -77,7 +77,7 @@ def test_a_verifier_on_a_subset_of_the_features_scores_full_vectors() -> None:
 
 
 def test_rank_features_read_the_intent_rankings_feedback_and_alternative_bm25() -> None:
-    from nodes.evidence.ranker import ABSENT_RANK, RRF_K, RankContext
+    from nodes.ranking.ranker import ABSENT_RANK, RRF_K, RankContext
 
     ctx = RankContext(lexical=("b", "a", "q"), semantic=("c", "a"), others=[("q", "c"), ("a", "b", "c")],
                       alt_bm25={(1.2, 0.75): {"a": 1.0, "b": 3.0, "c": 2.0}})
@@ -94,7 +94,7 @@ def test_rank_features_read_the_intent_rankings_feedback_and_alternative_bm25() 
 
 
 def test_without_context_the_rank_features_are_uniform_where_they_need_it() -> None:
-    from nodes.evidence.ranker import ABSENT_RANK, RRF_K
+    from nodes.ranking.ranker import ABSENT_RANK, RRF_K
 
     feats = candidate_features(list(POOL.values()), CHANNELS)
     for d in "abc":

@@ -13,8 +13,8 @@ from evals.metrics import per_query
 from evals.report import agent_differences, recall_at_depths, write_report
 from evals.runner import EvalResult, evaluate, parse_systems
 from evals.tuning import grid_search
+from nodes.ranking.fusion import reciprocal_rank_fusion, rrf_score
 from nodes.rounds import retrieval
-from nodes.rounds.fusion import reciprocal_rank_fusion, rrf_score
 from quarry.cli import app
 from stores.collection import Collection, ingest
 from stores.errors import QuarryError

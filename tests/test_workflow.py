@@ -32,9 +32,9 @@ from temporalio.worker import Replayer
 import nodes.rounds.verification as verification_mod
 from graphs.search_graph import make_search_graph
 from graphs.state import initial_state
-from nodes.evidence.ranker import HEURISTIC_ORDER
 from nodes.job.config import JobConfig
 from nodes.job.step_control import current_step
+from nodes.ranking.ranker import HEURISTIC_ORDER
 from stores.jobs import JobStore
 from stores.verifier_file import load_verifier_file
 from tests.conftest import LITERATURE

@@ -1,1 +1,1 @@
-"""Reading text without a model: plans, sentences, quotable evidence, scores, the learned verifier, the extractive answer and the citation check."""
+"""Reading text without a model: plans, sentences, quotable evidence, scores, the extractive answer and the citation check."""

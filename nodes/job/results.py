@@ -14,7 +14,7 @@ from nodes.evidence.scoring import violated_constraint
 from nodes.evidence.sentences import display_text, quote, whole_sentences
 from nodes.job.state import Candidate, Plan
 from nodes.policy.seam import AnswerDoc, AnswerDraft, Passage, Policy
-from nodes.rounds.fusion import reciprocal_rank_fusion
+from nodes.ranking.fusion import reciprocal_rank_fusion
 from stores.records import body_lines, page_of_line, quotable_chunks
 from stores.spans import DocumentText, Span
 

@@ -306,9 +306,9 @@ class NodeRuntime:
         return best_cosine
 
     def verifier(self) -> Any:
-        """The shipped learned verifier (nodes.evidence.ranker.Verifier), or None: then the heuristic order."""
+        """The shipped learned verifier (nodes.ranking.ranker.Verifier), or None: then the heuristic order."""
         if not hasattr(self, "_verifier"):
-            from nodes.evidence.ranker import Verifier
+            from nodes.ranking.ranker import Verifier
             from stores.verifier_file import load_verifier_file
             raw = load_verifier_file()
             try:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from nodes.job.usage import Usage
-from nodes.rounds.fusion import RRF_K, reciprocal_rank_fusion
+from nodes.ranking.fusion import RRF_K, reciprocal_rank_fusion
 
 Mode = Literal["list", "answer"]
 Status = Literal["running", "completed", "budget_exhausted", "stopped", "failed"]

@@ -14,7 +14,7 @@ to pick a graph, `workflows` and the command line to validate and render. So the
 lowest module that can hold a policy's vocabulary: it is in `nodes/` (policies are nodes' business)
 and imports nothing of Quarry at import time but `stores.errors`. The parts that live higher or
 import heavily — the policy class (LangChain for `llm`), the result builder (`nodes.rounds.answer`,
-`nodes.react.finish`), the order label (`nodes.evidence.ranker`) — are named as `"module:attribute"` and
+`nodes.react.finish`), the order label (`nodes.ranking.ranker`) — are named as `"module:attribute"` and
 resolved on first use; the graph is a registered graph *name*, which `graphs.state` maps to its
 builder. Nothing here is nondeterministic, so Temporal workflow code may import it.
 """
@@ -166,7 +166,7 @@ POLICIES: Sequence[str] = _Names()
 
 # -- the built-in policies (the first is the default) --------------------------------------------
 
-_RULE_ORDER = "nodes.evidence.ranker:HEURISTIC_ORDER"
+_RULE_ORDER = "nodes.ranking.ranker:HEURISTIC_ORDER"
 _RULE_ORDER_HELP = "reciprocal-rank fusion of the verification score S and the retrieval score"
 
 HEURISTIC = register(PolicySpec(
@@ -178,7 +178,7 @@ LLM = register(PolicySpec(
     options=(*MODEL_OPTIONS, "judge_model"), second_look=True))
 REACT = register(PolicySpec(
     name="react", help="one model driving the tools", graph=REACT_GRAPH, policy="nodes.policy.heuristic:HeuristicPolicy",
-    result="nodes.react.finish:build_react_result", order="nodes.evidence.ranker:REACT_ORDER",
+    result="nodes.react.finish:build_react_result", order="nodes.ranking.ranker:REACT_ORDER",
     order_help="the model's order, then the job's fused rankings", uses_models=True, options=MODEL_OPTIONS,
     conversation=True))
 

@@ -1,1 +1,1 @@
-"""The round graph's nodes: navigator, retrieval, verification, reflection, answer (and steering)."""
+"""The round graph's nodes: navigator, retrieval (and its semantic filter), verification, reflection, steering, answer."""

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodes.evidence.answer_extractive import question_weights
-from nodes.evidence.ranker import ALT_BM25, HEURISTIC_ORDER, RankContext, final_order
 from nodes.evidence.scoring import violated_constraint
 from nodes.job.budget import budget_spent
 from nodes.job.config import config_of
@@ -21,13 +20,14 @@ from nodes.job.state import JobState, model_step_update, ranked_candidates
 from nodes.policy.heuristic import HeuristicPolicy
 from nodes.policy.registry import DEFAULT_POLICY, spec_of
 from nodes.policy.seam import AnswerRequest
+from nodes.ranking.ranker import ALT_BM25, HEURISTIC_ORDER, RankContext, final_order
 from nodes.tools.excerpts import query_terms
 from stores.errors import QuarryError
 
 
 @dataclass
 class RankerInputs:
-    """Everything `nodes.evidence.ranker.final_order` reads besides the pool (the same for a job and for
+    """Everything `nodes.ranking.ranker.final_order` reads besides the pool (the same for a job and for
     `evals.train_ranker`, which learns from exactly these)."""
 
     channel_of: dict[str, str]

@@ -14,7 +14,7 @@ from nodes.job.config import config_of
 from nodes.job.pool import load_pool, store_pool
 from nodes.job.runtime import runtime
 from nodes.job.state import Candidate, JobState, bump
-from nodes.rounds.fusion import rrf_score
+from nodes.ranking.fusion import rrf_score
 from nodes.rounds.semantic_filter import FilteredSemantic
 from nodes.tools.results import SearchPage, ToolError
 

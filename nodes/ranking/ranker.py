@@ -30,7 +30,7 @@ RANK_FEATURES = ("lex0_rrf", "sem0_rrf", "feedback_rrf", "s_rrf", "evmax_rrf",
 FEATURES = ("fused_rel", "p", "S", "ev_min", "ev_mean", "ev_max", "ev_coverage", "lex_best_inv", "sem_best_inv",
             "cit_best_inv", "meta_hit", "n_rankings", "heur_rank_inv", "s_rank_inv", "fused_rank_inv", "cites_top",
             "log_len", *RANK_FEATURES)
-RRF_K = 60          # the reciprocal-rank offset, as in the job's fusion (nodes.rounds.fusion)
+RRF_K = 60          # the reciprocal-rank offset, as in the job's fusion (nodes.ranking.fusion)
 ABSENT_RANK = 1001  # a document a ranking does not hold ranks just past a full-depth ranking
 HEURISTIC_ORDER = "heuristic rule (RRF of S and retrieval)"   # the final order without a verifier
 REACT_ORDER = "the model's submission, then the job's fused rankings"
