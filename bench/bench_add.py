@@ -3,7 +3,7 @@
     python -m bench.bench_add [--datasets ../shared/datasets] [--docs 3204] [--repeats 2]
 
 The first N CACM records are ingested as a collection and its dense index is built. Then,
-alternating `--repeats` times: (a) `stores.collection.add` of 5 new Markdown notes (a new
+alternating `--repeats` times: (a) `stores.collection_edits.add` of 5 new Markdown notes (a new
 version: corpus rows, a BM25 index rebuilt from the corpus, the current vectors copied and only
 the new chunks embedded), then `remove` of them again; (b) the full rebuild the same change
 cost before: `ingest(..., force=True)` of the corpus with the 5 notes, then a dense build of
@@ -44,7 +44,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
 
-    from stores.collection import Collection, add, ingest, remove
+    from stores.collection import Collection, ingest
+    from stores.collection_edits import add, remove
     from stores.dense import DenseIndex
     from stores.lucene import build_index
 

@@ -41,18 +41,18 @@ def judged(col, n: int) -> list[str]:
 
 
 async def in_process(name: str, intent: str) -> float:
-    from graphs.control import Control, reset_local_control, use_local_control
+    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
 
-    token = use_local_control(Control())
+    token = use_control(Control())
     try:
         began = time.perf_counter()
         await make_search_graph().compile().ainvoke(initial_state(f"inproc-{uuid.uuid4().hex[:8]}", name, intent),
                                                     config={"recursion_limit": 10_000})
         return time.perf_counter() - began
     finally:
-        reset_local_control(token)
+        reset_control(token)
 
 
 async def durable(env, queue: str, name: str, intent: str) -> tuple[float, int, int]:

@@ -46,11 +46,12 @@ def script(turns: int):
 
 def config(turns: int):
     from nodes.job.config import JobConfig, ModelSettings
-    return JobConfig(models=ModelSettings(model="openai:bench", react_max_steps=turns + 5), max_tool_calls=10_000)
+    return JobConfig(models=ModelSettings(model="openai:bench", react_max_steps=turns + 5), max_tool_calls=10_000,
+                     max_seconds=3600)
 
 
 async def in_process(home: Path, turns: int) -> float:
-    from graphs.control import Control, reset_local_control, use_local_control
+    from graphs.control import Control, reset_control, use_control
     from graphs.react_graph import make_react_graph
     from graphs.state import initial_state
     from nodes.job.runtime import NodeRuntime, configure_runtime
@@ -59,7 +60,7 @@ async def in_process(home: Path, turns: int) -> float:
     model = ScriptedChatModel(script=script(turns))
     rt = NodeRuntime(home, models=ModelRouter(openai__bench=model))
     configure_runtime(rt)
-    token = use_local_control(Control())
+    token = use_control(Control())
     try:
         app = make_react_graph().compile()
         state = initial_state(f"bench-{uuid.uuid4().hex[:8]}", "sample", "dense retrieval", policy="react",
@@ -68,7 +69,7 @@ async def in_process(home: Path, turns: int) -> float:
         final = await app.ainvoke(state, config={"recursion_limit": 10_000})
         elapsed = time.perf_counter() - began
     finally:
-        reset_local_control(token)
+        reset_control(token)
         configure_runtime(None)
     result = rt.jobs.load_draft(final["job_id"])  # the result waits in the job store (state holds a summary)
     assert result is not None, final["job_id"]
@@ -86,7 +87,7 @@ async def durable(env, home: Path, turns: int) -> tuple[float, int]:
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     async with build_worker(env.client, home=home, queue=queue, models=ModelRouter(openai__bench=model)):
         inp = JobInput(job_id=f"bench-{uuid.uuid4().hex[:8]}", collection="sample", intent="dense retrieval",
-                       policy="react", budget_seconds=3600, config=config(turns))
+                       policy="react", config=config(turns))
         began = time.perf_counter()
         handle = await submit(env.client, inp, queue=queue)
         result = await handle.result()

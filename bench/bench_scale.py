@@ -63,8 +63,9 @@ def size_dir(base: Path, size: int) -> Path:
 
 def build(base: Path, size: int, keep_source: bool) -> dict[str, Any]:
     from bench.scale_corpus import write_beir
+    from nodes.ranking.bm25_defaults import default_bm25_params
     from stores.collection import Collection, ingest
-    from stores.lucene import IndexMeta, default_bm25_params
+    from stores.lucene import IndexMeta
 
     folder = size_dir(base, size)
     src, home = folder / "src", folder / "home"
@@ -128,16 +129,16 @@ def run_graph(job_id: str, intent: str, config) -> dict[str, Any]:
     """One heuristic job in-process, as evals/train_ranker.py `_collect_one` runs it."""
     import asyncio
 
-    from graphs.control import Control, reset_local_control, use_local_control
+    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
 
-    token = use_local_control(Control())
+    token = use_control(Control())
     try:
         return asyncio.run(make_search_graph().compile().ainvoke(initial_state(job_id, NAME, intent, config=config),
                                                                  config={"recursion_limit": 10_000}))
     finally:
-        reset_local_control(token)
+        reset_control(token)
 
 
 def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any]:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_job(home: Path, name: str, intent: str, mode: Literal["list", "answer"]) -> str:
-    from graphs.control import Control, reset_local_control, use_local_control
+    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
     from observability import get_tracer
@@ -34,13 +34,13 @@ def run_job(home: Path, name: str, intent: str, mode: Literal["list", "answer"])
 
     ref = new_agent_trace()
     job_id = f"bench-trace-{uuid.uuid4().hex[:8]}"
-    token = use_local_control(Control())
+    token = use_control(Control())
     try:
         with under_agent(ref), get_tracer().start_as_current_span("RunWorkflow:SearchJob"):
             asyncio.run(make_search_graph().compile().ainvoke(
                 initial_state(job_id, name, intent, mode=mode), config={"recursion_limit": 10_000}))
     finally:
-        reset_local_control(token)
+        reset_control(token)
     from nodes.job.runtime import runtime
     result = runtime().jobs.load_draft(job_id) or {}  # the result is kept by reference, in the job store
     emit_agent_span(ref, job_id=job_id, intent=intent, status="completed",

@@ -34,7 +34,7 @@ def _best_of(fn, n: int = 3) -> float:
 
 def main() -> None:
     from evals.runner import judged_queries
-    from graphs.control import Control, reset_local_control, use_local_control
+    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
     from nodes.job.pool import load_pool
@@ -59,14 +59,14 @@ def main() -> None:
     jobs, rules, verified = [], [], []
     graph = make_search_graph().compile()
     for qid in qids[: args.queries]:
-        token = use_local_control(Control())
+        token = use_control(Control())
         try:
             started = time.perf_counter()
             state = cast(JobState, asyncio.run(graph.ainvoke(initial_state(f"bench-verifier-{qid}", col.name, texts[qid]),
                                                              config={"recursion_limit": 10_000})))
             jobs.append(time.perf_counter() - started)
         finally:
-            reset_local_control(token)
+            reset_control(token)
         pool = load_pool(rt.jobs, state)
 
         def with_verifier() -> None:

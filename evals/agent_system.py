@@ -32,7 +32,6 @@ from nodes.llm.models import ModelFactory, make_chat_model
 from nodes.policy.registry import DEFAULT_POLICY, model_policies
 from stores.collection import Collection
 from stores.jobs import JobStore
-from workflows.shared import DEFAULT_BUDGET_S
 
 CONCURRENCY = 4
 TIERS = ("surfaced", "previewed", "opened", "cited")
@@ -42,11 +41,10 @@ POLICY_OF = {"agent": DEFAULT_POLICY} | {name: name for name in model_policies()
 
 @dataclass
 class AgentOptions:
-    """How the agent systems run: the job configuration (models, caps, budgets), the wall-clock
-    budget per job, the grader of answers, and the model factory (default: LangChain)."""
+    """How the agent systems run: the job configuration (models, caps, the time, token and dollar
+    budgets per job), the grader of answers, and the model factory (default: LangChain)."""
 
     config: JobConfig = field(default_factory=JobConfig)
-    budget_s: float = DEFAULT_BUDGET_S
     grader: str | None = None
     models: ModelFactory | None = None
 
@@ -85,6 +83,7 @@ async def _run_jobs(col: Collection, texts: dict[str, str], modes: dict[str, str
 
     from workflows.client import submit
     from workflows.dev_server import temporal_binary
+    from workflows.job_failure import job_result
     from workflows.shared import JobInput
     from workflows.worker import build_worker
 
@@ -100,10 +99,10 @@ async def _run_jobs(col: Collection, texts: dict[str, str], modes: dict[str, str
             async def one(qid: str) -> None:
                 async with gate:
                     inp = JobInput(job_id=f"eval-{col.name}-{qid}-{uuid.uuid4().hex[:6]}", collection=col.name,
-                                   intent=texts[qid], mode=modes[qid], policy=policy, budget_seconds=options.budget_s,
-                                   config=options.config)
+                                   intent=texts[qid], mode=modes[qid], policy=policy, config=options.config)
                     handle = await submit(env.client, inp, queue=queue)
-                    results[qid] = {"job_id": inp.job_id, **(await handle.result())}
+                    # A failed job's workflow ends Failed: its result (status "failed", its error's code) still counts.
+                    results[qid] = {"job_id": inp.job_id, **(await job_result(handle))}
                     if on_done:
                         on_done(len(results), len(texts))
             await asyncio.gather(*(one(q) for q in texts))
@@ -142,6 +141,8 @@ def agent_runs(col: Collection, texts: dict[str, str], *, system: str = "agent",
     unknown = outputs = tool_calls = checked = removed = fallbacks = 0
     usage = Usage()
     for qid, res in results.items():
+        if res.get("status") == "failed":  # counted with what it found; said, with its code, on stderr
+            print(f"note: query {qid}: job {res['job_id']} failed: error {_error_text(res.get('error'))}", file=sys.stderr)
         traj = res.get("trajectory", {})
         trajectories[qid] = {"surfaced": sorted(jobs.surfaced(res["job_id"])),
                              **{t: list(traj.get(t, [])) for t in TIERS[1:]}}
@@ -171,6 +172,14 @@ def agent_runs(col: Collection, texts: dict[str, str], *, system: str = "agent",
     if grades:
         stats |= answer_metrics(grades) | {"grader": grader, "grader_tokens": grader_usage.total_tokens}
     return runs, stats
+
+
+def _error_text(error: object) -> str:
+    """A failed job's error as the command line shows it: "(CODE): message" and its hint."""
+    if not isinstance(error, dict):
+        return f": {error}"
+    hint = f" (hint: {error['hint']})" if error.get("hint") else ""
+    return f"({error.get('code')}): {error.get('message', '')}{hint}"
 
 
 def _grade(results: Mapping[str, dict], texts: Mapping[str, str], answers: Mapping[str, str], grader: str | None,

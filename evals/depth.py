@@ -23,7 +23,7 @@ DEPTHS = (100, 200, 300)
 
 
 def run_depth(rt, name: str, qids: list[str], texts: dict[str, str], depth: int) -> dict[str, dict[str, float]]:
-    from graphs.control import Control, reset_local_control, use_local_control
+    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
     from nodes.job.config import JobConfig
@@ -31,12 +31,12 @@ def run_depth(rt, name: str, qids: list[str], texts: dict[str, str], depth: int)
     runs = {}
     for qid in qids:
         job = f"depth-{name}-{depth}-{qid}"
-        token = use_local_control(Control())
+        token = use_control(Control())
         try:
             asyncio.run(make_search_graph().compile().ainvoke(
                 initial_state(job, name, texts[qid], config=JobConfig(verify_top=depth)), config={"recursion_limit": 10_000}))
         finally:
-            reset_local_control(token)
+            reset_control(token)
         run = rt.jobs.load_draft(job)["run"]
         runs[qid] = {d: float(len(run) - i) for i, d in enumerate(run)}
     return runs

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from evals.metrics import per_query
+from evals.ranker_scorers import METRIC, _matrix, rerank
 from evals.runner import judged_queries, system_ranker
-from evals.train_ranker import METRIC, _matrix, collect, rerank
+from evals.train_ranker import collect
 from nodes.ranking.ranker import FEATURES, RANK_FEATURES
 from stores.collection import Collection
 

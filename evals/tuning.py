@@ -21,10 +21,11 @@ from evals.metrics import mean_metrics
 from evals.plots import heatmap
 from evals.runner import judged_queries
 from nodes.job.config import JobConfig
+from nodes.ranking.bm25_defaults import default_bm25_params
 from stores.atomic import write_atomic
 from stores.collection import Collection, reindex
 from stores.errors import QuarryError
-from stores.lucene import LuceneIndex, default_bm25_params
+from stores.lucene import LuceneIndex
 from stores.readers import ProgressFn
 
 DEFAULT_K1_GRID = (0.6, 0.9, 1.2, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0, 25.0)

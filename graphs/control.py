@@ -1,9 +1,14 @@
 """Outside control of a running graph: stop, the budget's "submit now" steer, steering notes.
 
 Routers consult a `Control` so that the same graph runs under Temporal (where the workflow's
-signal/update handlers and timers set the flags) and in-process (tests, evaluation).
-Under Temporal the control object is the running workflow instance's `control` attribute,
-read deterministically from workflow state — never from the wall clock.
+signal/update handlers and timers set the flags) and in-process (tests, evaluation). Whoever drives
+a graph hands it its control explicitly: `use_control(control)` installs it in this module's
+context variable for the code that runs from there on (the graph's tasks copy the context when
+they are created), `reset_control(token)` takes it away again, and `current_control()` reads it.
+The SearchJob workflow installs its own `control` at the start of its drive, so its signal and
+update handlers and the graph's routers share one object, set deterministically from workflow
+state — never from the wall clock. The workflow imports this module passed through Temporal's
+sandbox (as it does the graphs), so both see the same context variable.
 """
 from __future__ import annotations
 
@@ -35,20 +40,16 @@ class Control:
 _local: contextvars.ContextVar[Control | None] = contextvars.ContextVar("quarry_control", default=None)
 
 
-def use_local_control(control: Control) -> contextvars.Token:
-    """Install a control for in-process runs (returns a token for `reset_local_control`)."""
+def use_control(control: Control) -> contextvars.Token:
+    """Install the control of the graph run about to start (returns a token for `reset_control`)."""
     return _local.set(control)
 
 
-def reset_local_control(token: contextvars.Token) -> None:
+def reset_control(token: contextvars.Token) -> None:
     _local.reset(token)
 
 
 def current_control() -> Control:
-    from temporalio import workflow
-
-    if workflow.in_workflow():
-        control = getattr(workflow.instance(), "control", None)
-        if control is not None and hasattr(control, "answer_reason"):  # duck-typed: sandbox re-imports classes
-            return control
+    """The control installed by whoever drives the running graph; a fresh one (nothing requested)
+    when none was."""
     return _local.get() or Control()

@@ -10,7 +10,6 @@ to librarian activities (one per batch of candidates, a LangGraph `Send` each; t
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -19,7 +18,6 @@ from langgraph.types import Send
 from temporalio.common import RetryPolicy
 
 from graphs.control import current_control
-from nodes.evidence.planning import make_plan, parse_exclusions, parse_years
 from nodes.job.budget import budget_steer
 from nodes.job.config import config_of
 from nodes.job.heartbeat import with_heartbeats
@@ -30,7 +28,7 @@ from nodes.rounds import navigator as navigator_mod
 from nodes.rounds import reflection as reflection_mod
 from nodes.rounds import retrieval as retrieval_mod
 from nodes.rounds import verification as verification_mod
-from nodes.tools.excerpts import query_terms
+from nodes.rounds.steering import fold_steering
 
 GRAPH_NAME = "quarry-search"
 
@@ -158,22 +156,9 @@ async def route_after_reflection(state: JobState) -> Literal["steer", "retrieval
 
 
 async def steer(state: JobState) -> dict:
-    """Fold steering notes received mid-job into the plan (runs in the workflow: pure code)."""
-    notes = current_control().take_steering()
-    steering = list(state.get("steering", [])) + notes
-    before = state.get("plan", {})
-    plan: Mapping[str, Any] = make_plan(state["intent"], [s["text"] for s in steering], years=before.get("years_known", True))
-    # Author and venue constraints were validated against the store by the navigator; keep them,
-    # and the items a model navigator wrote (they carry ids of their own).
-    kept: dict[str, Any] = {k: before[k] for k in ("authors", "authors_exclusive", "venue", "years_known") if k in before}
-    keep_items = [i for i in before.get("checklist", []) if i["id"] in ("a", "v") or i["id"][:1] in ("m", "r")]
-    plan = {**plan, **kept, "checklist": plan["checklist"] + keep_items}
-    core = plan.get("core") or state["intent"]
-    # Only the positive part of a note is searched: "not benchmark" must not search for "benchmark".
-    positive = [parse_exclusions(parse_years(s["text"])[2])[1] for s in notes]
-    queries = [f"{core} {p}" for p in positive if query_terms(p)] or [core]
-    return {"plan": plan, "steering": steering, "queries": queries, "stop_reason": "",
-            "round": int(state.get("round", 1)) + 1, "top_ids": [], "node": "steer"}
+    """Fold steering notes received mid-job into the plan (nodes.rounds.steering; pure, so it runs
+    in the workflow)."""
+    return fold_steering(state, current_control().take_steering())
 
 
 def make_search_graph() -> StateGraph:

@@ -3,21 +3,8 @@
 Import from here; the modules behind it are small and private in spirit.
 """
 from observability.jsonl_exporter import JsonlSpanExporter, span_to_record
-from observability.setup import (
-    build_provider,
-    setup_tracing,
-    shutdown_tracing,
-    temporal_plugin,
-    traces_dir,
-)
-from observability.tool_spans import (
-    TRACER_NAME,
-    current_trace_id,
-    get_tracer,
-    llm_span,
-    record_usage,
-    tool_span,
-)
+from observability.setup import build_provider, setup_tracing, shutdown_tracing, temporal_plugin, traces_dir
+from observability.tool_spans import TRACER_NAME, current_trace_id, get_tracer, llm_span, record_usage, tool_span
 from observability.trace_view import load_spans, rounds_summary, select_spans, span_tree_lines, tool_summary
 
 __all__ = [

@@ -100,7 +100,7 @@ def add(name: str,
         json_out: JsonOpt = False) -> None:
     """Add or update documents in a collection; only their chunks are indexed and embedded.
     A file whose id is already another file's document is refused, naming both."""
-    from stores.collection import add as run_add  # lazy: the collection store costs ~100 ms
+    from stores.collection_edits import add as run_add  # lazy: the collection store costs ~100 ms
     try:
         with progress_bar(console.is_terminal) as progress:
             report = run_add(name, list(paths), root=root, strict=strict, progress=progress)
@@ -114,7 +114,7 @@ def add(name: str,
 def remove(name: str, docids: Annotated[list[str], typer.Argument(help="Ids of the documents to remove")],
            json_out: JsonOpt = False) -> None:
     """Remove documents from a collection (corpus, BM25 and dense indexes, citations)."""
-    from stores.collection import remove as run_remove  # lazy: the collection store costs ~100 ms
+    from stores.collection_edits import remove as run_remove  # lazy: the collection store costs ~100 ms
     try:
         with progress_bar(console.is_terminal) as progress:
             report = run_remove(name, list(docids), progress=progress)

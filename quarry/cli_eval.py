@@ -16,7 +16,6 @@ from quarry.console import console, fail, out, print_json, progress_bar, safe
 from quarry.job_options import eval_policy, job_config
 from stores.errors import QuarryError
 from workflows.job_input import check_budget
-from workflows.shared import DEFAULT_BUDGET_S
 
 DEFAULTS = JobConfig()  # the options' defaults are the job's own (nodes.job.config), never copies
 
@@ -38,7 +37,8 @@ def eval_cmd(name: str,
              judge_model: Annotated[str | None, typer.Option(help="PROVIDER:NAME of the librarians (--system llm)")] = None,
              judge: Annotated[str | None, typer.Option(
                  help="PROVIDER:NAME that grades answers against answers.jsonl (default: --model)")] = None,
-             budget: Annotated[float, typer.Option(min=1.0, help="Wall-clock budget per job in seconds")] = DEFAULT_BUDGET_S,
+             budget: Annotated[float, typer.Option(min=JOB_BOUNDS.min_seconds, metavar="SECONDS",
+                                                   help="Wall-clock budget per job in seconds")] = DEFAULTS.max_seconds,
              max_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget per job")] = None,
              max_dollars: Annotated[float | None, typer.Option(min=0.0, help="Dollar budget per job")] = None,
              max_output_tokens: Annotated[int, typer.Option(min=JOB_BOUNDS.min_output_tokens, help="Longest reply per model call")
@@ -60,10 +60,10 @@ def eval_cmd(name: str,
         systems = parse_systems(system)
         policy, model_systems, judged = eval_policy(systems)
         config = job_config(policy, model,
-                            judge_model if judged else None, max_tokens=max_tokens, max_dollars=max_dollars,
-                            prices=prices, max_output_tokens=max_output_tokens,
+                            judge_model if judged else None, max_seconds=budget, max_tokens=max_tokens,
+                            max_dollars=max_dollars, prices=prices, max_output_tokens=max_output_tokens,
                             extra_models=(judge,)) if (model_systems or model or judge_model) else None
-        agent = AgentOptions(config=config, budget_s=budget, grader=judge) if config else AgentOptions(budget_s=budget)
+        agent = AgentOptions(config=config, grader=judge) if config else AgentOptions(config=JobConfig(max_seconds=budget))
         if run_file is not None and len(systems) > 1:
             raise QuarryError("bad_option", "--run names one run file but several systems were given",
                               "drop --run (runs go to the collection's runs folder) or evaluate one system")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import sys
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,7 +40,6 @@ from stores.errors import QuarryError, disk_full
 from stores.jobs import FINAL
 from workflows.job_input import check_text
 from workflows.rpc_errors import no_worker
-from workflows.shared import DEFAULT_BUDGET_S
 
 commands = typer.Typer(no_args_is_help=True, help="Inspect and steer jobs.")
 FullOpt = Annotated[bool, typer.Option("--full", help="Every passage, whole, and the weak matches")]
@@ -64,6 +64,11 @@ def job_list(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How man
             if seen == "terminated" and \
                     (reason := asyncio.run(record_termination(r["job_id"], r, address))) is not None:
                 r["error"] = reason
+        if r["status"] == "failed":  # with its error's code (the type its workflow failed with)
+            failed = known_job(r["job_id"]) or {}
+            error = (failed.get("result") or {}).get("error")
+            r["error"] = failed.get("error")
+            r["error_code"] = error.get("code") if isinstance(error, dict) else None
     if json_out:
         for r in rows:
             print_json(r)
@@ -71,10 +76,11 @@ def job_list(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How man
 
     def created(j: dict[str, Any]) -> str:
         return dt.datetime.fromtimestamp(j["created_at"]).strftime("%Y-%m-%d %H:%M:%S")
+    shown = [r | {"status": f"{r['status']} ({r['error_code']})"} if r.get("error_code") else r for r in rows]
     if out.is_terminal:  # the intent takes the width left and ends with … where it is cut
-        out.print(intent_table(rows, created, out.width))
+        out.print(intent_table(shown, created, out.width))
     else:  # piped: whole intents, tab-separated
-        sys.stdout.write("".join(line + "\n" for line in job_list_tsv(rows, created)))  # rich would expand tabs
+        sys.stdout.write("".join(line + "\n" for line in job_list_tsv(shown, created)))  # rich would expand tabs
     if temporal_view is None:
         out.print(f"(statuses from the job store: no Temporal server answers at {safe(temporal.current_address(address))})",
                   highlight=False)
@@ -141,10 +147,11 @@ def job_rerun(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = False
     params = row.get("params") or {}
     state = row.get("state") or {}
     config = JobConfig.from_dict(params.get("config") or state.get("config"))
+    if params.get("budget_seconds") is not None:  # a job submitted before the budget moved into the config
+        config = replace(config, max_seconds=float(params["budget_seconds"]))
     submit_job(row["collection"], row["intent"], mode=params.get("mode", state.get("mode", "list")),
-               policy=params.get("policy", state.get("policy", DEFAULT_POLICY)),
-               budget=float(params.get("budget_seconds", DEFAULT_BUDGET_S)), config=config, wait=wait, json_out=False,
-               address=address)
+               policy=params.get("policy", state.get("policy", DEFAULT_POLICY)), config=config, wait=wait,
+               json_out=False, address=address)
 
 
 @commands.command("show")

@@ -20,7 +20,7 @@ from stores.errors import QuarryError
 from stores.home import ensure_home, quarry_home
 from workflows.dev_server import server_command, start_server, stop_detached
 from workflows.job_input import MAX_INTENT_CHARS, MODES, check_budget, check_text
-from workflows.shared import DEFAULT_BUDGET_S, UI_PORT_DEFAULT
+from workflows.shared import UI_PORT_DEFAULT
 
 DEFAULTS = JobConfig()  # the options' defaults are the job's own (nodes.job.config), never copies
 
@@ -75,7 +75,9 @@ def down() -> None:
 
 @commands.command()
 def run(name: str, intent: str,
-        budget: Annotated[float, typer.Option(help="Wall-clock budget in seconds (1 s to a week)")] = DEFAULT_BUDGET_S,
+        budget: Annotated[float, typer.Option(metavar="SECONDS", help=(
+            f"Wall-clock budget in seconds ({JOB_BOUNDS.min_seconds:g} s to {JOB_BOUNDS.max_seconds / 86400:g} days)"))
+                          ] = DEFAULTS.max_seconds,
         rounds: Annotated[int, typer.Option(min=1, max=JOB_BOUNDS.max_rounds, help="Maximum rounds")] = DEFAULTS.max_rounds,
         mode: Annotated[str, typer.Option(help="list (ranked documents) or answer (cited answer)")] = "list",
         policy: Annotated[str, typer.Option(help=policy_help())] = DEFAULT_POLICY,
@@ -109,10 +111,10 @@ def run(name: str, intent: str,
         fail(err)
     from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
     try:
-        config = job_config(policy, model, judge_model, rounds=rounds, max_tokens=max_tokens,
+        config = job_config(policy, model, judge_model, rounds=rounds, max_seconds=budget, max_tokens=max_tokens,
                             max_dollars=max_dollars, prices=prices, max_output_tokens=max_output_tokens)
         _ = Collection(name).lucene  # clear error now rather than a failed job later
     except QuarryError as err:
         fail(err)
-    submit_job(name, intent, mode=mode, policy=policy, budget=budget, config=config, wait=wait, json_out=json_out,
+    submit_job(name, intent, mode=mode, policy=policy, config=config, wait=wait, json_out=json_out,
                address=address, ui_port=ui_port)

@@ -83,7 +83,7 @@ def search(name: str, query: str,
                     "it re-scores the top BM25 hits only)")] = "lexical",
            json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False) -> None:
     """Search a collection (deep ranking, previews with excerpts)."""
-    from nodes.tools.corpus import MAX_QUERY_CHARS, QueryProblem, check_query  # lazy: the tools cost ~110 ms
+    from nodes.tools.query_check import MAX_QUERY_CHARS, QueryProblem, check_query  # lazy: the tools cost ~110 ms
     if channel not in ("lexical", "semantic"):
         fail(QuarryError("bad_option", f"unknown channel {channel!r}", "use --channel lexical or --channel semantic"))
     if channel == "semantic" and (k1 is not None or b is not None):

@@ -17,7 +17,7 @@ from stores.errors import QuarryError
 
 
 def job_config(policy: str, model: str | None, judge_model: str | None, *, rounds: int = JobConfig.max_rounds,
-               max_tokens: int | None = None, max_dollars: float | None = None, prices: Path | None = None,
+               max_seconds: float = JobConfig.max_seconds, max_tokens: int | None = None, max_dollars: float | None = None, prices: Path | None = None,
                max_output_tokens: int = ModelSettings.max_output_tokens,
                extra_models: tuple[str | None, ...] = ()) -> JobConfig:
     """The job's configuration; endpoints (also of `extra_models`, e.g. an answer grader) are
@@ -32,7 +32,7 @@ def job_config(policy: str, model: str | None, judge_model: str | None, *, round
         if model or judge_model or max_tokens or max_dollars:
             raise QuarryError("bad_option", "--model, --judge-model, --max-tokens and --max-dollars need a model policy",
                               f"add {_either(model_policies())} (the {chosen.name} policy calls no model)")
-        return JobConfig(max_rounds=rounds)
+        return JobConfig(max_rounds=rounds, max_seconds=max_seconds)
     if not model:
         raise QuarryError("no_model", f"--policy {policy} needs a model",
                           "add --model PROVIDER:NAME, e.g. --model openai:gpt-4o-mini (see the README for local servers)")
@@ -45,7 +45,7 @@ def job_config(policy: str, model: str | None, judge_model: str | None, *, round
     table = load_prices(prices)  # a local file: checked before any endpoint is probed
     for spec in specs:
         check_endpoint(spec)
-    return JobConfig(max_rounds=rounds, models=ModelSettings(model=main, judge_model=judge,
+    return JobConfig(max_rounds=rounds, max_seconds=max_seconds, models=ModelSettings(model=main, judge_model=judge,
                                                              max_output_tokens=max_output_tokens),
                      max_tokens=max_tokens, max_dollars=max_dollars, prices=prices_for(specs, table))
 

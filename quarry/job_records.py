@@ -99,9 +99,13 @@ def close_terminated_trace(trace: dict[str, Any], job_id: str, row: dict[str, An
 
 
 async def final(awaitable: Awaitable[dict[str, Any]], job_id: str, address: str | None = None) -> dict[str, Any]:
-    """A job's result; a job that ended cancelled or terminated has its record in the job store."""
+    """A job's result; a job that ended failed, cancelled or terminated has its record in the job
+    store. A failed job's workflow ends Failed, typed by its error's code, after storing its result:
+    the stored result is read, else the one the failure carries (workflows.job_failure)."""
     from temporalio.client import WorkflowFailureError  # lazy: temporalio costs ~170 ms of start-up
     from temporalio.exceptions import TerminatedError
+
+    from workflows.job_failure import failed_result
     try:
         return await awaitable
     except WorkflowFailureError as err:
@@ -109,9 +113,9 @@ async def final(awaitable: Awaitable[dict[str, Any]], job_id: str, address: str 
         if isinstance(err.cause, TerminatedError) and row.get("status") not in FINAL:
             await record_termination(job_id, row or None, address)  # terminated outside Quarry, while we waited
             row = known_job(job_id) or {}
-        return row.get("result") or {"job_id": job_id, "status": row.get("status", "failed"), "ranked": [],
-                                     "intent": row.get("intent"), "collection": row.get("collection"),
-                                     "error": row.get("error") or str(err.cause or err)[:300]}
+        return row.get("result") or failed_result(err, job_id) or {
+            "job_id": job_id, "status": row.get("status", "failed"), "ranked": [], "intent": row.get("intent"),
+            "collection": row.get("collection"), "error": row.get("error") or str(err.cause or err)[:300]}
 
 
 def exit_for(result: dict[str, Any]) -> None:

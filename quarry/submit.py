@@ -17,11 +17,11 @@ from stores.jobs import JobStore
 from workflows.shared import JobInput
 
 
-def submit_job(name: str, intent: str, *, mode: str, policy: str, budget: float, config: JobConfig, wait: bool,
+def submit_job(name: str, intent: str, *, mode: str, policy: str, config: JobConfig, wait: bool,
                json_out: bool, address: str | None = None, ui_port: int | None = None) -> None:
     """Submit a job (starting the embedded server and a worker when needed) and, with `wait`,
-    follow it live to its result. `address` is the command's --temporal-address and `ui_port`
-    its --ui-port, None when not given."""
+    follow it live to its result. Its budgets (time, tokens, dollars) are `config`'s. `address`
+    is the command's --temporal-address and `ui_port` its --ui-port, None when not given."""
     # lazy: observability and temporalio's client cost over a second of start-up
     from observability import current_trace_id, get_tracer, setup_tracing, shutdown_tracing
     from observability.agent_span import new_agent_trace, under_agent
@@ -34,13 +34,12 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, budget: float,
         client = await temporal.client(address)
         job_id = new_job_id()
         agent = new_agent_trace()  # the job's invoke_agent span: this command's span sits under it
-        inp = JobInput(job_id=job_id, collection=name, intent=intent, mode=mode, policy=policy, budget_seconds=budget,
-                       config=config, trace=agent.to_dict())
+        inp = JobInput(job_id=job_id, collection=name, intent=intent, mode=mode, policy=policy, config=config,
+                       trace=agent.to_dict())
         with under_agent(agent), get_tracer().start_as_current_span("quarry run", attributes={"quarry.job_id": job_id}):
             trace_id = current_trace_id()
             JobStore(home / "jobs.sqlite").create(job_id, name, intent, workflow_id=job_id, trace_id=trace_id,
-                                                  params={"mode": mode, "policy": policy, "budget_seconds": budget,
-                                                          "config": config.to_dict()})
+                                                  params={"mode": mode, "policy": policy, "config": config.to_dict()})
             handle = await submit(client, inp)
         info = {"job_id": job_id, "web_ui": temporal.web_ui(job_id, address), "trace_file": trace_file(trace_id)}
         if not wait:

@@ -4,6 +4,10 @@ Every relation returns plain `(docid, score)` tuples sorted by `(-score, docid)`
 seed document(s), cut to `limit` (None = all). Only documents with at least one link are nodes;
 a corpus without citations gives an empty graph on which every relation returns `[]`.
 
+This module holds graph primitives only. How they are combined into one ranking — the
+expansion formula, its weights and the PageRank damping — is ranking policy and lives in
+`nodes.ranking.citation_expansion`.
+
 The graph is built on first use, not when the object is made, and `CitationGraph.from_store`
 shares one graph per corpus database version (path + fingerprint), so neither a new
 `Collection` object nor a new tool session rebuilds it.
@@ -18,11 +22,8 @@ from typing import ClassVar, Protocol
 
 import networkx as nx
 
-__all__ = ["LINK_BONUS", "PPR_ALPHA", "SHARED_BONUS", "CitationGraph"]
+__all__ = ["CitationGraph", "Scored", "ranked", "seed_ids", "seed_weights"]
 
-PPR_ALPHA = 0.85
-LINK_BONUS = 0.01    # expand(): per unit of seed weight, for a direct link to or from that seed
-SHARED_BONUS = 0.005  # expand(): per unit of seed weight, times co-citation + coupling cosine
 _DIGITS = 10          # scores are rounded so that float noise cannot beat the docid tie-break
 _CACHE_SIZE = 8
 
@@ -35,14 +36,16 @@ class CitationSource(Protocol):
     def citations(self) -> list[tuple[str, str]]: ...
 
 
-def _ranked(scores: Mapping[str, float], exclude: Iterable[str], limit: int | None) -> Scored:
+def ranked(scores: Mapping[str, float], exclude: Iterable[str], limit: int | None) -> Scored:
+    """`scores` as the relations return them: rounded, sorted by `(-score, docid)`, without
+    `exclude`, cut to `limit` (None = all)."""
     skip = set(exclude)
     out = sorted(((d, round(float(s), _DIGITS)) for d, s in scores.items() if d not in skip),
                  key=lambda item: (-item[1], item[0]))
     return out if limit is None else out[:max(int(limit), 0)]
 
 
-def _seed_weights(seeds: list[str] | tuple[str, ...] | Mapping[str, float]) -> dict[str, float]:
+def seed_weights(seeds: list[str] | tuple[str, ...] | Mapping[str, float]) -> dict[str, float]:
     """Seeds as positive weights: a list weighs each seed 1; non-positive or non-numeric weights are dropped."""
     if isinstance(seeds, Mapping):
         out = {}
@@ -57,7 +60,7 @@ def _seed_weights(seeds: list[str] | tuple[str, ...] | Mapping[str, float]) -> d
     return {str(d): 1.0 for d in seeds}
 
 
-def _seed_ids(seeds: list[str] | tuple[str, ...] | Mapping[str, float]) -> set[str]:
+def seed_ids(seeds: list[str] | tuple[str, ...] | Mapping[str, float]) -> set[str]:
     """Every seed named, whatever its weight: none of them is ever returned."""
     return {str(d) for d in seeds}
 
@@ -130,17 +133,23 @@ class CitationGraph:
 
     # -- relations -----------------------------------------------------------------------------
 
+    def linked(self, docid: str) -> set[str]:
+        """The documents `docid` cites or is cited by (unscored); empty for unknown documents."""
+        if not self.has(docid):
+            return set()
+        return set(self.graph.successors(docid)) | set(self.graph.predecessors(docid))
+
     def references(self, docid: str, limit: int | None = None) -> Scored:
         """The documents `docid` cites, each scored 1.0."""
         if not self.has(docid):
             return []
-        return _ranked(dict.fromkeys(self.graph.successors(docid), 1.0), [docid], limit)
+        return ranked(dict.fromkeys(self.graph.successors(docid), 1.0), [docid], limit)
 
     def cited_by(self, docid: str, limit: int | None = None) -> Scored:
         """The documents citing `docid`, each scored 1.0."""
         if not self.has(docid):
             return []
-        return _ranked(dict.fromkeys(self.graph.predecessors(docid), 1.0), [docid], limit)
+        return ranked(dict.fromkeys(self.graph.predecessors(docid), 1.0), [docid], limit)
 
     def co_cited(self, docid: str, limit: int | None = None, *, normalize: bool = False) -> Scored:
         """Documents cited together with `docid`: score = number of papers citing both.
@@ -152,7 +161,7 @@ class CitationGraph:
             return []
         g = self.graph
         counts = Counter(other for citing in g.predecessors(docid) for other in g.successors(citing))
-        return _ranked(self._maybe_cosine(counts, docid, g.in_degree) if normalize else counts, [docid], limit)
+        return ranked(self._maybe_cosine(counts, docid, g.in_degree) if normalize else counts, [docid], limit)
 
     def coupled(self, docid: str, limit: int | None = None, *, normalize: bool = False) -> Scored:
         """Bibliographic coupling: documents sharing references with `docid`, score = shared references.
@@ -163,15 +172,16 @@ class CitationGraph:
             return []
         g = self.graph
         counts = Counter(other for ref in g.successors(docid) for other in g.predecessors(ref))
-        return _ranked(self._maybe_cosine(counts, docid, g.out_degree) if normalize else counts, [docid], limit)
+        return ranked(self._maybe_cosine(counts, docid, g.out_degree) if normalize else counts, [docid], limit)
 
     @staticmethod
     def _maybe_cosine(counts: Mapping[str, int], docid: str, deg) -> dict[str, float]:
         own = deg(docid)
         return {d: c / math.sqrt(own * deg(d)) for d, c in counts.items()}
 
-    def ppr_scores(self, seeds: list[str] | Mapping[str, float], alpha: float = PPR_ALPHA) -> dict[str, float]:
-        """Personalised PageRank of every node (seeds included); {} when no seed is in the graph.
+    def ppr_scores(self, seeds: list[str] | Mapping[str, float], alpha: float) -> dict[str, float]:
+        """Personalised PageRank of every node (seeds included) with damping `alpha`; {} when no
+        seed is in the graph. Seeds are a list (each weighs 1) or docid → weight.
 
         The walk runs on the *undirected* view: citations point back in time, so a directed walk
         from a seed could only reach older work and would drain into papers whose references are
@@ -179,7 +189,7 @@ class CitationGraph:
         both its neighbourhood). Only the seeds' connected components can receive mass, so the
         walk runs on those components alone (same scores, less work).
         """
-        weights = {d: w for d, w in _seed_weights(seeds).items() if self.has(d)}
+        weights = {d: w for d, w in seed_weights(seeds).items() if self.has(d)}
         if not weights:
             return {}
         und = self.undirected
@@ -190,39 +200,11 @@ class CitationGraph:
         sub = und.subgraph(nodes)
         return nx.pagerank(sub, alpha=alpha, personalization=weights, max_iter=200, tol=1e-10)
 
-    def ppr(self, seeds: list[str] | Mapping[str, float], limit: int | None = None,
-            alpha: float = PPR_ALPHA) -> Scored:
+    def ppr(self, seeds: list[str] | Mapping[str, float], limit: int | None = None, *,
+            alpha: float) -> Scored:
         """Personalised PageRank from `seeds` (a list, or docid → weight); seeds not in the graph
         are ignored, and the result is empty if none is. Scores over all nodes, seeds included,
-        sum to 1; the seeds themselves are not returned."""
+        sum to 1; the seeds themselves are not returned. The damping `alpha` is ranking policy, so
+        the caller passes it (`nodes.ranking.citation_expansion.ppr`)."""
         scores = self.ppr_scores(seeds, alpha)
-        return _ranked(scores, _seed_ids(seeds), limit)
-
-    def expand(self, seeds: list[str] | Mapping[str, float], limit: int | None = None,
-               alpha: float = PPR_ALPHA) -> Scored:
-        """Citation expansion of a set of scored seeds, for the retrieval node.
-
-        With w_s the seed weights normalised to sum 1 (non-positive weights dropped; seeds
-        without links ignored), every document d reachable from a seed is scored
-
-            score(d) = PPR(d) + Σ_s w_s · ( LINK_BONUS   · [d cites s or s cites d]
-                                          + SHARED_BONUS · (cocite_cos(s, d) + coupling_cos(s, d)) )
-
-        where PPR is personalised PageRank from the weighted seeds and the cosines are the
-        normalised co-citation and bibliographic-coupling scores (each in [0, 1]). The candidate
-        set is the union of references, citing papers, co-cited and coupled documents of every
-        seed and the PPR support (the seeds' connected components). Seeds are excluded.
-        """
-        weights = {d: w for d, w in _seed_weights(seeds).items() if self.has(d)}
-        if not weights:
-            return []
-        total = sum(weights.values())
-        weights = {d: w / total for d, w in weights.items()}
-        scores: dict[str, float] = dict(self.ppr_scores(weights, alpha))
-        for s, w in weights.items():
-            linked = set(self.graph.successors(s)) | set(self.graph.predecessors(s))
-            for d in linked:
-                scores[d] = scores.get(d, 0.0) + w * LINK_BONUS
-            for d, cos in self.co_cited(s, normalize=True) + self.coupled(s, normalize=True):
-                scores[d] = scores.get(d, 0.0) + w * SHARED_BONUS * cos
-        return _ranked(scores, _seed_ids(seeds), limit)
+        return ranked(scores, seed_ids(seeds), limit)

@@ -4,7 +4,7 @@ A staged update writes a complete new build into the staged collection version (
 folder), like `DenseIndex.build` writes a whole one: the vectors of unchanged documents are
 copied over from the current version's build (no model call), the chunks of new and changed
 documents are embedded, removed documents' vectors are left behind. The new version's switch
-(`stores.collection._commit`) commits corpus, BM25 index and vectors together, so the dense index
+(`stores.collection_versions.commit_version`) commits corpus, BM25 index and vectors together, so the dense index
 can never lag behind the corpus, and a version pinned by a job keeps its own vectors. Until then
 readers see the old version; `discard()` drops the build (and its collection on a Chroma server).
 """

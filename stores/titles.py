@@ -22,7 +22,7 @@ or a man page's running header must never be one (issue 20: ".. cmake-manual-des
   first when the header was cut off): the NAME section's line ("grep - print lines that match
   patterns").
 - LaTeX: `\\title{…}`, else the first line of prose — never a `%` comment or a command line
-  such as `\\documentclass{article}` (`stores.formats.read_latex`).
+  such as `\\documentclass{article}` (`stores.text_formats.read_latex`).
 - PDF: the metadata title (`stores.pdf`), unless it is a placeholder a tool wrote
   (`placeholder_title`: "untitled", "Microsoft Word - x.docx").
 - Anything else: the first line that is text, as for Markdown.

@@ -149,7 +149,7 @@ def adopt_legacy_dense(paths: CollectionPaths) -> None:
     """Move `collections/<name>/chroma` (the layout before per-version dense indexes) into the
     committed version whose corpus it was built from, or drop it if no kept version has that
     corpus (it was stale for all of them). A collection from before versions keeps its root
-    files until its first versioned commit (`stores.collection._commit` removes them)."""
+    files until its first versioned commit (`stores.collection_versions.commit_version` removes them)."""
     from stores.lucene import restore_interrupted_swap
 
     legacy = paths.legacy_chroma_dir

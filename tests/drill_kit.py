@@ -180,7 +180,9 @@ def assert_one_agent_tree(spans: list[dict[str, Any]], job_id: str, intent: str)
 
 
 def result_of(handle) -> dict[str, Any]:
-    return asyncio.run(asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S))
+    """The job's result, a failed job's too (its workflow ends Failed: workflows.job_failure)."""
+    from workflows.job_failure import job_result
+    return asyncio.run(asyncio.wait_for(job_result(handle), RESULT_TIMEOUT_S))
 
 
 def key(result: dict[str, Any]) -> tuple:

@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from quarry.cli import app
-from stores.collection import Collection, add, ingest
+from stores.collection import Collection, ingest
+from stores.collection_edits import add
 from stores.errors import QuarryError
 from stores.readers import SOURCE_PATH
 

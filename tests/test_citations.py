@@ -1,4 +1,5 @@
-"""The citation channel: stores.citations.CitationGraph and the expand_citations tool.
+"""The citation channel: stores.citations.CitationGraph, the expansion ranking of
+nodes.ranking.citation_expansion and the expand_citations tool.
 
 One hand-made citation graph (edges citing → cited), whose relations are worked out by hand:
 
@@ -18,9 +19,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from nodes.ranking.citation_expansion import LINK_BONUS, PPR_ALPHA, SHARED_BONUS, expand, ppr
 from nodes.tools.corpus import CITATION_DIRECTIONS, CITATION_LIMIT_MAX, ToolSession, preview_text
 from nodes.tools.results import CitationHit, CitationPage, ToolError
-from stores.citations import LINK_BONUS, SHARED_BONUS, CitationGraph
+from stores.citations import CitationGraph
 from stores.collection import Collection, ingest
 from tests.fakes import write_beir
 
@@ -114,7 +116,7 @@ def test_bibliographic_coupling_counts(graph: CitationGraph) -> None:
 
 
 def test_ppr_ranks_the_neighbourhood_above_distant_nodes(graph: CitationGraph) -> None:
-    ranked = graph.ppr(["a"])
+    ranked = ppr(graph, ["a"])
     order = ids(ranked)
     assert "a" not in order
     # the seed's component only: the other components get nothing
@@ -125,34 +127,36 @@ def test_ppr_ranks_the_neighbourhood_above_distant_nodes(graph: CitationGraph) -
     assert min(got[n] for n in neighbours) > max(got[f] for f in far)
     assert got["t1"] > got["t2"] > got["t3"]
     assert got["e"] > got["f"]  # two paths to a (via r1 and r2) beat one
-    scores = graph.ppr_scores(["a"])
+    scores = graph.ppr_scores(["a"], PPR_ALPHA)
     assert sum(scores.values()) == pytest.approx(1.0, abs=1e-6)
     assert sum(s for _, s in ranked) == pytest.approx(1.0 - scores["a"], abs=1e-6)
     assert all(s > 0 for _, s in ranked)
-    assert graph.ppr(["a"], limit=3) == ranked[:3]
+    assert ppr(graph, ["a"], limit=3) == ranked[:3]
+    # the ranking module's PPR (policy damping) is what the tool's `ppr` direction shows
+    assert ppr(graph, ["a"]) == ranked and ppr(graph, ["a"], limit=3) == ranked[:3]
 
 
 def test_ppr_seeds_weights_and_ties(graph: CitationGraph) -> None:
-    assert graph.ppr(["a", "ghost", "z"]) == graph.ppr(["a"])  # seeds outside the graph are ignored
-    assert graph.ppr(["ghost", "z"]) == [] and graph.ppr([]) == [] and graph.ppr({"a": 0.0}) == []
-    both = graph.ppr(["a", "e"])
+    assert ppr(graph, ["a", "ghost", "z"]) == ppr(graph, ["a"])  # seeds outside the graph are ignored
+    assert ppr(graph, ["ghost", "z"]) == [] and ppr(graph, []) == [] and ppr(graph, {"a": 0.0}) == []
+    both = ppr(graph, ["a", "e"])
     assert "a" not in ids(both) and "e" not in ids(both)
     # a zero-weight seed adds no mass but is still never returned
-    assert ids(graph.ppr({"a": 1.0, "e": 0.0})) == [d for d in ids(graph.ppr(["a"])) if d != "e"]
+    assert ids(ppr(graph, {"a": 1.0, "e": 0.0})) == [d for d in ids(ppr(graph, ["a"])) if d != "e"]
     # leaves of the hub are symmetric: equal scores, ordered by docid
-    leaves = graph.ppr(["hub"])
+    leaves = ppr(graph, ["hub"])
     assert ids(leaves) == LEAVES and len({s for _, s in leaves}) == 1
     # weights move the walk: more weight on e lifts e's own reference r3
-    assert dict(graph.ppr({"a": 1.0, "e": 9.0}))["r3"] > dict(graph.ppr({"a": 9.0, "e": 1.0}))["r3"]
+    assert dict(ppr(graph, {"a": 1.0, "e": 9.0}))["r3"] > dict(ppr(graph, {"a": 9.0, "e": 1.0}))["r3"]
 
 
 def test_expand_follows_its_documented_formula(graph: CitationGraph) -> None:
     seeds = {"a": 3.0, "e": 1.0}
-    ranked = graph.expand(seeds)
+    ranked = expand(graph, seeds)
     got = dict(ranked)
     assert "a" not in got and "e" not in got
     w = {"a": 0.75, "e": 0.25}
-    ppr = graph.ppr_scores(w)
+    ppr = graph.ppr_scores(w, PPR_ALPHA)
     # b: co-cited with a (cosine 2/sqrt 6), no direct link to a seed
     assert got["b"] == pytest.approx(ppr["b"] + w["a"] * SHARED_BONUS * 2 / math.sqrt(6))
     # r1: cited by both seeds
@@ -164,14 +168,14 @@ def test_expand_follows_its_documented_formula(graph: CitationGraph) -> None:
         for rel in (graph.references, graph.cited_by, graph.co_cited, graph.coupled):
             assert set(ids(rel(seed))) - set(seeds) <= set(got)
     assert ranked == sorted(ranked, key=lambda x: (-x[1], x[0]))
-    assert graph.expand(seeds, limit=5) == ranked[:5]
+    assert expand(graph, seeds, limit=5) == ranked[:5]
     assert got["t3"] < min(got[d] for d in ("r1", "r2", "p1", "p2"))
 
 
 def test_expand_without_usable_seeds(graph: CitationGraph) -> None:
-    assert graph.expand({"z": 1.0, "ghost": 2.0}) == [] and graph.expand({}) == []
-    assert graph.expand({"a": -1.0}) == []  # no positive weight left
-    assert ids(graph.expand({"a": 1.0, "z": 5.0})) == ids(graph.expand({"a": 1.0}))
+    assert expand(graph, {"z": 1.0, "ghost": 2.0}) == [] and expand(graph, {}) == []
+    assert expand(graph, {"a": -1.0}) == []  # no positive weight left
+    assert ids(expand(graph, {"a": 1.0, "z": 5.0})) == ids(expand(graph, {"a": 1.0}))
 
 
 def test_empty_graph_returns_nothing(tmp_path: Path) -> None:
@@ -181,14 +185,14 @@ def test_empty_graph_returns_nothing(tmp_path: Path) -> None:
         assert len(graph) == 0 and not graph.has("a") and graph.degree("a") == 0
         for rel in (graph.references, graph.cited_by, graph.co_cited, graph.coupled):
             assert rel("a") == []
-        assert graph.ppr(["a"]) == [] and graph.expand({"a": 1.0}) == []
+        assert ppr(graph, ["a"]) == [] and expand(graph, {"a": 1.0}) == []
 
 
 def test_graph_is_built_once_and_shared_per_store(col: Collection) -> None:
     loads = []
     graph = CitationGraph(lambda: loads.append(1) or EDGES)
     assert loads == []  # lazy
-    graph.references("a"), graph.co_cited("b"), graph.ppr(["a"]), len(graph)
+    graph.references("a"), graph.co_cited("b"), ppr(graph, ["a"]), len(graph)
     assert loads == [1]
     again = Collection("cites", home=col.paths.root.parent.parent)
     assert again.citations is col.citations is CitationGraph.from_store(col.corpus)
@@ -232,7 +236,7 @@ def test_both_lists_references_and_citing_papers(tools: ToolSession, col: Collec
 
 @pytest.mark.parametrize("direction", ["references", "cited_by", "co_cited", "coupled", "ppr"])
 def test_each_direction_matches_the_graph(tools: ToolSession, graph: CitationGraph, direction: str) -> None:
-    expected = getattr(graph, direction)(["b"] if direction == "ppr" else "b")
+    expected = ppr(graph, ["b"]) if direction == "ppr" else getattr(graph, direction)("b")
     page = page_of(tools.expand_citations("test", "b", direction, 50))
     assert page.total == len(expected) and page.direction == direction
     assert [(h.docid, h.score) for h in page.hits] == [(d, round(s, 6)) for d, s in expected]

@@ -69,8 +69,7 @@ def test_budget_stops_a_stuck_job_on_time(home, server, tmp_path, capsys) -> Non
         began = time.monotonic()
         # Lexical only: a fresh worker's first semantic search (loading MiniLM, embedding the BM25
         # hits) can take longer than this budget, and round 1's pool is what this drill checks.
-        handle = asyncio.run(start(server.address, queue, budget_seconds=budget,
-                                   config=JobConfig(semantic_candidates=0)))
+        handle = asyncio.run(start(server.address, queue, config=JobConfig(semantic_candidates=0, max_seconds=budget)))
         result = result_of(handle)
         overshoot = time.monotonic() - began - budget
     finally:
@@ -240,7 +239,8 @@ def test_watch_cancel_and_rerun(home, server, tmp_path) -> None:
     try:
         handle = asyncio.run(start(server.address, task_queue(home)))
         JobStore(home / "jobs.sqlite").create(handle.id, "lit", INTENT, workflow_id=handle.id, trace_id=None,
-                                              params={"mode": "list", "policy": "heuristic", "budget_seconds": 120})
+                                              params={"mode": "list", "policy": "heuristic",
+                                                      "config": JobConfig(max_seconds=120).to_dict()})
         watcher = subprocess.Popen([sys.executable, "-m", "quarry", "job", "watch", handle.id], cwd=ROOT, env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         wait_for(lambda: gate.entered(), "verification to start")

@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 from temporalio.api.common.v1 import GrpcStatus
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState, TimeoutError, TimeoutType
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
 
 from stores.errors import QuarryError, error_line, error_record
 from tests.conftest import LITERATURE
+from workflows.job_failure import job_result
 
 # -- activities: one conversion --------------------------------------------------------------------
 
@@ -238,8 +239,9 @@ async def test_a_job_whose_collection_version_is_gone_fails_with_its_code(env, l
     async with build_worker(env.client, home=quarry_home, queue=queue):
         handle = await submit(env.client, JobInput(job_id=job_id, collection=LITERATURE, intent=intent, state=state),
                               queue=queue)
-        result = await asyncio.wait_for(handle.result(), 60)
+        result = await asyncio.wait_for(job_result(handle), 60)
         failed = await _failed_activity_types(handle)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
     assert result["status"] == "failed" and result["error"]["code"] == "version_gone" and result["error"]["hint"]
     assert failed and all(kind == ("version_gone", True) for kind in failed)
     stored = JobStore(quarry_home / "jobs.sqlite").get(job_id)
@@ -248,21 +250,85 @@ async def test_a_job_whose_collection_version_is_gone_fails_with_its_code(env, l
 
 async def test_bad_input_started_without_quarrys_client_fails_with_its_code(env, literature, quarry_home,
                                                                               queue) -> None:
+    from nodes.job.config import JobConfig
     from workflows.client import new_job_id
     from workflows.search_job import SearchJob
     from workflows.shared import JobInput
     from workflows.worker import build_worker
 
     async with build_worker(env.client, home=quarry_home, queue=queue):
-        results = {}
-        for what, inp in {"bad_budget": {"budget_seconds": 0.0}, "bad_mode": {"mode": "poem"},
-                          "empty_intent": {"intent": "   "}}.items():
+        results, failures = {}, {}
+        # `budget_seconds` is the field of inputs written before the budget moved into the config:
+        # the workflow moves it there, and checks it like any budget.
+        for what, inp in {"bad_budget": {"config": JobConfig(max_seconds=0.0)}, "old_bad_budget": {"budget_seconds": 0.0},
+                          "bad_mode": {"mode": "poem"}, "empty_intent": {"intent": "   "}}.items():
             job = JobInput(**({"job_id": new_job_id(), "collection": LITERATURE, "intent": "x"} | inp))
             handle = await env.client.start_workflow(SearchJob.run, job, id=job.job_id, task_queue=queue)
-            results[what] = await asyncio.wait_for(handle.result(), 60)
-    for code, result in results.items():
+            with pytest.raises(WorkflowFailureError) as failure:
+                await asyncio.wait_for(handle.result(), 60)
+            failures[what] = (failure.value.cause, (await handle.describe()).status)
+            results[what] = await asyncio.wait_for(job_result(handle), 60)
+    for what, result in results.items():
+        code = what.removeprefix("old_")
         assert result["status"] == "failed" and result["error"]["code"] == code and result["error"]["hint"]
         assert result["stop_reason"] == "bad_input"
+        cause, status = failures[what]
+        assert status == WorkflowExecutionStatus.FAILED, "the Web UI shows the execution Failed"
+        assert isinstance(cause, ApplicationError) and cause.type == code and cause.non_retryable
+
+
+async def test_a_failed_job_ends_failed_and_every_reader_shows_its_code(env, literature, quarry_home, queue,
+                                                                        monkeypatch, tmp_path) -> None:
+    """A failed job stores its result, then its workflow ends Failed in Temporal typed by its code;
+    `quarry job result --wait` (which `quarry run --wait` shares), its --json, `job list`, the
+    Python API and the evaluation's wait all still get the result and show the code — from the job
+    store, or from the failure itself where this home's store does not have it."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from graphs.state import initial_state
+    from nodes.job.config import JobConfig
+    from quarry.cli import app
+    from quarry.job_records import final
+    from stores.jobs import JobStore
+    from workflows.client import new_job_id, result, submit
+    from workflows.shared import JobInput
+    from workflows.worker import build_worker
+
+    job_id = new_job_id()
+    intent = "graph neural networks for molecules"
+    state = dict(initial_state(job_id, LITERATURE, intent, config=JobConfig())) | {"collection_version": "v-removed"}
+    JobStore(quarry_home / "jobs.sqlite").create(job_id, LITERATURE, intent, workflow_id=job_id, trace_id=None)
+    handle = await submit(env.client, JobInput(job_id=job_id, collection=LITERATURE, intent=intent, state=state),
+                          queue=queue)
+    address = env.client.service_client.config.target_host
+    runner = CliRunner()
+
+    def cli(*args: str):
+        return runner.invoke(app, ["--home", str(quarry_home), "job", *args])
+    # Waiting before any worker runs the job: the wait ends with the workflow's failure.
+    waiting = asyncio.create_task(asyncio.to_thread(cli, "result", job_id, "--wait", "--json",
+                                                    "--temporal-address", address))
+    await asyncio.sleep(2)
+    assert not waiting.done(), waiting.result().output if waiting.done() else ""
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        waited = await asyncio.wait_for(waiting, 90)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
+    assert waited.exit_code == 1 and "Traceback" not in waited.output, waited.output
+    assert json.loads(waited.stdout.strip().splitlines()[-1])["error"]["code"] == "version_gone"
+    shown = cli("result", job_id)
+    assert shown.exit_code == 1 and "error (version_gone)" in shown.output and "hint:" in shown.output, shown.output
+    listed = {json.loads(line)["job_id"]: json.loads(line) for line in cli("list", "--json", "--limit", "1000").stdout.splitlines()}
+    assert listed[job_id]["status"] == "failed" and listed[job_id]["error_code"] == "version_gone"
+    assert f"{job_id}\tfailed (version_gone)\t" in cli("list", "--limit", "1000").stdout
+    # The Python API returns the failed job's result (no exception), its code from the failure's type.
+    api = await result(env.client, job_id)
+    assert api["status"] == "failed" and api["error"]["code"] == "version_gone" and api["error"]["hint"]
+    # A home whose job store does not know the job: the record comes from the failure itself.
+    monkeypatch.setenv("QUARRY_HOME", str(tmp_path))
+    from_failure = await final(handle.result(), job_id)
+    assert from_failure["status"] == "failed" and from_failure["error"] == api["error"]
 
 
 def test_the_address_and_source_given_are_named(cold_home) -> None:

@@ -70,7 +70,7 @@ def test_answers_are_stored_with_the_collection(qa_collection) -> None:
 def test_react_eval_grades_answers_and_reports_cost(qa_collection) -> None:
     agent, grader = ScriptedChatModel(default=agent_turn), ScriptedChatModel(default=grader_turn)
     router = ModelRouter(**{AGENT.replace(":", "__"): agent, GRADER.replace(":", "__"): grader})
-    options = AgentOptions(config=JobConfig(models=ModelSettings(model=AGENT)), budget_s=120, grader=GRADER,
+    options = AgentOptions(config=JobConfig(models=ModelSettings(model=AGENT), max_seconds=120), grader=GRADER,
                            models=router)
     res = evaluate(qa_collection, "react", agent=options)
     assert res.system == "react" and res.queries == 3

@@ -21,7 +21,7 @@ def job(quarry_home: Path) -> tuple[str, dict]:
     """A finished job on the sample corpus (authors, venues, keywords), run in-process and stored."""
     import asyncio
 
-    from graphs.control import Control, reset_local_control, use_local_control
+    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
     from nodes.job.runtime import NodeRuntime, configure_runtime
@@ -30,11 +30,11 @@ def job(quarry_home: Path) -> tuple[str, dict]:
     ingest(ROOT / "examples" / "corpus", "sample-export", home=quarry_home)
     rt = NodeRuntime(quarry_home)
     configure_runtime(rt)
-    token = use_local_control(Control())
+    token = use_control(Control())
     try:
         asyncio.run(make_search_graph().compile().ainvoke(initial_state("job-export", "sample-export", INTENT)))
     finally:
-        reset_local_control(token)
+        reset_control(token)
         configure_runtime(None)
     result = rt.jobs.load_draft("job-export") | {"status": "completed", "stats": {"tool_calls": 7}}
     rt.jobs.create("job-export", "sample-export", INTENT, workflow_id="job-export", trace_id=None)

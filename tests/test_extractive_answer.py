@@ -165,7 +165,7 @@ def test_exact_value_only_when_the_sentence_states_it_after_the_questions_words(
 
 @pytest.fixture(scope="module")
 def weights_runtime(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    from graphs.control import Control, reset_local_control, use_local_control
+    from graphs.control import Control, reset_control, use_control
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from stores.collection import ingest
     from tests.fakes import write_jsonl
@@ -176,9 +176,9 @@ def weights_runtime(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory)
     ingest(write_jsonl(tmp_path_factory.mktemp("weights-src") / "weights.jsonl", rows), "weights", home=quarry_home)
     rt = NodeRuntime(quarry_home)
     configure_runtime(rt)
-    token = use_local_control(Control())
+    token = use_control(Control())
     yield
-    reset_local_control(token)
+    reset_control(token)
     configure_runtime(None)
 
 

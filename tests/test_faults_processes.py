@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from nodes.job.config import JobConfig
 from stores.collection import ingest
 from stores.jobs import JobStore
 from tests.drill_kit import (
@@ -240,7 +241,7 @@ def test_a_worker_paused_for_minutes_mid_activity_does_not_fail_the_job(home, se
     worker = Worker(home, server.address, queue, gate=gate.folder, heartbeat_timeout_s=DRILL_HEARTBEAT_TIMEOUT_S)
     stopped = False
     try:
-        handle = asyncio.run(start(server.address, queue, budget_seconds=600.0))
+        handle = asyncio.run(start(server.address, queue, config=JobConfig(max_seconds=600.0)))
         wait_for(lambda: gate.entered(), "verification to start")
         worker.proc.send_signal(signal.SIGSTOP)
         stopped = True

@@ -16,8 +16,9 @@ import pytest
 from nodes.llm.context import data_block, neutralise
 from stores import file_document
 from stores.errors import IngestError
-from stores.formats import TITLE_MAX_CHARS, Unreadable, cap_title, read_file, read_regular
+from stores.formats import TITLE_MAX_CHARS, Unreadable, cap_title, read_file
 from stores.readers import printable_path, read_corpus
+from stores.text_files import read_regular
 from tests.fakes import copied_pdf_pages as make_pages
 from tests.fakes import files_holding
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from nodes.job.runtime import NodeRuntime
-from stores.collection import Collection, add, ingest, reindex, remove
+from stores.collection import Collection, ingest, reindex
+from stores.collection_edits import add, remove
 from stores.dense import DenseIndex
 from stores.errors import QuarryError
 from stores.home import CURRENT_FILE, VERSIONS_DIR, collection_paths
@@ -63,6 +64,7 @@ def replace(src, dst, *a, **k):
     return out
 os.replace = replace
 import stores.collection as c
+import stores.collection_edits as edits
 if point == "staging":
     def die(*_a, **_k):
         os.kill(os.getpid(), signal.SIGKILL)
@@ -71,7 +73,7 @@ home = Path(args.pop("home"))
 if op == "ingest":
     c.ingest(args["path"], args["name"], home=home, force=args.get("force", False))
 elif op == "add":
-    c.add(args["name"], args["paths"], home=home)
+    edits.add(args["name"], args["paths"], home=home)
 print("finished without being killed")
 """
 

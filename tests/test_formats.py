@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from stores.errors import IngestError, QuarryError
-from stores.formats import decode
 from stores.readers import read_corpus
 from stores.records import DocRecord, document_lines, line_pages, page_of_line
+from stores.text_files import decode
 
 
 def make_pdf(path: Path, pages: list[str], *, title: str = "", author: str = "", password: str = "") -> Path:

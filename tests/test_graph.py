@@ -1,7 +1,7 @@
 """The search graph: its shape, an in-process run on a fixture corpus, and routing under Control.
 
 In-process runs use the same nodes, tools and policy as a Temporal job; routers read the
-control installed with `use_local_control` instead of a workflow's signal/update state.
+control installed with `use_control` instead of a workflow's signal/update state.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from graphs.control import Control, reset_local_control, use_local_control
+from graphs.control import Control, reset_control, use_control
 from graphs.search_graph import (
     make_search_graph,
     route_after_reflection,
@@ -52,9 +52,9 @@ def runtime(literature, quarry_home: Path) -> Iterator[NodeRuntime]:
 def control() -> Iterator[Control]:
     """A fresh Control installed for the test (routers read it in-process)."""
     ctl = Control()
-    token = use_local_control(ctl)
+    token = use_control(ctl)
     yield ctl
-    reset_local_control(token)
+    reset_control(token)
 
 
 async def run_graph(job_id: str, intent: str = INTENT, **kwargs: Any) -> tuple[dict, list[str]]:
@@ -238,11 +238,11 @@ async def test_tool_call_cap_forces_answer(runtime: NodeRuntime, control) -> Non
      Control(), "retrieval"),
 ])
 async def test_route_start(state, ctl, expected) -> None:
-    token = use_local_control(ctl)
+    token = use_control(ctl)
     try:
         assert await route_start(state) == expected
     finally:
-        reset_local_control(token)
+        reset_control(token)
 
 
 @pytest.mark.parametrize("state, ctl, expected", [
@@ -252,12 +252,12 @@ async def test_route_start(state, ctl, expected) -> None:
     ({"usage": {"dollars": 0.08}, "config": {"max_dollars": 0.1}}, Control(), "answer"),
 ])
 async def test_route_after_verification(state, ctl, expected) -> None:
-    token = use_local_control(ctl)
+    token = use_control(ctl)
     try:
         assert await route_after_verification(state) == expected
         assert await route_after_retrieval(state) == "verification"  # always verify what was retrieved
     finally:
-        reset_local_control(token)
+        reset_control(token)
 
 
 @pytest.mark.parametrize("state, ctl, expected", [
@@ -269,11 +269,11 @@ async def test_route_after_verification(state, ctl, expected) -> None:
     ({"stop_reason": "max_rounds"}, Control(pause_requested=True), "answer"),
 ])
 async def test_route_after_reflection(state, ctl, expected) -> None:
-    token = use_local_control(ctl)
+    token = use_control(ctl)
     try:
         assert await route_after_reflection(state) == expected
     finally:
-        reset_local_control(token)
+        reset_control(token)
 
 
 def test_react_graph_shape_and_placement() -> None:

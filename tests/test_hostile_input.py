@@ -177,7 +177,8 @@ def test_nothing_was_written_by_the_hostile_cases(home: Path, files) -> None:
 
 @pytest.mark.parametrize("field, value, code", [
     ("intent", "x" * MB, "too_long"), ("intent", "", "empty_intent"), ("intent", BAD_UTF8, "bad_text"),
-    ("budget_seconds", float("inf"), "bad_budget"), ("budget_seconds", 0, "bad_budget"),
+    ("config.max_seconds", float("inf"), "bad_budget"), ("config.max_seconds", 0, "bad_budget"),
+    ("budget_seconds", 0, "bad_budget"),  # the field of inputs written before the budget moved into the config
     ("collection", "../x", "bad_name"), ("mode", "poem", "bad_mode"), ("policy", "oracle", "bad_policy"),
 ])
 def test_the_python_api_refuses_bad_jobs_before_submitting(field: str, value: Any, code: str) -> None:
@@ -185,7 +186,8 @@ def test_the_python_api_refuses_bad_jobs_before_submitting(field: str, value: An
     from workflows.shared import JobInput
 
     inp = JobInput(job_id="job-x", collection="lit", intent="retrieval")
-    setattr(inp, field, value)
+    owner, name = (inp.config, field.removeprefix("config.")) if field.startswith("config.") else (inp, field)
+    setattr(owner, name, value)
     with pytest.raises(QuarryError) as info:
         asyncio.run(submit(None, inp))  # no client needed: the check comes first
     assert info.value.code == code and info.value.hint

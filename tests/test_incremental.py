@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import stores.collection as collection_module
-from stores.collection import Collection, add, ingest, remove
+from stores.collection import Collection, ingest
+from stores.collection_edits import add, remove
 from stores.dense import DenseIndex, MiniLMEmbedding
 from stores.errors import QuarryError
 from tests.fakes import filler, write_beir

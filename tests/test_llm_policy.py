@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ async def run_job(env, home: Path, nav: ScriptedChatModel, judge: ScriptedChatMo
     router = ModelRouter(**{NAV.replace(":", "__"): nav, JUDGE.replace(":", "__"): judge})
     async with build_worker(env.client, home=home, queue=queue, models=router):
         inp = JobInput(job_id=new_job_id(), collection=LITERATURE, intent=INTENT, mode=mode, policy="llm",
-                       budget_seconds=120, config=config or llm_config())
+                       config=replace(config or llm_config(), max_seconds=120))
         handle = await submit(env.client, inp, queue=queue)
         result = await asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S)
         events = [e async for e in handle.fetch_history_events()]

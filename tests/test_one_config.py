@@ -35,14 +35,12 @@ from nodes.tools.agent_tools import TOOL_ARGS, parse_args, tool_definitions
 from nodes.tools.corpus import ToolSession
 from nodes.tools.results import CitationPage, DocumentPage, SearchPage, ToolError
 from stores.citations import CitationGraph
+from stores.errors import QuarryError
 from stores.records import DocRecord
-from workflows.shared import DEFAULT_BUDGET_S
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("nodes", "graphs", "workflows", "quarry", "evals", "observability")
 CONFIG = "nodes/job/config.py"
-# The time budget is not in JobConfig yet (it travels in JobInput); its one home is here.
-BUDGET_HOME = "workflows/shared.py"
 FIELD_CALLS = {"Field", "field", "Option", "Argument"}
 
 
@@ -62,7 +60,6 @@ def configured_defaults() -> dict[tuple[type, float], list[str]]:
     add("ToolLimits.page_offset", TOOL_LIMITS.page_offset)
     add("MODEL_ATTEMPTS", MODEL_ATTEMPTS)
     add("STEER_FRACTION", STEER_FRACTION)
-    add("DEFAULT_BUDGET_S", DEFAULT_BUDGET_S)
     return out
 
 
@@ -137,8 +134,6 @@ def copied_defaults() -> list[Default]:
             for d in _defaults_in(path, ast.parse(file.read_text(encoding="utf-8"), path)):
                 if (type(d.value), d.value) not in wanted:
                     continue
-                if path == BUDGET_HOME and d.value == DEFAULT_BUDGET_S:
-                    continue
                 out.append(d)
     return out
 
@@ -208,6 +203,42 @@ def test_budget_bounds_are_the_configured_ones() -> None:
     sig = inspect.signature(job_config).parameters
     assert sig["rounds"].default == JobConfig().max_rounds
     assert sig["max_output_tokens"].default == ModelSettings().max_output_tokens
+    assert sig["max_seconds"].default == JobConfig().max_seconds
+
+
+def test_the_time_budget_lives_in_the_config() -> None:
+    """The wall-clock budget is JobConfig.max_seconds, its range JobBounds', and `--budget`'s
+    default and bounds are read from them: no other home (workflows.shared had one)."""
+    import workflows.job_input
+    import workflows.shared
+    from quarry.cli_eval import eval_cmd
+    from quarry.cli_run import run
+    from workflows.job_input import check_budget
+    from workflows.shared import JobInput
+
+    assert (JOB_BOUNDS.min_seconds, JOB_BOUNDS.max_seconds) == (1.0, 7 * 24 * 3600.0)
+    for module in (workflows.shared, workflows.job_input):
+        assert not {"DEFAULT_BUDGET_S", "MIN_BUDGET_S", "MAX_BUDGET_S"} & set(vars(module))
+    assert inspect.signature(run).parameters["budget"].default == JobConfig().max_seconds
+    assert inspect.signature(eval_cmd).parameters["budget"].default == JobConfig().max_seconds
+    assert JobInput(job_id="j", collection="c", intent="x").budget_seconds is None, "a new input carries none"
+    assert check_budget(JOB_BOUNDS.min_seconds) == JOB_BOUNDS.min_seconds
+    for bad in (JOB_BOUNDS.min_seconds / 2, JOB_BOUNDS.max_seconds * 2):
+        with pytest.raises(QuarryError) as err:
+            check_budget(bad)
+        assert err.value.code == "bad_budget"
+
+
+def test_an_old_input_s_budget_moves_into_the_config() -> None:
+    """A job started before the move has `budget_seconds` in its history's JobInput: it wins."""
+    from workflows.job_input import migrated
+    from workflows.shared import JobInput
+
+    old = JobInput(job_id="j", collection="c", intent="x", budget_seconds=120.0)
+    new = migrated(old)
+    assert new.config.max_seconds == 120.0 and new.budget_seconds is None
+    current = JobInput(job_id="j", collection="c", intent="x", config=JobConfig(max_seconds=42.0))
+    assert migrated(current) is current
 
 
 # -- the tool schemas a model sees state the limits the tools enforce -------------------------------------

@@ -71,10 +71,10 @@ async def test_react_job_over_http_reports_usage_sends_tools_and_never_stores_th
     with StandinServer(script) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         queue = f"quarry-test-{uuid.uuid4().hex}"
-        config = JobConfig(models=ModelSettings(model=MODEL), prices={MODEL: PRICE})
+        config = JobConfig(models=ModelSettings(model=MODEL), prices={MODEL: PRICE}, max_seconds=120.0)
         async with build_worker(env.client, home=quarry_home, queue=queue):  # no models=: the real client
             inp = JobInput(job_id=new_job_id(), collection=LITERATURE, intent=INTENT, policy="react",
-                           budget_seconds=120.0, config=config)
+                           config=config)
             handle = await submit(env.client, inp, queue=queue)
             result = await asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S)
             history = (await handle.fetch_history()).to_json()

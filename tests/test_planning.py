@@ -172,3 +172,22 @@ def test_filler_pieces() -> None:
     assert not filler_piece("by default port") and not filler_piece("listeners", " for ")
     pieces, cues = split_requirements("EventEmitter listeners, by default, for Node.js servers")
     assert pieces == ["EventEmitter listeners, by default,", "Node.js servers"] and cues == [" for "]
+
+
+def test_steering_rebuilds_the_plan_and_keeps_what_the_navigator_checked() -> None:
+    """nodes.rounds.steering: a note adds its exclusion, searches only its positive part, keeps the
+    store-checked author item and a model navigator's items, and starts the next round."""
+    from nodes.rounds.steering import fold_steering
+
+    before = make_plan("graph neural networks for molecules", [])
+    author = {"id": "a", "kind": "author", "text": "by Smith"}
+    model_item = {"id": "m1", "kind": "topic", "text": "message passing"}
+    state = {"intent": "graph neural networks for molecules", "round": 2, "steering": [],
+             "plan": {**before, "authors": ["Smith"], "checklist": [*before["checklist"], author, model_item]}}
+    update = fold_steering(state, [{"text": "toxicity prediction, not benchmarks", "round": 2}])
+    plan = update["plan"]
+    assert "benchmarks" in plan["exclusions"] and plan["authors"] == ["Smith"]
+    assert author in plan["checklist"] and model_item in plan["checklist"]
+    assert update["round"] == 3 and update["node"] == "steer" and update["top_ids"] == []
+    assert all("toxicity" in q and "benchmark" not in q for q in update["queries"])
+    assert update["steering"] == [{"text": "toxicity prediction, not benchmarks", "round": 2}]

@@ -125,7 +125,7 @@ def _dataset(name: str, n_queries: int, seed: int) -> dict:
 def test_coordinate_ascent_learns_the_feature_that_orders_relevant_documents_first() -> None:
     import numpy as np
 
-    from evals.train_ranker import _head_matrices, _mean_ndcg, fit_ascent
+    from evals.ranker_scorers import _head_matrices, _mean_ndcg, fit_ascent
 
     train = [_dataset("one", 20, 1), _dataset("two", 20, 2)]
     v = fit_ascent(train)

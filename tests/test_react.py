@@ -14,6 +14,7 @@ import gc
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ async def run_job(env, home: Path, model: ScriptedChatModel, *, mode: str = "lis
     queue = f"quarry-test-{uuid.uuid4().hex}"
     async with build_worker(env.client, home=home, queue=queue, models=ModelRouter(**{MODEL.replace(":", "__"): model})):
         inp = JobInput(job_id=new_job_id(), collection=collection, intent=intent, mode=mode, policy="react",
-                       budget_seconds=budget, config=config or react_config())
+                       config=replace(config or react_config(), max_seconds=budget))
         handle = await submit(env.client, inp, queue=queue)
         if during is not None:
             await during(handle)

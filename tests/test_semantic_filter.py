@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from graphs.control import Control, reset_local_control, use_local_control
+from graphs.control import Control, reset_control, use_control
 from graphs.search_graph import make_search_graph
 from graphs.state import initial_state
 from nodes.job.config import JobConfig
@@ -131,12 +131,12 @@ def runtime(col: Collection) -> Iterator[NodeRuntime]:
 
 
 def run_job(job_id: str, config: JobConfig) -> dict:
-    token = use_local_control(Control())
+    token = use_control(Control())
     try:
         return asyncio.run(make_search_graph().compile().ainvoke(
             initial_state(job_id, NAME, QUERY, config=config), config={"recursion_limit": 10_000}))
     finally:
-        reset_local_control(token)
+        reset_control(token)
 
 
 def test_a_job_without_a_dense_index_searches_both_channels(runtime: NodeRuntime) -> None:

@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 import stores.chunk_vectors as chunk_vectors_mod
-from graphs.control import Control, reset_local_control, use_local_control
+from graphs.control import Control, reset_control, use_control
 from nodes.job.heartbeat import deadline_from, stop_reason, with_heartbeats
 from nodes.job.step_control import StepControl, current_step, using_step
 from nodes.rounds.semantic_filter import FilteredSemantic
@@ -108,11 +108,11 @@ def test_a_job_stop_ends_the_embedding_within_one_batch_and_keeps_what_was_embed
 
     embed = GatedEmbedder(on_batch=stop_after, hold_at=k)
     semantic, vectors = searcher(col, tmp_path / "v.sqlite", embed)
-    token = use_local_control(control)
+    token = use_control(control)
     try:
         docids, _scores = asyncio.run(with_heartbeats(lambda state: semantic.ranking(QUERY), {}))
     finally:
-        reset_local_control(token)
+        reset_control(token)
     assert len(embed.batches) <= k, f"the stop came during batch {k}; batches run: {len(embed.batches)}"
     assert embed.steps[-1].why() == "stopped"
     assert semantic.last is not None and semantic.last.stopped == "stopped"
@@ -202,7 +202,7 @@ async def test_job_stop_during_a_gated_semantic_step_ends_the_job_stopped_with_r
     async with build_worker(env.client, home=quarry_home, queue=queue):
         handle = await submit(env.client, JobInput(
             job_id=new_job_id(), collection=name, intent="graph neural networks for molecular property prediction",
-            budget_seconds=300, config=JobConfig(max_rounds=2, semantic_batch=1)), queue=queue)
+            config=JobConfig(max_rounds=2, semantic_batch=1, max_seconds=300)), queue=queue)
         assert await asyncio.to_thread(embed.reached.wait, 120), "the semantic step never started"
         step = await poll_until(lambda: asyncio.to_thread(jobs.step, handle.id), lambda s: s is not None)
         assert step["node"] == "retrieval" and step["stage"] == "embedding" and step["text"].startswith("embedding ")
@@ -257,7 +257,7 @@ async def test_the_budget_ends_a_gated_semantic_step_and_its_deadline_is_the_job
     async with build_worker(env.client, home=quarry_home, queue=queue):
         handle = await submit(env.client, JobInput(
             job_id=new_job_id(), collection=name, intent="graph neural networks for molecular property prediction",
-            budget_seconds=budget, config=JobConfig(max_rounds=2, semantic_batch=1)), queue=queue)
+            config=JobConfig(max_rounds=2, semantic_batch=1, max_seconds=budget)), queue=queue)
         result = await asyncio.wait_for(handle.result(), 120)
         started = (await handle.describe()).start_time.timestamp()
     step = embed.steps[k - 1]

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from nodes.tools.corpus import CACHE_SIZE, MAX_QUERY_CHARS, PAGE_LIMIT_MAX, READ_LIMIT_MAX, ToolSession
+from nodes.tools.corpus import CACHE_SIZE, PAGE_LIMIT_MAX, READ_LIMIT_MAX, ToolSession
+from nodes.tools.query_check import MAX_QUERY_CHARS
 from nodes.tools.results import DocumentPage, SearchPage, ToolError
 from tests.conftest import SHARED_TOPIC_DOCS
 from tests.fakes import long_doc

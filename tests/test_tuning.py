@@ -12,10 +12,11 @@ from typer.testing import CliRunner
 
 from evals.runner import evaluate
 from evals.tuning import GridCell, apply_default_params, grid_search, load_tuned, pick_best, tuned_params
+from nodes.ranking.bm25_defaults import default_bm25_params
 from quarry.cli import app
 from stores.collection import Collection, ingest
 from stores.errors import QuarryError
-from stores.lucene import META_FILE, IndexMeta, default_bm25_params
+from stores.lucene import META_FILE, IndexMeta
 from tests.fakes import filler, write_beir, write_jsonl
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -23,13 +23,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError
 from temporalio.langgraph import LangGraphPlugin
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer
+from temporalio.worker import Replayer, Worker
 
 import nodes.rounds.verification as verification_mod
+from graphs.control import Control, current_control, reset_control, use_control
 from graphs.search_graph import make_search_graph
 from graphs.state import initial_state
 from nodes.job.config import JobConfig
@@ -40,6 +49,7 @@ from stores.verifier_file import load_verifier_file
 from tests.conftest import LITERATURE
 from tests.fakes import NodeGate, poll_until
 from workflows.client import new_job_id, submit
+from workflows.job_failure import job_result
 from workflows.search_job import SearchJob
 from workflows.shared import JobInput
 from workflows.worker import build_worker, graphs
@@ -110,7 +120,8 @@ async def start_job(client: Client, queue: str, *, collection: str = LITERATURE,
 
 
 async def result_of(handle: WorkflowHandle) -> dict[str, Any]:
-    return await asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S)
+    """The job's result, a failed job's too (its workflow ends Failed: workflows.job_failure)."""
+    return await asyncio.wait_for(job_result(handle), RESULT_TIMEOUT_S)
 
 
 def ranked_key(result: dict[str, Any]) -> list[tuple[str, float]]:
@@ -185,7 +196,7 @@ async def test_job_completes_through_temporal(baseline, literature, quarry_home:
 async def test_progress_query_answers_mid_job(env, literature, quarry_home, queue, gate) -> None:
     held = gate(first_call)
     async with build_worker(env.client, home=quarry_home, queue=queue):
-        handle = await start_job(env.client, queue, budget_seconds=120)
+        handle = await start_job(env.client, queue, config=JobConfig(max_seconds=120))
         await held.wait_entered()
         progress = await handle.query(SearchJob.progress)
         assert progress["job_id"] == handle.id and progress["status"] == "running"
@@ -276,7 +287,7 @@ async def test_budget_submit_now_steer_answers_early(env, literature, quarry_hom
     held = gate(first_call)
     async with build_worker(env.client, home=quarry_home, queue=queue):
         began = time.monotonic()
-        handle = await start_job(env.client, queue, budget_seconds=budget)
+        handle = await start_job(env.client, queue, config=JobConfig(max_seconds=budget))
         await held.wait_entered()
         progress = await poll_until(lambda: handle.query(SearchJob.progress), lambda p: p["budget"]["submit_now"],
                                     timeout_s=budget + 10)
@@ -296,7 +307,7 @@ async def test_budget_hard_stop_answers_from_best_state(env, literature, quarry_
     held = gate(lambda call_no, state: True)  # verification never finishes before the budget ends
     async with build_worker(env.client, home=quarry_home, queue=queue):
         began = time.monotonic()
-        handle = await start_job(env.client, queue, budget_seconds=budget)
+        handle = await start_job(env.client, queue, config=JobConfig(max_seconds=budget))
         await held.wait_entered()
         result = await result_of(handle)
         elapsed = time.monotonic() - began
@@ -358,12 +369,20 @@ async def test_history_replays_without_nondeterminism(baseline) -> None:
 async def test_missing_collection_fails_fast_with_a_named_error(env, literature, quarry_home, queue) -> None:
     async with build_worker(env.client, home=quarry_home, queue=queue):
         handle = await start_job(env.client, queue, collection="no-such-collection")
+        with pytest.raises(WorkflowFailureError) as failure:
+            await asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S)
         result = await result_of(handle)
+    # The execution failed in Temporal (the Web UI says Failed), typed by the error's code, not retried.
+    assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "no_collection" and cause.non_retryable
     assert result["status"] == "failed" and result["ranked"] == []
     assert result["error"]["code"] == "no_collection" and result["error"]["hint"]
     stored = JobStore(quarry_home / "jobs.sqlite").get(handle.id)
     assert stored["status"] == "failed" and stored["result"]["error"] == result["error"]
     assert stored["error"].startswith("no_collection: ")
+    assert result == stored["result"], "the failure carries the stored result"
+    await assert_replays(handle)
     events = [e async for e in handle.fetch_history_events()]
     # The node's activity failed with an ApplicationError typed by the code, carrying the record.
     failed = [e.activity_task_failed_event_attributes.failure for e in events
@@ -451,3 +470,35 @@ def test_the_workflows_own_activities_heartbeat_while_they_run(monkeypatch) -> N
     assert quick_activity_options()["heartbeat_timeout"] == HEARTBEAT_TIMEOUT
     for fn in (checkpoint_job, answer_from_state, finish_job):
         assert getattr(fn, "__wrapped__", None) is not None, f"{fn.__name__} does not heartbeat"
+
+
+# -- the control handed to the graph ---------------------------------------------------------------
+
+
+@workflow.defn(sandboxed=False)
+class ControlProbe:
+    """Reads graphs.control the way graph code does, before, while and after it installs its own."""
+
+    def __init__(self) -> None:
+        self.control = Control(stop_requested=True)
+
+    @workflow.run
+    async def run(self) -> list[str]:
+        seen = [current_control().answer_reason()]
+        token = use_control(self.control)
+        try:
+            async def node() -> bool:  # a graph task, created after the install
+                return current_control() is self.control
+            seen += [current_control().answer_reason(), str(await asyncio.create_task(node()))]
+        finally:
+            reset_control(token)
+        return [*seen, current_control().answer_reason()]
+
+
+async def test_graph_code_reads_only_the_control_its_workflow_installs(env, queue) -> None:
+    """graphs.control does not reach into the workflow instance by attribute name: a workflow's
+    `control` attribute is not seen until the workflow installs it (`use_control`), which its
+    drive does; its tasks then see that very object, and a reset takes it away again."""
+    async with Worker(env.client, task_queue=queue, workflows=[ControlProbe]):
+        seen = await env.client.execute_workflow(ControlProbe.run, id=f"probe-{uuid.uuid4().hex}", task_queue=queue)
+    assert seen == ["", "stopped", "True", ""]

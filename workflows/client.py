@@ -12,7 +12,8 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, W
 from temporalio.common import TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.job_input import check_job_input
+from workflows.job_failure import job_result
+from workflows.job_input import check_job_input, migrated
 from workflows.search_attributes import initial_attributes
 from workflows.search_job import SearchJob
 from workflows.shared import JobInput, task_queue, temporal_address, temporal_namespace, web_ui_url  # noqa: F401
@@ -59,6 +60,7 @@ async def submit(client: Client, inp: JobInput, queue: str | None = None) -> Wor
     the job, unindexed. The job's `invoke_agent` span identity is fixed here (unless the caller
     fixed it) and the workflow is started under it, so every span of the job descends from it.
     """
+    inp = migrated(inp)  # a caller still naming budget_seconds: the budget goes in the config
     check_job_input(inp)
     from observability.agent_span import AgentTrace, new_agent_trace, under_agent
     if inp.trace is None:
@@ -94,7 +96,7 @@ async def _start(client: Client, inp: JobInput, queue: str | None) -> WorkflowHa
     from stores.errors import printable
     intent = _MARKDOWN.sub(r"\\\1", printable(inp.intent[:2000]))
     details = f"**intent**: {intent}\n\n**collection**: {inp.collection} · **mode**: {inp.mode} · " \
-              f"**policy**: {inp.policy} · **budget**: {inp.budget_seconds:g} s"
+              f"**policy**: {inp.policy} · **budget**: {inp.config.max_seconds:g} s"
     common: dict[str, Any] = dict(id=inp.job_id, task_queue=queue or task_queue(), static_summary=summary,
                                   static_details=details, memo={AGENT_TRACE_MEMO: inp.trace} if inp.trace else None)
     try:
@@ -144,4 +146,6 @@ async def termination(client: Client, job_id: str) -> Termination | None:
 
 
 async def result(client: Client, job_id: str) -> dict[str, Any]:
-    return await client.get_workflow_handle(job_id).result()
+    """The job's final result; a failed job's (its workflow ended Failed) with its error `{code,
+    message, hint}` and status "failed" (workflows.job_failure.job_result), not an exception."""
+    return await job_result(client.get_workflow_handle(job_id))

@@ -8,14 +8,17 @@ another SDK) fails at once with the same message instead of misbehaving.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from nodes.job.config import POLICIES
+from nodes.job.config import JOB_BOUNDS, POLICIES, JobConfig
 from stores.errors import QuarryError
 from stores.home import check_name
 
+if TYPE_CHECKING:
+    from workflows.shared import JobInput
+
 MAX_INTENT_CHARS = 10_000
-MAX_BUDGET_S = 7 * 24 * 3600.0  # a week: longer is surely a typo (inf, 1e20)
-MIN_BUDGET_S = 1.0
 MODES = ("list", "answer")
 
 
@@ -36,14 +39,25 @@ def check_text(text: object, what: str, limit: int) -> str:
 
 
 def check_budget(seconds: object) -> float:
+    """A wall-clock budget (`JobConfig.max_seconds`, `--budget`) in JobBounds' range, as a float."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
-            or not MIN_BUDGET_S <= seconds <= MAX_BUDGET_S:
+            or not JOB_BOUNDS.min_seconds <= seconds <= JOB_BOUNDS.max_seconds:
         raise QuarryError("bad_budget", f"a budget of {seconds!r} seconds is not usable",
-                          f"give between {MIN_BUDGET_S:g} and {MAX_BUDGET_S:,.0f} seconds (a week), e.g. --budget 300")
+                          f"give between {JOB_BOUNDS.min_seconds:g} and {JOB_BOUNDS.max_seconds:,.0f} seconds "
+                          f"(a week), e.g. --budget {JobConfig.max_seconds:g}")
     return float(seconds)
 
 
-def check_job_input(inp) -> None:
+def migrated(inp: JobInput) -> JobInput:
+    """The input with a budget written by a client from before the budget moved into the config
+    (`JobInput.budget_seconds`, in the history of a job started then) moved into `config.max_seconds`,
+    where it wins; an input without one as it is."""
+    if inp.budget_seconds is None:
+        return inp
+    return replace(inp, budget_seconds=None, config=replace(inp.config, max_seconds=inp.budget_seconds))
+
+
+def check_job_input(inp: JobInput) -> None:
     """Raise a QuarryError naming what is wrong with a JobInput (collection, intent, mode, policy, budget)."""
     check_name(inp.collection)
     check_text(inp.intent, "intent", MAX_INTENT_CHARS)
@@ -51,4 +65,4 @@ def check_job_input(inp) -> None:
         raise QuarryError("bad_mode", f"unknown mode {inp.mode!r}", "use mode list or answer")
     if inp.policy not in POLICIES:
         raise QuarryError("bad_policy", f"unknown policy {inp.policy!r}", f"use one of: {', '.join(POLICIES)}")
-    check_budget(inp.budget_seconds)
+    check_budget(migrated(inp).config.max_seconds)

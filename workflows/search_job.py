@@ -2,10 +2,13 @@
 
 Budgets are workflow timers: at 0.7·T a "submit now" steer makes the graph go to answer at its
 next router; at T the running activity is cancelled and the answer is built from the best state
-seen so far (status `budget_exhausted`). A `stop` signal answers now, a `steer` update adds a
-requirement or exclusion (validated), and a `progress` query reports where the job is. State is
-checkpointed into the job store after every round, and the run continues as new with its state
-when the history grows large.
+seen so far (status `budget_exhausted`); T is the job's `config.max_seconds`. A `stop` signal
+answers now, a `steer` update adds a requirement or exclusion (validated), and a `progress` query
+reports where the job is. State is checkpointed into the job store after every round, and the run
+continues as new with its state when the history grows large. A job that fails stores its final
+result (status "failed", its error `{code, message, hint}`) and then ends *Failed* in Temporal,
+typed by its code (workflows.job_failure). The graph reads the workflow's `Control` (stop, submit-now, steering,
+pause) from graphs.control, where `_drive` installs it for the graph it runs.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
 with workflow.unsafe.imports_passed_through():
     from temporalio.langgraph import graph
 
-    from graphs.control import Control
+    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import quick_activity_options
     from graphs.state import graph_for, initial_state
     from nodes.evidence.planning import validate_steering
@@ -37,13 +40,16 @@ with workflow.unsafe.imports_passed_through():
     from stores.errors import QuarryError, error_record
     from workflows import search_attributes
     from workflows.activities import answer_from_state, checkpoint_job, finish_job
-    from workflows.job_input import check_job_input
+    from workflows.job_failure import job_failure
+    from workflows.job_input import check_job_input, migrated
     from workflows.shared import STEER_FRACTION, JobInput
 
 # LangGraph's default of 25 supersteps is far below a ReAct job's turns (each is 2-3 steps);
 # the real caps are the job's rounds, steps and budgets.
 RECURSION_LIMIT = 10_000
 CHECKPOINT_EVERY_STEPS = 5
+# The patch (workflow.patched) under which a failed job's execution ends Failed instead of Completed.
+FAILED_JOBS_FAIL = "failed-job-ends-failed"
 
 # Checkpoints, the answer after a hard stop and the final write retry by time like the graph's
 # nodes and heartbeat (graphs.search_graph.quick_activity_options): a worker paused while it holds
@@ -142,6 +148,7 @@ class SearchJob:
 
     @workflow.run
     async def run(self, inp: JobInput) -> dict[str, Any]:
+        inp = migrated(inp)  # a budget in the input of a job started before it moved into the config
         try:
             check_job_input(inp)
         except QuarryError as err:  # started without Quarry's client: fail at once, saying why
@@ -150,11 +157,12 @@ class SearchJob:
             self._index(status=self.status)  # the Web UI's QuarryStatus column says it failed
             self.state = {"job_id": inp.job_id, "collection": str(inp.collection)[:100], "intent": str(inp.intent)[:500],
                           "mode": inp.mode, "policy": inp.policy}
-            return await workflow.execute_activity(finish_job, args=[self.state, "failed", error_record(err),
-                                                                     "bad_input", inp.trace], **quick_activity_options())
+            final = await workflow.execute_activity(finish_job, args=[self.state, "failed", error_record(err),
+                                                                      "bad_input", inp.trace], **quick_activity_options())
+            return self._failed(final)
         now = workflow.now().timestamp()
         self.started_at = inp.started_at or now
-        self.budget_s = float(inp.budget_seconds)
+        self.budget_s = float(inp.config.max_seconds)
         # Signals and updates can be handled before this line runs (they arrive with the first
         # workflow task): keep what they set, and add what the previous run carried over.
         self.control.submit_now = self.control.submit_now or inp.steer_fired
@@ -187,7 +195,7 @@ class SearchJob:
             # The graph paused for continue-as-new: carry the state, the budget and the flags over.
             workflow.continue_as_new(JobInput(
                 job_id=inp.job_id, collection=inp.collection, intent=inp.intent, mode=inp.mode, policy=inp.policy,
-                budget_seconds=inp.budget_seconds, config=inp.config, started_at=self.started_at,
+                config=inp.config, started_at=self.started_at,
                 steer_fired=self.control.submit_now, state=self.state, pending_steering=self.control.pending_steering,
                 indexed=inp.indexed, trace=inp.trace))
         if not answered:
@@ -206,6 +214,16 @@ class SearchJob:
                                                                   with_run_start(inp.trace, self.started_at)], **quick_activity_options())
         if self.status == "cancelled":
             raise asyncio.CancelledError("cancelled by request; the best result so far is in the job store")
+        if self.status == "failed":
+            return self._failed(final)
+        return final
+
+    def _failed(self, final: dict[str, Any]) -> dict[str, Any]:
+        """End a failed job whose final result is stored: the execution fails, typed by the error's
+        code (workflows.job_failure). A job that failed before this change (its history is replayed
+        for a query) returned its result and completed, and still does."""
+        if workflow.patched(FAILED_JOBS_FAIL):
+            raise job_failure(final)
         return final
 
     async def _halt(self, drive: asyncio.Task) -> None:
@@ -233,6 +251,15 @@ class SearchJob:
         self.control.submit_now = True
 
     async def _drive(self, state: dict[str, Any], graph_name: str) -> None:
+        # The graph's routers and workflow-side nodes read this job's control (graphs.control); the
+        # tasks the graph creates copy this task's context, so they all see this very object.
+        token = use_control(self.control)
+        try:
+            await self._stream(state, graph_name)
+        finally:
+            reset_control(token)
+
+    async def _stream(self, state: dict[str, Any], graph_name: str) -> None:
         app = graph(graph_name).compile()
         cfg = config_of(state)
         run_config: RunnableConfig = {"recursion_limit": RECURSION_LIMIT, "max_concurrency": max(1, cfg.models.judge_concurrency)}

@@ -14,7 +14,6 @@ from workflows.address import ADDRESS_DEFAULT  # noqa: F401  (re-exported)
 TASK_QUEUE_DEFAULT = "quarry-jobs"
 NAMESPACE_DEFAULT = "default"
 UI_PORT_DEFAULT = 8233
-DEFAULT_BUDGET_S = 300.0
 
 
 def temporal_address(home: Path | None = None) -> str:
@@ -53,8 +52,12 @@ class JobInput:
     intent: str
     mode: str = "list"
     policy: str = DEFAULT_POLICY
-    budget_seconds: float = DEFAULT_BUDGET_S
-    # Caps, depths, models, token/dollar budgets and prices: one object (nodes.job.config).
+    # Inputs written before the budget moved into the config: a job already running in Temporal
+    # whose history carries its wall-clock budget here. The workflow moves it into
+    # `config.max_seconds` (it wins when not None: workflows.job_input.migrated); a new submission
+    # never sets it.
+    budget_seconds: float | None = None
+    # Caps, depths, models, the time/token/dollar budgets and prices: one object (nodes.job.config).
     config: JobConfig = field(default_factory=JobConfig)
     # Carried across continue-as-new so budgets count from the job's real start.
     started_at: float | None = None

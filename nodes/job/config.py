@@ -70,12 +70,15 @@ TOOL_LIMITS = ToolLimits()
 @dataclass(frozen=True)
 class JobBounds:
     """The ranges a job's settings are accepted in, by the command line and the Python API alike
-    (quarry.job_options checks the budgets; the command line's options take their bounds here)."""
+    (quarry.job_options and workflows.job_input check the budgets; the command line's options take
+    their bounds here)."""
 
     max_rounds: int = 20                  # --rounds at most
     min_output_tokens: int = 16           # --max-output-tokens at least
     max_tokens: int = 10**12              # a token budget above this is a typo, not a limit
     max_dollars: float = 1_000_000.0      # a per-job dollar budget above this, the same
+    min_seconds: float = 1.0              # --budget at least (a wall-clock budget in seconds) …
+    max_seconds: float = 7 * 24 * 3600.0  # … and at most a week: longer is surely a typo (inf, 1e20)
 
 
 JOB_BOUNDS = JobBounds()
@@ -146,6 +149,10 @@ class JobConfig:
     answer_sentences: int = 4
     idf_depth: int = 1000
     models: ModelSettings = field(default_factory=ModelSettings)
+    # Wall-clock budget in seconds (`--budget`), counted from the job's start: workflow timers steer
+    # the job to submit at STEER_FRACTION of it and stop it at 1.0 (workflows.search_job); accepted
+    # between JobBounds.min_seconds and max_seconds.
+    max_seconds: float = 300.0
     max_tokens: int | None = None      # token budget over all model calls (steer at 0.7, stop at 1.0)
     max_dollars: float | None = None   # dollar budget, the same way
     prices: dict[str, Price] = field(default_factory=dict)  # model spec -> price

@@ -19,9 +19,11 @@ from nodes.job.state import JobState
 from nodes.llm.models import ModelFactory, make_chat_model
 from nodes.policy.registry import spec_of
 from nodes.policy.seam import Policy
+from nodes.ranking.citation_expansion import expand
 from nodes.rounds.semantic_filter import FilteredSemantic
 from nodes.tools.agent_tools import ExpandCitationsArgs, ReadDocumentArgs, ReadSearchResultsArgs, SearchArgs
-from nodes.tools.corpus import CachedRanking, RankingCache, ToolResult, ToolSession
+from nodes.tools.corpus import ToolResult, ToolSession
+from nodes.tools.ranking_cache import CachedRanking, RankingCache
 from nodes.tools.results import CitationPage, SearchPage, ToolError
 from observability.tool_spans import record_tool_result, tool_span
 from stores.collection import Collection
@@ -149,7 +151,7 @@ class JobTools:
         with tool_span("expand_citations", job_id=self.job_id, docid=",".join(seeds)[:500], direction="expand",
                        kind="RETRIEVER", arguments={"reason": reason, "seeds": seeds, "limit": limit}) as span:
             graph = self.session.citations
-            hits = graph.expand(list(seeds), limit) if graph is not None and len(graph) else []
+            hits = expand(graph, list(seeds), limit) if graph is not None and len(graph) else []
             self._surfaced([d for d, _ in hits])
             span.set_attribute("quarry.hits", len(hits))
             record_tool_result(span, f"{len(hits)} linked documents", hits)

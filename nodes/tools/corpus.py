@@ -8,20 +8,24 @@ the call, never an exception. `expand_citations` walks the collection's citation
 one document (references, citing papers, co-citation, coupling, personalised PageRank).
 Every limit (depth, previews, page sizes, cache size) is read from `nodes.job.config.TOOL_LIMITS`,
 which the argument schemas shown to a model (nodes.tools.agent_tools) state too.
+The query check the command line shares is `nodes.tools.query_check`; the cache of rankings
+behind the search_ids is `nodes.tools.ranking_cache`.
 """
+
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nodes.job.config import CITATION_DIRECTIONS, TOOL_LIMITS
+from nodes.ranking.citation_expansion import ppr
 from nodes.tools.excerpts import excerpt
+from nodes.tools.query_check import MAX_QUERY_CHARS, QueryProblem, check_query
+from nodes.tools.ranking_cache import CachedRanking, RankingCache
 from nodes.tools.results import CitationHit, CitationPage, DocumentPage, HitView, SearchPage, ToolError
 from stores.citations import CitationGraph
-from stores.errors import QuarryError
 from stores.lucene import MAX_QUERY_TERMS, distinct_terms
 from stores.records import DocRecord
 
@@ -32,42 +36,9 @@ PREVIEW_COUNT = LIMITS.preview
 PAGE_LIMIT_MAX = LIMITS.page_limit_max
 READ_LIMIT_MAX = LIMITS.read_limit_max
 CACHE_SIZE = LIMITS.cache_size
-MAX_QUERY_CHARS = LIMITS.query_chars
 CITATION_LIMIT_MAX = LIMITS.citation_limit_max
 
 ToolResult = SearchPage | DocumentPage | CitationPage | ToolError
-
-
-class QueryProblem(QuarryError):
-    """A query that cannot be searched. The check is shared by every front door (the ReAct/MCP
-    tools, the command line); the hint is typed — what to do plus an example query — so each door
-    renders it in its own syntax: `search(reason="…", query="…")` for a model, `quarry search NAME
-    "…"` for a person at a shell. `hint` (the QuarryError field) is the tool form."""
-
-    def __init__(self, code: str, message: str, advice: str, tail: str = "", example: str = "dense retrieval") -> None:
-        self.advice, self.tail, self.example = advice, tail, example
-        super().__init__(code, message, self.tool_hint())
-
-    def tool_hint(self) -> str:
-        return f'{self.advice}, e.g. search(reason="…", query="{self.example}"){self.tail}'
-
-    def cli_hint(self, collection: str) -> str:
-        return f'{self.advice}, e.g. quarry search {collection} "{self.example}"{self.tail}'
-
-    def for_cli(self, collection: str) -> QuarryError:
-        """The same problem as the command line says it (code and message unchanged)."""
-        return QuarryError(self.code, self.message, self.cli_hint(collection))
-
-
-def check_query(query: Any, channel: Any = "lexical") -> str:
-    """The query as it will be searched (cut to MAX_QUERY_CHARS), or QueryProblem when it is not
-    text, is empty, or (lexical channel) has no searchable word."""
-    if not isinstance(query, str) or not query.strip():
-        raise QueryProblem("empty_query", "the query is empty or not text", "give some words describing what to find")
-    if channel == "lexical" and distinct_terms(query[:MAX_QUERY_CHARS]) == 0:
-        raise QueryProblem("empty_query", "the query has no searchable word", "use words",
-                           tail="; symbols alone match nothing")
-    return query[:MAX_QUERY_CHARS]
 
 
 class Searcher(Protocol):
@@ -78,38 +49,6 @@ class Corpus(Protocol):
     def get_many(self, docids: Sequence[str]) -> dict[str, DocRecord]: ...
     def lines(self, docid: str) -> list[str] | None: ...
     def docs_by_author(self, last_names: list[str]) -> dict[str, list[str]]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class CachedRanking:
-    """A deep ranking kept behind a search_id: parallel (docid, score) arrays."""
-
-    query: str
-    docids: tuple[str, ...]
-    scores: tuple[float, ...]
-
-
-class RankingCache:
-    """Least-recently-used cache of rankings, at most `capacity` per session."""
-
-    def __init__(self, capacity: int = CACHE_SIZE) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[str, CachedRanking] = OrderedDict()
-
-    def put(self, search_id: str, ranking: CachedRanking) -> None:
-        self._items[search_id] = ranking
-        self._items.move_to_end(search_id)
-        while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
-
-    def get(self, search_id: str) -> CachedRanking | None:
-        ranking = self._items.get(search_id)
-        if ranking is not None:
-            self._items.move_to_end(search_id)
-        return ranking
-
-    def ids(self) -> list[str]:
-        return list(self._items)
 
 
 @dataclass
@@ -136,10 +75,19 @@ def _as_int(value: Any, minimum: int) -> int | None:
 class ToolSession:
     """One agent's (one job's) tools over one collection, with its own ranking cache."""
 
-    def __init__(self, searcher: Searcher, corpus: Corpus, *, depth: int = DEFAULT_DEPTH,
-                 cache_size: int = CACHE_SIZE, id_prefix: str = "s",
-                 new_search_id: Callable[[], str] | None = None, cache: RankingCache | None = None,
-                 citations: CitationGraph | None = None, semantic: Searcher | None = None) -> None:
+    def __init__(
+        self,
+        searcher: Searcher,
+        corpus: Corpus,
+        *,
+        depth: int = DEFAULT_DEPTH,
+        cache_size: int = CACHE_SIZE,
+        id_prefix: str = "s",
+        new_search_id: Callable[[], str] | None = None,
+        cache: RankingCache | None = None,
+        citations: CitationGraph | None = None,
+        semantic: Searcher | None = None,
+    ) -> None:
         self.searcher = searcher
         self.semantic = semantic
         self.corpus = corpus
@@ -160,19 +108,31 @@ class ToolSession:
         except QueryProblem as problem:
             return ToolError(tool="search", code=problem.code, message=problem.message, hint=problem.tool_hint())
         if channel not in ("lexical", "semantic"):
-            return ToolError(tool="search", code="bad_channel", message=f"unknown channel {channel!r}",
-                             hint='use channel="lexical" (BM25, default) or channel="semantic" (embeddings)')
+            return ToolError(
+                tool="search",
+                code="bad_channel",
+                message=f"unknown channel {channel!r}",
+                hint='use channel="lexical" (BM25, default) or channel="semantic" (embeddings)',
+            )
         note = ""
         if len(query) > MAX_QUERY_CHARS:
             query, note = query[:MAX_QUERY_CHARS], f"query cut to its first {MAX_QUERY_CHARS} characters"
         terms = distinct_terms(query) if channel == "lexical" else 1
         searcher = self.searcher if channel == "lexical" else self.semantic
         if searcher is None:
-            return ToolError(tool="search", code="no_dense_index", message="this collection has no semantic index",
-                             hint='use channel="lexical", or build it: quarry index NAME --dense')
+            return ToolError(
+                tool="search",
+                code="no_dense_index",
+                message="this collection has no semantic index",
+                hint='use channel="lexical", or build it: quarry index NAME --dense',
+            )
         if terms > MAX_QUERY_TERMS:
-            note = "; ".join(filter(None, [note, f"the query has {terms} distinct words; only the first "
-                                                 f"{MAX_QUERY_TERMS} were searched"]))
+            note = "; ".join(
+                filter(
+                    None,
+                    [note, f"the query has {terms} distinct words; only the first {MAX_QUERY_TERMS} were searched"],
+                )
+            )
         docids, scores = searcher.ranking(query, k=self.depth)
         # A searcher that ranks only part of the collection says so (nodes.rounds.semantic_filter).
         note = "; ".join(filter(None, [note, getattr(searcher, "note", "")]))
@@ -184,108 +144,175 @@ class ToolSession:
             note = note or "no document contains a searchable word of this query"
         return self._page(search_id, ranking, 1, PREVIEW_COUNT, note)
 
-    def read_search_results(self, reason: str = "", search_id: Any = None, offset: Any = LIMITS.page_offset,
-                            limit: Any = LIMITS.page_limit) -> ToolResult:
+    def read_search_results(
+        self, reason: str = "", search_id: Any = None, offset: Any = LIMITS.page_offset, limit: Any = LIMITS.page_limit
+    ) -> ToolResult:
         """Page through a cached ranking (1-based ranks) without searching again."""
         tool = "read_search_results"
         ranking = self.cache.get(search_id) if isinstance(search_id, str) else None
         if ranking is None:
             known = ", ".join(self.cache.ids()[-5:]) or "none yet"
-            return ToolError(tool=tool, code="unknown_search_id", message=f"no cached search {search_id!r}",
-                             hint=f"use a search_id returned by search (recent: {known}), or call search again")
+            return ToolError(
+                tool=tool,
+                code="unknown_search_id",
+                message=f"no cached search {search_id!r}",
+                hint=f"use a search_id returned by search (recent: {known}), or call search again",
+            )
         start = _as_int(offset, 1)
         count = _as_int(limit, 1)
         if start is None:
-            return ToolError(tool=tool, code="bad_offset", message=f"offset must be a rank ≥ 1, got {offset!r}",
-                             hint=f"e.g. read_search_results(search_id=\"{search_id}\", offset={LIMITS.page_offset}, "
-                                  f"limit={LIMITS.page_limit})")
+            return ToolError(
+                tool=tool,
+                code="bad_offset",
+                message=f"offset must be a rank ≥ 1, got {offset!r}",
+                hint=f'e.g. read_search_results(search_id="{search_id}", offset={LIMITS.page_offset}, '
+                f"limit={LIMITS.page_limit})",
+            )
         if count is None:
-            return ToolError(tool=tool, code="bad_limit", message=f"limit must be a whole number ≥ 1, got {limit!r}",
-                             hint=f"use limit between 1 and {PAGE_LIMIT_MAX}")
+            return ToolError(
+                tool=tool,
+                code="bad_limit",
+                message=f"limit must be a whole number ≥ 1, got {limit!r}",
+                hint=f"use limit between 1 and {PAGE_LIMIT_MAX}",
+            )
         total = len(ranking.docids)
         if start > total:
-            return ToolError(tool=tool, code="offset_past_end",
-                             message=f"offset {start} is past the end of {search_id} ({total} results)",
-                             hint=f"use an offset between 1 and {total}" if total else "this search found nothing; search again with other words")
+            return ToolError(
+                tool=tool,
+                code="offset_past_end",
+                message=f"offset {start} is past the end of {search_id} ({total} results)",
+                hint=f"use an offset between 1 and {total}"
+                if total
+                else "this search found nothing; search again with other words",
+            )
         note = f"limit capped at {PAGE_LIMIT_MAX}" if count > PAGE_LIMIT_MAX else ""
         return self._page(search_id, ranking, start, min(count, PAGE_LIMIT_MAX), note)
 
-    def read_document(self, reason: str = "", docid: Any = None, offset: Any = 1,
-                      limit: Any = LIMITS.read_limit) -> ToolResult:
+    def read_document(
+        self, reason: str = "", docid: Any = None, offset: Any = 1, limit: Any = LIMITS.read_limit
+    ) -> ToolResult:
         """Numbered lines of one document, `limit` lines from line `offset`."""
         tool = "read_document"
         lines = self.corpus.lines(docid) if isinstance(docid, str) and docid else None
         if lines is None:
-            return ToolError(tool=tool, code="unknown_docid", message=f"no document with docid {docid!r}",
-                             hint="use a docid exactly as shown in search results (docid=…)")
+            return ToolError(
+                tool=tool,
+                code="unknown_docid",
+                message=f"no document with docid {docid!r}",
+                hint="use a docid exactly as shown in search results (docid=…)",
+            )
         start = _as_int(offset, 1)
         count = _as_int(limit, 1)
         if start is None:
-            return ToolError(tool=tool, code="bad_offset", message=f"offset must be a line number ≥ 1, got {offset!r}",
-                             hint=f"e.g. read_document(docid=\"{docid}\", offset=1, limit={LIMITS.read_limit})")
+            return ToolError(
+                tool=tool,
+                code="bad_offset",
+                message=f"offset must be a line number ≥ 1, got {offset!r}",
+                hint=f'e.g. read_document(docid="{docid}", offset=1, limit={LIMITS.read_limit})',
+            )
         if count is None:
-            return ToolError(tool=tool, code="bad_limit", message=f"limit must be a whole number ≥ 1, got {limit!r}",
-                             hint=f"use limit between 1 and {READ_LIMIT_MAX}")
+            return ToolError(
+                tool=tool,
+                code="bad_limit",
+                message=f"limit must be a whole number ≥ 1, got {limit!r}",
+                hint=f"use limit between 1 and {READ_LIMIT_MAX}",
+            )
         if start > len(lines):
-            return ToolError(tool=tool, code="offset_past_end",
-                             message=f"offset {start} is past the end of {docid} ({len(lines)} lines)",
-                             hint=f"use an offset between 1 and {len(lines)}")
+            return ToolError(
+                tool=tool,
+                code="offset_past_end",
+                message=f"offset {start} is past the end of {docid} ({len(lines)} lines)",
+                hint=f"use an offset between 1 and {len(lines)}",
+            )
         note = f"limit capped at {READ_LIMIT_MAX}" if count > READ_LIMIT_MAX else ""
-        shown = lines[start - 1:start - 1 + min(count, READ_LIMIT_MAX)]
+        shown = lines[start - 1 : start - 1 + min(count, READ_LIMIT_MAX)]
         self.trajectory.opened.add(docid)
         return DocumentPage(docid=docid, title=lines[0], offset=start, total_lines=len(lines), lines=shown, note=note)
 
-    def expand_citations(self, reason: str = "", docid: Any = None, direction: Any = "both",
-                         limit: Any = LIMITS.citation_limit) -> ToolResult:
+    def expand_citations(
+        self, reason: str = "", docid: Any = None, direction: Any = "both", limit: Any = LIMITS.citation_limit
+    ) -> ToolResult:
         """Documents linked to `docid` by citation, best first; `limit` at most `LIMITS.citation_limit_max`."""
         tool = "expand_citations"
         if self.citations is None or len(self.citations) == 0:
-            return ToolError(tool=tool, code="no_citations", message="this collection has no citation links",
-                             hint="use search(query=…) and read_search_results(search_id=…) to find related documents")
+            return ToolError(
+                tool=tool,
+                code="no_citations",
+                message="this collection has no citation links",
+                hint="use search(query=…) and read_search_results(search_id=…) to find related documents",
+            )
         seed = self.corpus.get_many([docid]).get(docid) if isinstance(docid, str) and docid else None
         if seed is None:
-            return ToolError(tool=tool, code="unknown_docid", message=f"no document with docid {docid!r}",
-                             hint="use a docid exactly as shown in search results (docid=…)")
+            return ToolError(
+                tool=tool,
+                code="unknown_docid",
+                message=f"no document with docid {docid!r}",
+                hint="use a docid exactly as shown in search results (docid=…)",
+            )
         how = direction.strip().lower().replace("-", "_") if isinstance(direction, str) else None
         if how not in CITATION_DIRECTIONS:
-            return ToolError(tool=tool, code="bad_direction", message=f"unknown direction {direction!r}",
-                             hint=f"use one of {', '.join(CITATION_DIRECTIONS)}, "
-                                  f'e.g. expand_citations(docid="{docid}", direction="both")')
+            return ToolError(
+                tool=tool,
+                code="bad_direction",
+                message=f"unknown direction {direction!r}",
+                hint=f"use one of {', '.join(CITATION_DIRECTIONS)}, "
+                f'e.g. expand_citations(docid="{docid}", direction="both")',
+            )
         count = _as_int(limit, 1)
         if count is None:
-            return ToolError(tool=tool, code="bad_limit", message=f"limit must be a whole number ≥ 1, got {limit!r}",
-                             hint=f"use limit between 1 and {CITATION_LIMIT_MAX}")
+            return ToolError(
+                tool=tool,
+                code="bad_limit",
+                message=f"limit must be a whole number ≥ 1, got {limit!r}",
+                hint=f"use limit between 1 and {CITATION_LIMIT_MAX}",
+            )
         notes = [f"limit capped at {CITATION_LIMIT_MAX}"] if count > CITATION_LIMIT_MAX else []
         if not self.citations.has(docid):
             notes.append(f"{docid} has no citation links in this collection")
         related = _related(self.citations, docid, how)
-        shown = related[:min(count, CITATION_LIMIT_MAX)]
+        shown = related[: min(count, CITATION_LIMIT_MAX)]
         records = self.corpus.get_many([d for d, _, _ in shown]) if shown else {}
         hits = []
         for rank, (did, score, relation) in enumerate(shown, start=1):
             rec = records.get(did)
-            hits.append(CitationHit(rank=rank, docid=did, score=round(score, 6), relation=relation,
-                                    title=rec.title if rec else "",
-                                    excerpt=preview_text(rec, seed.title) if rec else ""))
+            hits.append(
+                CitationHit(
+                    rank=rank,
+                    docid=did,
+                    score=round(score, 6),
+                    relation=relation,
+                    title=rec.title if rec else "",
+                    excerpt=preview_text(rec, seed.title) if rec else "",
+                )
+            )
         ids = [h.docid for h in hits]
         self.trajectory.surfaced.update(ids)
         self.trajectory.previewed.update(ids)
-        return CitationPage(docid=docid, title=seed.title, direction=how, total=len(related), hits=hits,
-                            note="; ".join(notes))
+        return CitationPage(
+            docid=docid, title=seed.title, direction=how, total=len(related), hits=hits, note="; ".join(notes)
+        )
 
     # -- helpers -----------------------------------------------------------------------------
 
     def _page(self, search_id: str, ranking: CachedRanking, start: int, count: int, note: str) -> SearchPage:
-        ids = ranking.docids[start - 1:start - 1 + count]
+        ids = ranking.docids[start - 1 : start - 1 + count]
         records = self.corpus.get_many(ids) if ids else {}
         views = []
         for rank, docid in enumerate(ids, start=start):
             rec = records.get(docid)
-            views.append(HitView(rank=rank, docid=docid, score=round(ranking.scores[rank - 1], 4),
-                                 title=rec.title if rec else "", excerpt=preview_text(rec, ranking.query) if rec else ""))
+            views.append(
+                HitView(
+                    rank=rank,
+                    docid=docid,
+                    score=round(ranking.scores[rank - 1], 4),
+                    title=rec.title if rec else "",
+                    excerpt=preview_text(rec, ranking.query) if rec else "",
+                )
+            )
         self.trajectory.previewed.update(ids)
-        return SearchPage(search_id=search_id, query=ranking.query, total=len(ranking.docids), offset=start,
-                          hits=views, note=note)
+        return SearchPage(
+            search_id=search_id, query=ranking.query, total=len(ranking.docids), offset=start, hits=views, note=note
+        )
 
 
 def _related(graph: CitationGraph, docid: str, direction: str) -> list[tuple[str, float, str]]:
@@ -297,9 +324,13 @@ def _related(graph: CitationGraph, docid: str, direction: str) -> list[tuple[str
         for did, _ in graph.cited_by(docid):
             relations.setdefault(did, []).append("citing")
         return [(did, 1.0, ", ".join(relations[did])) for did in sorted(relations)]
-    scored = {"references": graph.references, "cited_by": graph.cited_by, "co_cited": graph.co_cited,
-              "coupled": graph.coupled}.get(direction)
-    pairs = scored(docid) if scored else graph.ppr([docid])
+    scored = {
+        "references": graph.references,
+        "cited_by": graph.cited_by,
+        "co_cited": graph.co_cited,
+        "coupled": graph.coupled,
+    }.get(direction)
+    pairs = scored(docid) if scored else ppr(graph, [docid])
     label = {"references": "reference", "cited_by": "citing", "co_cited": "co-cited"}.get(direction, direction)
     return [(did, score, label) for did, score in pairs]
 

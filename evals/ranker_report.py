@@ -1,0 +1,111 @@
+"""The Markdown of the learned verifier's leave-one-collection-out measurement (docs/eval/ranker.md).
+
+`evals.train_ranker` computes the figures and decides what ships; this only turns them into the
+report's table and prose (the scorers, features, shipping rule and how to reproduce the run), so
+the long text of the report does not crowd the training code.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from evals.ranker_scorers import ASCENT_STEPS
+from nodes.ranking.ranker import FEATURES, RANK_FEATURES
+
+
+def report(
+    results: list[dict[str, Any]],
+    labels: list[str],
+    gain: dict[str, float],
+    heuristic_gain: float,
+    best: str,
+    datasets: dict[str, dict[str, Any]],
+) -> str:
+    """The leave-one-collection-out table as Markdown (docs/eval/ranker.md)."""
+    import platform
+
+    import sklearn
+
+    lines = [
+        "# Learned verifier: leave-one-collection-out",
+        "",
+        "Each row: a scorer trained on the other two collections re-orders the verified head (≈100 "
+        "candidates) of the heuristic agent's run on the held-out collection. Relative gain over hybrid "
+        "RRF(BM25, MiniLM) on the same queries; paired randomization test p, 95% bootstrap interval of the "
+        "difference. `agent` is the heuristic order the verifier would replace.",
+        "",
+        "| held out | metric | queries | hybrid | agent (heuristic) | " + " | ".join(labels) + " |",
+        "|---|---|---|---|---|" + "---|" * len(labels),
+    ]
+    for r in results:
+        cells = []
+        for label in labels:
+            c = r[f"{label}_vs_hybrid"]
+            cells.append(
+                f"{r[f'agent_{label}']:.4f} ({c['relative']:+.1%}, p={c['p']:.3f}, "
+                f"CI [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}])"
+            )
+        lines.append(
+            f"| {r['held_out']} | {r['metric']} | {r['queries']} | {r['hybrid']:.4f} | "
+            f"{r['agent_heuristic']:.4f} ({r['agent_heuristic'] / r['hybrid'] - 1:+.1%}) | " + " | ".join(cells) + " |"
+        )
+    target = all(r[f"{best}_vs_hybrid"]["relative"] >= 0.03 for r in results)
+    lines += [
+        "",
+        f"Mean relative gain over hybrid: heuristic order {heuristic_gain:+.2%}; "
+        + "; ".join(f"{k} {v:+.2%}" for k, v in gain.items())
+        + ".",
+        "",
+        f"Best scorer held out: **{best}**. Target (≥ +3% over hybrid on every held-out collection): "
+        + (
+            "met."
+            if target
+            else "**not met** — "
+            + ", ".join(f"{r['held_out']} {r[f'{best}_vs_hybrid']['relative']:+.1%}" for r in results)
+            + "."
+        ),
+        "",
+        "In-sample bound (not a result: `ascent_ranks` fitted on the held-out collection's own judgements "
+        "and scored on the same queries — the most its grid of weights could give there): "
+        + ", ".join(f"{r['held_out']} {r['bound']['relative']:+.1%}" for r in results if "bound" in r)
+        + ". Where it is below +3%, this kind of scorer misses the target on that collection whatever it "
+        "is trained on (a scorer of another kind may not: compare the other columns).",
+        "",
+        "Scorers: `logistic` — pointwise logistic regression (scikit-learn) on all features; "
+        "`logistic_transferable` — the same on the raw features whose scale does not depend on the "
+        "collection; `logistic_ranks` — the same on the reciprocal-rank features; `ascent_ranks` — a linear "
+        "scorer on the reciprocal-rank features fitted by coordinate ascent on nDCG (listwise, weights "
+        f"from {{{', '.join(f'{x:g}' for x in ASCENT_STEPS)}}}, each training collection weighing the same); "
+        "`lambdamart` — LightGBM LambdaMART on all features, only if lightgbm is installed (not shippable: "
+        "the verifier file holds a linear model).",
+        "",
+        "Features: " + ", ".join(FEATURES[: len(FEATURES) - len(RANK_FEATURES)]) + "; reciprocal-rank features "
+        "1/(60 + rank): " + ", ".join(RANK_FEATURES) + " (nodes/ranking/ranker.py says what each is).",
+        "",
+        "Coordinate-ascent weights per fold (held out → weights learned on the other two): "
+        + "; ".join(
+            f"{r['held_out']}: " + ", ".join(f"{k} {v:g}" for k, v in r["weights"]["ascent_ranks"].items() if v)
+            for r in results
+        )
+        + ".",
+        "",
+        "Shipping rule (evals.train_ranker.shipping_decision, written before this run): the best scorer by "
+        "mean held-out gain over hybrid is written to stores/data/verifier.json if it is linear, beats the "
+        "heuristic order's mean held-out gain, and is significantly worse than the heuristic order on no "
+        "held-out collection (paired randomization test, p < 0.05).",
+        "",
+        "## Reproduce",
+        "",
+        "```",
+        "python -m evals.train_ranker --home H   # H holds cacm, cranfield, scifact-train, BM25 defaults, --dense",
+        "```",
+        "",
+        "Feature collection: "
+        + ", ".join(f"{n} {d['seconds']} s" for n, d in datasets.items())
+        + f". scikit-learn {sklearn.__version__}, Python {platform.python_version()}, {platform.machine()}, "
+        f"{os.cpu_count()} cores. Corpus fingerprints: "
+        + ", ".join(f"{n} {d['fingerprint'][:12]}" for n, d in datasets.items())
+        + ".",
+    ]
+    return "\n".join(lines) + "\n"
