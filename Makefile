@@ -21,6 +21,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 

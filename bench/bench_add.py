@@ -10,6 +10,7 @@ cost before: `ingest(..., force=True)` of the corpus with the 5 notes, then a de
 every chunk. Also timed alone: the BM25 index build of the corpus (the part of (a) that grows
 with the collection). Reported: medians and the ratio rebuild / add. bench/out/bench_add.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,7 +58,10 @@ def main() -> None:
     notes.mkdir()
     extra = []
     for i in range(5):
-        title, body = f"Incremental indexing note {i}", f"How an inverted index absorbs new postings, variant {i}. " * 12
+        title, body = (
+            f"Incremental indexing note {i}",
+            f"How an inverted index absorbs new postings, variant {i}. " * 12,
+        )
         (notes / f"note{i}.md").write_text(f"# {title}\n\n{body}\n", encoding="utf-8")
         extra.append(json.dumps({"_id": f"note{i}", "title": title, "text": body.strip()}))
     grown = work / "grown.jsonl"
@@ -87,10 +91,17 @@ def main() -> None:
         out_dir = work / f"lucene-{len(bm25)}"
         bm25.append(timed(lambda: build_index(col.corpus.iter_records(), out_dir, fingerprint="x"))[0])
     add_s, rebuild_s, bm25_s = statistics.median(adds), statistics.median(rebuilds), statistics.median(bm25)
-    result = {"documents": len(lines), "added": 5, "embedded_chunks": embedded,
-              "chunks": Collection(NAME, home).corpus.stats()["chunks"], "add_s": round(add_s, 2),
-              "rebuild_s": round(rebuild_s, 2), "ratio": round(rebuild_s / add_s, 1),
-              "bm25_build_s": round(bm25_s, 2), "repeats": args.repeats}
+    result = {
+        "documents": len(lines),
+        "added": 5,
+        "embedded_chunks": embedded,
+        "chunks": Collection(NAME, home).corpus.stats()["chunks"],
+        "add_s": round(add_s, 2),
+        "rebuild_s": round(rebuild_s, 2),
+        "ratio": round(rebuild_s / add_s, 1),
+        "bm25_build_s": round(bm25_s, 2),
+        "repeats": args.repeats,
+    }
     print(f"{len(lines)} documents ({result['chunks']} chunks) + 5 notes ({embedded} chunks embedded)")
     print(f"add 5 documents   {add_s:6.2f} s   (of which a BM25 index build of the corpus alone takes {bm25_s:.2f} s)")
     print(f"full rebuild      {rebuild_s:6.2f} s   (ingest --force + dense build)")

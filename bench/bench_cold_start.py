@@ -11,6 +11,7 @@ the second job of the same worker, in the same run). A job's budget starts when 
 it up, so whatever the worker opens before polling is not spent from the first job's budget.
 Results also go to bench/out/bench_cold_start.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,10 +36,13 @@ READY_LINE = "worker polling"
 def start_worker(home: Path, address: str, queue: str) -> tuple[subprocess.Popen, float]:
     """A `quarry worker` process and the seconds until it said it polls."""
     began = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "quarry", "--home", str(home), "worker"],
-                            env=os.environ | {"QUARRY_TEMPORAL_ADDRESS": address, "QUARRY_TASK_QUEUE": queue,
-                                              "COLUMNS": "200"},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "quarry", "--home", str(home), "worker"],
+        env=os.environ | {"QUARRY_TEMPORAL_ADDRESS": address, "QUARRY_TASK_QUEUE": queue, "COLUMNS": "200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if READY_LINE in line:
@@ -56,8 +60,11 @@ async def one_trial(client, home: Path, address: str, intent: str) -> dict:
         times = []
         for _ in range(2):
             began = time.perf_counter()
-            handle = await submit(client, JobInput(job_id=f"cold-{uuid.uuid4().hex[:8]}", collection=COLLECTION,
-                                                   intent=intent), queue=queue)
+            handle = await submit(
+                client,
+                JobInput(job_id=f"cold-{uuid.uuid4().hex[:8]}", collection=COLLECTION, intent=intent),
+                queue=queue,
+            )
             result = await asyncio.wait_for(handle.result(), 600)
             assert result["status"] == "completed", result.get("error")
             times.append(time.perf_counter() - began)
@@ -84,8 +91,9 @@ def main() -> None:
     intent = col.corpus.queries()[sorted(col.corpus.queries())[0]]
 
     async def run() -> list[dict]:
-        async with await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
-                                                         dev_server_extra_args=["--log-level", "error"]) as env:
+        async with await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(temporal_binary()), dev_server_extra_args=["--log-level", "error"]
+        ) as env:
             address = env.client.service_client.config.target_host
             trials = []
             for i in range(args.trials):
@@ -95,8 +103,13 @@ def main() -> None:
 
     trials = asyncio.run(run())
     med = {k: round(statistics.median(t[k] for t in trials), 2) for k in ("ready_s", "first_s", "second_s")}
-    out = {"collection": COLLECTION, "trials": len(trials), "median": med,
-           "first_over_second": round(med["first_s"] / med["second_s"], 2), "runs": trials}
+    out = {
+        "collection": COLLECTION,
+        "trials": len(trials),
+        "median": med,
+        "first_over_second": round(med["first_s"] / med["second_s"], 2),
+        "runs": trials,
+    }
     print(json.dumps({k: v for k, v in out.items() if k != "runs"}))
     path = REPO / "bench" / "out" / "bench_cold_start.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,4 +118,5 @@ def main() -> None:
 
 if __name__ == "__main__":
     from workflows.process_exit import run_script
+
     run_script(main)

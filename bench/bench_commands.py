@@ -7,6 +7,7 @@ server); then each command runs as a fresh process `--repeats` times, interleave
 `python -c pass` as the reference for interpreter start-up. Reported: median wall seconds per
 command, and its ratio to the bare interpreter. bench/out/bench_commands.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,15 +40,28 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="quarry-bench-cmd-"))
     env = os.environ | {"QUARRY_HOME": str(home), "QUARRY_TEMPORAL_ADDRESS": "127.0.0.1:7399", "QUARRY_UI_PORT": "8399"}
     quarry = [sys.executable, "-m", "quarry"]
-    subprocess.run([*quarry, "ingest", "examples/corpus", "--name", "sample"], env=env, cwd=REPO, check=True,
-                   capture_output=True)
-    done = subprocess.run([*quarry, "run", "sample", "dense passage retrieval", "--wait", "--json"], env=env, cwd=REPO,
-                          capture_output=True, text=True, check=True)
+    subprocess.run(
+        [*quarry, "ingest", "examples/corpus", "--name", "sample"], env=env, cwd=REPO, check=True, capture_output=True
+    )
+    done = subprocess.run(
+        [*quarry, "run", "sample", "dense passage retrieval", "--wait", "--json"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     job = json.loads(done.stdout.strip().splitlines()[-1])["job_id"]
-    commands = {"--help": ["--help"], "collections": ["collections"], "job list": ["job", "list"],
-                "job show": ["job", "show", job], "job result": ["job", "result", job],
-                "job progress (finished)": ["job", "progress", job], "job watch (finished)": ["job", "watch", job],
-                "job stop (finished)": ["job", "stop", job]}
+    commands = {
+        "--help": ["--help"],
+        "collections": ["collections"],
+        "job list": ["job", "list"],
+        "job show": ["job", "show", job],
+        "job result": ["job", "result", job],
+        "job progress (finished)": ["job", "progress", job],
+        "job watch (finished)": ["job", "watch", job],
+        "job stop (finished)": ["job", "stop", job],
+    }
     times: dict[str, list[float]] = {name: [] for name in commands}
     bare: list[float] = []
     try:
@@ -61,9 +75,14 @@ def main() -> None:
     out: dict[str, Any] = {"python_startup_s": round(ref, 3), "commands": {}}
     for name, samples in times.items():
         median = statistics.median(samples)
-        out["commands"][name] = {"median_s": round(median, 3), "ratio_to_python": round(median / ref, 1),
-                                 "pass": median < TARGET_S}
-        print(f"{name:<26} {median:6.3f} s  ({median / ref:4.1f}× python start-up)  {'PASS' if median < TARGET_S else 'FAIL'}")
+        out["commands"][name] = {
+            "median_s": round(median, 3),
+            "ratio_to_python": round(median / ref, 1),
+            "pass": median < TARGET_S,
+        }
+        print(
+            f"{name:<26} {median:6.3f} s  ({median / ref:4.1f}× python start-up)  {'PASS' if median < TARGET_S else 'FAIL'}"
+        )
     path = REPO / "bench" / "out" / "bench_commands.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2))

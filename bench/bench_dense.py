@@ -8,6 +8,7 @@ In one process: the first N CACM records are ingested as a collection; then, int
 normalize_embeddings=True)` of exactly the chunks the build embeds, with the same model object.
 Reported: the median of each and their ratio (target ≤ 1.2). bench/out/bench_dense.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,6 +44,7 @@ def main() -> None:
     model.encode(texts[:64], batch_size=64, normalize_embeddings=True)  # warm-up
     quarry, bare = [], []
     for i in range(args.repeats):
+
         def build() -> None:
             started = time.perf_counter()
             DenseIndex(col.paths, "slice").build(col.corpus)
@@ -50,13 +52,22 @@ def main() -> None:
 
         def encode() -> None:
             started = time.perf_counter()
-            model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            model.encode(
+                texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
             bare.append(time.perf_counter() - started)
+
         (build, encode)[i % 2]()
         (encode, build)[i % 2]()
     ratio = statistics.median(quarry) / statistics.median(bare)
-    out = {"documents": len(lines), "chunks": len(texts), "quarry_build_s": round(statistics.median(quarry), 2),
-           "bare_encode_s": round(statistics.median(bare), 2), "ratio": round(ratio, 3), "pass": ratio <= TARGET_RATIO}
+    out = {
+        "documents": len(lines),
+        "chunks": len(texts),
+        "quarry_build_s": round(statistics.median(quarry), 2),
+        "bare_encode_s": round(statistics.median(bare), 2),
+        "ratio": round(ratio, 3),
+        "pass": ratio <= TARGET_RATIO,
+    }
     print(json.dumps(out), flush=True)
     path = REPO / "bench" / "out" / "bench_dense.json"
     path.parent.mkdir(parents=True, exist_ok=True)

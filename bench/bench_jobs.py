@@ -11,6 +11,7 @@ machine load hits both alike. Reported: median per-job seconds of each, their ra
 the same SciFact jobs one after another and its peak resident memory (VmHWM) is read (target
 ≤ 2 GB). Results also go to bench/out/bench_jobs.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,11 @@ async def in_process(name: str, intent: str) -> float:
     token = use_control(Control())
     try:
         began = time.perf_counter()
-        await make_search_graph().compile().ainvoke(initial_state(f"inproc-{uuid.uuid4().hex[:8]}", name, intent),
-                                                    config={"recursion_limit": 10_000})
+        await (
+            make_search_graph()
+            .compile()
+            .ainvoke(initial_state(f"inproc-{uuid.uuid4().hex[:8]}", name, intent), config={"recursion_limit": 10_000})
+        )
         return time.perf_counter() - began
     finally:
         reset_control(token)
@@ -60,8 +64,9 @@ async def durable(env, queue: str, name: str, intent: str) -> tuple[float, int, 
     from workflows.shared import JobInput
 
     began = time.perf_counter()
-    handle = await submit(env.client, JobInput(job_id=f"bench-{uuid.uuid4().hex[:8]}", collection=name, intent=intent),
-                          queue=queue)
+    handle = await submit(
+        env.client, JobInput(job_id=f"bench-{uuid.uuid4().hex[:8]}", collection=name, intent=intent), queue=queue
+    )
     result = await handle.result()
     elapsed = time.perf_counter() - began
     history = await handle.fetch_history()
@@ -75,12 +80,13 @@ async def bench_collection(home: Path, name: str, queries: list[str]) -> dict:
     from workflows.dev_server import temporal_binary
     from workflows.worker import build_worker
 
-    async with await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
-                                                     dev_server_extra_args=["--log-level", "error"]) as env:
+    async with await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_binary()), dev_server_extra_args=["--log-level", "error"]
+    ) as env:
         queue = f"bench-{uuid.uuid4().hex[:8]}"
         async with build_worker(env.client, home=home, queue=queue):
             configure_runtime(NodeRuntime(home))  # the same stores for the in-process runs
-            await in_process(name, queries[0])    # warm-up: JVM, caches
+            await in_process(name, queries[0])  # warm-up: JVM, caches
             await durable(env, queue, name, queries[0])
             local, remote, sizes, rounds = [], [], [], []
             for i, q in enumerate(queries):
@@ -94,11 +100,17 @@ async def bench_collection(home: Path, name: str, queries: list[str]) -> dict:
                 sizes.append(size)
                 rounds.append(r)
     ratio = statistics.median(remote) / statistics.median(local)
-    return {"queries": len(queries), "in_process_s_median": round(statistics.median(local), 3),
-            "durable_s_median": round(statistics.median(remote), 3), "ratio": round(ratio, 3),
-            "pass": ratio <= TARGET_RATIO, "history_bytes_median": int(statistics.median(sizes)),
-            "history_bytes_max": max(sizes), "history_bytes_per_round": int(sum(sizes) / max(sum(rounds), 1)),
-            "rounds_mean": round(sum(rounds) / len(rounds), 2)}
+    return {
+        "queries": len(queries),
+        "in_process_s_median": round(statistics.median(local), 3),
+        "durable_s_median": round(statistics.median(remote), 3),
+        "ratio": round(ratio, 3),
+        "pass": ratio <= TARGET_RATIO,
+        "history_bytes_median": int(statistics.median(sizes)),
+        "history_bytes_max": max(sizes),
+        "history_bytes_per_round": int(sum(sizes) / max(sum(rounds), 1)),
+        "rounds_mean": round(sum(rounds) / len(rounds), 2),
+    }
 
 
 def worker_peak_rss(home: Path, name: str, queries: list[str]) -> dict:
@@ -110,27 +122,42 @@ def worker_peak_rss(home: Path, name: str, queries: list[str]) -> dict:
     from workflows.shared import JobInput
 
     async def main() -> dict:
-        async with await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
-                                                         dev_server_extra_args=["--log-level", "error"]) as env:
+        async with await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(temporal_binary()), dev_server_extra_args=["--log-level", "error"]
+        ) as env:
             address = env.client.service_client.config.target_host
             queue = f"bench-rss-{uuid.uuid4().hex[:8]}"
-            proc = subprocess.Popen([sys.executable, "-m", "quarry", "--home", str(home), "worker"],
-                                    env=os.environ | {"QUARRY_TEMPORAL_ADDRESS": address, "QUARRY_TASK_QUEUE": queue},
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "quarry", "--home", str(home), "worker"],
+                env=os.environ | {"QUARRY_TEMPORAL_ADDRESS": address, "QUARRY_TASK_QUEUE": queue},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             try:
                 began = time.perf_counter()
                 for q in queries:
-                    handle = await submit(env.client, JobInput(job_id=f"rss-{uuid.uuid4().hex[:8]}", collection=name,
-                                                               intent=q), queue=queue)
+                    handle = await submit(
+                        env.client,
+                        JobInput(job_id=f"rss-{uuid.uuid4().hex[:8]}", collection=name, intent=q),
+                        queue=queue,
+                    )
                     await asyncio.wait_for(handle.result(), 600)
-                hwm_kb = next(int(line.split()[1]) for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
-                              if line.startswith("VmHWM:"))
+                hwm_kb = next(
+                    int(line.split()[1])
+                    for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                    if line.startswith("VmHWM:")
+                )
             finally:
                 proc.terminate()
                 proc.wait(30)
         gb = hwm_kb / 1024 / 1024
-        return {"jobs": len(queries), "seconds": round(time.perf_counter() - began, 1), "peak_rss_gb": round(gb, 3),
-                "pass": gb <= TARGET_RSS_GB}
+        return {
+            "jobs": len(queries),
+            "seconds": round(time.perf_counter() - began, 1),
+            "peak_rss_gb": round(gb, 3),
+            "pass": gb <= TARGET_RSS_GB,
+        }
+
     return asyncio.run(main())
 
 
@@ -140,8 +167,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--home", type=Path)
     parser.add_argument("--collections", nargs="+", default=list(COLLECTIONS))
-    parser.add_argument("--dense", action="store_true", help="also build and use the dense index (slower jobs, "
-                                                             "as in `quarry eval`; the first build takes minutes)")
+    parser.add_argument(
+        "--dense",
+        action="store_true",
+        help="also build and use the dense index (slower jobs, as in `quarry eval`; the first build takes minutes)",
+    )
     parser.add_argument("--no-rss", action="store_true", help="skip the worker memory measurement")
     args = parser.parse_args()
     home = args.home or Path(tempfile.mkdtemp(prefix="quarry-bench-jobs-"))
@@ -154,13 +184,16 @@ def main() -> None:
         col = Collection(name, home)
         if args.dense:
             from stores.dense import DenseIndex
+
             DenseIndex(col.paths, name).ensure(col.corpus)
         key = f"{name}{'+dense' if args.dense else ''}"
         out[key] = asyncio.run(bench_collection(home, name, judged(col, args.queries)))
         print(json.dumps({key: out[key]}), flush=True)
     if not args.no_rss:
         name = args.collections[-1]
-        out["worker_rss"] = worker_peak_rss(home, name, judged(Collection(name, home), args.queries)) | {"collection": name}
+        out["worker_rss"] = worker_peak_rss(home, name, judged(Collection(name, home), args.queries)) | {
+            "collection": name
+        }
         print(json.dumps({"worker_rss": out["worker_rss"]}), flush=True)
     path = REPO / "bench" / "out" / ("bench_jobs-dense.json" if args.dense else "bench_jobs.json")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ lost spaces), the word count relative to the best of the three, and the control 
 left in the text (to be cleaned). Speed is pages per second,
 best of 3. bench/out/bench_pdf.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,10 @@ from pathlib import Path
 
 from workflows.process_exit import run_script
 
-REAL_PDFS = [Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
-             Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf")]
+REAL_PDFS = [
+    Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
+    Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"),
+]
 _WORD = re.compile(r"[A-Za-z]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")  # e.g. PDFium's \x02 for a soft hyphen
 
@@ -121,18 +124,28 @@ def main() -> None:
             got = words(" ".join(pages))
             recall = sum(min(got.count(w), truth.count(w)) for w in set(truth)) / len(truth)
             precision = sum(min(got.count(w), truth.count(w)) for w in set(got)) / max(len(got), 1)
-            order = sum(b.size for b in SequenceMatcher(None, truth, got, autojunk=False).get_matching_blocks()) / len(truth)
-            results["known"][name] = {"pages": len(pages), "recall": round(recall, 4),
-                                      "precision": round(precision, 4), "order": round(order, 4)}
+            order = sum(b.size for b in SequenceMatcher(None, truth, got, autojunk=False).get_matching_blocks()) / len(
+                truth
+            )
+            results["known"][name] = {
+                "pages": len(pages),
+                "recall": round(recall, 4),
+                "precision": round(precision, 4),
+                "order": round(order, 4),
+            }
     for pdf in [*(p for p in REAL_PDFS if p.is_file()), *args.pdfs]:
         row = {}
         for name, fn in EXTRACTORS.items():
             pages, seconds = timed(fn, pdf)
             ws = [w for p in pages for w in _WORD.findall(p)]
-            row[name] = {"pages": len(pages), "seconds": round(seconds, 4),
-                         "pages_per_s": round(len(pages) / seconds, 1), "words": len(ws),
-                         "glued_per_1000": round(1000 * sum(len(w) > 25 for w in ws) / max(len(ws), 1), 2),
-                         "control_chars": sum(len(_CONTROL.findall(p)) for p in pages)}
+            row[name] = {
+                "pages": len(pages),
+                "seconds": round(seconds, 4),
+                "pages_per_s": round(len(pages) / seconds, 1),
+                "words": len(ws),
+                "glued_per_1000": round(1000 * sum(len(w) > 25 for w in ws) / max(len(ws), 1), 2),
+                "control_chars": sum(len(_CONTROL.findall(p)) for p in pages),
+            }
         most = max(r["words"] for r in row.values())
         for r in row.values():
             r["words_vs_best"] = round(r["words"] / most, 3)
@@ -142,9 +155,11 @@ def main() -> None:
         print(f"{name:10} known: recall {k['recall']:.3f} precision {k['precision']:.3f} order {k['order']:.3f}")
         for pdf, row in results["real"].items():
             r = row[name]
-            print(f"{'':10} {pdf}: {r['pages']} pages, {r['pages_per_s']:.0f} pages/s, words {r['words']} "
-                  f"({r['words_vs_best']:.3f} of best), glued {r['glued_per_1000']}/1000, "
-                  f"control chars {r['control_chars']}")
+            print(
+                f"{'':10} {pdf}: {r['pages']} pages, {r['pages_per_s']:.0f} pages/s, words {r['words']} "
+                f"({r['words_vs_best']:.3f} of best), glued {r['glued_per_1000']}/1000, "
+                f"control chars {r['control_chars']}"
+            )
     out = Path(__file__).resolve().parent / "out"
     out.mkdir(exist_ok=True)
     (out / "bench_pdf.json").write_text(json.dumps(results, indent=2))

@@ -12,6 +12,7 @@ took 19.5 s). `paginate s` times the pagination step alone. Last row: a 20,000-p
 long pages (40 lines each, over 40 million characters), which must be refused at the page
 that passes the limit rather than after reading all of it. bench/out/bench_pdf_pages.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,6 +31,7 @@ LINE = "Lexical retrieval over long scanned reports, page {page} line {line}."  
 
 def make_pdf(path: Path, pages: int, lines: int) -> Path:
     from tests.fakes import copied_pdf_pages
+
     return copied_pdf_pages(path, pages, lines, LINE.replace("{page}", "N"))
 
 
@@ -67,23 +69,39 @@ def main() -> None:
         assert doc is not None and not isinstance(doc, Exception), f"{pages} pages: {doc}"
         lines = [page_lines("\n".join(LINE.format(page=p, line=n) for n in range(args.lines))) for p in range(pages)]
         pag_s, _ = best_of(args.repeats, lambda: paginate(lines))
-        rows.append({"pages": pages, "chars": len(doc.text), "read_s": round(seconds, 3),
-                     "ms_per_page": round(1000 * seconds / pages, 4), "paginate_s": round(pag_s, 4)})
+        rows.append(
+            {
+                "pages": pages,
+                "chars": len(doc.text),
+                "read_s": round(seconds, 3),
+                "ms_per_page": round(1000 * seconds / pages, 4),
+                "paginate_s": round(pag_s, 4),
+            }
+        )
     base = rows[0]["ms_per_page"]
     for row in rows:
         row["per_page_ratio"] = round(row["ms_per_page"] / base, 2)
     big_pages = max(args.pages)
     big = make_pdf(work / "big.pdf", big_pages, 40)
     big_s, refused = best_of(args.repeats, lambda: read_file(big))
-    limit = {"pages": big_pages, "lines_per_page": 40, "refused": isinstance(refused, Exception),
-             "seconds": round(big_s, 3), "reason": str(refused) if isinstance(refused, Exception) else None}
+    limit = {
+        "pages": big_pages,
+        "lines_per_page": 40,
+        "refused": isinstance(refused, Exception),
+        "seconds": round(big_s, 3),
+        "reason": str(refused) if isinstance(refused, Exception) else None,
+    }
 
     print(f"{'pages':>7} {'characters':>11} {'read s':>8} {'ms/page':>8} {'per-page ratio':>15} {'paginate s':>11}")
     for row in rows:
-        print(f"{row['pages']:>7,} {row['chars']:>11,} {row['read_s']:>8.2f} {row['ms_per_page']:>8.3f} "
-              f"{row['per_page_ratio']:>15.2f} {row['paginate_s']:>11.3f}")
-    print(f"{big_pages:,} pages x 40 lines: {'refused' if limit['refused'] else 'read (under the limit at this size)'} "
-          f"after {big_s:.2f} s — {limit['reason']}")
+        print(
+            f"{row['pages']:>7,} {row['chars']:>11,} {row['read_s']:>8.2f} {row['ms_per_page']:>8.3f} "
+            f"{row['per_page_ratio']:>15.2f} {row['paginate_s']:>11.3f}"
+        )
+    print(
+        f"{big_pages:,} pages x 40 lines: {'refused' if limit['refused'] else 'read (under the limit at this size)'} "
+        f"after {big_s:.2f} s — {limit['reason']}"
+    )
     out = REPO / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_pdf_pages.json").write_text(json.dumps({"sizes": rows, "over_limit": limit}, indent=2))

@@ -13,6 +13,7 @@ Reported: wall time per turn of each and their ratio (b)/(a), and the workflow h
 bytes at each T — with the conversation kept by reference it should grow by a constant per turn,
 not with the conversation's length. Results also go to bench/out/bench_react.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,16 @@ from pathlib import Path
 from workflows.process_exit import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
-QUERIES = ["dense passage retrieval", "learned sparse retrieval", "query expansion feedback", "late interaction",
-           "retrieval augmented generation", "citation analysis", "nearest neighbour search", "bert re-ranking"]
+QUERIES = [
+    "dense passage retrieval",
+    "learned sparse retrieval",
+    "query expansion feedback",
+    "late interaction",
+    "retrieval augmented generation",
+    "citation analysis",
+    "nearest neighbour search",
+    "bert re-ranking",
+]
 
 
 def script(turns: int):
@@ -37,7 +46,9 @@ def script(turns: int):
     steps = []
     for t in range(turns):
         if t % 2 == 0:
-            steps.append(tool_call("search", usage(1000 + 200 * t, 20), reason="bench", query=QUERIES[(t // 2) % len(QUERIES)]))
+            steps.append(
+                tool_call("search", usage(1000 + 200 * t, 20), reason="bench", query=QUERIES[(t // 2) % len(QUERIES)])
+            )
         else:
             steps.append(tool_call("read_document", usage(1000 + 200 * t, 20), reason="bench", docid="dpr-2020"))
     steps.append(tool_call("submit", usage(1000, 20), reason="bench", docids=["dpr-2020"]))
@@ -46,8 +57,10 @@ def script(turns: int):
 
 def config(turns: int):
     from nodes.job.config import JobConfig, ModelSettings
-    return JobConfig(models=ModelSettings(model="openai:bench", react_max_steps=turns + 5), max_tool_calls=10_000,
-                     max_seconds=3600)
+
+    return JobConfig(
+        models=ModelSettings(model="openai:bench", react_max_steps=turns + 5), max_tool_calls=10_000, max_seconds=3600
+    )
 
 
 async def in_process(home: Path, turns: int) -> float:
@@ -63,8 +76,9 @@ async def in_process(home: Path, turns: int) -> float:
     token = use_control(Control())
     try:
         app = make_react_graph().compile()
-        state = initial_state(f"bench-{uuid.uuid4().hex[:8]}", "sample", "dense retrieval", policy="react",
-                              config=config(turns))
+        state = initial_state(
+            f"bench-{uuid.uuid4().hex[:8]}", "sample", "dense retrieval", policy="react", config=config(turns)
+        )
         began = time.perf_counter()
         final = await app.ainvoke(state, config={"recursion_limit": 10_000})
         elapsed = time.perf_counter() - began
@@ -86,8 +100,13 @@ async def durable(env, home: Path, turns: int) -> tuple[float, int]:
     model = ScriptedChatModel(script=script(turns))
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     async with build_worker(env.client, home=home, queue=queue, models=ModelRouter(openai__bench=model)):
-        inp = JobInput(job_id=f"bench-{uuid.uuid4().hex[:8]}", collection="sample", intent="dense retrieval",
-                       policy="react", config=config(turns))
+        inp = JobInput(
+            job_id=f"bench-{uuid.uuid4().hex[:8]}",
+            collection="sample",
+            intent="dense retrieval",
+            policy="react",
+            config=config(turns),
+        )
         began = time.perf_counter()
         handle = await submit(env.client, inp, queue=queue)
         result = await handle.result()
@@ -107,8 +126,9 @@ async def main_async(args) -> dict:
     ingest(ROOT / "examples" / "corpus", "sample", home=home)
     await in_process(home, 2)  # warm-up: JVM, imports
     rows = []
-    async with await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
-                                                     dev_server_extra_args=["--log-level", "error"]) as env:
+    async with await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_binary()), dev_server_extra_args=["--log-level", "error"]
+    ) as env:
         await durable(env, home, 2)
         for turns in args.turns:
             local, remote, sizes = [], [], []
@@ -117,9 +137,12 @@ async def main_async(args) -> dict:
                 seconds, size = await durable(env, home, turns)
                 remote.append(seconds)
                 sizes.append(size)
-            row = {"turns": turns, "in_process_ms_per_turn": round(1000 * statistics.median(local) / (turns + 1), 1),
-                   "durable_ms_per_turn": round(1000 * statistics.median(remote) / (turns + 1), 1),
-                   "history_bytes": sizes[0]}
+            row = {
+                "turns": turns,
+                "in_process_ms_per_turn": round(1000 * statistics.median(local) / (turns + 1), 1),
+                "durable_ms_per_turn": round(1000 * statistics.median(remote) / (turns + 1), 1),
+                "history_bytes": sizes[0],
+            }
             row["ratio"] = round(row["durable_ms_per_turn"] / row["in_process_ms_per_turn"], 2)
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -22,6 +22,7 @@ For every size, two child processes, so each one's memory is its own:
 Printed: one table, a column per size, and the growth first → last size of each figure; the raw
 figures go to bench/out/bench_scale.json. The machine is shared: run it when it is quiet.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,6 +62,7 @@ def size_dir(base: Path, size: int) -> Path:
 
 # -- build ---------------------------------------------------------------------------------
 
+
 def build(base: Path, size: int, keep_source: bool) -> dict[str, Any]:
     from bench.scale_corpus import write_beir
     from nodes.ranking.bm25_defaults import default_bm25_params
@@ -82,16 +84,24 @@ def build(base: Path, size: int, keep_source: bool) -> dict[str, Any]:
     store_mb = col.paths.corpus_db.stat().st_size / MB
     index_mb = folder_bytes(col.paths.lucene_dir) / MB
     out = {
-        "documents": size, "queries": written.queries, "k1": k1, "b": b,
-        "generate_s": round(generated, 1), "raw_text_mb": round(raw_mb, 1),
+        "documents": size,
+        "queries": written.queries,
+        "k1": k1,
+        "b": b,
+        "generate_s": round(generated, 1),
+        "raw_text_mb": round(raw_mb, 1),
         "source_jsonl_mb": round(written.file_bytes / MB, 1),
-        "ingest_s": round(ingest_s, 1), "ingest_docs_per_s": round(size / ingest_s, 1),
+        "ingest_s": round(ingest_s, 1),
+        "ingest_docs_per_s": round(size / ingest_s, 1),
         "ingest_mb_per_s": round(raw_mb / ingest_s, 2),
-        "index_s": round(index_s, 1), "index_docs_per_s": round(size / index_s, 1),
+        "index_s": round(index_s, 1),
+        "index_docs_per_s": round(size / index_s, 1),
         "index_mb_per_s": round(raw_mb / index_s, 2),
         "store_s": round(ingest_s - index_s, 1),
-        "corpus_store_mb": round(store_mb, 1), "index_mb": round(index_mb, 1),
-        "index_vs_raw": round(index_mb / raw_mb, 3), "store_vs_raw": round(store_mb / raw_mb, 3),
+        "corpus_store_mb": round(store_mb, 1),
+        "index_mb": round(index_mb, 1),
+        "index_vs_raw": round(index_mb / raw_mb, 3),
+        "store_vs_raw": round(store_mb / raw_mb, 3),
         # The indexer JVM's own peak is not measured: a forked child's ru_maxrss counts the parent's
         # pages it started with. Its heap is capped by stores.jvm.JVM_OPTIONS (-Xmx4g).
         "ingest_peak_rss_mb": vm_hwm_mb(),
@@ -135,8 +145,11 @@ def run_graph(job_id: str, intent: str, config) -> dict[str, Any]:
 
     token = use_control(Control())
     try:
-        return asyncio.run(make_search_graph().compile().ainvoke(initial_state(job_id, NAME, intent, config=config),
-                                                                 config={"recursion_limit": 10_000}))
+        return asyncio.run(
+            make_search_graph()
+            .compile()
+            .ainvoke(initial_state(job_id, NAME, intent, config=config), config={"recursion_limit": 10_000})
+        )
     finally:
         reset_control(token)
 
@@ -160,7 +173,7 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any
     queries = sorted(col.corpus.queries().items())
     qrels = col.corpus.qrels("test")
     lexical_q = queries[:n_queries]
-    semantic_q = queries[n_queries:n_queries + SEMANTIC_QUERIES]
+    semantic_q = queries[n_queries : n_queries + SEMANTIC_QUERIES]
     job_q = queries[n_queries + SEMANTIC_QUERIES] if len(queries) > n_queries + SEMANTIC_QUERIES else queries[-1]
     out: dict[str, Any] = {"documents": col.corpus.count(), "lexical_queries": len(lexical_q)}
 
@@ -178,10 +191,16 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any
         bare.append(t)
         run[qid] = dict(zip(docids, scores, strict=True))
     lexical_metrics = mean_metrics({q: qrels[q] for q in run}, run)
-    out["search"] = {"first_search_ms": round(first * 1e3, 1), "tool_p50_ms": pct(tool, 50), "tool_p95_ms": pct(tool, 95),
-                     "lucene_p50_ms": pct(bare, 50), "lucene_p95_ms": pct(bare, 95), "k": 1000,
-                     "bm25_ndcg@10": round(lexical_metrics["ndcg@10"], 3),
-                     "bm25_recall@1000": round(lexical_metrics["recall@1000"], 3)}
+    out["search"] = {
+        "first_search_ms": round(first * 1e3, 1),
+        "tool_p50_ms": pct(tool, 50),
+        "tool_p95_ms": pct(tool, 95),
+        "lucene_p50_ms": pct(bare, 50),
+        "lucene_p95_ms": pct(bare, 95),
+        "k": 1000,
+        "bm25_ndcg@10": round(lexical_metrics["ndcg@10"], 3),
+        "bm25_recall@1000": round(lexical_metrics["recall@1000"], 3),
+    }
     out["rss_after_searches_mb"] = vm_hwm_mb()
     log(f"lexical: {out['search']}")
 
@@ -189,8 +208,9 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any
     cfg = JobConfig()
     _, load_s = timed(lambda: embed_texts(["load the model"]))
     vectors = col.chunk_vectors
-    semantic = FilteredSemantic(col.lucene, col.corpus, vectors, candidates=cfg.semantic_candidates,
-                                chunks_per_doc=cfg.semantic_chunks)
+    semantic = FilteredSemantic(
+        col.lucene, col.corpus, vectors, candidates=cfg.semantic_candidates, chunks_per_doc=cfg.semantic_chunks
+    )
     cold, warm, embedded, sem_run, rrf_run, lex_run = [], [], [], {}, {}, {}
     for qid, text in semantic_q:
         before = vectors.embedded
@@ -206,13 +226,19 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any
         log(f"semantic {qid}: cold {cold[-1]:.1f} s ({embedded[-1]} chunks embedded), warm {warm[-1] * 1e3:.0f} ms")
     judged = {q: qrels[q] for q, _ in semantic_q}
     out["semantic"] = {
-        "queries": len(semantic_q), "candidates": cfg.semantic_candidates, "chunks_per_doc": cfg.semantic_chunks,
+        "queries": len(semantic_q),
+        "candidates": cfg.semantic_candidates,
+        "chunks_per_doc": cfg.semantic_chunks,
         "model_load_s": round(load_s, 2),
-        "cold_s": [round(t, 2) for t in cold], "warm_ms": [round(t * 1e3, 1) for t in warm],
-        "chunks_embedded": embedded, "chunks_per_s": round(sum(embedded) / max(sum(cold), 1e-9), 1),
-        "ndcg@10": {"bm25": round(mean_metrics(judged, lex_run)["ndcg@10"], 3),
-                    "filtered_semantic": round(mean_metrics(judged, sem_run)["ndcg@10"], 3),
-                    "rrf": round(mean_metrics(judged, rrf_run)["ndcg@10"], 3)},
+        "cold_s": [round(t, 2) for t in cold],
+        "warm_ms": [round(t * 1e3, 1) for t in warm],
+        "chunks_embedded": embedded,
+        "chunks_per_s": round(sum(embedded) / max(sum(cold), 1e-9), 1),
+        "ndcg@10": {
+            "bm25": round(mean_metrics(judged, lex_run)["ndcg@10"], 3),
+            "filtered_semantic": round(mean_metrics(judged, sem_run)["ndcg@10"], 3),
+            "rrf": round(mean_metrics(judged, rrf_run)["ndcg@10"], 3),
+        },
     }
     out["rss_after_semantic_mb"] = vm_hwm_mb()
 
@@ -223,22 +249,33 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool) -> dict[str, Any
         result = rt.jobs.load_draft(state["job_id"])
         assert result is not None, state["job_id"]
         out["job"] = {
-            "query": text, "seconds": round(job_s, 1), "rounds": state.get("round"),
-            "stop_reason": result.get("stop_reason"), "tool_calls": state.get("stats", {}).get("tool_calls"),
+            "query": text,
+            "seconds": round(job_s, 1),
+            "rounds": state.get("round"),
+            "stop_reason": result.get("stop_reason"),
+            "tool_calls": state.get("stats", {}).get("tool_calls"),
             "channels": sorted({s["channel"] for s in state.get("searches", [])}),
             "semantic_labels": [s["label"] for s in state.get("searches", []) if s["channel"] == "semantic"],
-            "chunks_embedded": vectors.embedded - before, "ranked": len(result.get("ranked", [])),
-            "ndcg@10": round(mean_metrics({qid: qrels[qid]}, {qid: {d: float(len(result["run"]) - i)
-                                                                   for i, d in enumerate(result["run"])}})["ndcg@10"], 3),
+            "chunks_embedded": vectors.embedded - before,
+            "ranked": len(result.get("ranked", [])),
+            "ndcg@10": round(
+                mean_metrics(
+                    {qid: qrels[qid]}, {qid: {d: float(len(result["run"]) - i) for i, d in enumerate(result["run"])}}
+                )["ndcg@10"],
+                3,
+            ),
         }
         log(f"job: {out['job']}")
     out["peak_rss_mb"] = vm_hwm_mb()
-    out["chunk_cache_mb"] = round(sum(p.stat().st_size for p in col.paths.version_dir.glob("chunk-vectors.sqlite*")) / MB, 1)
+    out["chunk_cache_mb"] = round(
+        sum(p.stat().st_size for p in col.paths.version_dir.glob("chunk-vectors.sqlite*")) / MB, 1
+    )
     configure_runtime(None)
     return out
 
 
 # -- orchestration -------------------------------------------------------------------------
+
 
 def child(step: str, base: Path, size: int, extra: list[str]) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
@@ -277,6 +314,7 @@ def main() -> None:
         else:
             if marker.parent.exists():
                 import shutil
+
                 shutil.rmtree(marker.parent)
             print(f"[{size}] generating and ingesting …", flush=True)
             built = child("build", base, size, ["--keep-source"] if args.keep_source else [])
@@ -324,14 +362,18 @@ def _value(row: dict[str, Any], path: tuple[str, ...]) -> float | None:
             return None
     if isinstance(node, list):
         import statistics
+
         return round(statistics.median(node), 2) if node else None
     return node
 
 
 def report(results: dict[str, Any]) -> None:
     sizes = list(results)
-    print("\n| figure | " + " | ".join(f"{int(n):,} docs" for n in sizes)
-          + (f" | growth {int(sizes[0]) // 1000}k → {int(sizes[-1]) // 1000}k |" if len(sizes) > 1 else " |"))
+    print(
+        "\n| figure | "
+        + " | ".join(f"{int(n):,} docs" for n in sizes)
+        + (f" | growth {int(sizes[0]) // 1000}k → {int(sizes[-1]) // 1000}k |" if len(sizes) > 1 else " |")
+    )
     print("|---|" + "---:|" * (len(sizes) + (len(sizes) > 1)))
     for label, path, unit in FIGURES:
         values = [_value(results[n], path) for n in sizes]

@@ -15,6 +15,7 @@ PASS when p50(a) / p50(b) <= 1.3. Index builds are compared the same way: Quarry
 Anserini's `IndexCollection` run directly on a pre-exported JsonCollection folder of the same
 documents with the same thread count. Results also go to bench/out/bench_search.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -111,17 +112,30 @@ def bench_search(col: Collection, warmup: int) -> dict[str, Any]:
 
     ratio = ms(t_quarry, 50) / ms(t_bare, 50)
     return {
-        "queries": len(queries), "k1": meta.k1, "b": meta.b, "depth": DEPTH, "warmup": warmup,
-        "quarry_search_tool_ms": {"p50": ms(t_quarry, 50), "p90": ms(t_quarry, 90),
-                                  "mean": round(float(np.mean(t_quarry)) * 1e3, 3)},
-        "pyserini_bare_ms": {"p50": ms(t_bare, 50), "p90": ms(t_bare, 90),
-                             "mean": round(float(np.mean(t_bare)) * 1e3, 3)},
+        "queries": len(queries),
+        "k1": meta.k1,
+        "b": meta.b,
+        "depth": DEPTH,
+        "warmup": warmup,
+        "quarry_search_tool_ms": {
+            "p50": ms(t_quarry, 50),
+            "p90": ms(t_quarry, 90),
+            "mean": round(float(np.mean(t_quarry)) * 1e3, 3),
+        },
+        "pyserini_bare_ms": {
+            "p50": ms(t_bare, 50),
+            "p90": ms(t_bare, 90),
+            "mean": round(float(np.mean(t_bare)) * 1e3, 3),
+        },
         "p50_ratio": round(ratio, 3),
         "pass": ratio <= TARGET_RATIO,
         "identical_rankings": same,
         "different_rankings": differ[:10],
-        "breakdown_p50_ms": {"lucene_index_search": ms(t_lucene, 50), "tool_search": ms(t_tool, 50),
-                             "render": ms(t_render, 50)},
+        "breakdown_p50_ms": {
+            "lucene_index_search": ms(t_lucene, 50),
+            "tool_search": ms(t_tool, 50),
+            "render": ms(t_render, 50),
+        },
     }
 
 
@@ -149,11 +163,14 @@ def export_json_collection(col: Collection, folder: Path, threads: int) -> int:
     folder.mkdir(parents=True)
     count = 0
     with ExitStack() as shard_files:
-        shards = [shard_files.enter_context(open(folder / f"part{i:02d}.jsonl", "w", encoding="utf-8"))
-                  for i in range(threads)]
+        shards = [
+            shard_files.enter_context(open(folder / f"part{i:02d}.jsonl", "w", encoding="utf-8"))
+            for i in range(threads)
+        ]
         for count, rec in enumerate(col.corpus.iter_records(), start=1):
-            shards[count % threads].write(json.dumps({"id": rec.docid, "contents": rec.index_contents()},
-                                                     ensure_ascii=False) + "\n")
+            shards[count % threads].write(
+                json.dumps({"id": rec.docid, "contents": rec.index_contents()}, ensure_ascii=False) + "\n"
+            )
     return count
 
 
@@ -164,9 +181,16 @@ def bench_index(col: Collection, scratch: Path, threads: int, reps: int) -> dict
     t_quarry: list[float] = []
     t_raw: list[float] = []
     for rep in range(reps):
+
         def quarry() -> None:
-            build_index(col.corpus.iter_records(), scratch / f"quarry-{rep}", fingerprint=meta.fingerprint,
-                        k1=meta.k1, b=meta.b, threads=threads)
+            build_index(
+                col.corpus.iter_records(),
+                scratch / f"quarry-{rep}",
+                fingerprint=meta.fingerprint,
+                k1=meta.k1,
+                b=meta.b,
+                threads=threads,
+            )
 
         def raw() -> None:
             run_index_collection(exported, scratch / f"raw-{rep}", threads)
@@ -175,10 +199,14 @@ def bench_index(col: Collection, scratch: Path, threads: int, reps: int) -> dict
             sink.append(timed(fn)[1])
     shutil.rmtree(scratch, ignore_errors=True)
     best_q, best_r = min(t_quarry), min(t_raw)
-    return {"documents": documents, "threads": threads, "reps": reps,
-            "quarry_build_index_s": [round(t, 3) for t in t_quarry],
-            "anserini_index_collection_s": [round(t, 3) for t in t_raw],
-            "best_ratio": round(best_q / best_r, 3)}
+    return {
+        "documents": documents,
+        "threads": threads,
+        "reps": reps,
+        "quarry_build_index_s": [round(t, 3) for t in t_quarry],
+        "anserini_index_collection_s": [round(t, 3) for t in t_raw],
+        "best_ratio": round(best_q / best_r, 3),
+    }
 
 
 # -- main --------------------------------------------------------------------------------------
@@ -190,8 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, default=None, help="reuse this QUARRY_HOME (default: a temporary one)")
     parser.add_argument("--collections", nargs="+", default=list(COLLECTIONS))
     parser.add_argument("--warmup", type=int, default=300, help="untimed warm-up searches per side")
-    parser.add_argument("--threads", type=int, default=max(1, min(4, os.cpu_count() or 1)),
-                        help="indexing threads (both builds)")
+    parser.add_argument(
+        "--threads", type=int, default=max(1, min(4, os.cpu_count() or 1)), help="indexing threads (both builds)"
+    )
     parser.add_argument("--index-reps", type=int, default=2)
     parser.add_argument("--profile", action="store_true", help="always print a cProfile of the search tool")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -204,14 +233,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         home = args.home.expanduser().resolve()
     os.environ["QUARRY_HOME"] = str(home)
-    result: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                                          "platform": platform.platform()},
-                              "home": str(home), "target_p50_ratio": TARGET_RATIO, "collections": {}}
+    result: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "home": str(home),
+        "target_p50_ratio": TARGET_RATIO,
+        "collections": {},
+    }
     try:
         for name in args.collections:
             report, seconds = timed(lambda: ingest(args.datasets.resolve() / name, name, home=home))
-            print(f"[{name}] ingest: {report.documents} documents, {report.queries} queries in {seconds:.1f}s"
-                  + (" (unchanged)" if report.unchanged else ""), flush=True)
+            print(
+                f"[{name}] ingest: {report.documents} documents, {report.queries} queries in {seconds:.1f}s"
+                + (" (unchanged)" if report.unchanged else ""),
+                flush=True,
+            )
             result["collections"][name] = {"ingest_s": round(seconds, 3), "documents": report.documents}
 
         for name in args.collections:
@@ -219,24 +254,31 @@ def main(argv: list[str] | None = None) -> int:
             search = bench_search(col, args.warmup)
             result["collections"][name]["search"] = search
             a, b = search["quarry_search_tool_ms"], search["pyserini_bare_ms"]
-            print(f"[{name}] search, {search['queries']} queries, depth {DEPTH}, BM25 k1={search['k1']} b={search['b']}:\n"
-                  f"    quarry search tool + render   p50 {a['p50']:8.2f} ms   p90 {a['p90']:8.2f} ms\n"
-                  f"    bare LuceneSearcher.search     p50 {b['p50']:8.2f} ms   p90 {b['p90']:8.2f} ms\n"
-                  f"    p50 ratio {search['p50_ratio']:.3f}  ->  {'PASS' if search['pass'] else 'FAIL'} (<= {TARGET_RATIO})\n"
-                  f"    identical rankings: {search['identical_rankings']}/{search['queries']}\n"
-                  f"    breakdown p50: {search['breakdown_p50_ms']}", flush=True)
+            print(
+                f"[{name}] search, {search['queries']} queries, depth {DEPTH}, BM25 k1={search['k1']} b={search['b']}:\n"
+                f"    quarry search tool + render   p50 {a['p50']:8.2f} ms   p90 {a['p90']:8.2f} ms\n"
+                f"    bare LuceneSearcher.search     p50 {b['p50']:8.2f} ms   p90 {b['p90']:8.2f} ms\n"
+                f"    p50 ratio {search['p50_ratio']:.3f}  ->  {'PASS' if search['pass'] else 'FAIL'} (<= {TARGET_RATIO})\n"
+                f"    identical rankings: {search['identical_rankings']}/{search['queries']}\n"
+                f"    breakdown p50: {search['breakdown_p50_ms']}",
+                flush=True,
+            )
             if args.profile or not search["pass"]:
                 report = profile_search(col)
                 result["collections"][name]["profile"] = report
                 print(report, flush=True)
 
-            index = bench_index(col, Path(tempfile.mkdtemp(prefix="bench-index-", dir=home)), args.threads,
-                                args.index_reps)
+            index = bench_index(
+                col, Path(tempfile.mkdtemp(prefix="bench-index-", dir=home)), args.threads, args.index_reps
+            )
             result["collections"][name]["index"] = index
-            print(f"[{name}] index build, {index['documents']} documents, {index['threads']} threads:\n"
-                  f"    quarry build_index             {index['quarry_build_index_s']} s\n"
-                  f"    anserini IndexCollection       {index['anserini_index_collection_s']} s\n"
-                  f"    best-of ratio {index['best_ratio']:.3f}", flush=True)
+            print(
+                f"[{name}] index build, {index['documents']} documents, {index['threads']} threads:\n"
+                f"    quarry build_index             {index['quarry_build_index_s']} s\n"
+                f"    anserini IndexCollection       {index['anserini_index_collection_s']} s\n"
+                f"    best-of ratio {index['best_ratio']:.3f}",
+                flush=True,
+            )
     finally:
         if temp_home:
             shutil.rmtree(temp_home, ignore_errors=True)

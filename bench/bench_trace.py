@@ -9,6 +9,7 @@ node spans), and how many per-document `read_document` events the batched `read_
 spans carry — each of which was a span of its own before batching. Results also go to
 bench/out/bench_trace.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,14 +38,23 @@ def run_job(home: Path, name: str, intent: str, mode: Literal["list", "answer"])
     token = use_control(Control())
     try:
         with under_agent(ref), get_tracer().start_as_current_span("RunWorkflow:SearchJob"):
-            asyncio.run(make_search_graph().compile().ainvoke(
-                initial_state(job_id, name, intent, mode=mode), config={"recursion_limit": 10_000}))
+            asyncio.run(
+                make_search_graph()
+                .compile()
+                .ainvoke(initial_state(job_id, name, intent, mode=mode), config={"recursion_limit": 10_000})
+            )
     finally:
         reset_control(token)
     from nodes.job.runtime import runtime
+
     result = runtime().jobs.load_draft(job_id) or {}  # the result is kept by reference, in the job store
-    emit_agent_span(ref, job_id=job_id, intent=intent, status="completed",
-                    output={"answer": result.get("answer") or "", "ranked": [r["docid"] for r in result.get("ranked", [])]})
+    emit_agent_span(
+        ref,
+        job_id=job_id,
+        intent=intent,
+        status="completed",
+        output={"answer": result.get("answer") or "", "ranked": [r["docid"] for r in result.get("ranked", [])]},
+    )
     return ref.trace_id
 
 
@@ -63,8 +73,12 @@ def measure(folder: Path, trace_id: str) -> dict:
         per_round[key]["spans"] += 1
         per_round[key]["bytes"] += len(line.encode()) + 1
     events = sum(len(s.get("events", [])) for s in spans if s["name"] == "execute_tool read_documents")
-    return {"spans": len(spans), "bytes": path.stat().st_size, "per_round": dict(per_round),
-            "read_events_in_batches": events}
+    return {
+        "spans": len(spans),
+        "bytes": path.stat().st_size,
+        "per_round": dict(per_round),
+        "read_events_in_batches": events,
+    }
 
 
 def main() -> None:
@@ -89,8 +103,10 @@ def main() -> None:
         for mode in args.mode:
             out[mode] = measure(traces_dir(home), run_job(home, "bench", intent, mode))
             m = out[mode]
-            print(f"{mode}: {m['spans']} spans, {m['bytes'] / 1024:.1f} KiB; read_document events in batches: "
-                  f"{m['read_events_in_batches']} (spans saved)")
+            print(
+                f"{mode}: {m['spans']} spans, {m['bytes'] / 1024:.1f} KiB; read_document events in batches: "
+                f"{m['read_events_in_batches']} (spans saved)"
+            )
             for key, row in sorted(m["per_round"].items()):
                 label = "outside rounds" if key == "None" else f"round {key}"
                 print(f"  {label}: {row['spans']} spans, {row['bytes'] / 1024:.1f} KiB")

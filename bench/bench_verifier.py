@@ -10,6 +10,7 @@ alternative BM25 scorings of the verified head — plus `final_order`). Reported
 per job for each, and the verifier's extra time as a share of the whole in-process job.
 bench/out/bench_verifier.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,14 @@ def main() -> None:
         token = use_control(Control())
         try:
             started = time.perf_counter()
-            state = cast(JobState, asyncio.run(graph.ainvoke(initial_state(f"bench-verifier-{qid}", col.name, texts[qid]),
-                                                             config={"recursion_limit": 10_000})))
+            state = cast(
+                JobState,
+                asyncio.run(
+                    graph.ainvoke(
+                        initial_state(f"bench-verifier-{qid}", col.name, texts[qid]), config={"recursion_limit": 10_000}
+                    )
+                ),
+            )
             jobs.append(time.perf_counter() - started)
         finally:
             reset_control(token)
@@ -71,16 +78,32 @@ def main() -> None:
 
         def with_verifier() -> None:
             inputs = ranker_inputs(rt, state, pool)
-            final_order(pool, inputs.channel_of, verifier, neighbours=inputs.neighbours, lengths=inputs.lengths,
-                        context=inputs.context)
+            final_order(
+                pool,
+                inputs.channel_of,
+                verifier,
+                neighbours=inputs.neighbours,
+                lengths=inputs.lengths,
+                context=inputs.context,
+            )
+
         with_verifier()  # warm the alternative BM25 scorers once
         rules.append(_best_of(lambda: ranked_candidates(pool)))
         verified.append(_best_of(with_verifier))
     configure_runtime(None)
-    job_s, rule_ms, verifier_ms = statistics.median(jobs), statistics.median(rules) * 1e3, statistics.median(verified) * 1e3
-    out = {"collection": col.name, "queries": len(jobs), "job_median_s": round(job_s, 3),
-           "heuristic_rule_ms": round(rule_ms, 2), "verifier_ms": round(verifier_ms, 2),
-           "verifier_extra_share_of_job": round((verifier_ms - rule_ms) / 1e3 / job_s, 4)}
+    job_s, rule_ms, verifier_ms = (
+        statistics.median(jobs),
+        statistics.median(rules) * 1e3,
+        statistics.median(verified) * 1e3,
+    )
+    out = {
+        "collection": col.name,
+        "queries": len(jobs),
+        "job_median_s": round(job_s, 3),
+        "heuristic_rule_ms": round(rule_ms, 2),
+        "verifier_ms": round(verifier_ms, 2),
+        "verifier_extra_share_of_job": round((verifier_ms - rule_ms) / 1e3 / job_s, 4),
+    }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=2))
     print(json.dumps(out))

@@ -14,6 +14,7 @@ generator never holds more than one document's words.
 - Queries: one per topic (the first `queries`), two theme words and two of the topic's unique
   words; qrels grade primary-topic documents 2 and secondary-topic documents 1.
 """
+
 from __future__ import annotations
 
 import json
@@ -69,9 +70,11 @@ THEMES = (
     "mining copper ore quarry miners shaft",
     "piano pianist keyboard sonata recital chords",
 )
-_FUNCTION_WORDS = ("the of and to a in is that for it as was with on by be this are from at or an "
-                   "which have not they their has but one were all been we more its had also there "
-                   "can other when some into would than only new over these such most after").split()
+_FUNCTION_WORDS = (
+    "the of and to a in is that for it as was with on by be this are from at or an "
+    "which have not they their has but one were all been we more its had also there "
+    "can other when some into would than only new over these such most after"
+).split()
 _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
 _SYLLABLES = [c + v for c in _CONSONANTS for v in _VOWELS]  # 70
@@ -80,8 +83,8 @@ _SYLLABLES = [c + v for c in _CONSONANTS for v in _VOWELS]  # 70
 def pseudo_word(j: int) -> str:
     """A unique pronounceable word for index j (2 syllables below 4,900, then 3, then 4)."""
     n = len(_SYLLABLES)
-    length = 2 if j < n ** 2 else 3 if j < n ** 2 + n ** 3 else 4
-    j -= 0 if length == 2 else n ** 2 if length == 3 else n ** 2 + n ** 3
+    length = 2 if j < n**2 else 3 if j < n**2 + n**3 else 4
+    j -= 0 if length == 2 else n**2 if length == 3 else n**2 + n**3
     out = []
     for _ in range(length):
         j, r = divmod(j, n)
@@ -107,7 +110,7 @@ def topic(t: int) -> Topic:
 class Vocabulary:
     def __init__(self) -> None:
         ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
-        weights = ranks ** -ZIPF_S
+        weights = ranks**-ZIPF_S
         self.cdf = np.cumsum(weights / weights.sum())
         self.words = [_FUNCTION_WORDS[j] if j < len(_FUNCTION_WORDS) else pseudo_word(j) for j in range(VOCAB)]
 
@@ -145,10 +148,12 @@ def make_doc(vocab: Vocabulary, i: int, seed: int = SEED) -> SyntheticDoc:
         size = int(rng.integers(60, 141))
         if n_words - (start + size) < 30:  # no stub paragraph at the end
             size = n_words - start
-        paragraphs.append(words[start:start + size])
+        paragraphs.append(words[start : start + size])
         start += size
     plants = [(primary, 0.15)] * 3 + ([(secondary, 0.10)] if secondary is not None else [])
-    for (t, share), p in zip(plants, rng.choice(len(paragraphs), size=len(plants), replace=False).tolist(), strict=True):
+    for (t, share), p in zip(
+        plants, rng.choice(len(paragraphs), size=len(plants), replace=False).tolist(), strict=True
+    ):
         _plant(rng, paragraphs[p], topic(t), share)
     main = topic(primary)
     title_words = vocab.draw(rng, int(rng.integers(3, 7)))
@@ -172,8 +177,8 @@ def query_text(t: int) -> str:
 @dataclass(frozen=True)
 class Written:
     documents: int
-    raw_bytes: int     # UTF-8 bytes of titles and texts (what a reader of the corpus reads)
-    file_bytes: int    # corpus.jsonl on disk
+    raw_bytes: int  # UTF-8 bytes of titles and texts (what a reader of the corpus reads)
+    file_bytes: int  # corpus.jsonl on disk
     queries: int
 
 

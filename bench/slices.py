@@ -1,5 +1,6 @@
 """Where the benchmarks find the team's datasets, and the first N documents of one as a JSONL file
 (the slice several benches ingest)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -13,6 +13,7 @@ Trajectory recall tiers (Pi-Serini): of a query's relevant documents, the share 
 surfaced (in any cached ranking or channel), previewed, opened and cited — where along the way
 relevant documents were lost.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,8 +53,9 @@ class AgentOptions:
         return self.grader or self.config.models.model
 
 
-def trajectory_tiers(qrels: Mapping[str, Mapping[str, int]],
-                     trajectories: Mapping[str, Mapping[str, list[str]]]) -> dict[str, dict[str, float]]:
+def trajectory_tiers(
+    qrels: Mapping[str, Mapping[str, int]], trajectories: Mapping[str, Mapping[str, list[str]]]
+) -> dict[str, dict[str, float]]:
     """Per query with relevant documents and a trajectory: recall of the relevant documents in
     each tier (`{qid: {"surfaced": r, "previewed": r, "opened": r, "cited": r}}`)."""
     out: dict[str, dict[str, float]] = {}
@@ -77,8 +79,15 @@ def _stdout_to_stderr():
         os.close(saved)
 
 
-async def _run_jobs(col: Collection, texts: dict[str, str], modes: dict[str, str], home: Path, policy: str,
-                    options: AgentOptions, on_done: Callable[[int, int], None] | None) -> dict[str, dict]:
+async def _run_jobs(
+    col: Collection,
+    texts: dict[str, str],
+    modes: dict[str, str],
+    home: Path,
+    policy: str,
+    options: AgentOptions,
+    on_done: Callable[[int, int], None] | None,
+) -> dict[str, dict]:
     from temporalio.testing import WorkflowEnvironment
 
     from workflows.client import submit
@@ -88,8 +97,9 @@ async def _run_jobs(col: Collection, texts: dict[str, str], modes: dict[str, str
     from workflows.worker import build_worker
 
     with _stdout_to_stderr():  # the dev server prints a banner; `--json` output must stay pure JSON
-        env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
-                                                    dev_server_extra_args=["--log-level", "error"])
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(temporal_binary()), dev_server_extra_args=["--log-level", "error"]
+        )
     results: dict[str, dict] = {}
     async with env:
         queue = f"quarry-eval-{uuid.uuid4().hex[:8]}"
@@ -98,13 +108,20 @@ async def _run_jobs(col: Collection, texts: dict[str, str], modes: dict[str, str
 
             async def one(qid: str) -> None:
                 async with gate:
-                    inp = JobInput(job_id=f"eval-{col.name}-{qid}-{uuid.uuid4().hex[:6]}", collection=col.name,
-                                   intent=texts[qid], mode=modes[qid], policy=policy, config=options.config)
+                    inp = JobInput(
+                        job_id=f"eval-{col.name}-{qid}-{uuid.uuid4().hex[:6]}",
+                        collection=col.name,
+                        intent=texts[qid],
+                        mode=modes[qid],
+                        policy=policy,
+                        config=options.config,
+                    )
                     handle = await submit(env.client, inp, queue=queue)
                     # A failed job's workflow ends Failed: its result (status "failed", its error's code) still counts.
                     results[qid] = {"job_id": inp.job_id, **(await job_result(handle))}
                     if on_done:
                         on_done(len(results), len(texts))
+
             await asyncio.gather(*(one(q) for q in texts))
     return results
 
@@ -118,14 +135,24 @@ def held_out_verifier(collection: str, options: AgentOptions) -> AgentOptions:
     shipped = load_verifier_file()
     if not (options.config.verifier and shipped and collection in shipped.get("trained_on", [])):
         return options
-    print(f"note: the shipped verifier {shipped['name']} was trained on {collection}'s judgements; the agent is "
-          "evaluated here with the heuristic order (held-out verifier figures: docs/eval/ranker.md)", file=sys.stderr)
+    print(
+        f"note: the shipped verifier {shipped['name']} was trained on {collection}'s judgements; the agent is "
+        "evaluated here with the heuristic order (held-out verifier figures: docs/eval/ranker.md)",
+        file=sys.stderr,
+    )
     return replace(options, config=replace(options.config, verifier=False))
 
 
-def agent_runs(col: Collection, texts: dict[str, str], *, system: str = "agent", options: AgentOptions | None = None,
-               answers: Mapping[str, str] | None = None, depth: int = JobConfig.run_depth,
-               on_done: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[tuple[str, float]]], dict]:
+def agent_runs(
+    col: Collection,
+    texts: dict[str, str],
+    *,
+    system: str = "agent",
+    options: AgentOptions | None = None,
+    answers: Mapping[str, str] | None = None,
+    depth: int = JobConfig.run_depth,
+    on_done: Callable[[int, int], None] | None = None,
+) -> tuple[dict[str, list[tuple[str, float]]], dict]:
     """Run one job per query; return runs (docid, pseudo-score) and job statistics (each query's
     trajectory, usage, grades of answers)."""
     options = options or AgentOptions()
@@ -142,10 +169,14 @@ def agent_runs(col: Collection, texts: dict[str, str], *, system: str = "agent",
     usage = Usage()
     for qid, res in results.items():
         if res.get("status") == "failed":  # counted with what it found; said, with its code, on stderr
-            print(f"note: query {qid}: job {res['job_id']} failed: error {_error_text(res.get('error'))}", file=sys.stderr)
+            print(
+                f"note: query {qid}: job {res['job_id']} failed: error {_error_text(res.get('error'))}", file=sys.stderr
+            )
         traj = res.get("trajectory", {})
-        trajectories[qid] = {"surfaced": sorted(jobs.surfaced(res["job_id"])),
-                             **{t: list(traj.get(t, [])) for t in TIERS[1:]}}
+        trajectories[qid] = {
+            "surfaced": sorted(jobs.surfaced(res["job_id"])),
+            **{t: list(traj.get(t, [])) for t in TIERS[1:]},
+        }
         order = list(res.get("run", []))
         seen = set(order)
         order += [h.docid for h in col.lucene.search(texts[qid], depth) if h.docid not in seen]
@@ -161,14 +192,17 @@ def agent_runs(col: Collection, texts: dict[str, str], *, system: str = "agent",
         runs[qid] = [(d, float(depth - i)) for i, d in enumerate(order)]
     grades, grader_usage = _grade(results, texts, answers, grader, options)
     n = max(len(results), 1)
-    stats = {"hallucination_rate": unknown / outputs if outputs else 0.0,
-             "tool_calls_per_query": round(tool_calls / n, 2),
-             "statuses": sorted({r.get("status", "?") for r in results.values()}),
-             "trajectories": trajectories,
-             "tokens_per_query": round(usage.total_tokens / n, 1), "dollars_per_query": round(usage.dollars / n, 6),
-             "fallbacks_per_query": round(fallbacks / n, 3),
-             "citation_hallucination_rate": round(removed / checked, 4) if checked else 0.0,
-             "grades": {g.qid: g for g in grades}}
+    stats = {
+        "hallucination_rate": unknown / outputs if outputs else 0.0,
+        "tool_calls_per_query": round(tool_calls / n, 2),
+        "statuses": sorted({r.get("status", "?") for r in results.values()}),
+        "trajectories": trajectories,
+        "tokens_per_query": round(usage.total_tokens / n, 1),
+        "dollars_per_query": round(usage.dollars / n, 6),
+        "fallbacks_per_query": round(fallbacks / n, 3),
+        "citation_hallucination_rate": round(removed / checked, 4) if checked else 0.0,
+        "grades": {g.qid: g for g in grades},
+    }
     if grades:
         stats |= answer_metrics(grades) | {"grader": grader, "grader_tokens": grader_usage.total_tokens}
     return runs, stats
@@ -182,8 +216,13 @@ def _error_text(error: object) -> str:
     return f"({error.get('code')}): {error.get('message', '')}{hint}"
 
 
-def _grade(results: Mapping[str, dict], texts: Mapping[str, str], answers: Mapping[str, str], grader: str | None,
-           options: AgentOptions) -> tuple[list[Grade], Usage]:
+def _grade(
+    results: Mapping[str, dict],
+    texts: Mapping[str, str],
+    answers: Mapping[str, str],
+    grader: str | None,
+    options: AgentOptions,
+) -> tuple[list[Grade], Usage]:
     if not answers or not grader:
         return [], Usage()
     model = (options.models or make_chat_model)(grader, options.config.models)

@@ -6,6 +6,7 @@ the reference, says correct yes/no, and restates the response's confidence. Accu
 share graded correct; calibration error is the expected calibration error of the stated
 confidences (10 equal-width bins, |accuracy − mean confidence| weighted by bin size).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -47,7 +48,9 @@ BINS = 10
 class GradeOut(BaseModel):
     """A grade of one response against its reference answer."""
 
-    extracted_final_answer: Annotated[str, clip(1000)] = Field(description="The final answer extracted from the response.")
+    extracted_final_answer: Annotated[str, clip(1000)] = Field(
+        description="The final answer extracted from the response."
+    )
     reasoning: Annotated[str, clip(2000)] = Field(description="Why it is or is not equivalent to the correct answer.")
     correct: Literal["yes", "no"]
     confidence: int = Field(ge=0, le=100)
@@ -68,20 +71,30 @@ def response_text(result: Mapping[str, Any]) -> str:
     answer = result.get("answer") or {}
     if isinstance(answer, str):
         answer = {"explanation": answer}
-    return (f"Explanation: {answer.get('explanation', '')}\nExact Answer: {answer.get('exact_answer', '') or 'None'}\n"
-            f"Confidence: {stated_confidence(answer)}")
+    return (
+        f"Explanation: {answer.get('explanation', '')}\nExact Answer: {answer.get('exact_answer', '') or 'None'}\n"
+        f"Confidence: {stated_confidence(answer)}"
+    )
 
 
-def grade(model: Any, spec: str, qid: str, question: str, response: str, correct_answer: str,
-          config: JobConfig) -> tuple[Grade, Usage]:
+def grade(
+    model: Any, spec: str, qid: str, question: str, response: str, correct_answer: str, config: JobConfig
+) -> tuple[Grade, Usage]:
     """Grade one response; a failed or invalid grading counts as incorrect and says why."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    prompt = GRADER.format(question=neutralise(question), response=neutralise(response),
-                           correct_answer=neutralise(correct_answer))
+    prompt = GRADER.format(
+        question=neutralise(question), response=neutralise(response), correct_answer=neutralise(correct_answer)
+    )
     try:
-        out = structured(model, [SystemMessage(content=GRADER_SYSTEM), HumanMessage(content=prompt)], GradeOut,
-                         spec=spec, purpose="grade answer", prices=config.prices)
+        out = structured(
+            model,
+            [SystemMessage(content=GRADER_SYSTEM), HumanMessage(content=prompt)],
+            GradeOut,
+            spec=spec,
+            purpose="grade answer",
+            prices=config.prices,
+        )
     except ModelError as exc:
         return Grade(qid, "", "", False, 0, str(exc)), Usage()
     if out.value is None:
@@ -106,5 +119,8 @@ def calibration_error(grades: Sequence[Grade], bins: int = BINS) -> float:
 
 
 def answer_metrics(grades: Sequence[Grade]) -> dict[str, float]:
-    return {"answer_accuracy": round(sum(g.correct for g in grades) / len(grades), 4) if grades else 0.0,
-            "calibration_error": calibration_error(grades), "graded": len(grades)}
+    return {
+        "answer_accuracy": round(sum(g.correct for g in grades) / len(grades), 4) if grades else 0.0,
+        "calibration_error": calibration_error(grades),
+        "graded": len(grades),
+    }

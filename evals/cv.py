@@ -7,6 +7,7 @@ a separate `train` split, the setting is chosen on it and applied to the evaluat
 every query gets therefore comes from parameters chosen without it; the report gives each fold's
 choice.
 """
+
 from __future__ import annotations
 
 import random
@@ -50,11 +51,20 @@ def best_setting(scores: Mapping[tuple[float, float], Mapping[str, float]], qids
     return min(scores, key=lambda s: (-sum(scores[s].get(q, 0.0) for q in qids) / max(len(qids), 1), s))
 
 
-def cross_validate(qids: Sequence[str], texts: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]],
-                   rank: Ranker, *, train: Sequence[str] = (), train_texts: Mapping[str, str] | None = None,
-                   train_qrels: Mapping[str, Mapping[str, int]] | None = None, k: int = FOLDS,
-                   grid: tuple[Sequence[float], Sequence[float]] = (CV_K1, CV_B), threads: int = 2,
-                   progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, dict[str, float]], list[Fold]]:
+def cross_validate(
+    qids: Sequence[str],
+    texts: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    rank: Ranker,
+    *,
+    train: Sequence[str] = (),
+    train_texts: Mapping[str, str] | None = None,
+    train_qrels: Mapping[str, Mapping[str, int]] | None = None,
+    k: int = FOLDS,
+    grid: tuple[Sequence[float], Sequence[float]] = (CV_K1, CV_B),
+    threads: int = 2,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[str, dict[str, float]], list[Fold]]:
     """The run in which every query of `qids` is ranked with a setting chosen without it."""
     settings = [(k1, b) for k1 in grid[0] for b in grid[1]]
     held_out = list(train)  # a separate train split: choose there, apply to all of qids
@@ -64,8 +74,12 @@ def cross_validate(qids: Sequence[str], texts: Mapping[str, str], qrels: Mapping
     scores: dict[tuple[float, float], dict[str, float]] = {}
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         for n, (k1, b) in enumerate(settings, start=1):
-            pool_run = dict(zip(pool_qids, pool.map(lambda q, k1=k1, b=b: rank(pool_texts[q], k1, b), pool_qids), strict=True))
-            scores[(k1, b)] = {q: m[OBJECTIVE] for q, m in per_query({q: pool_qrels[q] for q in pool_qids}, pool_run).items()}
+            pool_run = dict(
+                zip(pool_qids, pool.map(lambda q, k1=k1, b=b: rank(pool_texts[q], k1, b), pool_qids), strict=True)
+            )
+            scores[(k1, b)] = {
+                q: m[OBJECTIVE] for q, m in per_query({q: pool_qrels[q] for q in pool_qids}, pool_run).items()
+            }
             if progress:
                 progress(n, len(settings))
     folds = [Fold(tuple(held_out), tuple(sorted(qids)))] if held_out else make_folds(qids, k)

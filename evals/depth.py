@@ -6,6 +6,7 @@ Each judged query runs through the round graph in-process (as evals.train_ranker
 features) with `JobConfig(verify_top=N)`; printed per collection and depth: nDCG@20 (nDCG@10 for
 scifact), Recall@100, Recall@1000, seconds per query, and the paired test against depth 100.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,14 @@ def run_depth(rt, name: str, qids: list[str], texts: dict[str, str], depth: int)
         job = f"depth-{name}-{depth}-{qid}"
         token = use_control(Control())
         try:
-            asyncio.run(make_search_graph().compile().ainvoke(
-                initial_state(job, name, texts[qid], config=JobConfig(verify_top=depth)), config={"recursion_limit": 10_000}))
+            asyncio.run(
+                make_search_graph()
+                .compile()
+                .ainvoke(
+                    initial_state(job, name, texts[qid], config=JobConfig(verify_top=depth)),
+                    config={"recursion_limit": 10_000},
+                )
+            )
         finally:
             reset_control(token)
         run = rt.jobs.load_draft(job)["run"]
@@ -61,7 +68,9 @@ def main() -> None:
             started = time.perf_counter()
             pq = per_query(qrels, run_depth(rt, name, qids, texts, depth))
             seconds = (time.perf_counter() - started) / len(qids)
-            means = {k: round(float(np.mean([v[k] for v in pq.values()])), 4) for k in (metric, "recall@100", "recall@1000")}
+            means = {
+                k: round(float(np.mean([v[k] for v in pq.values()])), 4) for k in (metric, "recall@100", "recall@1000")
+            }
             versus = ""
             if base is None:
                 base = pq

@@ -24,6 +24,7 @@ first) and `resiliparse` (`extract_plain_text(main_content=True)`). They are not
 Quarry: install them anywhere and pass that folder with `--extra-path` (appended to `sys.path`,
 so Quarry's own pinned packages still win).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,8 +62,13 @@ def load_marked(path: Path) -> Marked:
         elif current is not None and (line.strip() or m is None):
             current.append(line)
     clean = {k: [ln for ln in v if ln.strip()] for k, v in sections.items()}
-    return Marked(path.name.removesuffix(".main.txt"), " ".join(clean.get("title", [""])),
-                  clean.get("sentences", []), clean.get("absent", []), "\n".join(sections.get("main", [])).strip())
+    return Marked(
+        path.name.removesuffix(".main.txt"),
+        " ".join(clean.get("title", [""])),
+        clean.get("sentences", []),
+        clean.get("absent", []),
+        "\n".join(sections.get("main", [])).strip(),
+    )
 
 
 def pages() -> list[tuple[Path, Marked]]:
@@ -70,6 +76,7 @@ def pages() -> list[tuple[Path, Marked]]:
 
 
 # -- extractors ------------------------------------------------------------------------------------
+
 
 def quarry(source: str) -> str:
     from stores.html import read_html_text
@@ -118,12 +125,16 @@ def resiliparse_text(source: str) -> str:
 
 
 EXTRACTORS: dict[str, Callable[[str], str]] = {
-    "quarry": quarry, "bs4-before": bs4_before, "trafilatura": trafilatura_text,
-    "readability": readability_text, "resiliparse": resiliparse_text,
+    "quarry": quarry,
+    "bs4-before": bs4_before,
+    "trafilatura": trafilatura_text,
+    "readability": readability_text,
+    "resiliparse": resiliparse_text,
 }
 
 
 # -- measures --------------------------------------------------------------------------------------
+
 
 def _words(text: str) -> Counter[str]:
     return Counter(re.findall(r"\w+", text.lower()))
@@ -171,43 +182,78 @@ def measure(extractors: dict[str, Callable[[str], str]], runs: int = 5) -> list[
                     output = fn(source)
                     times.append((time.perf_counter() - t0) * 1000)
             except ImportError as exc:
-                scores.append(Score(marked.name, name, 0, len(marked.sentences), 0, len(marked.absent), 0, 0, 0,
-                                    f"not installed ({exc.name})"))
+                scores.append(
+                    Score(
+                        marked.name,
+                        name,
+                        0,
+                        len(marked.sentences),
+                        0,
+                        len(marked.absent),
+                        0,
+                        0,
+                        0,
+                        f"not installed ({exc.name})",
+                    )
+                )
                 continue
             p, r = word_scores(output, marked.main)
-            scores.append(Score(marked.name, name, len(kept_sentences(output, marked.sentences)), len(marked.sentences),
-                                len(found_chrome(output, marked.absent)), len(marked.absent), p, r,
-                                statistics.median(times)))
+            scores.append(
+                Score(
+                    marked.name,
+                    name,
+                    len(kept_sentences(output, marked.sentences)),
+                    len(marked.sentences),
+                    len(found_chrome(output, marked.absent)),
+                    len(marked.absent),
+                    p,
+                    r,
+                    statistics.median(times),
+                )
+            )
     return scores
 
 
 def table(scores: list[Score]) -> str:
-    rows = ["| page | extractor | sentences kept whole | chrome kept | word P | word R | ms |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| page | extractor | sentences kept whole | chrome kept | word P | word R | ms |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for s in scores:
         if s.error:
             rows.append(f"| {s.page} | {s.extractor} | {s.error} | | | | |")
             continue
-        rows.append(f"| {s.page} | {s.extractor} | {s.sentences}/{s.of_sentences} | {s.chrome}/{s.of_chrome} | "
-                    f"{s.precision:.3f} | {s.recall:.3f} | {s.ms:.1f} |")
+        rows.append(
+            f"| {s.page} | {s.extractor} | {s.sentences}/{s.of_sentences} | {s.chrome}/{s.of_chrome} | "
+            f"{s.precision:.3f} | {s.recall:.3f} | {s.ms:.1f} |"
+        )
     worst: dict[str, list[Score]] = {}
     for s in scores:
         if not s.error:
             worst.setdefault(s.extractor, []).append(s)
-    rows += ["", "| extractor | worst sentences | worst chrome | worst word P | worst word R | mean word P | mean word R |",
-             "|---|---|---|---|---|---|---|"]
+    rows += [
+        "",
+        "| extractor | worst sentences | worst chrome | worst word P | worst word R | mean word P | mean word R |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, ss in worst.items():
-        rows.append(f"| {name} | {min(s.sentences / s.of_sentences for s in ss):.2f} | "
-                    f"{max(s.chrome / s.of_chrome for s in ss):.2f} | {min(s.precision for s in ss):.3f} | "
-                    f"{min(s.recall for s in ss):.3f} | {statistics.mean(s.precision for s in ss):.3f} | "
-                    f"{statistics.mean(s.recall for s in ss):.3f} |")
+        rows.append(
+            f"| {name} | {min(s.sentences / s.of_sentences for s in ss):.2f} | "
+            f"{max(s.chrome / s.of_chrome for s in ss):.2f} | {min(s.precision for s in ss):.3f} | "
+            f"{min(s.recall for s in ss):.3f} | {statistics.mean(s.precision for s in ss):.3f} | "
+            f"{statistics.mean(s.recall for s in ss):.3f} |"
+        )
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--extra-path", action="append", default=[],
-                    help="a folder with trafilatura / readability-lxml / resiliparse installed (appended to sys.path)")
+    ap.add_argument(
+        "--extra-path",
+        action="append",
+        default=[],
+        help="a folder with trafilatura / readability-lxml / resiliparse installed (appended to sys.path)",
+    )
     ap.add_argument("--only", help="comma-separated extractors")
     args = ap.parse_args(argv)
     sys.path.extend(args.extra_path)

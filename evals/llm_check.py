@@ -10,6 +10,7 @@ both jobs finish within their budget, no document id in any output is invented, 
 recorded, and every citation shown was checked. The figures are printed for the issue note.
 Exit status 1 if a check fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,21 @@ def model_file(folder: Path) -> Path:
 
 def start_server(gguf: Path, port: int, log: Path) -> subprocess.Popen:
     # The GGUF carries no chat template, so llama.cpp is told Gemma's turn format.
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "8192", "--chat_format", "gemma"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "8192",
+        "--chat_format",
+        "gemma",
+    ]
     proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -64,8 +78,13 @@ def start_server(gguf: Path, port: int, log: Path) -> subprocess.Popen:
 
 
 def quarry(home: Path, env: dict[str, str], *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "quarry", "--home", str(home), *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "quarry", "--home", str(home), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def invented_ids(result: dict, known: set[str]) -> list[str]:
@@ -88,9 +107,13 @@ def main() -> int:
     models_dir = Path(os.environ.get("QUARRY_MODELS", root / ".quarry" / "models"))
     models_dir.mkdir(parents=True, exist_ok=True)
     port, temporal, ui = free_port(), free_port(), free_port()
-    env = os.environ.copy() | {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "llm-check-local",
-                               "QUARRY_TEMPORAL_ADDRESS": f"127.0.0.1:{temporal}", "QUARRY_UI_PORT": str(ui),
-                               "NO_PROXY": "127.0.0.1,localhost"}
+    env = os.environ.copy() | {
+        "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
+        "OPENAI_API_KEY": "llm-check-local",
+        "QUARRY_TEMPORAL_ADDRESS": f"127.0.0.1:{temporal}",
+        "QUARRY_UI_PORT": str(ui),
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
     env.pop("OPENAI_API_BASE", None)
     started = time.monotonic()
     gguf = model_file(models_dir)
@@ -102,13 +125,31 @@ def main() -> int:
         if done.returncode:
             raise SystemExit(done.stderr)
         from stores.corpus import CorpusStore
+
         known = {r.docid for r in CorpusStore(home / "collections" / "sample" / "corpus.sqlite").iter_records()}
         print(f"ready after {time.monotonic() - started:.0f} s; question: {QUESTION!r}", flush=True)
         for policy in model_policies():
             began = time.monotonic()
-            done = quarry(home, env, "run", "sample", QUESTION, "--policy", policy, "--model", MODEL, "--mode", "answer",
-                          "--budget", str(args.budget), "--max-output-tokens", str(args.max_output_tokens),
-                          "--wait", "--json", timeout=args.budget + 600)
+            done = quarry(
+                home,
+                env,
+                "run",
+                "sample",
+                QUESTION,
+                "--policy",
+                policy,
+                "--model",
+                MODEL,
+                "--mode",
+                "answer",
+                "--budget",
+                str(args.budget),
+                "--max-output-tokens",
+                str(args.max_output_tokens),
+                "--wait",
+                "--json",
+                timeout=args.budget + 600,
+            )
             elapsed = time.monotonic() - began
             if done.returncode:
                 failures.append(f"{policy}: quarry run exited {done.returncode}: {done.stderr[-500:]}")
@@ -144,12 +185,18 @@ def report(policy: str, result: dict, elapsed: float, invented: list[str]) -> No
     cites = result.get("citations") or {}
     answer = result.get("answer") or {}
     print(f"\n== {policy}: {result.get('status')} in {elapsed:.0f} s, stop {result.get('stop_reason') or '-'}")
-    print(f"   model calls {usage.get('calls', 0)} · tokens in {usage.get('input_tokens', 0)} "
-          f"(cached {usage.get('cached_input_tokens', 0)}) · out {usage.get('output_tokens', 0)}")
-    print(f"   tool calls {result.get('stats', {}).get('tool_calls', 0)} · ranked {len(result.get('ranked', []))} · "
-          f"invented ids {len(invented)}")
-    print(f"   citations checked {cites.get('checked', 0)} · removed {len(cites.get('removed', []))} · "
-          f"hallucination rate {cites.get('hallucination_rate', 0)}")
+    print(
+        f"   model calls {usage.get('calls', 0)} · tokens in {usage.get('input_tokens', 0)} "
+        f"(cached {usage.get('cached_input_tokens', 0)}) · out {usage.get('output_tokens', 0)}"
+    )
+    print(
+        f"   tool calls {result.get('stats', {}).get('tool_calls', 0)} · ranked {len(result.get('ranked', []))} · "
+        f"invented ids {len(invented)}"
+    )
+    print(
+        f"   citations checked {cites.get('checked', 0)} · removed {len(cites.get('removed', []))} · "
+        f"hallucination rate {cites.get('hallucination_rate', 0)}"
+    )
     for fb in result.get("fallbacks") or []:
         print(f"   fallback: {fb['step']} — {fb['reason'][:160]}")
     print(f"   exact answer: {answer.get('exact_answer', '')[:120]!r} · confidence {answer.get('confidence', 0)}")

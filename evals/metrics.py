@@ -3,6 +3,7 @@
 F1@k is the one exception: trec_eval has no F1, so it is the per-query harmonic mean of
 trec_eval's P@k and recall@k, averaged over queries.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -13,8 +14,15 @@ Run = Mapping[str, Mapping[str, float]]
 Qrels = Mapping[str, Mapping[str, int]]
 
 BASE_METRICS = ("ndcg@10", "ndcg@20", "recall@20", "precision@20", "f1@20", "recall@100", "recall@1000", "map")
-_TREC = {"ndcg_cut_10": "ndcg@10", "ndcg_cut_20": "ndcg@20", "recall_20": "recall@20", "P_20": "precision@20",
-         "recall_100": "recall@100", "recall_1000": "recall@1000", "map": "map"}
+_TREC = {
+    "ndcg_cut_10": "ndcg@10",
+    "ndcg_cut_20": "ndcg@20",
+    "recall_20": "recall@20",
+    "P_20": "precision@20",
+    "recall_100": "recall@100",
+    "recall_1000": "recall@1000",
+    "map": "map",
+}
 
 
 def per_query(qrels: Qrels, run: Run) -> dict[str, dict[str, float]]:

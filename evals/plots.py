@@ -2,6 +2,7 @@
 
 Each function draws one figure from plain numbers and returns the path it wrote.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -19,9 +20,17 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def heatmap(values: Sequence[Sequence[float]], k1s: Sequence[float], bs: Sequence[float], path: Path, *,
-            title: str, metric: str = "nDCG@20", best: tuple[int, int] | None = None,
-            baseline: tuple[int, int] | None = None) -> Path:
+def heatmap(
+    values: Sequence[Sequence[float]],
+    k1s: Sequence[float],
+    bs: Sequence[float],
+    path: Path,
+    *,
+    title: str,
+    metric: str = "nDCG@20",
+    best: tuple[int, int] | None = None,
+    baseline: tuple[int, int] | None = None,
+) -> Path:
     """A k1 (rows) × b (columns) grid of a metric, each cell annotated; `best` and `baseline`
     (row, column) are outlined."""
     fig = Figure(figsize=(1.0 + 0.75 * len(bs), 1.2 + 0.42 * len(k1s)))
@@ -38,12 +47,14 @@ def heatmap(values: Sequence[Sequence[float]], k1s: Sequence[float], bs: Sequenc
     middle = (low + high) / 2
     for i, row in enumerate(values):
         for j, v in enumerate(row):
-            ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=7,
-                    color="black" if v > middle else "white")
+            ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=7, color="black" if v > middle else "white")
     for cell, colour, style in ((baseline, "white", "--"), (best, "red", "-")):
         if cell is not None:
-            ax.add_patch(Rectangle((cell[1] - 0.5, cell[0] - 0.5), 1, 1, fill=False, edgecolor=colour,
-                                   linewidth=2, linestyle=style))
+            ax.add_patch(
+                Rectangle(
+                    (cell[1] - 0.5, cell[0] - 0.5), 1, 1, fill=False, edgecolor=colour, linewidth=2, linestyle=style
+                )
+            )
     return _save(fig, path)
 
 
@@ -75,7 +86,9 @@ def per_query_differences(diffs: Mapping[str, float], path: Path, *, title: str,
     fig = Figure(figsize=(min(14.0, max(6.4, 0.12 * len(items))), 4.2))
     ax = fig.add_subplot()
     heights = [v for _, v in items]
-    ax.bar(range(len(items)), heights, color=["tab:green" if v > 0 else "tab:red" if v < 0 else "grey" for v in heights])
+    ax.bar(
+        range(len(items)), heights, color=["tab:green" if v > 0 else "tab:red" if v < 0 else "grey" for v in heights]
+    )
     ax.axhline(0, color="black", linewidth=0.8)
     if len(items) <= 60:
         ax.set_xticks(range(len(items)), [q for q, _ in items], rotation=90, fontsize=6)

@@ -12,6 +12,7 @@ Uses the feature caches of `evals.train_ranker` (run it first) and LightGBM (not
 Nothing here is shipped; these are measurements, and all of them use the same three collections
 the verifier was developed on.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,18 @@ from evals.train_ranker import collect
 from nodes.ranking.ranker import FEATURES, RANK_FEATURES
 from stores.collection import Collection
 
-PARAMS = dict(objective="lambdarank", n_estimators=150, learning_rate=0.05, num_leaves=7, min_child_samples=50,
-              subsample=0.8, subsample_freq=1, colsample_bytree=0.8, random_state=0, verbose=-1)
+PARAMS = dict(
+    objective="lambdarank",
+    n_estimators=150,
+    learning_rate=0.05,
+    num_leaves=7,
+    min_child_samples=50,
+    subsample=0.8,
+    subsample_freq=1,
+    colsample_bytree=0.8,
+    random_state=0,
+    verbose=-1,
+)
 FOLDS = 5
 COLUMNS = [FEATURES.index(f) for f in RANK_FEATURES]
 
@@ -37,7 +48,11 @@ def _fit(datasets: list[dict[str, Any]], monotone: bool = False):
     import lightgbm as lgb
 
     x, y, groups = _matrix(datasets, RANK_FEATURES)
-    extra = {"monotone_constraints": [1] * len(RANK_FEATURES), "monotone_constraints_method": "advanced"} if monotone else {}
+    extra = (
+        {"monotone_constraints": [1] * len(RANK_FEATURES), "monotone_constraints_method": "advanced"}
+        if monotone
+        else {}
+    )
     model = lgb.LGBMRanker(**PARAMS, **extra)
     model.fit(x, np.minimum(y, 4).astype(int), group=groups)
     return lambda matrix: model.predict(matrix[:, COLUMNS])

@@ -4,6 +4,7 @@ The report covers the systems evaluated in one call (same collection, split and 
 recall versus retrieval depth per system, the BM25 k1×b heatmap if `quarry tune` has run, and,
 when the agent is among the systems, its per-query nDCG@20 minus the best other system's.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -45,23 +46,30 @@ def _cell(value: object) -> str:
 
 COLUMNS = {
     "ndcg@10": "nDCG at rank 10 (graded relevance, log-discounted, normalised by the ideal ranking)",
-    "ndcg@20": "nDCG at rank 20", "recall@20": "share of a query's relevant documents in the top 20",
-    "precision@20": "share of the top 20 that is relevant", "f1@20": "harmonic mean of P@20 and R@20 per query",
-    "recall@100": "recall in the top 100", "recall@1000": "recall in the top 1000 (the deep run)",
+    "ndcg@20": "nDCG at rank 20",
+    "recall@20": "share of a query's relevant documents in the top 20",
+    "precision@20": "share of the top 20 that is relevant",
+    "f1@20": "harmonic mean of P@20 and R@20 per query",
+    "recall@100": "recall in the top 100",
+    "recall@1000": "recall in the top 1000 (the deep run)",
     "map": "mean average precision over the whole run",
     "mean_latency_s": "wall seconds per query, after one warm-up query (agent systems: per job, jobs run 4 at a time)",
-    "k1": "BM25 k1 used (bm25 and hybrid: Anserini's default 0.9 unless given)", "b": "BM25 b used (default 0.4)",
-    "tuning": "how bm25-tuned chose k1/b without the reported queries", "tuning_s": "seconds spent tuning",
+    "k1": "BM25 k1 used (bm25 and hybrid: Anserini's default 0.9 unless given)",
+    "b": "BM25 b used (default 0.4)",
+    "tuning": "how bm25-tuned chose k1/b without the reported queries",
+    "tuning_s": "seconds spent tuning",
     "tier_surfaced": "agent: share of relevant documents that any search or channel returned to the job",
     "tier_previewed": "agent: share shown as previews (ranks paged through or citation lists)",
     "tier_opened": "agent: share read in full (verification or read_document)",
     "tier_cited": "agent: share in the job's ranked output",
     "hallucination_rate": "share of output docids that the collection does not hold (must be 0)",
     "tool_calls_per_query": "agent: tool calls per job",
-    "tokens_per_query": "model tokens (input + output) per job", "dollars_per_query": "model cost per job",
+    "tokens_per_query": "model tokens (input + output) per job",
+    "dollars_per_query": "model cost per job",
     "fallbacks_per_query": "model steps that fell back to the heuristic, per job",
     "citation_hallucination_rate": "share of answer citations removed by the citation check",
-    "answer_accuracy": "share of graded answers the judge found correct", "graded": "answers graded",
+    "answer_accuracy": "share of graded answers the judge found correct",
+    "graded": "answers graded",
     "calibration_error": "expected calibration error of stated confidence (10 bins)",
     "grader_tokens": "tokens the grader used",
 }
@@ -74,8 +82,11 @@ def metrics_table(results: Sequence[EvalResult]) -> str:
     header = ["system", *BASE_METRICS, *extras]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
     for r in results:
-        values = [r.system, *(r.metrics.get(m) for m in BASE_METRICS),
-                  *(f"{r.extras[k]:g}" if k in SETTINGS and k in r.extras else r.extras.get(k) for k in extras)]
+        values = [
+            r.system,
+            *(r.metrics.get(m) for m in BASE_METRICS),
+            *(f"{r.extras[k]:g}" if k in SETTINGS and k in r.extras else r.extras.get(k) for k in extras),
+        ]
         lines.append("| " + " | ".join(_cell(v) for v in values) + " |")
     return "\n".join(lines)
 
@@ -89,8 +100,10 @@ def agent_differences(results: Sequence[EvalResult], metric: str = DIFF_METRIC) 
         return None
     best = max(others, key=lambda r: (r.metrics.get(metric, 0.0), r.system))
     qids = set(agent.per_query) | set(best.per_query)
-    return best.system, {q: agent.per_query.get(q, {}).get(metric, 0.0) - best.per_query.get(q, {}).get(metric, 0.0)
-                         for q in sorted(qids)}
+    return best.system, {
+        q: agent.per_query.get(q, {}).get(metric, 0.0) - best.per_query.get(q, {}).get(metric, 0.0)
+        for q in sorted(qids)
+    }
 
 
 def significance_section(results: Sequence[EvalResult], metric: str) -> list[str]:
@@ -99,17 +112,27 @@ def significance_section(results: Sequence[EvalResult], metric: str) -> list[str
     if not baselines or len(results) < 2:
         return []
     best = max(baselines, key=lambda r: (r.metrics.get(metric, 0.0), r.system))
-    rows = [c for r in results if r is not best
-            and (c := compare(r.system, r.per_query, best.system, best.per_query, metric)) is not None]
+    rows = [
+        c
+        for r in results
+        if r is not best and (c := compare(r.system, r.per_query, best.system, best.per_query, metric)) is not None
+    ]
     if not rows:
         return []
-    out = [f"## Against the best baseline ({best.system}, {metric})", "",
-           f"Paired per query: mean difference, its 95% bootstrap interval, and the p-value of a paired "
-           f"randomization test ({RESAMPLES:,} resamples, seed {SEED}); * marks p < {ALPHA}.", "",
-           f"| system | {metric} | Δ vs {best.system} | relative | 95% CI of Δ | p |", "|---|---:|---:|---:|---|---:|"]
+    out = [
+        f"## Against the best baseline ({best.system}, {metric})",
+        "",
+        f"Paired per query: mean difference, its 95% bootstrap interval, and the p-value of a paired "
+        f"randomization test ({RESAMPLES:,} resamples, seed {SEED}); * marks p < {ALPHA}.",
+        "",
+        f"| system | {metric} | Δ vs {best.system} | relative | 95% CI of Δ | p |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
     for c in rows:
-        out.append(f"| {c.system} | {c.system_mean:.4f} | {c.diff:+.4f}{' *' if c.significant else ''} | "
-                   f"{100 * c.relative:+.1f}% | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.4f} |")
+        out.append(
+            f"| {c.system} | {c.system_mean:.4f} | {c.diff:+.4f}{' *' if c.significant else ''} | "
+            f"{100 * c.relative:+.1f}% | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.4f} |"
+        )
     return out
 
 
@@ -118,10 +141,17 @@ def tuning_section(results: Sequence[EvalResult]) -> list[str]:
     if tuned is None:
         return []
     folds = tuned.extras.get("fold_params", [])
-    return ["## How bm25-tuned was tuned", "", f"{tuned.extras.get('tuning')}; settings chosen per fold "
-            "(each fold's queries ranked with the setting that scored best on the others):", "",
-            "| fold | k1 | b | test queries |", "|---:|---:|---:|---:|",
-            *[f"| {i} | {f['k1']:g} | {f['b']:g} | {f['test_queries']} |" for i, f in enumerate(folds, start=1)], ""]
+    return [
+        "## How bm25-tuned was tuned",
+        "",
+        f"{tuned.extras.get('tuning')}; settings chosen per fold "
+        "(each fold's queries ranked with the setting that scored best on the others):",
+        "",
+        "| fold | k1 | b | test queries |",
+        "|---:|---:|---:|---:|",
+        *[f"| {i} | {f['k1']:g} | {f['b']:g} | {f['test_queries']} |" for i, f in enumerate(folds, start=1)],
+        "",
+    ]
 
 
 def reproduce_section(col: Collection, command: str) -> list[str]:
@@ -135,6 +165,7 @@ def reproduce_section(col: Collection, command: str) -> list[str]:
             return md.version(name)
         except md.PackageNotFoundError:
             return "—"
+
     mem = ""
     try:
         with open("/proc/meminfo") as meminfo:
@@ -142,19 +173,45 @@ def reproduce_section(col: Collection, command: str) -> list[str]:
         mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
     except (OSError, StopIteration, ValueError):
         pass
-    packages = ", ".join(f"{p} {version(p)}" for p in ("quarry", "pyserini", "temporalio", "temporalio-langgraph",
-                                                        "langgraph", "chromadb", "sentence-transformers", "torch",
-                                                        "pytrec-eval-terrier", "scipy"))
-    return ["## Reproduce", "", "```", command, "```", "",
-            f"- versions: Python {platform.python_version()}, {packages}",
-            f"- corpus: `{col.name}`, fingerprint `{col.corpus.fingerprint}`, {col.corpus.count()} documents; "
-            f"index k1 {col.lucene.meta.k1:g}, b {col.lucene.meta.b:g}",
-            f"- machine: {platform.platform()}, {os.cpu_count()} CPUs{mem}", ""]
+    packages = ", ".join(
+        f"{p} {version(p)}"
+        for p in (
+            "quarry",
+            "pyserini",
+            "temporalio",
+            "temporalio-langgraph",
+            "langgraph",
+            "chromadb",
+            "sentence-transformers",
+            "torch",
+            "pytrec-eval-terrier",
+            "scipy",
+        )
+    )
+    return [
+        "## Reproduce",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        f"- versions: Python {platform.python_version()}, {packages}",
+        f"- corpus: `{col.name}`, fingerprint `{col.corpus.fingerprint}`, {col.corpus.count()} documents; "
+        f"index k1 {col.lucene.meta.k1:g}, b {col.lucene.meta.b:g}",
+        f"- machine: {platform.platform()}, {os.cpu_count()} CPUs{mem}",
+        "",
+    ]
 
 
-def write_report(out_dir: Path, col: Collection, results: Sequence[EvalResult],
-                 qrels: Mapping[str, Mapping[str, int]] | None = None, *, metric: str = DIFF_METRIC,
-                 command: str = "") -> Path:
+def write_report(
+    out_dir: Path,
+    col: Collection,
+    results: Sequence[EvalResult],
+    qrels: Mapping[str, Mapping[str, int]] | None = None,
+    *,
+    metric: str = DIFF_METRIC,
+    command: str = "",
+) -> Path:
     """Write `out_dir/report.md` and its PNGs; return the report's path."""
     if not results:
         raise ValueError("no results to report")
@@ -162,23 +219,39 @@ def write_report(out_dir: Path, col: Collection, results: Sequence[EvalResult],
     first = results[0]
     qrels = qrels if qrels is not None else col.corpus.qrels(first.split)
     judged = {q: qrels[q] for q in first.per_query if q in qrels}
-    lines = [f"# Quarry evaluation: {col.name}", "",
-             f"Split `{first.split}`, {first.queries} judged queries, "
-             f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. Metrics by pytrec_eval. "
-             "`bm25` and `hybrid` use Anserini's default BM25 (k1 0.9, b 0.4); `bm25-tuned` chooses k1/b without "
-             "the queries it is scored on (see below); the agent systems use the parameters stored with the index "
-             f"(k1 {col.lucene.meta.k1:g}, b {col.lucene.meta.b:g}).", "",
-             "## Metrics", "", metrics_table(results), "", *significance_section(results, metric), "",
-             *tuning_section(results), "## Columns", "",
-             *[f"- `{k}`: {v}" for k, v in COLUMNS.items() if any(k in r.metrics or k in r.extras for r in results)], ""]
+    lines = [
+        f"# Quarry evaluation: {col.name}",
+        "",
+        f"Split `{first.split}`, {first.queries} judged queries, "
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. Metrics by pytrec_eval. "
+        "`bm25` and `hybrid` use Anserini's default BM25 (k1 0.9, b 0.4); `bm25-tuned` chooses k1/b without "
+        "the queries it is scored on (see below); the agent systems use the parameters stored with the index "
+        f"(k1 {col.lucene.meta.k1:g}, b {col.lucene.meta.b:g}).",
+        "",
+        "## Metrics",
+        "",
+        metrics_table(results),
+        "",
+        *significance_section(results, metric),
+        "",
+        *tuning_section(results),
+        "## Columns",
+        "",
+        *[f"- `{k}`: {v}" for k, v in COLUMNS.items() if any(k in r.metrics or k in r.extras for r in results)],
+        "",
+    ]
 
     curves = {r.system: recall_at_depths(judged, r.run) for r in results if r.run}
     if curves:
-        png = recall_curves(curves, out_dir / "recall-depth.png",
-                            title=f"{col.name} · recall vs depth · {first.split}")
-        lines += ["## Recall versus retrieval depth", "", f"![recall versus depth]({png.name})", "",
-                  "| system | " + " | ".join(f"R@{d}" for d in DEPTHS) + " |",
-                  "|---|" + "---:|" * len(DEPTHS)]
+        png = recall_curves(curves, out_dir / "recall-depth.png", title=f"{col.name} · recall vs depth · {first.split}")
+        lines += [
+            "## Recall versus retrieval depth",
+            "",
+            f"![recall versus depth]({png.name})",
+            "",
+            "| system | " + " | ".join(f"R@{d}" for d in DEPTHS) + " |",
+            "|---|" + "---:|" * len(DEPTHS),
+        ]
         lines += ["| " + name + " | " + " | ".join(f"{c[d]:.4f}" for d in DEPTHS) + " |" for name, c in curves.items()]
         lines.append("")
 
@@ -192,16 +265,26 @@ def write_report(out_dir: Path, col: Collection, results: Sequence[EvalResult],
     diff = agent_differences(results, metric)
     if diff:
         baseline, values = diff
-        png = per_query_differences(values, out_dir / "agent-vs-baseline.png", ylabel=f"Δ {metric}",
-                                    title=f"agent − {baseline}, {metric} per query")
+        png = per_query_differences(
+            values,
+            out_dir / "agent-vs-baseline.png",
+            ylabel=f"Δ {metric}",
+            title=f"agent − {baseline}, {metric} per query",
+        )
         wins = sum(v > 1e-9 for v in values.values())
         losses = sum(v < -1e-9 for v in values.values())
-        lines += [f"## Agent versus the best baseline ({baseline})", "",
-                  f"![agent minus {baseline}]({png.name})", "",
-                  f"Per query {metric}: agent better on {wins}, worse on {losses}, equal on "
-                  f"{len(values) - wins - losses} of {len(values)} queries.", ""]
-    lines += reproduce_section(col, command or f"quarry eval {col.name} --system {','.join(r.system for r in results)}"
-                                                f" --report {out_dir}")
+        lines += [
+            f"## Agent versus the best baseline ({baseline})",
+            "",
+            f"![agent minus {baseline}]({png.name})",
+            "",
+            f"Per query {metric}: agent better on {wins}, worse on {losses}, equal on "
+            f"{len(values) - wins - losses} of {len(values)} queries.",
+            "",
+        ]
+    lines += reproduce_section(
+        col, command or f"quarry eval {col.name} --system {','.join(r.system for r in results)} --report {out_dir}"
+    )
 
     path = out_dir / REPORT_FILE
     path.write_text("\n".join(lines), encoding="utf-8")

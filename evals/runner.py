@@ -6,6 +6,7 @@ pytrec_eval. Systems: `bm25` (stored or given k1/b), `bm25-tuned` (the setting `
 chose), `dense` (MiniLM chunk vectors), `hybrid` (RRF of bm25 and dense) and `agent` (durable
 search jobs, see agent_system.py).
 """
+
 from __future__ import annotations
 
 import time
@@ -46,16 +47,24 @@ class EvalResult:
     run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)  # qid -> docid -> score
 
     def summary(self) -> dict[str, float | int | str]:
-        return {**{k: round(v, 4) for k, v in self.metrics.items()}, **self.extras,
-                "queries": self.queries, "system": self.system, "split": self.split,
-                "run_file": str(self.run_file)}
+        return {
+            **{k: round(v, 4) for k, v in self.metrics.items()},
+            **self.extras,
+            "queries": self.queries,
+            "system": self.system,
+            "split": self.split,
+            "run_file": str(self.run_file),
+        }
 
 
 def pick_split(col: Collection, split: str | None) -> str:
     splits = col.corpus.splits()
     if not splits:
-        raise QuarryError("no_qrels", f"collection {col.name!r} has no relevance judgements",
-                          "ingest a BEIR folder with qrels/<split>.tsv to evaluate")
+        raise QuarryError(
+            "no_qrels",
+            f"collection {col.name!r} has no relevance judgements",
+            "ingest a BEIR folder with qrels/<split>.tsv to evaluate",
+        )
     if split is None:
         return "test" if "test" in splits else splits[0]
     if split not in splits:
@@ -73,8 +82,9 @@ def parse_systems(values: list[str] | str | None) -> list[str]:
     return names or ["bm25"]
 
 
-def judged_queries(col: Collection, split: str | None, limit: int | None = None
-                   ) -> tuple[str, list[str], dict[str, str], dict[str, dict[str, int]]]:
+def judged_queries(
+    col: Collection, split: str | None, limit: int | None = None
+) -> tuple[str, list[str], dict[str, str], dict[str, dict[str, int]]]:
     """(split, judged query ids in a stable order, query texts, qrels) — the queries every
     system and the BM25 grid search are scored on."""
     split = pick_split(col, split)
@@ -91,13 +101,19 @@ def judged_queries(col: Collection, split: str | None, limit: int | None = None
 def dense_index(col: Collection):
     """The collection's dense index (`search(text, k) -> list[Hit]`), or a clear error."""
     if not hasattr(type(col), "dense"):
-        raise QuarryError("no_dense", "this Quarry build has no dense retrieval (stores.dense / Collection.dense)",
-                          "use --system bm25, or update Quarry to a version with dense indexes")
+        raise QuarryError(
+            "no_dense",
+            "this Quarry build has no dense retrieval (stores.dense / Collection.dense)",
+            "use --system bm25, or update Quarry to a version with dense indexes",
+        )
     try:
         return col.dense
     except ImportError as exc:
-        raise QuarryError("no_dense", f"dense retrieval is unavailable: {exc}",
-                          "install the embedding dependencies (sentence-transformers, chromadb)") from exc
+        raise QuarryError(
+            "no_dense",
+            f"dense retrieval is unavailable: {exc}",
+            "install the embedding dependencies (sentence-transformers, chromadb)",
+        ) from exc
 
 
 def baseline_params(k1: float | None, b: float | None) -> tuple[float, float]:
@@ -121,6 +137,7 @@ def system_ranker(col: Collection, system: str, k1: float | None, b: float | Non
             lexical = [h.docid for h in lucene.search(text, depth, k1=k1, b=b)]
             semantic = [h.docid for h in dense.search(text, depth)]
             return reciprocal_rank_fusion([lexical, semantic])[:depth]
+
         return fused
     raise QuarryError("bad_system", f"unknown system {system!r}", f"choose one of: {', '.join(SYSTEMS)}")
 
@@ -133,8 +150,17 @@ def _bm25_setting(system: str, k1: float | None, b: float | None) -> dict[str, f
     return {"k1": k1, "b": b}
 
 
-def _evaluate_tuned(col: Collection, split: str, qids: list[str], texts: dict[str, str], qrels, depth: int,
-                    threads: int, run_file: Path | None, on_query) -> EvalResult:
+def _evaluate_tuned(
+    col: Collection,
+    split: str,
+    qids: list[str],
+    texts: dict[str, str],
+    qrels,
+    depth: int,
+    threads: int,
+    run_file: Path | None,
+    on_query,
+) -> EvalResult:
     """BM25 with k1/b chosen without the reported queries (evals.cv): on the `train` split when the
     collection has one apart from the evaluated split, else by 5-fold cross-validation."""
     from evals.cv import FOLDS, cross_validate
@@ -147,36 +173,65 @@ def _evaluate_tuned(col: Collection, split: str, qids: list[str], texts: dict[st
         train = sorted((q for q in train_qrels if q in texts and q not in set(qids)), key=lambda q: (len(q), q))
         train_texts = texts
     started = time.perf_counter()
-    run, folds = cross_validate(qids, texts, qrels, lambda text, k1, b: {h.docid: h.score for h in lucene.search(
-        text, depth, k1=k1, b=b)}, train=train, train_texts=train_texts, train_qrels=train_qrels, k=FOLDS,
-        threads=threads, progress=on_query)
+    run, folds = cross_validate(
+        qids,
+        texts,
+        qrels,
+        lambda text, k1, b: {h.docid: h.score for h in lucene.search(text, depth, k1=k1, b=b)},
+        train=train,
+        train_texts=train_texts,
+        train_qrels=train_qrels,
+        k=FOLDS,
+        threads=threads,
+        progress=on_query,
+    )
     judged = {q: qrels[q] for q in qids}
     path = run_file or col.paths.runs_dir / f"bm25-tuned-{split}.trec"
     write_run(path, run, "quarry-bm25-tuned")
     how = f"tuned on split train ({len(train)} queries)" if train else f"{len(folds)}-fold cross-validation"
-    extras: dict = {"tuning": how, "fold_params": [{"k1": f.k1, "b": f.b, "test_queries": len(f.test)} for f in folds],
-                    "tuning_s": round(time.perf_counter() - started, 1)}
-    return EvalResult(col.name, "bm25-tuned", split, len(qids), mean_metrics(judged, run), per_query(judged, run),
-                      path, extras, run)
+    extras: dict = {
+        "tuning": how,
+        "fold_params": [{"k1": f.k1, "b": f.b, "test_queries": len(f.test)} for f in folds],
+        "tuning_s": round(time.perf_counter() - started, 1),
+    }
+    return EvalResult(
+        col.name, "bm25-tuned", split, len(qids), mean_metrics(judged, run), per_query(judged, run), path, extras, run
+    )
 
 
-def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None, k1: float | None = None,
-             b: float | None = None, limit_queries: int | None = None, depth: int = JobConfig.run_depth,
-             run_file: Path | None = None, threads: int = 2,
-             on_query: Callable[[int, int], None] | None = None, agent: AgentOptions | None = None) -> EvalResult:
+def evaluate(
+    col: Collection,
+    system: str = "bm25",
+    *,
+    split: str | None = None,
+    k1: float | None = None,
+    b: float | None = None,
+    limit_queries: int | None = None,
+    depth: int = JobConfig.run_depth,
+    run_file: Path | None = None,
+    threads: int = 2,
+    on_query: Callable[[int, int], None] | None = None,
+    agent: AgentOptions | None = None,
+) -> EvalResult:
     if system not in SYSTEMS:
         raise QuarryError("bad_system", f"unknown system {system!r}", f"choose one of: {', '.join(SYSTEMS)}")
     split, qids, texts, qrels = judged_queries(col, split, limit_queries)
     _ = col.lucene  # open (and validate) before fanning out to threads
     if system in AGENT_SYSTEMS:
         if system != "agent" and not (agent and agent.config.models.model):
-            raise QuarryError("no_model", f"--system {system} needs a model",
-                              "add --model PROVIDER:NAME, e.g. --model openai:gpt-4o-mini")
+            raise QuarryError(
+                "no_model",
+                f"--system {system} needs a model",
+                "add --model PROVIDER:NAME, e.g. --model openai:gpt-4o-mini",
+            )
         return _evaluate_agent(col, system, split, qids, texts, qrels, run_file, on_query, agent)
     if system == "bm25-tuned":
         if k1 is not None or b is not None:
-            raise QuarryError("bad_option", "bm25-tuned chooses its own k1/b; --k1/--b apply to bm25 and hybrid",
-                              "drop --k1/--b, or use --system bm25 --k1 K --b B")
+            raise QuarryError(
+                "bad_option",
+                "bm25-tuned chooses its own k1/b; --k1/--b apply to bm25 and hybrid",
+                "drop --k1/--b, or use --system bm25 --k1 K --b B",
+            )
         return _evaluate_tuned(col, split, qids, texts, qrels, depth, threads, run_file, on_query)
     rank = system_ranker(col, system, k1, b, depth)
     rank(texts[qids[0]])  # warm-up (JVM JIT, caches, the embedding model): not part of any latency
@@ -198,18 +253,28 @@ def evaluate(col: Collection, system: str = "bm25", *, split: str | None = None,
     path = run_file or col.paths.runs_dir / f"{system}-{split}.trec"
     write_run(path, run, f"quarry-{system}")
     extras: dict[str, float] = {"mean_latency_s": round(elapsed / len(qids), 4)} | _bm25_setting(system, k1, b)
-    return EvalResult(col.name, system, split, len(qids), mean_metrics(judged, run), per_query(judged, run), path,
-                      extras, run)
+    return EvalResult(
+        col.name, system, split, len(qids), mean_metrics(judged, run), per_query(judged, run), path, extras, run
+    )
 
 
-def _evaluate_agent(col: Collection, system: str, split: str, qids: list[str], texts: dict[str, str], qrels,
-                    run_file: Path | None, on_query: Callable[[int, int], None] | None,
-                    options: AgentOptions | None) -> EvalResult:
+def _evaluate_agent(
+    col: Collection,
+    system: str,
+    split: str,
+    qids: list[str],
+    texts: dict[str, str],
+    qrels,
+    run_file: Path | None,
+    on_query: Callable[[int, int], None] | None,
+    options: AgentOptions | None,
+) -> EvalResult:
     from evals.agent_system import TIERS, agent_runs, graded_rows, trajectory_tiers
 
     started = time.perf_counter()
-    ranked, stats = agent_runs(col, {q: texts[q] for q in qids}, system=system, options=options,
-                               answers=col.corpus.answers(), on_done=on_query)
+    ranked, stats = agent_runs(
+        col, {q: texts[q] for q in qids}, system=system, options=options, answers=col.corpus.answers(), on_done=on_query
+    )
     elapsed = time.perf_counter() - started
     run = {q: dict(r) for q, r in ranked.items()}
     judged = {q: qrels[q] for q in qids}
@@ -221,12 +286,18 @@ def _evaluate_agent(col: Collection, system: str, split: str, qids: list[str], t
     for qid, row in rows.items():
         row.update(tiers.get(qid, {}))
         row.update(graded.get(qid, {}))
-    extras = {**{f"tier_{t}": round(sum(v[t] for v in tiers.values()) / max(len(tiers), 1), 4) for t in TIERS},
-              "hallucination_rate": stats["hallucination_rate"], "tool_calls_per_query": stats["tool_calls_per_query"],
-              "mean_latency_s": round(elapsed / max(len(qids), 1), 4),
-              "k1": col.lucene.meta.k1, "b": col.lucene.meta.b}  # the index's stored parameters
+    extras = {
+        **{f"tier_{t}": round(sum(v[t] for v in tiers.values()) / max(len(tiers), 1), 4) for t in TIERS},
+        "hallucination_rate": stats["hallucination_rate"],
+        "tool_calls_per_query": stats["tool_calls_per_query"],
+        "mean_latency_s": round(elapsed / max(len(qids), 1), 4),
+        "k1": col.lucene.meta.k1,
+        "b": col.lucene.meta.b,
+    }  # the index's stored parameters
     if system != "agent":
-        extras |= {k: stats[k] for k in ("tokens_per_query", "dollars_per_query", "fallbacks_per_query",
-                                         "citation_hallucination_rate")}
+        extras |= {
+            k: stats[k]
+            for k in ("tokens_per_query", "dollars_per_query", "fallbacks_per_query", "citation_hallucination_rate")
+        }
     extras |= {k: stats[k] for k in ("answer_accuracy", "calibration_error", "graded", "grader_tokens") if k in stats}
     return EvalResult(col.name, system, split, len(qids), mean_metrics(judged, run), rows, path, extras, run)

@@ -5,6 +5,7 @@ Per query, the difference of one metric between two systems; the randomization t
 systems' values within each query at random (10,000 times) to ask how often a mean difference at
 least this large arises by chance; the interval resamples queries with replacement.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -40,8 +41,13 @@ class Comparison:
         return self.p_value < ALPHA
 
 
-def compare(system: str, per_system: Mapping[str, Mapping[str, float]], baseline: str,
-            per_baseline: Mapping[str, Mapping[str, float]], metric: str) -> Comparison | None:
+def compare(
+    system: str,
+    per_system: Mapping[str, Mapping[str, float]],
+    baseline: str,
+    per_baseline: Mapping[str, Mapping[str, float]],
+    metric: str,
+) -> Comparison | None:
     """`system` against `baseline` on the queries both have (None with fewer than two)."""
     qids = sorted(set(per_system) & set(per_baseline))
     if len(qids) < 2:
@@ -51,9 +57,26 @@ def compare(system: str, per_system: Mapping[str, Mapping[str, float]], baseline
     diffs = x - y
     if np.allclose(diffs, 0.0):
         return Comparison(system, baseline, metric, len(qids), float(x.mean()), float(y.mean()), 0.0, 0.0, 0.0, 1.0)
-    test = stats.permutation_test((x, y), lambda a, b: np.mean(a - b), permutation_type="samples",
-                                  n_resamples=RESAMPLES, alternative="two-sided", random_state=SEED)
-    ci = stats.bootstrap((diffs,), np.mean, confidence_level=0.95, n_resamples=RESAMPLES, method="percentile",
-                         random_state=SEED).confidence_interval
-    return Comparison(system, baseline, metric, len(qids), float(x.mean()), float(y.mean()), float(diffs.mean()),
-                      float(ci.low), float(ci.high), float(test.pvalue))
+    test = stats.permutation_test(
+        (x, y),
+        lambda a, b: np.mean(a - b),
+        permutation_type="samples",
+        n_resamples=RESAMPLES,
+        alternative="two-sided",
+        random_state=SEED,
+    )
+    ci = stats.bootstrap(
+        (diffs,), np.mean, confidence_level=0.95, n_resamples=RESAMPLES, method="percentile", random_state=SEED
+    ).confidence_interval
+    return Comparison(
+        system,
+        baseline,
+        metric,
+        len(qids),
+        float(x.mean()),
+        float(y.mean()),
+        float(diffs.mean()),
+        float(ci.low),
+        float(ci.high),
+        float(test.pvalue),
+    )

@@ -1,4 +1,5 @@
 """TREC run files: `qid Q0 docid rank score tag`, the format every IR tool reads."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

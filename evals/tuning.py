@@ -6,6 +6,7 @@ setting), keeps the best with the index (`reindex` only rewrites the metadata wh
 documents are unchanged) and writes `bm25-grid-<split>.json` / `.png` and `tuned.json` into the
 collection's runs folder. `bm25-tuned` in evaluation reads `tuned.json`.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,12 @@ class GridCell:
         return (-round(self.metrics[OBJECTIVE], 10), -round(self.metrics[SECONDARY], 10), self.k1, self.b)
 
     def brief(self) -> dict[str, float]:
-        return {"k1": self.k1, "b": self.b, OBJECTIVE: round(self.metrics[OBJECTIVE], 4),
-                SECONDARY: round(self.metrics[SECONDARY], 4)}
+        return {
+            "k1": self.k1,
+            "b": self.b,
+            OBJECTIVE: round(self.metrics[OBJECTIVE], 4),
+            SECONDARY: round(self.metrics[SECONDARY], 4),
+        }
 
 
 @dataclass(frozen=True)
@@ -69,10 +74,18 @@ class TuneResult:
     seconds: float
 
     def summary(self) -> dict[str, Any]:
-        return {"collection": self.collection, "source": "grid", "split": self.split, "queries": self.queries,
-                "best": self.best.brief(), "baseline": self.baseline.brief(),
-                "gain": round(self.best.metrics[OBJECTIVE] - self.baseline.metrics[OBJECTIVE], 4),
-                "heatmap": str(self.heatmap), "grid_file": str(self.grid_file), "seconds": round(self.seconds, 1)}
+        return {
+            "collection": self.collection,
+            "source": "grid",
+            "split": self.split,
+            "queries": self.queries,
+            "best": self.best.brief(),
+            "baseline": self.baseline.brief(),
+            "gain": round(self.best.metrics[OBJECTIVE] - self.baseline.metrics[OBJECTIVE], 4),
+            "heatmap": str(self.heatmap),
+            "grid_file": str(self.grid_file),
+            "seconds": round(self.seconds, 1),
+        }
 
 
 @dataclass(frozen=True)
@@ -86,9 +99,13 @@ class DefaultParams:
     baseline: tuple[float, float]
 
     def summary(self) -> dict[str, Any]:
-        return {"collection": self.collection, "source": "default", "best": {"k1": self.k1, "b": self.b},
-                "baseline": {"k1": self.baseline[0], "b": self.baseline[1]},
-                "avg_doc_tokens": round(self.avg_doc_tokens, 1)}
+        return {
+            "collection": self.collection,
+            "source": "default",
+            "best": {"k1": self.k1, "b": self.b},
+            "baseline": {"k1": self.baseline[0], "b": self.baseline[1]},
+            "avg_doc_tokens": round(self.avg_doc_tokens, 1),
+        }
 
 
 def pick_best(cells: list[GridCell] | tuple[GridCell, ...]) -> GridCell:
@@ -102,10 +119,18 @@ def _home(col: Collection) -> Path:
     return col.paths.root.parent.parent
 
 
-def grid_search(col: Collection, split: str | None = None, k1_grid: tuple[float, ...] | list[float] = DEFAULT_K1_GRID,
-                b_grid: tuple[float, ...] | list[float] = DEFAULT_B_GRID, threads: int = 2, *, depth: int = JobConfig.run_depth,
-                limit_queries: int | None = None, store: bool = True,
-                progress: ProgressFn | None = None) -> TuneResult:
+def grid_search(
+    col: Collection,
+    split: str | None = None,
+    k1_grid: tuple[float, ...] | list[float] = DEFAULT_K1_GRID,
+    b_grid: tuple[float, ...] | list[float] = DEFAULT_B_GRID,
+    threads: int = 2,
+    *,
+    depth: int = JobConfig.run_depth,
+    limit_queries: int | None = None,
+    store: bool = True,
+    progress: ProgressFn | None = None,
+) -> TuneResult:
     """Score every (k1, b) on the split's judged queries; store and plot the best (see module doc)."""
     k1_grid = tuple(sorted({float(k) for k in k1_grid}))
     b_grid = tuple(sorted({float(b) for b in b_grid}))
@@ -124,8 +149,10 @@ def grid_search(col: Collection, split: str | None = None, k1_grid: tuple[float,
     scored: dict[tuple[float, float], GridCell] = {}
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         for n, (k1, b) in enumerate(settings, start=1):
+
             def rank(qid: str, k1: float = k1, b: float = b) -> dict[str, float]:
                 return {h.docid: h.score for h in index.search(texts[qid], depth, k1=k1, b=b)}
+
             run = dict(zip(qids, pool.map(rank, qids), strict=True))
             scored[(k1, b)] = GridCell(k1, b, mean_metrics(judged, run))
             if progress:
@@ -133,24 +160,62 @@ def grid_search(col: Collection, split: str | None = None, k1_grid: tuple[float,
     cells = tuple(scored[(k1, b)] for k1 in k1_grid for b in b_grid)
     best, baseline = pick_best(cells), scored[stored]
     runs = col.paths.runs_dir
-    png = heatmap([[scored[(k1, b)].metrics[OBJECTIVE] for b in b_grid] for k1 in k1_grid], k1_grid, b_grid,
-                  runs / f"bm25-grid-{split}.png", metric="nDCG@20",
-                  title=f"{col.name} · BM25 nDCG@20 · {split} ({len(qids)} queries)",
-                  best=(k1_grid.index(best.k1), b_grid.index(best.b)),
-                  baseline=(k1_grid.index(stored[0]), b_grid.index(stored[1]))
-                  if stored[0] in k1_grid and stored[1] in b_grid else None)
-    result = TuneResult(col.name, split, len(qids), k1_grid, b_grid, cells, best, baseline, png,
-                        runs / f"bm25-grid-{split}.json", time.perf_counter() - started)
-    write_atomic(result.grid_file, json.dumps(result.summary() | {
-        "k1_grid": list(k1_grid), "b_grid": list(b_grid), "depth": depth,
-        "cells": [{"k1": c.k1, "b": c.b, **{m: round(v, 6) for m, v in c.metrics.items()}} for c in cells]},
-        indent=1))
+    png = heatmap(
+        [[scored[(k1, b)].metrics[OBJECTIVE] for b in b_grid] for k1 in k1_grid],
+        k1_grid,
+        b_grid,
+        runs / f"bm25-grid-{split}.png",
+        metric="nDCG@20",
+        title=f"{col.name} · BM25 nDCG@20 · {split} ({len(qids)} queries)",
+        best=(k1_grid.index(best.k1), b_grid.index(best.b)),
+        baseline=(k1_grid.index(stored[0]), b_grid.index(stored[1]))
+        if stored[0] in k1_grid and stored[1] in b_grid
+        else None,
+    )
+    result = TuneResult(
+        col.name,
+        split,
+        len(qids),
+        k1_grid,
+        b_grid,
+        cells,
+        best,
+        baseline,
+        png,
+        runs / f"bm25-grid-{split}.json",
+        time.perf_counter() - started,
+    )
+    write_atomic(
+        result.grid_file,
+        json.dumps(
+            result.summary()
+            | {
+                "k1_grid": list(k1_grid),
+                "b_grid": list(b_grid),
+                "depth": depth,
+                "cells": [{"k1": c.k1, "b": c.b, **{m: round(v, 6) for m, v in c.metrics.items()}} for c in cells],
+            },
+            indent=1,
+        ),
+    )
     if store:
         reindex(col.name, home=_home(col), k1=best.k1, b=best.b)
-        _write_tuned(col, {"source": "grid", "k1": best.k1, "b": best.b, "split": split, "queries": len(qids),
-                           "objective": OBJECTIVE, OBJECTIVE: best.metrics[OBJECTIVE],
-                           SECONDARY: best.metrics[SECONDARY], "baseline": baseline.brief(),
-                           "grid_file": str(result.grid_file), "heatmap": str(png)})
+        _write_tuned(
+            col,
+            {
+                "source": "grid",
+                "k1": best.k1,
+                "b": best.b,
+                "split": split,
+                "queries": len(qids),
+                "objective": OBJECTIVE,
+                OBJECTIVE: best.metrics[OBJECTIVE],
+                SECONDARY: best.metrics[SECONDARY],
+                "baseline": baseline.brief(),
+                "grid_file": str(result.grid_file),
+                "heatmap": str(png),
+            },
+        )
     return result
 
 
@@ -174,13 +239,27 @@ def apply_default_params(col: Collection, *, store: bool = True) -> DefaultParam
     k1, b = default_bm25_params(avg)
     if store:
         reindex(col.name, home=_home(col), k1=k1, b=b)
-        _write_tuned(col, {"source": "default", "k1": k1, "b": b, "avg_doc_tokens": round(avg, 2),
-                           "baseline": {"k1": meta.k1, "b": meta.b}})
+        _write_tuned(
+            col,
+            {
+                "source": "default",
+                "k1": k1,
+                "b": b,
+                "avg_doc_tokens": round(avg, 2),
+                "baseline": {"k1": meta.k1, "b": meta.b},
+            },
+        )
     return DefaultParams(col.name, k1, b, avg, (meta.k1, meta.b))
 
 
-def tune(col: Collection, split: str | None = None, *, threads: int = 2, apply: bool = False,
-         progress: ProgressFn | None = None) -> TuneResult | DefaultParams:
+def tune(
+    col: Collection,
+    split: str | None = None,
+    *,
+    threads: int = 2,
+    apply: bool = False,
+    progress: ProgressFn | None = None,
+) -> TuneResult | DefaultParams:
     """Grid search when the collection has judgements, else the length-based default; the stored
     parameters change only with `apply` (they are fitted to these queries, so an evaluation on
     the same queries would flatter every system that uses them)."""
@@ -192,8 +271,10 @@ def tune(col: Collection, split: str | None = None, *, threads: int = 2, apply: 
 def _write_tuned(col: Collection, record: dict[str, Any]) -> None:
     path = col.paths.runs_dir / TUNED_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = record | {"fingerprint": col.corpus.fingerprint,
-                       "tuned_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    record = record | {
+        "fingerprint": col.corpus.fingerprint,
+        "tuned_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     write_atomic(path, json.dumps(record, indent=2))
 
 
@@ -201,18 +282,25 @@ def load_tuned(col: Collection) -> dict[str, Any]:
     """The record `quarry tune` wrote, or an error saying the collection was never tuned."""
     path = col.paths.runs_dir / TUNED_FILE
     if not path.is_file():
-        raise QuarryError("not_tuned", f"the BM25 parameters of {col.name!r} were never tuned",
-                          f"run: quarry tune {col.name}")
+        raise QuarryError(
+            "not_tuned", f"the BM25 parameters of {col.name!r} were never tuned", f"run: quarry tune {col.name}"
+        )
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(record, dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as exc:
-        raise QuarryError("bad_tuning", f"the tuning record of {col.name!r} ({path}) is unreadable ({exc})",
-                          f"tune again: quarry tune {col.name}") from exc
+        raise QuarryError(
+            "bad_tuning",
+            f"the tuning record of {col.name!r} ({path}) is unreadable ({exc})",
+            f"tune again: quarry tune {col.name}",
+        ) from exc
     if record.get("fingerprint") != col.corpus.fingerprint:
-        raise QuarryError("stale_tuning", f"the BM25 parameters of {col.name!r} were tuned on an older version of "
-                          "its documents", f"run again: quarry tune {col.name}")
+        raise QuarryError(
+            "stale_tuning",
+            f"the BM25 parameters of {col.name!r} were tuned on an older version of its documents",
+            f"run again: quarry tune {col.name}",
+        )
     return record
 
 
@@ -222,5 +310,17 @@ def tuned_params(col: Collection) -> tuple[float, float]:
     return float(record["k1"]), float(record["b"])
 
 
-__all__ = ["DEFAULT_B_GRID", "DEFAULT_K1_GRID", "DefaultParams", "GridCell", "TuneResult", "apply_default_params",
-           "average_doc_tokens", "grid_search", "load_tuned", "pick_best", "tune", "tuned_params"]
+__all__ = [
+    "DEFAULT_B_GRID",
+    "DEFAULT_K1_GRID",
+    "DefaultParams",
+    "GridCell",
+    "TuneResult",
+    "apply_default_params",
+    "average_doc_tokens",
+    "grid_search",
+    "load_tuned",
+    "pick_best",
+    "tune",
+    "tuned_params",
+]

@@ -10,6 +10,7 @@ update handlers and the graph's routers share one object, set deterministically 
 state — never from the wall clock. The workflow imports this module passed through Temporal's
 sandbox (as it does the graphs), so both see the same context variable.
 """
+
 from __future__ import annotations
 
 import contextvars

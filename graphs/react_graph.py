@@ -6,6 +6,7 @@ user's steering notes, the submit-now steer when 70 % of the time, token or doll
 used, and a reminder when the model answered without calling a tool. Routers decide from the
 state and `current_control()` only, so the workflow stays deterministic.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -42,8 +43,13 @@ def _out_of_turns(state: JobState) -> bool:
     cfg = config_of(state)
     steps = int(state.get("steps", 0))
     late = state.get("steered") and steps - int(state.get("steer_step", steps)) > TURNS_AFTER_STEER
-    return (current_control().stop_requested or bool(budget_spent(state)) or steps >= cfg.models.react_max_steps
-            or state.get("stats", {}).get("tool_calls", 0) >= cfg.max_tool_calls or bool(late))
+    return (
+        current_control().stop_requested
+        or bool(budget_spent(state))
+        or steps >= cfg.models.react_max_steps
+        or state.get("stats", {}).get("tool_calls", 0) >= cfg.max_tool_calls
+        or bool(late)
+    )
 
 
 async def inbox(state: JobState) -> dict:
@@ -61,8 +67,11 @@ async def inbox(state: JobState) -> dict:
 
 
 async def remind(state: JobState) -> dict:
-    return {"pending_notes": [*state.get("pending_notes", []), {"kind": "reminder"}],
-            "reminders": int(state.get("reminders", 0)) + 1, "node": "remind"}
+    return {
+        "pending_notes": [*state.get("pending_notes", []), {"kind": "reminder"}],
+        "reminders": int(state.get("reminders", 0)) + 1,
+        "node": "remind",
+    }
 
 
 async def route_start(state: JobState) -> Literal["tools", "finish", "inbox"]:

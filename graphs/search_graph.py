@@ -8,6 +8,7 @@ Under a policy whose judge takes a second look (`nodes.policy.registry`: `llm`),
 to librarian activities (one per batch of candidates, a LangGraph `Send` each; the run's
 `max_concurrency` bounds how many run at once) and their judgements are folded in before reflection.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -62,8 +63,19 @@ async def answer(state: JobState) -> dict:
 # ApplicationError whose type is its code and which says itself whether it is retryable
 # (nodes.job.heartbeat.application_error: the user's to fix, so not, but for a few codes); these
 # names cover one raised outside those wrappers, and the bugs. Everything else is retried.
-NON_RETRYABLE = ["QuarryError", "IngestError", "TypeError", "AttributeError", "NameError", "KeyError",
-                 "IndexError", "AssertionError", "ZeroDivisionError", "NotImplementedError", "RecursionError"]
+NON_RETRYABLE = [
+    "QuarryError",
+    "IngestError",
+    "TypeError",
+    "AttributeError",
+    "NameError",
+    "KeyError",
+    "IndexError",
+    "AssertionError",
+    "ZeroDivisionError",
+    "NotImplementedError",
+    "RecursionError",
+]
 # How long a node may keep being retried. Attempts are counted by time, not by number: a worker
 # that stalls inside an activity (a laptop asleep, a paused VM, SIGSTOP) lets each attempt it
 # holds time out on its heartbeat — and its still-open polls take the next attempts too — so a
@@ -78,18 +90,26 @@ HEARTBEAT_TIMEOUT = timedelta(seconds=15)
 def retry_by_time() -> RetryPolicy:
     """Unlimited attempts (bounded by RETRY_WINDOW as the activity's schedule-to-close), backoff
     1 s doubling to RETRY_BACKOFF_CAP; NON_RETRYABLE errors fail at once."""
-    return RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
-                       maximum_interval=RETRY_BACKOFF_CAP, maximum_attempts=0,
-                       non_retryable_error_types=NON_RETRYABLE)
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=RETRY_BACKOFF_CAP,
+        maximum_attempts=0,
+        non_retryable_error_types=NON_RETRYABLE,
+    )
 
 
 def activity_options(timeout_s: int) -> dict[str, Any]:
     """Node metadata for the Temporal plugin: an activity with a per-attempt timeout, heartbeats
     and retries by time (`retry_by_time`). Model steps still fall back to the heuristic decision
     on their MODEL_ATTEMPTS-th attempt (nodes.job.heartbeat.final_attempt) instead of failing."""
-    return {"execute_in": "activity", "start_to_close_timeout": timedelta(seconds=timeout_s),
-            "schedule_to_close_timeout": RETRY_WINDOW, "heartbeat_timeout": HEARTBEAT_TIMEOUT,
-            "retry_policy": retry_by_time()}
+    return {
+        "execute_in": "activity",
+        "start_to_close_timeout": timedelta(seconds=timeout_s),
+        "schedule_to_close_timeout": RETRY_WINDOW,
+        "heartbeat_timeout": HEARTBEAT_TIMEOUT,
+        "retry_policy": retry_by_time(),
+    }
 
 
 QUICK_ATTEMPT_TIMEOUT = timedelta(seconds=60)
@@ -100,15 +120,22 @@ def quick_activity_options() -> dict[str, Any]:
     write): retried by time like the nodes, and heartbeating (`nodes.job.heartbeat.beating`) so a
     worker lost while it holds one is noticed within HEARTBEAT_TIMEOUT, not at the attempt's
     timeout. Read when called, like `activity_options`."""
-    return {"start_to_close_timeout": QUICK_ATTEMPT_TIMEOUT, "schedule_to_close_timeout": RETRY_WINDOW,
-            "heartbeat_timeout": HEARTBEAT_TIMEOUT, "retry_policy": retry_by_time()}
+    return {
+        "start_to_close_timeout": QUICK_ATTEMPT_TIMEOUT,
+        "schedule_to_close_timeout": RETRY_WINDOW,
+        "heartbeat_timeout": HEARTBEAT_TIMEOUT,
+        "retry_policy": retry_by_time(),
+    }
 
 
 def must_answer(state: JobState) -> bool:
     """Stop, the submit-now steer (clock, tokens or dollars), or the tool-call cap."""
     stats = state.get("stats", {})
-    return (bool(current_control().answer_reason()) or bool(budget_steer(state))
-            or stats.get("tool_calls", 0) >= config_of(state).max_tool_calls)
+    return (
+        bool(current_control().answer_reason())
+        or bool(budget_steer(state))
+        or stats.get("tool_calls", 0) >= config_of(state).max_tool_calls
+    )
 
 
 async def route_start(state: JobState) -> Literal["navigator", "retrieval", "answer"]:

@@ -4,6 +4,7 @@ The schema itself (`JobState` and its value types) is the nodes' vocabulary and 
 `nodes.job.state`; this module builds a job's first state from its input and says which graph a
 policy runs on.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -15,8 +16,10 @@ from nodes.policy.registry import DEFAULT_POLICY, REACT_GRAPH, SEARCH_GRAPH, fin
 
 # The builder of each graph a policy can name (`PolicySpec.graph`), as "module:function" so this
 # module stays light for the workflow; a policy with a graph of its own adds its builder here.
-GRAPH_BUILDERS = {SEARCH_GRAPH: "graphs.search_graph:make_search_graph",
-                  REACT_GRAPH: "graphs.react_graph:make_react_graph"}
+GRAPH_BUILDERS = {
+    SEARCH_GRAPH: "graphs.search_graph:make_search_graph",
+    REACT_GRAPH: "graphs.react_graph:make_react_graph",
+}
 
 
 def graph_for(policy: str) -> str:
@@ -27,6 +30,7 @@ def graph_for(policy: str) -> str:
 def graph_builders() -> dict[str, Callable[[], Any]]:
     """Every graph some registered policy runs on, by name, with its builder (for the worker)."""
     from nodes.policy.registry import resolve
+
     out: dict[str, Callable[[], Any]] = {}
     for spec in specs():
         if spec.graph not in out:
@@ -34,13 +38,42 @@ def graph_builders() -> dict[str, Callable[[], Any]]:
     return out
 
 
-def initial_state(job_id: str, collection: str, intent: str, *, mode: Mode = "list", policy: str = DEFAULT_POLICY,
-                  config: JobConfig | None = None) -> JobState:
+def initial_state(
+    job_id: str,
+    collection: str,
+    intent: str,
+    *,
+    mode: Mode = "list",
+    policy: str = DEFAULT_POLICY,
+    config: JobConfig | None = None,
+) -> JobState:
     config = config or JobConfig()
-    return JobState(job_id=job_id, collection=collection, intent=intent, mode=mode, policy=policy,
-                    config=config.to_dict(), plan={}, queries=[], searches=[], pool={}, top=[], judgements=[], round=0,
-                    node="start", stop_reason="", steering=[], new_high=0, top_ids=[], previewed=[], opened=[],
-                    stats={"tool_calls": 0, "searches": 0, "reads": 0}, usage={}, fallbacks=[], result={})
+    return JobState(
+        job_id=job_id,
+        collection=collection,
+        intent=intent,
+        mode=mode,
+        policy=policy,
+        config=config.to_dict(),
+        plan={},
+        queries=[],
+        searches=[],
+        pool={},
+        top=[],
+        judgements=[],
+        round=0,
+        node="start",
+        stop_reason="",
+        steering=[],
+        new_high=0,
+        top_ids=[],
+        previewed=[],
+        opened=[],
+        stats={"tool_calls": 0, "searches": 0, "reads": 0},
+        usage={},
+        fallbacks=[],
+        result={},
+    )
 
 
 __all__ = ["GRAPH_BUILDERS", "REACT_GRAPH", "SEARCH_GRAPH", "JobState", "graph_builders", "graph_for", "initial_state"]

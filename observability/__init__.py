@@ -2,6 +2,7 @@
 
 Import from here; the modules behind it are small and private in spirit.
 """
+
 from observability.jsonl_exporter import JsonlSpanExporter, span_to_record
 from observability.setup import build_provider, setup_tracing, shutdown_tracing, temporal_plugin, traces_dir
 from observability.tool_spans import TRACER_NAME, current_trace_id, get_tracer, llm_span, record_usage, tool_span

@@ -17,6 +17,7 @@ warm-up (or with no worker at all) is not yet the agent at work, and a 3.8 s job
 28.6 s. The wait is kept as `quarry.wait_for_worker_ms`; the submission's own spans (`quarry run`,
 `StartWorkflow`) stay in the trace, under the agent span, a moment before it starts.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -94,8 +95,9 @@ def with_run_start(trace_ref: Mapping[str, Any] | None, run_start_s: float) -> d
 
 def agent_context(ref: AgentTrace) -> otel_context.Context:
     """A context whose current span is the (not yet emitted) agent span, to start children in."""
-    parent = SpanContext(int(ref.trace_id, 16), int(ref.span_id, 16), is_remote=True,
-                         trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    parent = SpanContext(
+        int(ref.trace_id, 16), int(ref.span_id, 16), is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+    )
     return trace.set_span_in_context(NonRecordingSpan(parent), otel_context.Context())
 
 
@@ -127,9 +129,17 @@ class ForcedIds(IdGenerator):
         return forced[1] if forced else self.inner.generate_span_id()
 
 
-def emit_agent_span(ref: AgentTrace, *, job_id: str, intent: str, output: Mapping[str, Any], status: str,
-                    error: str | None = None, attributes: Mapping[str, Any] | None = None,
-                    tracer: Tracer | None = None) -> None:
+def emit_agent_span(
+    ref: AgentTrace,
+    *,
+    job_id: str,
+    intent: str,
+    output: Mapping[str, Any],
+    status: str,
+    error: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    tracer: Tracer | None = None,
+) -> None:
     """Emit the job's `invoke_agent quarry` span with the identity fixed at submission.
 
     `output` is what the job returned to the user: `answer` text and/or `ranked` docids. A
@@ -140,10 +150,18 @@ def emit_agent_span(ref: AgentTrace, *, job_id: str, intent: str, output: Mappin
     ranked = [str(d) for d in output.get("ranked", [])]
     out_text = answer if answer else as_json(ranked)
     attrs: dict[str, Any] = {
-        OPERATION: "invoke_agent", AGENT_NAME: AGENT, CONVERSATION_ID: job_id, "quarry.job_id": job_id,
-        "quarry.status": status, OI_KIND: KIND.AGENT.value, "agent.name": AGENT, "session.id": job_id,
-        INPUT_MESSAGES: messages("user", intent), OUTPUT_MESSAGES: messages("assistant", out_text),
-        OI_INPUT: clip(intent), OI_INPUT_MIME: "text/plain",
+        OPERATION: "invoke_agent",
+        AGENT_NAME: AGENT,
+        CONVERSATION_ID: job_id,
+        "quarry.job_id": job_id,
+        "quarry.status": status,
+        OI_KIND: KIND.AGENT.value,
+        "agent.name": AGENT,
+        "session.id": job_id,
+        INPUT_MESSAGES: messages("user", intent),
+        OUTPUT_MESSAGES: messages("assistant", out_text),
+        OI_INPUT: clip(intent),
+        OI_INPUT_MIME: "text/plain",
         OI_OUTPUT: clip(answer) if answer else as_json({"ranked": ranked}),
         OI_OUTPUT_MIME: "text/plain" if answer else "application/json",
         "quarry.ranked_count": len(ranked),
@@ -153,9 +171,13 @@ def emit_agent_span(ref: AgentTrace, *, job_id: str, intent: str, output: Mappin
     attrs.update(attributes or {})
     token = _forced.set((int(ref.trace_id, 16), int(ref.span_id, 16)))
     try:
-        span = (tracer or get_tracer()).start_span(f"invoke_agent {AGENT}", context=otel_context.Context(),
-                                                   kind=SpanKind.INTERNAL, attributes=attrs,
-                                                   start_time=ref.span_start_ns)
+        span = (tracer or get_tracer()).start_span(
+            f"invoke_agent {AGENT}",
+            context=otel_context.Context(),
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
+            start_time=ref.span_start_ns,
+        )
     finally:
         _forced.reset(token)
     if status == "failed":

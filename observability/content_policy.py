@@ -18,6 +18,7 @@ ids (identifiers the corpus owner chose; they are what a retriever span shows). 
 lists every non-content key Quarry and Temporal set, so a test can check that a real job's spans
 carry no key this module has not classified.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,37 +32,100 @@ from stores.redact import redact
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 # Exact keys whose values are user, document or model text.
-CONTENT_KEYS = frozenset({
-    # OpenTelemetry GenAI opt-in content
-    "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "gen_ai.input.messages", "gen_ai.output.messages",
-    "gen_ai.system_instructions", "gen_ai.prompt", "gen_ai.completion",
-    # OpenInference
-    "input.value", "output.value", "tool.parameters", "llm.prompts", "llm.input_messages", "llm.output_messages",
-    # Quarry's own text attributes (queries and author names searched, reasons, intent, steering…)
-    "quarry.query", "quarry.reason", "quarry.intent", "quarry.steering", "quarry.title", "quarry.quote",
-    "quarry.answer", "quarry.text", "quarry.authors", "quarry.requirement",
-    # exception events: the message and the trace both quote the error text
-    "exception.message", "exception.stacktrace",
-})
+CONTENT_KEYS = frozenset(
+    {
+        # OpenTelemetry GenAI opt-in content
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.system_instructions",
+        "gen_ai.prompt",
+        "gen_ai.completion",
+        # OpenInference
+        "input.value",
+        "output.value",
+        "tool.parameters",
+        "llm.prompts",
+        "llm.input_messages",
+        "llm.output_messages",
+        # Quarry's own text attributes (queries and author names searched, reasons, intent, steering…)
+        "quarry.query",
+        "quarry.reason",
+        "quarry.intent",
+        "quarry.steering",
+        "quarry.title",
+        "quarry.quote",
+        "quarry.answer",
+        "quarry.text",
+        "quarry.authors",
+        "quarry.requirement",
+        # exception events: the message and the trace both quote the error text
+        "exception.message",
+        "exception.stacktrace",
+    }
+)
 # Keys ending so are content wherever they appear (indexed OpenInference lists).
 CONTENT_SUFFIXES = (".document.content", ".message.content", ".message.contents", ".tool_call.function.arguments")
 
 # Keys that are not content (checked by tests against every key a real job's spans carry).
-METADATA_KEYS = frozenset({
-    "gen_ai.operation.name", "gen_ai.agent.name", "gen_ai.conversation.id", "gen_ai.tool.name",
-    "gen_ai.tool.call.id", "gen_ai.tool.type", "gen_ai.request.model", "gen_ai.provider.name",
-    "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens",
-    "openinference.span.kind", "input.mime_type", "output.mime_type", "tool.name", "agent.name", "session.id",
-    "llm.model_name", "llm.token_count.prompt", "llm.token_count.completion", "llm.token_count.total",
-    "error.type", "exception.type", "exception.escaped",
-    "quarry.job_id", "quarry.node", "quarry.round", "quarry.rounds", "quarry.channel", "quarry.search_id",
-    "quarry.hits", "quarry.error", "quarry.offset", "quarry.limit", "quarry.direction", "quarry.documents",
-    "quarry.docid", "quarry.lines", "quarry.store", "quarry.status", "quarry.collection", "quarry.policy",
-    "quarry.ranked_count", "quarry.purpose", "quarry.tool_calls", "quarry.usage.reasoning_tokens",
-    "quarry.usage.dollars", "quarry.wait_for_worker_ms",
-    # Temporal's OpenTelemetry interceptor
-    "temporalWorkflowID", "temporalRunID", "temporalActivityID", "temporalUpdateID",
-})
+METADATA_KEYS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.agent.name",
+        "gen_ai.conversation.id",
+        "gen_ai.tool.name",
+        "gen_ai.tool.call.id",
+        "gen_ai.tool.type",
+        "gen_ai.request.model",
+        "gen_ai.provider.name",
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.cache_read.input_tokens",
+        "openinference.span.kind",
+        "input.mime_type",
+        "output.mime_type",
+        "tool.name",
+        "agent.name",
+        "session.id",
+        "llm.model_name",
+        "llm.token_count.prompt",
+        "llm.token_count.completion",
+        "llm.token_count.total",
+        "error.type",
+        "exception.type",
+        "exception.escaped",
+        "quarry.job_id",
+        "quarry.node",
+        "quarry.round",
+        "quarry.rounds",
+        "quarry.channel",
+        "quarry.search_id",
+        "quarry.hits",
+        "quarry.error",
+        "quarry.offset",
+        "quarry.limit",
+        "quarry.direction",
+        "quarry.documents",
+        "quarry.docid",
+        "quarry.lines",
+        "quarry.store",
+        "quarry.status",
+        "quarry.collection",
+        "quarry.policy",
+        "quarry.ranked_count",
+        "quarry.purpose",
+        "quarry.tool_calls",
+        "quarry.usage.reasoning_tokens",
+        "quarry.usage.dollars",
+        "quarry.wait_for_worker_ms",
+        # Temporal's OpenTelemetry interceptor
+        "temporalWorkflowID",
+        "temporalRunID",
+        "temporalActivityID",
+        "temporalUpdateID",
+    }
+)
 _DOCUMENT_META = re.compile(r"^retrieval\.documents\.\d+\.document\.(id|score)$")
 
 

@@ -12,6 +12,7 @@ text) is recorded on the span and filtered per exporter when it is exported, by 
 exported span also gets a final status: UNSET becomes OK, or ERROR (with `error.type`) when the
 span recorded an exception — Temporal's own spans included.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,8 @@ from opentelemetry.trace import Status, StatusCode
 from observability import content_policy
 from observability.content_policy import CAPTURE_ENV, capture_content, is_content  # noqa: F401 (re-exported)
 
-CONTENT_CAP = 4000          # characters of any one content attribute (intent, arguments, result, message)
-RETRIEVED_SHOWN = 20        # documents listed on a retriever span (the rest stay in the job store)
+CONTENT_CAP = 4000  # characters of any one content attribute (intent, arguments, result, message)
+RETRIEVED_SHOWN = 20  # documents listed on a retriever span (the rest stay in the job store)
 
 # GenAI names used here (kept as the semconv package spells them).
 OPERATION, AGENT_NAME, CONVERSATION_ID = GA.GEN_AI_OPERATION_NAME, GA.GEN_AI_AGENT_NAME, GA.GEN_AI_CONVERSATION_ID
@@ -36,7 +37,11 @@ TOOL_NAME, TOOL_TYPE, TOOL_CALL_ID = GA.GEN_AI_TOOL_NAME, GA.GEN_AI_TOOL_TYPE, G
 TOOL_ARGUMENTS, TOOL_RESULT = GA.GEN_AI_TOOL_CALL_ARGUMENTS, GA.GEN_AI_TOOL_CALL_RESULT
 INPUT_MESSAGES, OUTPUT_MESSAGES = GA.GEN_AI_INPUT_MESSAGES, GA.GEN_AI_OUTPUT_MESSAGES
 # OpenInference names.
-OI_KIND, OI_INPUT, OI_OUTPUT = SpanAttributes.OPENINFERENCE_SPAN_KIND, SpanAttributes.INPUT_VALUE, SpanAttributes.OUTPUT_VALUE
+OI_KIND, OI_INPUT, OI_OUTPUT = (
+    SpanAttributes.OPENINFERENCE_SPAN_KIND,
+    SpanAttributes.INPUT_VALUE,
+    SpanAttributes.OUTPUT_VALUE,
+)
 OI_INPUT_MIME, OI_OUTPUT_MIME = SpanAttributes.INPUT_MIME_TYPE, SpanAttributes.OUTPUT_MIME_TYPE
 KIND = OpenInferenceSpanKindValues
 
@@ -87,15 +92,28 @@ def shaped(span: ReadableSpan, keep_content: bool) -> ReadableSpan:
         attrs.setdefault("error.type", error_type or "Error")
     attrs = content_policy.attributes(attrs, keep_content)
     status = content_policy.status(status, str(attrs.get("error.type") or error_type or "Error"), keep_content)
-    events = [Event(e.name, content_policy.attributes(e.attributes or {}, keep_content), e.timestamp)
-              for e in span.events]
-    same_events = all(dict(a.attributes or {}) == dict(b.attributes or {}) for a, b in zip(events, span.events, strict=True))
+    events = [
+        Event(e.name, content_policy.attributes(e.attributes or {}, keep_content), e.timestamp) for e in span.events
+    ]
+    same_events = all(
+        dict(a.attributes or {}) == dict(b.attributes or {}) for a, b in zip(events, span.events, strict=True)
+    )
     if status is span.status and attrs == dict(span.attributes or {}) and same_events:
         return span
-    return ReadableSpan(name=span.name, context=span.context, parent=span.parent, resource=span.resource,
-                        attributes=attrs, events=events, links=span.links, kind=span.kind, status=status,
-                        start_time=span.start_time, end_time=span.end_time,
-                        instrumentation_scope=span.instrumentation_scope)
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attrs,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
 
 
 class ShapingExporter(SpanExporter):

@@ -8,6 +8,7 @@ compares them with the shell's and says what to do. Header values are credential
 `Authorization=Basic …`): only a digest of them is kept, and the endpoint is recorded without
 user-info or query string.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,9 +22,18 @@ from observability.content_policy import CAPTURE_ENV
 
 RECORD = "worker.otel"
 # Everything that changes where a worker's spans go or what they carry.
-EXPORTER_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
-                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-                "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", CAPTURE_ENV, "QUARRY_TRACE_FILES")
+EXPORTER_ENV = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_TRACES_SAMPLER",
+    "OTEL_TRACES_SAMPLER_ARG",
+    CAPTURE_ENV,
+    "QUARRY_TRACE_FILES",
+)
 
 
 def _shown_endpoint(url: str) -> str:
@@ -41,16 +51,20 @@ def _shown_endpoint(url: str) -> str:
 def exporter_settings(env: Mapping[str, str] | None = None) -> dict[str, str | None]:
     """`{"otlp": endpoint shown or None, "digest": hash of every exporter setting}` for `env`."""
     env = os.environ if env is None else env
-    endpoint = (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
-                or env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip())
+    endpoint = (
+        env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip() or env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    )
     raw = "\0".join(f"{k}={env.get(k, '').strip()}" for k in EXPORTER_ENV)
-    return {"otlp": _shown_endpoint(endpoint) if endpoint else None,
-            "digest": hashlib.sha256(raw.encode()).hexdigest()[:16]}
+    return {
+        "otlp": _shown_endpoint(endpoint) if endpoint else None,
+        "digest": hashlib.sha256(raw.encode()).hexdigest()[:16],
+    }
 
 
 def record_worker_settings(home: Path, env: Mapping[str, str] | None = None) -> None:
     """Write this worker's exporter settings to `home/run/worker.otel` (0600, atomically)."""
     from stores.atomic import write_atomic
+
     run = Path(home) / "run"
     run.mkdir(mode=0o700, parents=True, exist_ok=True)
     write_atomic(run / RECORD, json.dumps(exporter_settings(env)), mode=0o600)
@@ -69,5 +83,7 @@ def worker_settings_note(home: Path, env: Mapping[str, str] | None = None) -> st
     theirs = worker.get("otlp")
     where = f"exports traces to {theirs}" if theirs else "does not export to OTLP"
     want = f"this shell's {mine['otlp']}" if mine["otlp"] else "this shell's settings (no OTLP export)"
-    return (f"the running worker {where}, and its trace settings (OTEL_*, QUARRY_TRACE_FILES) differ from "
-            f"{want}; its spans follow its own settings: restart it with quarry down to apply")
+    return (
+        f"the running worker {where}, and its trace settings (OTEL_*, QUARRY_TRACE_FILES) differ from "
+        f"{want}; its spans follow its own settings: restart it with quarry down to apply"
+    )

@@ -6,6 +6,7 @@ Why files: with no collector configured, a job's trace must still be readable af
 goes out in a single `write(2)` on a file opened with `O_APPEND`, which keeps lines whole when
 several worker processes append to the same trace file at once.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,7 @@ def span_to_record(span: ReadableSpan) -> dict[str, Any]:
         "kind": span.kind.name,
         "attributes": _json_attrs(span.attributes),
         "events": [
-            {"name": e.name, "time_ns": e.timestamp, "attributes": _json_attrs(e.attributes)}
-            for e in span.events
+            {"name": e.name, "time_ns": e.timestamp, "attributes": _json_attrs(e.attributes)} for e in span.events
         ],
         "resource": {"service.name": _json_value(span.resource.attributes.get("service.name"))},
     }

@@ -12,6 +12,7 @@ Deciding by span name at start time is the one hook that covers both sides witho
 interceptor's private classes; the ids are still drawn (the SDK draws them before sampling), so
 what a workflow's deterministic id generator hands out is unchanged.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -32,9 +33,16 @@ class NoQuerySpans(Sampler):
     def __init__(self, inner: Sampler | None = None) -> None:
         self.inner = inner or _get_from_env_or_default()
 
-    def should_sample(self, parent_context: Context | None, trace_id: int, name: str,
-                      kind: SpanKind | None = None, attributes: Attributes = None,
-                      links: Sequence[Link] | None = None, trace_state=None) -> SamplingResult:
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state=None,
+    ) -> SamplingResult:
         if name.startswith(QUERY_SPAN_PREFIXES):
             return SamplingResult(Decision.DROP)
         return self.inner.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)

@@ -19,6 +19,7 @@ Why this shape:
   are then deterministic and replays do not emit duplicate spans. Inside it, `ForcedIds` lets the
   job's final activity emit the `invoke_agent` span under the ids fixed when it was submitted.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,13 +63,18 @@ def _otlp_exporter(env: Mapping[str, str]) -> SpanExporter | None:
     base_endpoint = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
     if not traces_endpoint and not base_endpoint:
         return None
-    protocol = (env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-                or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip().lower()
+    protocol = (
+        (env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf")
+        .strip()
+        .lower()
+    )
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Grpc
+
         return Grpc(endpoint=traces_endpoint or base_endpoint)
     if protocol == "http/protobuf":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Http
+
         return Http(endpoint=traces_endpoint or base_endpoint.rstrip("/") + "/v1/traces")
     raise QuarryError(
         "bad_config",
@@ -91,8 +97,11 @@ def build_provider(service_name: str, home: Path, env: Mapping[str, str] | None 
     if otlp is not None:
         provider.add_span_processor(BatchSpanProcessor(ShapingExporter(otlp, capture_content(env, local_file=False))))
     if trace_files_on(env):
-        provider.add_span_processor(SimpleSpanProcessor(
-            ShapingExporter(JsonlSpanExporter(traces_dir(home)), capture_content(env, local_file=True))))
+        provider.add_span_processor(
+            SimpleSpanProcessor(
+                ShapingExporter(JsonlSpanExporter(traces_dir(home)), capture_content(env, local_file=True))
+            )
+        )
     return provider
 
 

@@ -6,6 +6,7 @@ computed from any trace. Quarry-specific attributes get a `quarry.` prefix to st
 standard namespaces. A `tracer` may be passed in, so tests use their own provider instead of
 the process-global one.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,11 @@ def _attr_value(value: Any) -> Any:
     """
     if isinstance(value, _PRIMITIVES):
         return value
-    if (isinstance(value, (list, tuple)) and all(isinstance(v, _PRIMITIVES) for v in value)
-            and len({type(v) for v in value}) <= 1):
+    if (
+        isinstance(value, (list, tuple))
+        and all(isinstance(v, _PRIMITIVES) for v in value)
+        and len({type(v) for v in value}) <= 1
+    ):
         return list(value)
     return json.dumps(value, default=str, ensure_ascii=False) if isinstance(value, (dict, list, tuple)) else str(value)
 
@@ -87,9 +91,17 @@ def _span(name: str, attributes: dict[str, Any], tracer: Tracer | None) -> Itera
 
 
 @contextmanager
-def tool_span(tool_name: str, *, call_id: str | None = None, job_id: str | None = None,
-              tracer: Tracer | None = None, tool_type: str = "function", arguments: Mapping[str, Any] | None = None,
-              kind: str | None = None, **attributes: Any) -> Iterator[Span]:
+def tool_span(
+    tool_name: str,
+    *,
+    call_id: str | None = None,
+    job_id: str | None = None,
+    tracer: Tracer | None = None,
+    tool_type: str = "function",
+    arguments: Mapping[str, Any] | None = None,
+    kind: str | None = None,
+    **attributes: Any,
+) -> Iterator[Span]:
     """Trace one tool call as `execute_tool {tool_name}`; yields the span for result attributes.
 
     `tool_type` is the GenAI `gen_ai.tool.type`: `function` for the agent's tools, `datastore` for
@@ -109,8 +121,7 @@ def tool_span(tool_name: str, *, call_id: str | None = None, job_id: str | None 
     }
     if arguments is not None:
         text = as_json(dict(arguments))
-        attrs.update({TOOL_ARGUMENTS: text, OI_INPUT: text, OI_INPUT_MIME: "application/json",
-                      "tool.parameters": text})
+        attrs.update({TOOL_ARGUMENTS: text, OI_INPUT: text, OI_INPUT_MIME: "application/json", "tool.parameters": text})
     if job_id is not None:
         attrs["quarry.job_id"] = job_id
     attrs.update(quarry_attributes(attributes))
@@ -141,8 +152,12 @@ def node_span(node: str, *, job_id: str | None, round_no: int | None, tracer: Tr
 @contextmanager
 def llm_span(model: str, *, tracer: Tracer | None = None, **attributes: Any) -> Iterator[Span]:
     """Trace one chat-model call as `chat {model}`; pair with `record_usage` for token counts."""
-    attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
-                             OI_KIND: KIND.LLM.value, "llm.model_name": model}
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": model,
+        OI_KIND: KIND.LLM.value,
+        "llm.model_name": model,
+    }
     attrs.update(quarry_attributes(attributes))
     with _span(f"chat {model}", attrs, tracer) as span:
         yield span
@@ -165,13 +180,21 @@ def record_model_messages(span: Span, sent: list[tuple[str, Any]], reply: Any, t
     OpenInference input/output (each truncated at `conventions.CONTENT_CAP`; keys were redacted
     from the reply before it got here)."""
     roles = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-    sent_json = as_json([{"role": roles.get(role, role), "parts": [{"type": "text", "content": clip(str(text), 1000)}]}
-                         for role, text in sent])
+    sent_json = as_json(
+        [
+            {"role": roles.get(role, role), "parts": [{"type": "text", "content": clip(str(text), 1000)}]}
+            for role, text in sent
+        ]
+    )
     parts: list[dict[str, Any]] = [{"type": "text", "content": clip(str(reply))}] if reply else []
     parts += [{"type": "tool_call", "name": c.get("name"), "arguments": c.get("args")} for c in tool_calls or []]
     reply_json = as_json([{"role": "assistant", "parts": parts}])
-    for key, value in (("gen_ai.input.messages", sent_json), ("gen_ai.output.messages", reply_json),
-                       (OI_INPUT, sent_json), (OI_OUTPUT, reply_json)):
+    for key, value in (
+        ("gen_ai.input.messages", sent_json),
+        ("gen_ai.output.messages", reply_json),
+        (OI_INPUT, sent_json),
+        (OI_OUTPUT, reply_json),
+    ):
         span.set_attribute(key, value)
     span.set_attribute(OI_INPUT_MIME, "application/json")
     span.set_attribute(OI_OUTPUT_MIME, "application/json")

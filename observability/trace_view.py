@@ -3,6 +3,7 @@
 Plain data in, plain data out (lists of strings and dicts), so the command line decides how to
 render it and tests need no terminal.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,14 +24,16 @@ def load_spans(folder: Path, trace_id: str) -> list[dict[str, Any]]:
     """All spans of one trace from `folder/<trace_id>.jsonl`, ordered by start time."""
     trace_id = trace_id.strip().lower()
     if not _TRACE_ID.match(trace_id):
-        raise QuarryError("bad_trace_id", f"not a trace id: {trace_id!r}",
-                          "a trace id is 32 hex digits, as shown by the job's status")
+        raise QuarryError(
+            "bad_trace_id", f"not a trace id: {trace_id!r}", "a trace id is 32 hex digits, as shown by the job's status"
+        )
     path = Path(folder) / f"{trace_id}.jsonl"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise QuarryError(
-            "no_trace", f"no trace file {path}",
+            "no_trace",
+            f"no trace file {path}",
             "check the trace id and QUARRY_HOME; spans are written there unless OTLP export is on and "
             "QUARRY_TRACE_FILES=0 turned the files off (then the trace is in your OTLP backend)",
         ) from None
@@ -41,8 +44,11 @@ def load_spans(folder: Path, trace_id: str) -> list[dict[str, Any]]:
         try:
             span = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise QuarryError("bad_trace", f"{path}:{lineno}: not a JSON span ({exc.msg})",
-                              "the trace file was edited or corrupted; remove the bad line") from None
+            raise QuarryError(
+                "bad_trace",
+                f"{path}:{lineno}: not a JSON span ({exc.msg})",
+                "the trace file was edited or corrupted; remove the bad line",
+            ) from None
         if span.get("span_id") in seen:  # a retried final activity emits the agent span again
             continue
         seen.add(span.get("span_id"))
@@ -53,7 +59,7 @@ def load_spans(folder: Path, trace_id: str) -> list[dict[str, Any]]:
 
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else str(value)
-    return text if len(text) <= _MAX_VALUE else text[:_MAX_VALUE - 1] + "…"
+    return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
 
 
 def _summary(span: dict[str, Any]) -> str:
@@ -62,8 +68,11 @@ def _summary(span: dict[str, Any]) -> str:
     op = attrs.get("gen_ai.operation.name")
     parts: list[str] = []
     if op == "execute_tool":
-        parts = [f"{k.removeprefix('quarry.')}={_short(v)}" for k, v in attrs.items()
-                 if k.startswith("quarry.") and k not in _SUMMARY_SKIP]
+        parts = [
+            f"{k.removeprefix('quarry.')}={_short(v)}"
+            for k, v in attrs.items()
+            if k.startswith("quarry.") and k not in _SUMMARY_SKIP
+        ]
     elif op == "chat":
         for key, label in (("gen_ai.usage.input_tokens", "in"), ("gen_ai.usage.output_tokens", "out")):
             if key in attrs:
@@ -119,8 +128,7 @@ def tool_summary(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
             tool = str(attrs.get("gen_ai.tool.name", "?"))
             durations[tool].append(float(span.get("duration_ms", 0.0)))
     rows: list[dict[str, Any]] = [
-        {"tool": tool, "count": len(ms), "total_ms": round(sum(ms), 3),
-         "p50_ms": round(statistics.median(ms), 3)}
+        {"tool": tool, "count": len(ms), "total_ms": round(sum(ms), 3), "p50_ms": round(statistics.median(ms), 3)}
         for tool, ms in durations.items()
     ]
     rows.sort(key=lambda r: (-r["total_ms"], r["tool"]))
@@ -152,8 +160,11 @@ def span_rounds(spans: list[dict[str, Any]]) -> dict[str | None, int | None]:
         if span is None or depth > 200:
             return None
         own = (span.get("attributes") or {}).get("quarry.round")
-        value = int(own) if isinstance(own, int) else (find(span.get("parent_span_id"), depth + 1)
-                                                        if span.get("parent_span_id") else None)
+        value = (
+            int(own)
+            if isinstance(own, int)
+            else (find(span.get("parent_span_id"), depth + 1) if span.get("parent_span_id") else None)
+        )
         out[span_id] = value
         return value
 
@@ -162,11 +173,16 @@ def span_rounds(spans: list[dict[str, Any]]) -> dict[str | None, int | None]:
     return out
 
 
-def select_spans(spans: list[dict[str, Any]], *, tool: str | None = None, round_no: int | None = None) -> list[dict[str, Any]]:
+def select_spans(
+    spans: list[dict[str, Any]], *, tool: str | None = None, round_no: int | None = None
+) -> list[dict[str, Any]]:
     """The spans of one tool and/or one round (in start order)."""
     rounds = span_rounds(spans) if round_no is not None else {}
-    return [s for s in spans
-            if (tool is None or _tool(s) == tool) and (round_no is None or rounds.get(s.get("span_id")) == round_no)]
+    return [
+        s
+        for s in spans
+        if (tool is None or _tool(s) == tool) and (round_no is None or rounds.get(s.get("span_id")) == round_no)
+    ]
 
 
 def rounds_summary(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -179,13 +195,25 @@ def rounds_summary(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for key in sorted(groups, key=lambda r: (r is None, r if r is not None else 0)):
         members = groups[key]
-        queries = [_readable_query(s["attributes"]) for s in members
-                   if _tool(s) == "search" and (s.get("attributes") or {}).get("quarry.query")]
+        queries = [
+            _readable_query(s["attributes"])
+            for s in members
+            if _tool(s) == "search" and (s.get("attributes") or {}).get("quarry.query")
+        ]
         chats = [s for s in members if (s.get("attributes") or {}).get("gen_ai.operation.name") == "chat"]
-        out.append({
-            "round": key, "spans": len(members), "queries": queries, "tools": tool_summary(members),
-            "model_calls": len(chats),
-            "input_tokens": sum(int((s.get("attributes") or {}).get("gen_ai.usage.input_tokens", 0)) for s in chats),
-            "output_tokens": sum(int((s.get("attributes") or {}).get("gen_ai.usage.output_tokens", 0)) for s in chats),
-        })
+        out.append(
+            {
+                "round": key,
+                "spans": len(members),
+                "queries": queries,
+                "tools": tool_summary(members),
+                "model_calls": len(chats),
+                "input_tokens": sum(
+                    int((s.get("attributes") or {}).get("gen_ai.usage.input_tokens", 0)) for s in chats
+                ),
+                "output_tokens": sum(
+                    int((s.get("attributes") or {}).get("gen_ai.usage.output_tokens", 0)) for s in chats
+                ),
+            }
+        )
     return out

@@ -16,6 +16,7 @@ CSL-JSON; quarry.export for CSV and Markdown) only spell a `Reference` in their 
   percent-encoded) from where the collection says it was ingested (`corpus.meta()`); the
   exporter never opens the file itself.
 """
+
 from __future__ import annotations
 
 import re
@@ -86,6 +87,7 @@ def assign_keys(bases: Mapping[str, str]) -> dict[str, str]:
 
 # --- names, dates, locations ------------------------------------------------------------------
 
+
 def names(authors: Sequence[str]) -> list[tuple[str, str]]:
     """(family, given) for "Last, F." and "First Last" forms."""
     out = []
@@ -133,6 +135,7 @@ def collection_origin(name: Any) -> Origin | None:
         return None
     from stores.collection import Collection
     from stores.errors import QuarryError
+
     try:
         meta = Collection(name).corpus.meta()
     except QuarryError:
@@ -189,6 +192,7 @@ def doi(value: Any) -> str | None:
 
 # --- the entry --------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Reference:
     """One ranked document as every format cites it."""
@@ -213,8 +217,7 @@ class Reference:
         return self.date[0] if self.date else None
 
 
-def references(result: Mapping[str, Any], records: Mapping[str, DocRecord],
-               origin: Origin | None) -> list[Reference]:
+def references(result: Mapping[str, Any], records: Mapping[str, DocRecord], origin: Origin | None) -> list[Reference]:
     """The result's ranked documents as references, keys assigned across all of them."""
     drafts = []
     for rank, item in enumerate(result.get("ranked", []), start=1):
@@ -226,8 +229,14 @@ def references(result: Mapping[str, Any], records: Mapping[str, DocRecord],
         venue = rec.venue if rec else None
         url = web_url(extras.get("url"))
         the_doi = doi(extras.get("doi"))
-        eprint = arxiv_id(extras.get("arxiv"), extras.get("eprint"), extras.get("arxiv_id"), url, the_doi,
-                          venue if is_arxiv_venue(venue) else None)
+        eprint = arxiv_id(
+            extras.get("arxiv"),
+            extras.get("eprint"),
+            extras.get("arxiv_id"),
+            url,
+            the_doi,
+            venue if is_arxiv_venue(venue) else None,
+        )
         kind: Kind = "arxiv" if eprint else venue_kind(venue)
         howpublished = None
         local = local_location(docid, extras, origin) if url is None and the_doi is None else None
@@ -245,11 +254,32 @@ def references(result: Mapping[str, Any], records: Mapping[str, DocRecord],
         if kind == "report" and venue:
             container = institution(venue)
         authors = tuple(names(rec.authors)) if rec else ()
-        drafts.append(dict(rank=rank, docid=docid, kind=kind, title=title, authors=authors,
-                           date=tuple(date_parts(year, extras) or ()), venue=container,
-                           keywords=tuple(rec.keywords) if rec else (), url=url, doi=the_doi, eprint=eprint,
-                           howpublished=howpublished, item=item))
-    keys = assign_keys({d["docid"]: base_key(d["authors"][0][0] if d["authors"] else None,
-                                             d["date"][0] if d["date"] else None, d["title"], d["docid"])
-                        for d in drafts})
+        drafts.append(
+            dict(
+                rank=rank,
+                docid=docid,
+                kind=kind,
+                title=title,
+                authors=authors,
+                date=tuple(date_parts(year, extras) or ()),
+                venue=container,
+                keywords=tuple(rec.keywords) if rec else (),
+                url=url,
+                doi=the_doi,
+                eprint=eprint,
+                howpublished=howpublished,
+                item=item,
+            )
+        )
+    keys = assign_keys(
+        {
+            d["docid"]: base_key(
+                d["authors"][0][0] if d["authors"] else None,
+                d["date"][0] if d["date"] else None,
+                d["title"],
+                d["docid"],
+            )
+            for d in drafts
+        }
+    )
     return [Reference(key=keys[d["docid"]], **d) for d in drafts]

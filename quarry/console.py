@@ -1,4 +1,5 @@
 """Terminal output shared by the commands: rich console, progress bars, error exit."""
+
 from __future__ import annotations
 
 import json
@@ -68,8 +69,16 @@ def print_json(obj: Any) -> None:
 @contextmanager
 def progress_bar(enabled: bool = True) -> Iterator[ProgressFn]:
     """A ProgressFn drawing one bar per stage on stderr (silent when output is not a TTY)."""
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=console, transient=False, disable=not enabled)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+        disable=not enabled,
+    )
     tasks: dict[str, Any] = {}
 
     def update(stage: str, done: int, total: int | None) -> None:

@@ -1,5 +1,6 @@
 """The one renderer of "chunks embedded" progress for every command that embeds: a bar on a
 terminal, plain lines with rate and time left in a log or a pipe, nothing under --json."""
+
 from __future__ import annotations
 
 import time
@@ -23,7 +24,7 @@ from quarry.console import console, terminal_safe
 from stores.readers import ProgressFn
 
 PLAIN_PROGRESS_EVERY_S = 10.0  # plain progress lines (stderr not a terminal: logs, pipes) at least this often…
-PLAIN_PROGRESS_EVERY_PCT = 10   # …and at every this many percent
+PLAIN_PROGRESS_EVERY_PCT = 10  # …and at every this many percent
 
 
 def _duration(seconds: float) -> str:
@@ -41,9 +42,16 @@ class PlainProgress:
     start, every PLAIN_PROGRESS_EVERY_PCT percent or PLAIN_PROGRESS_EVERY_S seconds, whichever
     comes first, and the end; each with the count, the share, the rate and the time left."""
 
-    def __init__(self, emit: Callable[[str], None], *, unit: str = "chunks", note: str = "",
-                 every_pct: int = PLAIN_PROGRESS_EVERY_PCT, every_s: float = PLAIN_PROGRESS_EVERY_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        emit: Callable[[str], None],
+        *,
+        unit: str = "chunks",
+        note: str = "",
+        every_pct: int = PLAIN_PROGRESS_EVERY_PCT,
+        every_s: float = PLAIN_PROGRESS_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.emit, self.unit, self.note = emit, unit, note
         self.every_pct, self.every_s, self.clock = every_pct, every_s, clock
         self._stage: str | None = None
@@ -66,8 +74,11 @@ class PlainProgress:
         self.emit(self.line(stage, done, total, now))
 
     def line(self, stage: str, done: int, total: int | None, now: float) -> str:
-        count = f"{stage} {done:,}/{total:,} {self.unit} ({done * 100 // total}%)" if total else \
-            f"{stage} {done:,} {self.unit}"
+        count = (
+            f"{stage} {done:,}/{total:,} {self.unit} ({done * 100 // total}%)"
+            if total
+            else f"{stage} {done:,} {self.unit}"
+        )
         took = now - self._started
         rate = (done - self._first) / took if took > 0 else 0.0
         parts = [count]
@@ -92,9 +103,15 @@ class _RateColumn(ProgressColumn):
 
 
 @contextmanager
-def embedding_progress(*, quiet: bool = False, note: str = "", unit: str = "chunks",
-                       terminal: bool | None = None, to: Console | None = None,
-                       clock: Callable[[], float] = time.monotonic) -> Iterator[ProgressFn]:
+def embedding_progress(
+    *,
+    quiet: bool = False,
+    note: str = "",
+    unit: str = "chunks",
+    terminal: bool | None = None,
+    to: Console | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[ProgressFn]:
     """The one renderer of "chunks embedded" progress, for every command that embeds (`index
     --dense`, a semantic search without a dense index): on a terminal a bar on stderr with
     done/total, rate and time left; otherwise plain lines (`PlainProgress`); nothing with `quiet`
@@ -105,12 +122,23 @@ def embedding_progress(*, quiet: bool = False, note: str = "", unit: str = "chun
         yield lambda stage, done, total: None
         return
     if not (to.is_terminal if terminal is None else terminal):
-        yield PlainProgress(lambda line: to.print(terminal_safe(line), markup=False, highlight=False),
-                            unit=unit, note=note, clock=clock)
+        yield PlainProgress(
+            lambda line: to.print(terminal_safe(line), markup=False, highlight=False), unit=unit, note=note, clock=clock
+        )
         return
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
-                   _RateColumn(unit), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                   console=to, transient=False, get_time=clock)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(unit),
+        _RateColumn(unit),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=to,
+        transient=False,
+        get_time=clock,
+    )
     tasks: dict[str, Any] = {}
 
     def update(stage: str, done: int, total: int | None) -> None:

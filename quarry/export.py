@@ -6,6 +6,7 @@ the venue, its citation key, its title, its URL) is decided once in quarry.bibli
 format cites a document by the same key. The bibliographic formats are written in
 quarry.bibliography_formats; CSV and the Markdown report here.
 """
+
 from __future__ import annotations
 
 import csv
@@ -38,14 +39,28 @@ def csv_rows(refs: Sequence[Reference]) -> str:
     """One row per ranked document; `key` is the citation key of the other formats."""
     buf = io.StringIO()
     writer = csv.writer(buf)
-    writer.writerow(["rank", "key", "docid", "title", "year", "type", "venue", "authors", "url", "rank_score", "S",
-                     "weak", "meets"])
+    writer.writerow(
+        ["rank", "key", "docid", "title", "year", "type", "venue", "authors", "url", "rank_score", "S", "weak", "meets"]
+    )
     for ref in refs:
         item = ref.item
-        writer.writerow([ref.rank, ref.key, ref.docid, ref.title, ref.year or "", ref.kind, ref.venue or "",
-                         "; ".join(f"{f}, {g}".strip(", ") for f, g in ref.authors), ref.url or "",
-                         item.get("rank_score", ""), item.get("score", ""), bool(item.get("weak")),
-                         " | ".join(met(item))])
+        writer.writerow(
+            [
+                ref.rank,
+                ref.key,
+                ref.docid,
+                ref.title,
+                ref.year or "",
+                ref.kind,
+                ref.venue or "",
+                "; ".join(f"{f}, {g}".strip(", ") for f, g in ref.authors),
+                ref.url or "",
+                item.get("rank_score", ""),
+                item.get("score", ""),
+                bool(item.get("weak")),
+                " | ".join(met(item)),
+            ]
+        )
     return buf.getvalue()
 
 
@@ -57,49 +72,81 @@ def _md(text: Any) -> str:
 def markdown(result: Mapping[str, Any], refs: Sequence[Reference]) -> str:
     """The job as a report: intent, checklist, answer, ranked documents (with their citation
     keys) and the evidence per document."""
-    lines = [f"# Quarry job {result.get('job_id')}", "",
-             f"- **intent**: {_md(result.get('intent', ''))}",
-             f"- **collection**: {result.get('collection')} · **mode**: {result.get('mode')} · "
-             f"**policy**: {result.get('policy', DEFAULT_POLICY)} · **status**: {result.get('status')} · "
-             f"**stop**: {result.get('stop_reason') or '-'} · **rounds**: {result.get('rounds')}", ""]
+    lines = [
+        f"# Quarry job {result.get('job_id')}",
+        "",
+        f"- **intent**: {_md(result.get('intent', ''))}",
+        f"- **collection**: {result.get('collection')} · **mode**: {result.get('mode')} · "
+        f"**policy**: {result.get('policy', DEFAULT_POLICY)} · **status**: {result.get('status')} · "
+        f"**stop**: {result.get('stop_reason') or '-'} · **rounds**: {result.get('rounds')}",
+        "",
+    ]
     checklist = result.get("checklist") or []
     if checklist:
         lines += ["## Checklist", ""] + [f"- [{i['kind']}] {_md(i['text'])}" for i in checklist] + [""]
     answer = result.get("answer")
     if isinstance(answer, dict) and answer:
-        lines += ["## Answer", "", _md(answer.get("explanation", "")), "",
-                  f"**Exact answer**: {_md(answer.get('exact_answer', '') or '-')} · **Confidence**: "
-                  f"{_md(stated_confidence(answer))}", ""]
+        lines += [
+            "## Answer",
+            "",
+            _md(answer.get("explanation", "")),
+            "",
+            f"**Exact answer**: {_md(answer.get('exact_answer', '') or '-')} · **Confidence**: "
+            f"{_md(stated_confidence(answer))}",
+            "",
+        ]
         cited = result.get("references") or []
         if cited:
-            lines += ["### References", ""] + [
-                f"- [{r['docid']}] {_md(display_title(r.get('title', ''), r['docid']))}, lines "
-                f"{r['lines'][0]}–{r['lines'][1]}: “{_md(r.get('quote', ''))}”" for r in cited] + [""]
-    lines += ["## Ranked documents", "", "| # | key | docid | title | year | rank | S |",
-              "|---:|---|---|---|---:|---:|---:|"]
+            lines += (
+                ["### References", ""]
+                + [
+                    f"- [{r['docid']}] {_md(display_title(r.get('title', ''), r['docid']))}, lines "
+                    f"{r['lines'][0]}–{r['lines'][1]}: “{_md(r.get('quote', ''))}”"
+                    for r in cited
+                ]
+                + [""]
+            )
+    lines += [
+        "## Ranked documents",
+        "",
+        "| # | key | docid | title | year | rank | S |",
+        "|---:|---|---|---|---:|---:|---:|",
+    ]
     for ref in refs:
         item = ref.item
         weak = " (weak)" if item.get("weak") else ""
-        lines.append(f"| {ref.rank} | {ref.key} | {_md(ref.docid)} | {_md(ref.title)}{weak} "
-                     f"| {ref.year or ''} | {item.get('rank_score', 0):.4f} | {item.get('score', 0):.3f} |")
+        lines.append(
+            f"| {ref.rank} | {ref.key} | {_md(ref.docid)} | {_md(ref.title)}{weak} "
+            f"| {ref.year or ''} | {item.get('rank_score', 0):.4f} | {item.get('score', 0):.3f} |"
+        )
     lines += ["", "## Evidence", ""]
     for ref in refs:
         item = ref.item
         lines.append(f"**{ref.rank}. {_md(ref.title)}** (`{ref.docid}`, key `{ref.key}`)")
-        lines += [f"- {_md(e['item'])} — {e['score']:.1f}/5, {where(e)}: “{_md(e['chunk'])}”"
-                  for e in item.get("evidence", [])] + [""]
+        lines += [
+            f"- {_md(e['item'])} — {e['score']:.1f}/5, {where(e)}: “{_md(e['chunk'])}”"
+            for e in item.get("evidence", [])
+        ] + [""]
     traj, usage = result.get("trajectory") or {}, result.get("usage") or {}
-    lines += ["## Trajectory and budget", "",
-              f"surfaced {traj.get('surfaced', 0)} · previewed {len(traj.get('previewed', []))} · opened "
-              f"{len(traj.get('opened', []))} · cited {len(traj.get('cited', []))}; tool calls "
-              f"{(result.get('stats') or {}).get('tool_calls', 0)}; model calls {usage.get('calls', 0)}, tokens "
-              f"{usage.get('total_tokens', 0)}, ${usage.get('dollars', 0.0):.4f}", ""]
+    lines += [
+        "## Trajectory and budget",
+        "",
+        f"surfaced {traj.get('surfaced', 0)} · previewed {len(traj.get('previewed', []))} · opened "
+        f"{len(traj.get('opened', []))} · cited {len(traj.get('cited', []))}; tool calls "
+        f"{(result.get('stats') or {}).get('tool_calls', 0)}; model calls {usage.get('calls', 0)}, tokens "
+        f"{usage.get('total_tokens', 0)}, ${usage.get('dollars', 0.0):.4f}",
+        "",
+    ]
     return "\n".join(lines)
 
 
 # the formats written from the references alone (markdown also reports the job itself)
-WRITERS: dict[str, Callable[[Sequence[Reference]], str]] = {"bibtex": bibtex, "ris": ris, "csl-json": csl_json,
-                                                            "csv": csv_rows}
+WRITERS: dict[str, Callable[[Sequence[Reference]], str]] = {
+    "bibtex": bibtex,
+    "ris": ris,
+    "csl-json": csl_json,
+    "csv": csv_rows,
+}
 
 
 def _clean(value: Any) -> Any:
@@ -120,12 +167,12 @@ def _clean(value: Any) -> Any:
 
 
 def _clean_record(rec: DocRecord) -> DocRecord:
-    return rec.model_copy(update={k: _clean(getattr(rec, k)) for k in ("docid", "title", "venue", "authors",
-                                                                       "keywords", "extras")})
+    return rec.model_copy(
+        update={k: _clean(getattr(rec, k)) for k in ("docid", "title", "venue", "authors", "keywords", "extras")}
+    )
 
 
-def export(result: Mapping[str, Any], records: Mapping[str, DocRecord], fmt: str,
-           origin: Origin | None = None) -> str:
+def export(result: Mapping[str, Any], records: Mapping[str, DocRecord], fmt: str, origin: Origin | None = None) -> str:
     """The job's result in `fmt`, every text field cleaned of terminal control characters first.
 
     `origin` (where the collection was ingested from) gives local files their `file://` URL; by

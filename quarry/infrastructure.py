@@ -1,6 +1,7 @@
 """Infrastructure bootstrap for `quarry run`: this home's embedded Temporal dev server and
 background worker, started when missing and the worker restarted when the model settings or
 Quarry's code changed since it started (digests only: never a value, never a file's content)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,7 +13,8 @@ from quarry.console import console, safe, terminal_safe
 from quarry.temporal_access import current_address
 from stores.atomic import write_atomic
 from stores.errors import QuarryError
-from workflows.dev_server import pid_of, reachable, server_record, spawn_detached, start_server, stop_detached
+from workflows.background_processes import pid_of, spawn_detached, stop_detached
+from workflows.dev_server import reachable, server_record, start_server
 from workflows.shared import UI_PORT_DEFAULT, task_queue
 
 
@@ -39,8 +41,15 @@ def worker_alive(home: Path) -> bool:
 # The environment a worker's model clients read. A worker started before the user exported a
 # key (or pointed OPENAI_BASE_URL elsewhere) would call the wrong endpoint, so `quarry run`
 # restarts the background worker when these differ. Only a digest is kept, never a value.
-MODEL_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-             "ANTHROPIC_API_URL", "OLLAMA_HOST")
+MODEL_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_URL",
+    "OLLAMA_HOST",
+)
 
 
 def model_env_digest() -> str:
@@ -68,8 +77,12 @@ def spawn_worker(home: Path, address: str | None = None) -> None:
     """A background worker of this home; `address` is the command's --temporal-address (the
     worker gets it as its own option; without one it resolves the server as every command does)."""
     from observability.exporter_settings import record_worker_settings  # lazy: observability costs ~40 ms
-    spawn_detached(home, "worker", [sys.executable, "-m", "quarry", "worker",
-                                    *(["--temporal-address", address] if address else [])])
+
+    spawn_detached(
+        home,
+        "worker",
+        [sys.executable, "-m", "quarry", "worker", *(["--temporal-address", address] if address else [])],
+    )
     write_atomic(home / "run" / "worker.models", model_env_digest(), mode=0o600)
     write_atomic(home / "run" / "worker.code", code_digest(), mode=0o600)
     record_worker_settings(home)  # the worker writes it too; here so the next command never reads an old one
@@ -82,33 +95,47 @@ def ensure_infrastructure(home: Path, address: str | None = None, ui_port: int |
     ui_port = ui_port or configured_ui_port()
     if not reachable(address):
         if not is_loopback(address):
-            raise QuarryError("no_server", f"no Temporal server at {address}",
-                              "check the address, or unset QUARRY_TEMPORAL_ADDRESS to use the embedded server")
+            raise QuarryError(
+                "no_server",
+                f"no Temporal server at {address}",
+                "check the address, or unset QUARRY_TEMPORAL_ADDRESS to use the embedded server",
+            )
         port = int(address.rsplit(":", 1)[1])
-        console.print(f"starting the embedded Temporal dev server on {safe(address)} (Web UI :{ui_port}) …",
-                      highlight=False)
+        console.print(
+            f"starting the embedded Temporal dev server on {safe(address)} (Web UI :{ui_port}) …", highlight=False
+        )
         start_server(home, port, ui_port)
     elif (record := server_record(home)) is None or record.address != address:
-        console.print(f"[yellow]note[/]: the Temporal server at {safe(address)} was not started by this home "
-                      f"({safe(home)}); its jobs run on this home's task queue {safe(task_queue(home))}, so they stay apart",
-                      highlight=False)
+        console.print(
+            f"[yellow]note[/]: the Temporal server at {safe(address)} was not started by this home "
+            f"({safe(home)}); its jobs run on this home's task queue {safe(task_queue(home))}, so they stay apart",
+            highlight=False,
+        )
     if worker_alive(home):
         digest = home / "run" / "worker.models"
         if digest.is_file() and digest.read_text().strip() != model_env_digest():
-            console.print("restarting the background worker: the model settings in this shell "
-                          "(OPENAI_*, ANTHROPIC_*, OLLAMA_HOST) changed since it started …")
+            console.print(
+                "restarting the background worker: the model settings in this shell "
+                "(OPENAI_*, ANTHROPIC_*, OLLAMA_HOST) changed since it started …"
+            )
             stop_detached(home, "worker", say=say_note)
     if worker_alive(home):
         code = home / "run" / "worker.code"  # absent: a worker spawned by a Quarry older than this record
         if not code.is_file() or code.read_text().strip() != code_digest():
-            console.print("restarting the background worker: Quarry's code changed since it started "
-                          "(an upgrade or an edit); running jobs go on with the new one …")
+            console.print(
+                "restarting the background worker: Quarry's code changed since it started "
+                "(an upgrade or an edit); running jobs go on with the new one …"
+            )
             stop_detached(home, "worker", say=say_note)
     if worker_alive(home):
         from observability.exporter_settings import worker_settings_note  # lazy: observability costs ~40 ms
+
         if note := worker_settings_note(home):  # its spans go where its own settings say, not this shell's
             console.print(f"[yellow]warning[/]: {safe(note)}", highlight=False)
     if not worker_alive(home):
-        console.print("starting a Quarry worker in the background (logs: "
-                      f"{safe(home / 'logs' / 'worker.log')}; stop both with `quarry down`) …", highlight=False)
+        console.print(
+            "starting a Quarry worker in the background (logs: "
+            f"{safe(home / 'logs' / 'worker.log')}; stop both with `quarry down`) …",
+            highlight=False,
+        )
         spawn_worker(home, explicit)

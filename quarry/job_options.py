@@ -4,6 +4,7 @@ Checked before anything is submitted: the policy exists, token and dollar budget
 in range, the price table reads and fits its schema, and a model policy has a model
 (PROVIDER:NAME) whose endpoint answers.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,38 +17,62 @@ from nodes.job.config import JOB_BOUNDS, JobConfig, ModelSettings, Price
 from stores.errors import QuarryError
 
 
-def job_config(policy: str, model: str | None, judge_model: str | None, *, rounds: int = JobConfig.max_rounds,
-               max_seconds: float = JobConfig.max_seconds, max_tokens: int | None = None, max_dollars: float | None = None, prices: Path | None = None,
-               max_output_tokens: int = ModelSettings.max_output_tokens,
-               extra_models: tuple[str | None, ...] = ()) -> JobConfig:
+def job_config(
+    policy: str,
+    model: str | None,
+    judge_model: str | None,
+    *,
+    rounds: int = JobConfig.max_rounds,
+    max_seconds: float = JobConfig.max_seconds,
+    max_tokens: int | None = None,
+    max_dollars: float | None = None,
+    prices: Path | None = None,
+    max_output_tokens: int = ModelSettings.max_output_tokens,
+    extra_models: tuple[str | None, ...] = (),
+) -> JobConfig:
     """The job's configuration; endpoints (also of `extra_models`, e.g. an answer grader) are
     probed in seconds so a server that is down is named now, not minutes into a job. The defaults
     are JobConfig's own (nodes.job.config), never copies."""
     from nodes.job.usage import prices_for
     from nodes.llm.models import ModelSpec, check_endpoint
     from nodes.policy.registry import check, model_policies, taking
+
     chosen = check(policy)
     check_model_budgets(max_tokens, max_dollars)
     if not chosen.uses_models:
         if model or judge_model or max_tokens or max_dollars:
-            raise QuarryError("bad_option", "--model, --judge-model, --max-tokens and --max-dollars need a model policy",
-                              f"add {_either(model_policies())} (the {chosen.name} policy calls no model)")
+            raise QuarryError(
+                "bad_option",
+                "--model, --judge-model, --max-tokens and --max-dollars need a model policy",
+                f"add {_either(model_policies())} (the {chosen.name} policy calls no model)",
+            )
         return JobConfig(max_rounds=rounds, max_seconds=max_seconds)
     if not model:
-        raise QuarryError("no_model", f"--policy {policy} needs a model",
-                          "add --model PROVIDER:NAME, e.g. --model openai:gpt-4o-mini (see the README for local servers)")
+        raise QuarryError(
+            "no_model",
+            f"--policy {policy} needs a model",
+            "add --model PROVIDER:NAME, e.g. --model openai:gpt-4o-mini (see the README for local servers)",
+        )
     if judge_model and not chosen.takes("judge_model"):
-        raise QuarryError("bad_option", f"--judge-model is for {_either(taking('judge_model'))} (the librarians)",
-                          f"drop --judge-model, or use {_either(taking('judge_model'))}")
+        raise QuarryError(
+            "bad_option",
+            f"--judge-model is for {_either(taking('judge_model'))} (the librarians)",
+            f"drop --judge-model, or use {_either(taking('judge_model'))}",
+        )
     main = str(ModelSpec.parse(model))
     judge = str(ModelSpec.parse(judge_model)) if judge_model else None
     specs = list(dict.fromkeys(s for s in (main, judge, *(str(ModelSpec.parse(m)) for m in extra_models if m)) if s))
     table = load_prices(prices)  # a local file: checked before any endpoint is probed
     for spec in specs:
         check_endpoint(spec)
-    return JobConfig(max_rounds=rounds, max_seconds=max_seconds, models=ModelSettings(model=main, judge_model=judge,
-                                                             max_output_tokens=max_output_tokens),
-                     max_tokens=max_tokens, max_dollars=max_dollars, prices=prices_for(specs, table))
+    return JobConfig(
+        max_rounds=rounds,
+        max_seconds=max_seconds,
+        models=ModelSettings(model=main, judge_model=judge, max_output_tokens=max_output_tokens),
+        max_tokens=max_tokens,
+        max_dollars=max_dollars,
+        prices=prices_for(specs, table),
+    )
 
 
 def _either(policies: tuple[str, ...]) -> str:
@@ -59,6 +84,7 @@ def eval_policy(systems: list[str]) -> tuple[str, list[str], bool]:
     against (of the systems that are model policies, the first taking a judge model, else the
     first; the default policy when there are none), those systems, and whether any takes a judge model."""
     from nodes.policy.registry import DEFAULT_POLICY, find
+
     known = [spec for s in systems if (spec := find(s)) is not None and spec.uses_models]
     model_systems = [spec.name for spec in known]
     judged = [spec.name for spec in known if spec.takes("judge_model")]
@@ -74,14 +100,25 @@ def check_model_budgets(max_tokens: object, max_dollars: object) -> None:
     NaN and negatives but lets Infinity and 1e400 through) and the Python API alike (where NaN,
     which compares false with everything, would make `spent >= budget` never true). Booleans are
     refused too: True is not a budget of 1."""
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
-                                   or not 1 <= max_tokens <= MAX_TOKENS):
-        raise QuarryError("bad_budget", f"a token budget of {max_tokens!r} is not usable",
-                          f"give a whole number of tokens from 1 to {MAX_TOKENS:,}, e.g. --max-tokens 200000")
-    if max_dollars is not None and (isinstance(max_dollars, bool) or not isinstance(max_dollars, (int, float))
-                                    or not math.isfinite(max_dollars) or not 0 <= max_dollars <= MAX_DOLLARS):
-        raise QuarryError("bad_budget", f"a dollar budget of {max_dollars!r} is not usable",
-                          f"give a finite amount from 0 to {MAX_DOLLARS:,.0f} dollars, e.g. --max-dollars 0.50")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= MAX_TOKENS
+    ):
+        raise QuarryError(
+            "bad_budget",
+            f"a token budget of {max_tokens!r} is not usable",
+            f"give a whole number of tokens from 1 to {MAX_TOKENS:,}, e.g. --max-tokens 200000",
+        )
+    if max_dollars is not None and (
+        isinstance(max_dollars, bool)
+        or not isinstance(max_dollars, (int, float))
+        or not math.isfinite(max_dollars)
+        or not 0 <= max_dollars <= MAX_DOLLARS
+    ):
+        raise QuarryError(
+            "bad_budget",
+            f"a dollar budget of {max_dollars!r} is not usable",
+            f"give a finite amount from 0 to {MAX_DOLLARS:,.0f} dollars, e.g. --max-dollars 0.50",
+        )
 
 
 def load_prices(path: Path | None) -> dict[str, Price]:
@@ -94,8 +131,10 @@ def load_prices(path: Path | None) -> dict[str, Price]:
     table = dict(DEFAULT_PRICES)
     if path is None:
         return table
-    hint = ('write JSON like {"openai:gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}'
-            " (dollars per million tokens; cached_input may be left out)")
+    hint = (
+        'write JSON like {"openai:gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}'
+        " (dollars per million tokens; cached_input may be left out)"
+    )
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
         if not isinstance(raw, dict):

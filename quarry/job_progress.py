@@ -1,6 +1,7 @@
 """What `job progress` and `job watch` show besides the workflow's own progress: the running
 node's long step (read from the job store, where the activity writes it) and a worker that is
 still warming up."""
+
 from __future__ import annotations
 
 import asyncio
@@ -52,8 +53,9 @@ class WithStepDetail:
     A snapshot that moves the job to a new round or node prints its header first (watch prints
     it after this query returns), so the step line waits for the next snapshot then."""
 
-    def __init__(self, handle: Any, job_id: str, emit: Callable[[str], None],
-                 clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self, handle: Any, job_id: str, emit: Callable[[str], None], clock: Callable[[], float] | None = None
+    ) -> None:
         self._handle, self._job_id, self._emit = handle, job_id, emit
         self._clock = clock or time.monotonic
         self._where: tuple | None = None
@@ -86,7 +88,7 @@ class WorkerWarmingUp:
     command exits 0 (no worker at all stays an error)."""
 
     job_id: str
-    status: str             # the job store's status ("running" until the job ends)
+    status: str  # the job store's status ("running" until the job ends)
     round: int | None
     collection: str | None
     warming_s: float | None  # how long the worker has been warming up, when it says
@@ -94,18 +96,33 @@ class WorkerWarmingUp:
     @classmethod
     def of(cls, job_id: str, row: dict[str, Any] | None) -> WorkerWarmingUp:
         row = row or {}
-        return cls(job_id, str(row.get("status") or "unknown to this home's job store"),
-                   row.get("round") if isinstance(row.get("round"), int) else None, row.get("collection"),
-                   warming_for(quarry_home()))
+        return cls(
+            job_id,
+            str(row.get("status") or "unknown to this home's job store"),
+            row.get("round") if isinstance(row.get("round"), int) else None,
+            row.get("collection"),
+            warming_for(quarry_home()),
+        )
 
     def line(self) -> str:
-        where = " · ".join(filter(None, [self.job_id, self.status, self.collection,
-                                         f"round {self.round}" if self.round is not None else ""]))
+        where = " · ".join(
+            filter(
+                None,
+                [self.job_id, self.status, self.collection, f"round {self.round}" if self.round is not None else ""],
+            )
+        )
         so_far = f", {self.warming_s:.0f} s so far" if self.warming_s is not None else ""
-        return (f"{where}\nthe worker is warming up (opening indexes and loading models{so_far}); "
-                f"the job goes on when it is ready — follow it: quarry job watch {self.job_id}")
+        return (
+            f"{where}\nthe worker is warming up (opening indexes and loading models{so_far}); "
+            f"the job goes on when it is ready — follow it: quarry job watch {self.job_id}"
+        )
 
     def as_json(self) -> dict[str, Any]:
-        return {"job_id": self.job_id, "status": self.status, "round": self.round, "collection": self.collection,
-                "worker": "warming_up",
-                "warming_seconds": round(self.warming_s, 1) if self.warming_s is not None else None}
+        return {
+            "job_id": self.job_id,
+            "status": self.status,
+            "round": self.round,
+            "collection": self.collection,
+            "worker": "warming_up",
+            "warming_seconds": round(self.warming_s, 1) if self.warming_s is not None else None,
+        }

@@ -1,6 +1,7 @@
 """A job's record in this home's job store as the job commands read and complete it: its row,
 its trace file, a job terminated outside Quarry recorded as such (its trace closed with a root
 span), the result of a job that ended, and the exit status a result gives."""
+
 from __future__ import annotations
 
 import asyncio
@@ -33,14 +34,20 @@ def known_job(job_id: str) -> dict[str, Any] | None:
 def refuse_finished(job_id: str) -> None:
     row = known_job(job_id)
     if row and row["status"] in FINAL:
-        fail(QuarryError("job_finished", f"job {job_id} has already finished ({row['status']})",
-                         f"see its result: quarry job result {job_id}, or run it again: quarry job rerun {job_id}"))
+        fail(
+            QuarryError(
+                "job_finished",
+                f"job {job_id} has already finished ({row['status']})",
+                f"see its result: quarry job result {job_id}, or run it again: quarry job rerun {job_id}",
+            )
+        )
 
 
 def trace_file(trace_id: str | None) -> str:
     """Where the job's trace can be read: its local file when one exists, else where it went."""
     from observability import traces_dir  # lazy: observability costs ~40 ms of start-up
     from observability.setup import trace_files_on
+
     if not trace_id:
         return ""
     path = traces_dir(quarry_home()) / f"{trace_id}.jsonl"
@@ -57,6 +64,7 @@ async def record_termination(job_id: str, row: dict[str, Any] | None, address: s
     its terminator gave, and close its trace with the root span, as `job terminate` does. Returns
     the reason, or None when the job was not terminated (or the server cannot say)."""
     from workflows.client import termination  # lazy: temporalio's client costs over a second of start-up
+
     try:
         ended = await termination(await temporal.client(address), job_id)
     except Exception:  # the server's view is an addition, never a reason to fail the command
@@ -71,8 +79,10 @@ async def record_termination(job_id: str, row: dict[str, Any] | None, address: s
 def seen_terminated(job_id: str, row: dict[str, Any], address: str | None = None) -> dict[str, Any]:
     """The job's row, after asking the server (if it answers) whether a job the store calls
     running was terminated outside Quarry."""
-    if not reachable(temporal.current_address(address)) \
-            or asyncio.run(record_termination(job_id, row, address)) is None:
+    if (
+        not reachable(temporal.current_address(address))
+        or asyncio.run(record_termination(job_id, row, address)) is None
+    ):
         return row
     return known_job(job_id) or row
 
@@ -88,10 +98,16 @@ def close_terminated_trace(trace: dict[str, Any], job_id: str, row: dict[str, An
         return
     provider = build_provider("quarry-cli", quarry_home())  # its own, not the process's global one
     try:
-        emit_agent_span(ref, job_id=job_id, intent=str((row or {}).get("intent", "")), output={"ranked": []},
-                        status="terminated", error=reason,
-                        attributes={"quarry.collection": str((row or {}).get("collection", ""))},
-                        tracer=provider.get_tracer("quarry"))
+        emit_agent_span(
+            ref,
+            job_id=job_id,
+            intent=str((row or {}).get("intent", "")),
+            output={"ranked": []},
+            status="terminated",
+            error=reason,
+            attributes={"quarry.collection": str((row or {}).get("collection", ""))},
+            tracer=provider.get_tracer("quarry"),
+        )
     finally:
         provider.shutdown()  # flushes an OTLP batch too
     if row:
@@ -106,6 +122,7 @@ async def final(awaitable: Awaitable[dict[str, Any]], job_id: str, address: str 
     from temporalio.exceptions import TerminatedError
 
     from workflows.job_failure import failed_result
+
     try:
         return await awaitable
     except WorkflowFailureError as err:
@@ -113,13 +130,23 @@ async def final(awaitable: Awaitable[dict[str, Any]], job_id: str, address: str 
         if isinstance(err.cause, TerminatedError) and row.get("status") not in FINAL:
             await record_termination(job_id, row or None, address)  # terminated outside Quarry, while we waited
             row = known_job(job_id) or {}
-        return row.get("result") or failed_result(err, job_id) or {
-            "job_id": job_id, "status": row.get("status", "failed"), "ranked": [], "intent": row.get("intent"),
-            "collection": row.get("collection"), "error": row.get("error") or str(err.cause or err)[:300]}
+        return (
+            row.get("result")
+            or failed_result(err, job_id)
+            or {
+                "job_id": job_id,
+                "status": row.get("status", "failed"),
+                "ranked": [],
+                "intent": row.get("intent"),
+                "collection": row.get("collection"),
+                "error": row.get("error") or str(err.cause or err)[:300],
+            }
+        )
 
 
 def exit_for(result: dict[str, Any]) -> None:
     """Exit 1 for a job that failed, or ran out of budget with nothing to show."""
-    if result.get("status") in ("failed", "cancelled", "terminated") or \
-            (result.get("status") == "budget_exhausted" and not result.get("ranked")):
+    if result.get("status") in ("failed", "cancelled", "terminated") or (
+        result.get("status") == "budget_exhausted" and not result.get("ranked")
+    ):
         raise typer.Exit(1)

@@ -4,6 +4,7 @@ Text that comes from documents, models or users goes through `quarry.console.saf
 citation like `[ance-2021]`, a document's own brackets or `[/z]` are shown as written (never a
 MarkupError), and escape sequences are shown as `\\x1b…` instead of being obeyed.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,14 +18,16 @@ _t = safe  # every field of a job record (intent, docids, titles, quotes, model 
 
 
 def usage_line(usage: dict[str, Any] | None) -> str:
-    """"3 model calls · 1,200 tokens in (800 cached) · 90 out · $0.0021" ('' without calls)."""
+    """ "3 model calls · 1,200 tokens in (800 cached) · 90 out · $0.0021" ('' without calls)."""
     if not usage or not usage.get("calls"):
         return ""
     cached = f" ({usage.get('cached_input_tokens', 0):,} cached)" if usage.get("cached_input_tokens") else ""
     reasoning = f", {usage['reasoning_tokens']:,} reasoning" if usage.get("reasoning_tokens") else ""
     unpriced = f" (no price for {', '.join(usage['unpriced'])})" if usage.get("unpriced") else ""
-    return (f"{usage['calls']} model calls · {usage.get('input_tokens', 0):,} tokens in{cached} · "
-            f"{usage.get('output_tokens', 0):,} out{reasoning} · ${usage.get('dollars', 0.0):.4f}{unpriced}")
+    return (
+        f"{usage['calls']} model calls · {usage.get('input_tokens', 0):,} tokens in{cached} · "
+        f"{usage.get('output_tokens', 0):,} out{reasoning} · ${usage.get('dollars', 0.0):.4f}{unpriced}"
+    )
 
 
 def render_answer(result: dict[str, Any]) -> None:
@@ -38,26 +41,46 @@ def render_answer(result: dict[str, Any]) -> None:
     if answer.get("exact_answer"):
         out.print(f"[bold]Exact Answer[/]: {_t(answer['exact_answer'])}", highlight=False)
     stated = _t(stated_confidence(answer))
-    out.print(f"[bold]Confidence[/]: {stated}"
-              + ("  [yellow](the evidence is insufficient)[/]" if answer.get("insufficient_evidence") else ""),
-              highlight=False)
+    out.print(
+        f"[bold]Confidence[/]: {stated}"
+        + ("  [yellow](the evidence is insufficient)[/]" if answer.get("insufficient_evidence") else ""),
+        highlight=False,
+    )
     refs = result.get("references", [])
     if refs:
         out.print("[bold]References[/]", highlight=False)
         for ref in refs:
-            out.print(_t(f"  [{ref['docid']}] {ref.get('title', '')} (lines {ref['lines'][0]}–{ref['lines'][1]}): "
-                         f"\u201c{cut_words(ref.get('quote', ''), 160)}\u201d"), highlight=False)
+            out.print(
+                _t(
+                    f"  [{ref['docid']}] {ref.get('title', '')} (lines {ref['lines'][0]}–{ref['lines'][1]}): "
+                    f"\u201c{cut_words(ref.get('quote', ''), 160)}\u201d"
+                ),
+                highlight=False,
+            )
     cites = result.get("citations") or {}
     if cites.get("checked"):
         removed = cites.get("removed", [])
-        out.print(_t(f"citations: {cites['checked']} checked, {len(removed)} removed "
-                     f"(hallucination rate {cites.get('hallucination_rate', 0):.0%})"), highlight=False)
+        out.print(
+            _t(
+                f"citations: {cites['checked']} checked, {len(removed)} removed "
+                f"(hallucination rate {cites.get('hallucination_rate', 0):.0%})"
+            ),
+            highlight=False,
+        )
         if cites.get("sentences"):  # a 0% rate says the quotes exist, not that they answer
             on_question = cites.get("on_question_sentences")
-            out.print(_t(f"citations checked: {cites.get('supported_sentences', 0)} of {cites['sentences']} cited "
-                         f"sentences found in their documents"
-                         + (f"; {on_question} of {cites['sentences']} share the question's content words"
-                            if on_question is not None else "")), highlight=False)
+            out.print(
+                _t(
+                    f"citations checked: {cites.get('supported_sentences', 0)} of {cites['sentences']} cited "
+                    f"sentences found in their documents"
+                    + (
+                        f"; {on_question} of {cites['sentences']} share the question's content words"
+                        if on_question is not None
+                        else ""
+                    )
+                ),
+                highlight=False,
+            )
         for r in removed[:5]:
             out.print(_t(f"  removed [{r['docid']}]: {r['reason']}"), highlight=False)
     out.print("")
@@ -70,8 +93,10 @@ def score_help(result: dict[str, Any]) -> str:
     """What the `rank` column means for this result: it depends on the order the job used."""
     ranker = str(result.get("ranker") or "")
     if ranker.startswith("verifier"):
-        how = (f"the learned verifier {ranker}: weighted reciprocal ranks of the document in the job's searches, "
-               "by S and under other BM25 settings — docs/eval/ranker.md")
+        how = (
+            f"the learned verifier {ranker}: weighted reciprocal ranks of the document in the job's searches, "
+            "by S and under other BM25 settings — docs/eval/ranker.md"
+        )
     else:
         how = display_spec(result).order_help
     return f"rank: the score the list is ordered by ({how}); {S_HELP}"
@@ -93,17 +118,23 @@ def render_error(error: Any) -> None:
 
 def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str = "", full: bool = False) -> None:
     status = str(result.get("status", "?"))
-    colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(status, "white")
+    colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(
+        status, "white"
+    )
     models = result.get("models") or {}
     policy = str(result.get("policy", DEFAULT_POLICY)) + (f" ({models['model']})" if models.get("model") else "")
-    out.print(f"[bold]{_t(result.get('job_id'))}[/] · [{colour}]{_t(status)}[/] · {_t(result.get('collection'))} · "
-              f"{_t(policy)} · rounds {_t(result.get('rounds', result.get('stats', {}).get('rounds', '?')))} · "
-              f"stop: {_t(result.get('stop_reason') or '-')}", highlight=False)
+    out.print(
+        f"[bold]{_t(result.get('job_id'))}[/] · [{colour}]{_t(status)}[/] · {_t(result.get('collection'))} · "
+        f"{_t(policy)} · rounds {_t(result.get('rounds', result.get('stats', {}).get('rounds', '?')))} · "
+        f"stop: {_t(result.get('stop_reason') or '-')}",
+        highlight=False,
+    )
     out.print(f"intent: {_t(result.get('intent'))}", highlight=False)
     render_error(result.get("error"))
     for fb in result.get("fallbacks") or []:
-        out.print(f"[yellow]fallback[/]: {_t(fb['step'])} used the heuristic — {_t(fb['reason'][:200])}",
-                  highlight=False)
+        out.print(
+            f"[yellow]fallback[/]: {_t(fb['step'])} used the heuristic — {_t(fb['reason'][:200])}", highlight=False
+        )
     render_answer(result)
     ranked = result.get("ranked", [])
     render_ranked(result, full=full)  # compact by default; --full: the requirement matrix and every quote
@@ -111,9 +142,11 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
         out.print(f"[dim]{_t(score_help(result))}[/]", highlight=False)
     traj = result.get("trajectory", {})
     if traj:
-        out.print(f"trajectory: surfaced {_t(traj.get('surfaced', 0))} · previewed {len(traj.get('previewed', []))} · "
-                  f"opened {len(traj.get('opened', []))} · cited {len(traj.get('cited', []))}"
-                  + (f" · {len(traj['steps'])} tool calls" if traj.get("steps") else ""))
+        out.print(
+            f"trajectory: surfaced {_t(traj.get('surfaced', 0))} · previewed {len(traj.get('previewed', []))} · "
+            f"opened {len(traj.get('opened', []))} · cited {len(traj.get('cited', []))}"
+            + (f" · {len(traj['steps'])} tool calls" if traj.get("steps") else "")
+        )
     if line := usage_line(result.get("usage")):
         out.print(f"usage: {_t(line)}", highlight=False)
     if web_ui:
@@ -125,10 +158,14 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
 def render_progress(p: dict[str, Any]) -> None:
     b = p.get("budget", {})
     steps = f" · step {p['steps']}" if p.get("steps") else ""
-    out.print(_t(f"{p.get('job_id')} · {p.get('status')} · {p.get('policy', DEFAULT_POLICY)} · round {p.get('round')}{steps} · "
-                 f"node {p.get('node')} · {p.get('candidates')} candidates · {p.get('tool_calls')} tool calls · "
-                 f"budget {b.get('used')}s used / {b.get('left')}s left" + (" · submit-now" if b.get("submit_now") else "")),
-              highlight=False)
+    out.print(
+        _t(
+            f"{p.get('job_id')} · {p.get('status')} · {p.get('policy', DEFAULT_POLICY)} · round {p.get('round')}{steps} · "
+            f"node {p.get('node')} · {p.get('candidates')} candidates · {p.get('tool_calls')} tool calls · "
+            f"budget {b.get('used')}s used / {b.get('left')}s left" + (" · submit-now" if b.get("submit_now") else "")
+        ),
+        highlight=False,
+    )
     if p.get("step_detail"):
         out.print(_t(f"  now: {p['step_detail']}"), highlight=False)
     if line := usage_line(p.get("usage")):

@@ -8,6 +8,7 @@ quote. The cutting helpers work on the printable form of untrusted text (control
 already made visible by `terminal_safe`) and the result is escaped for rich markup last, so a cut
 never splits an escape and `[/z]` is shown as written.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
@@ -36,7 +37,7 @@ def cut_words(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     room = max(1, width - 1)
-    head = text[:room + 1]
+    head = text[: room + 1]
     cut = head.rfind(" ")
     head = head[:cut] if cut > 0 else text[:room]
     return head.rstrip(" ,;:") + ELLIPSIS
@@ -49,7 +50,7 @@ def middle_cut(text: str, width: int) -> str:
         return text
     tail = (width - 1) * 3 // 5  # the end (file name) says more than the start
     head = width - 1 - tail
-    return text[:head] + ELLIPSIS + text[len(text) - tail:]
+    return text[:head] + ELLIPSIS + text[len(text) - tail :]
 
 
 def short_ids(docids: Sequence[str], width: int = DOCID_WIDTH) -> dict[str, str]:
@@ -69,9 +70,14 @@ def short_ids(docids: Sequence[str], width: int = DOCID_WIDTH) -> dict[str, str]
         for d in group:
             t = full[d]
             a, b = max(0, pre - 3), min(len(t), len(t) - suf + 3)
-            head, tail = t[:min(9, a)], t[max(b, len(t) - 10):]
-            parts = [head, ELLIPSIS if a > len(head) else "", t[a:b] if a >= len(head) else t[len(head):b],
-                     ELLIPSIS if len(t) - len(tail) > b else "", tail if len(t) - len(tail) >= b else t[b:]]
+            head, tail = t[: min(9, a)], t[max(b, len(t) - 10) :]
+            parts = [
+                head,
+                ELLIPSIS if a > len(head) else "",
+                t[a:b] if a >= len(head) else t[len(head) : b],
+                ELLIPSIS if len(t) - len(tail) > b else "",
+                tail if len(t) - len(tail) >= b else t[b:],
+            ]
             candidate = "".join(parts)
             shown[d] = candidate if len(candidate) < len(t) else t
     if len(set(shown.values())) < len(shown):  # still alike (ids that differ in several places): whole
@@ -100,12 +106,13 @@ def wrap_words(text: str, width: int, max_lines: int) -> list[str]:
     """`text` wrapped at words into lines of at most `width` characters, at most `max_lines` of
     them, the last cut at a word with an ellipsis when the text goes on (`cut_words`)."""
     import textwrap
+
     text = " ".join(text.split())
     width = max(1, width)
     lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
     if len(lines) <= max_lines:
         return lines
-    return [*lines[:max_lines - 1], cut_words(" ".join(lines[max_lines - 1:]), width)]
+    return [*lines[: max_lines - 1], cut_words(" ".join(lines[max_lines - 1 :]), width)]
 
 
 def title_lines(head: str, title: str, width: int) -> list[str]:
@@ -131,7 +138,9 @@ def ranked_lines(items: Sequence[dict[str, Any]], width: int, start: int = 1) ->
     id_w = max((len(s) for s in ids.values()), default=0)
     lines: list[str] = []
     for place, item in enumerate(items, start=start):
-        head = f"{place:>2}. {item.get('rank_score', 0):.4f}  S {item.get('score', 0):.3f}  {ids[item['docid']]:<{id_w}}  "
+        head = (
+            f"{place:>2}. {item.get('rank_score', 0):.4f}  S {item.get('score', 0):.3f}  {ids[item['docid']]:<{id_w}}  "
+        )
         year = f" ({item['year']})" if item.get("year") else ""
         weak = " (weak match)" if item.get("weak") else ""
         title = " ".join(terminal_safe(item.get("title") or "").split()) + year + weak
@@ -157,8 +166,10 @@ def requirement_matrix(result: dict[str, Any], items: Sequence[dict[str, Any]]) 
             if str(e.get("item", "")) not in names:
                 names.append(str(e.get("item", "")))
     kinds = {str(c.get("text", "")): str(c.get("kind", "")) for c in result.get("checklist") or []}
-    legend = [f"R{n} " + (f"[dim]{safe(kinds[name])}[/] " if kinds.get(name) else "") + safe(name)
-              for n, name in enumerate(names, start=1)]
+    legend = [
+        f"R{n} " + (f"[dim]{safe(kinds[name])}[/] " if kinds.get(name) else "") + safe(name)
+        for n, name in enumerate(names, start=1)
+    ]
     table = Table(show_lines=False, box=None, pad_edge=False)
     table.add_column("#", justify="right")
     table.add_column("docid", overflow="fold")
@@ -170,8 +181,12 @@ def requirement_matrix(result: dict[str, Any], items: Sequence[dict[str, Any]]) 
         for e in item.get("evidence") or []:
             key = str(e.get("item", ""))
             scores[key] = max(scores.get(key, 0.0), float(e.get("score", 0.0)))
-        table.add_row(str(place), safe(item["docid"]), f"{item.get('score', 0):.3f}",
-                      *(f"{scores[name]:.1f}" if name in scores else "·" for name in names))
+        table.add_row(
+            str(place),
+            safe(item["docid"]),
+            f"{item.get('score', 0):.3f}",
+            *(f"{scores[name]:.1f}" if name in scores else "·" for name in names),
+        )
     return legend, table
 
 
@@ -186,12 +201,15 @@ def all_quotes(item: dict[str, Any]) -> list[str]:
             by_lines[key]["items"].append(label)
         else:
             by_lines[key] = {"items": [label], "e": e}
-    return [f"   [dim]{safe('; '.join(v['items']))}/5 · {safe(_where(v['e']))}:[/] {safe(v['e'].get('chunk', ''))}"
-            for v in by_lines.values()]
+    return [
+        f"   [dim]{safe('; '.join(v['items']))}/5 · {safe(_where(v['e']))}:[/] {safe(v['e'].get('chunk', ''))}"
+        for v in by_lines.values()
+    ]
 
 
-def render_ranked(result: dict[str, Any], *, full: bool, width: int | None = None,
-                  console: Console | None = None) -> None:
+def render_ranked(
+    result: dict[str, Any], *, full: bool, width: int | None = None, console: Console | None = None
+) -> None:
     """Print the ranked documents: compact by default, the matrix and every quote with `full`
     (on `console`, the standard output by default, as wide as `width` or the console)."""
     out = console or _stdout
@@ -212,15 +230,19 @@ def render_ranked(result: dict[str, Any], *, full: bool, width: int | None = Non
         for place, item in enumerate(shown, start=1):
             year = f" ({item['year']})" if item.get("year") else ""
             tag = " [yellow](weak match)[/]" if item.get("weak") else ""
-            out.print(f"\n{place:>2}. {safe(item['docid'])} · rank {item.get('rank_score', 0):.4f} · "
-                      f"S {item.get('score', 0):.3f} · [bold]{safe(item.get('title', ''))}[/]{safe(year)}{tag}",
-                      highlight=False)
+            out.print(
+                f"\n{place:>2}. {safe(item['docid'])} · rank {item.get('rank_score', 0):.4f} · "
+                f"S {item.get('score', 0):.3f} · [bold]{safe(item.get('title', ''))}[/]{safe(year)}{tag}",
+                highlight=False,
+            )
             if item.get("reason"):
                 out.print(f"   [dim]{safe(item['reason'])}[/]", highlight=False)
             for line in all_quotes(item):
                 out.print(line, highlight=False)
     if weak and not full:
-        out.print(f"{len(weak)} weak match(es) meet no requirement and are not shown; --full lists them", highlight=False)
+        out.print(
+            f"{len(weak)} weak match(es) meet no requirement and are not shown; --full lists them", highlight=False
+        )
 
 
 NARROW = 100  # below this many columns `job list` leaves out round and created (piped and --json keep them)
@@ -237,8 +259,13 @@ def intent_table(rows: Iterable[dict[str, Any]], created: Callable[[dict[str, An
         table.add_column(col, no_wrap=True, overflow="ellipsis", max_width=16 if col == "collection" else None)
     table.add_column("intent", no_wrap=True, overflow="ellipsis", ratio=1, min_width=20)
     for j in rows:
-        table.add_row(safe(j["job_id"]), safe(j["status"]), safe(j["collection"]),
-                      *(() if narrow else (str(j["round"]), created(j))), safe(" ".join(str(j["intent"]).split())))
+        table.add_row(
+            safe(j["job_id"]),
+            safe(j["status"]),
+            safe(j["collection"]),
+            *(() if narrow else (str(j["round"]), created(j))),
+            safe(" ".join(str(j["intent"]).split())),
+        )
     return table
 
 
@@ -257,14 +284,19 @@ def page_lines(page: Any, pages: Sequence[int | None], collection: str | None = 
     """A read page of a paged (PDF) document, printable: a header naming the pages shown and each
     numbered line with its page (`p.3  120  text`); `pages[i]` is the page of line i + 1."""
     first, last = page.offset, page.last_line
-    shown = [p for p in pages[first - 1:last] if p]
-    span = (f" · page {shown[0]}" if shown and shown[0] == shown[-1]
-            else f" · pages {shown[0]}–{shown[-1]}" if shown else "")
+    shown = [p for p in pages[first - 1 : last] if p]
+    span = (
+        f" · page {shown[0]}"
+        if shown and shown[0] == shown[-1]
+        else f" · pages {shown[0]}–{shown[-1]}"
+        if shown
+        else ""
+    )
     rendered = page.render(collection).splitlines()
-    body = rendered[1:1 + len(page.lines)]
+    body = rendered[1 : 1 + len(page.lines)]
     width = len(str(max((p for p in pages if p), default=1)))
     out_lines = [rendered[0].rstrip("]") + span + "]"]
     for no, line in enumerate(body, start=first):
         p = pages[no - 1] if no - 1 < len(pages) else None
         out_lines.append((f"p.{p:<{width}}  " if p else " " * (width + 4)) + line)
-    return out_lines + rendered[1 + len(page.lines):]
+    return out_lines + rendered[1 + len(page.lines) :]

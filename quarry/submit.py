@@ -1,5 +1,6 @@
 """The submit flow of `quarry run` and `job rerun`: start the infrastructure when needed, record
 the job in the job store under its own trace, submit it, and with `wait` follow it live."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,8 +18,18 @@ from stores.jobs import JobStore
 from workflows.shared import JobInput
 
 
-def submit_job(name: str, intent: str, *, mode: str, policy: str, config: JobConfig, wait: bool,
-               json_out: bool, address: str | None = None, ui_port: int | None = None) -> None:
+def submit_job(
+    name: str,
+    intent: str,
+    *,
+    mode: str,
+    policy: str,
+    config: JobConfig,
+    wait: bool,
+    json_out: bool,
+    address: str | None = None,
+    ui_port: int | None = None,
+) -> None:
     """Submit a job (starting the embedded server and a worker when needed) and, with `wait`,
     follow it live to its result. Its budgets (time, tokens, dollars) are `config`'s. `address`
     is the command's --temporal-address and `ui_port` its --ui-port, None when not given."""
@@ -26,6 +37,7 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, config: JobCon
     from observability import current_trace_id, get_tracer, setup_tracing, shutdown_tracing
     from observability.agent_span import new_agent_trace, under_agent
     from workflows.client import new_job_id, submit
+
     home = ensure_home(quarry_home())  # 0700: the job store, traces, logs and Temporal's database are private
     setup_tracing("quarry-cli", home)
 
@@ -34,12 +46,25 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, config: JobCon
         client = await temporal.client(address)
         job_id = new_job_id()
         agent = new_agent_trace()  # the job's invoke_agent span: this command's span sits under it
-        inp = JobInput(job_id=job_id, collection=name, intent=intent, mode=mode, policy=policy, config=config,
-                       trace=agent.to_dict())
+        inp = JobInput(
+            job_id=job_id,
+            collection=name,
+            intent=intent,
+            mode=mode,
+            policy=policy,
+            config=config,
+            trace=agent.to_dict(),
+        )
         with under_agent(agent), get_tracer().start_as_current_span("quarry run", attributes={"quarry.job_id": job_id}):
             trace_id = current_trace_id()
-            JobStore(home / "jobs.sqlite").create(job_id, name, intent, workflow_id=job_id, trace_id=trace_id,
-                                                  params={"mode": mode, "policy": policy, "config": config.to_dict()})
+            JobStore(home / "jobs.sqlite").create(
+                job_id,
+                name,
+                intent,
+                workflow_id=job_id,
+                trace_id=trace_id,
+                params={"mode": mode, "policy": policy, "config": config.to_dict()},
+            )
             handle = await submit(client, inp)
         info = {"job_id": job_id, "web_ui": temporal.web_ui(job_id, address), "trace_file": trace_file(trace_id)}
         if not wait:
@@ -50,6 +75,7 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, config: JobCon
 
         def emit(line: str) -> None:
             console.print(line, markup=False, highlight=False)
+
         return await final(watch(WithStepDetail(handle, job_id, emit), emit), job_id, address) | info
 
     result = temporal.run(main(), address=address)
@@ -59,8 +85,11 @@ def submit_job(name: str, intent: str, *, mode: str, policy: str, config: JobCon
     elif wait:
         render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"])
     else:
-        out.print(f"submitted {safe(result['job_id'])}" + (f"\nWeb UI: {safe(result['web_ui'])}" if result["web_ui"] else "")
-                  + f"\nprogress: quarry job watch {result['job_id']}\nresult: quarry job result {result['job_id']} --wait",
-                  highlight=False)
+        out.print(
+            f"submitted {safe(result['job_id'])}"
+            + (f"\nWeb UI: {safe(result['web_ui'])}" if result["web_ui"] else "")
+            + f"\nprogress: quarry job watch {result['job_id']}\nresult: quarry job result {result['job_id']} --wait",
+            highlight=False,
+        )
     if wait:
         exit_for(result)

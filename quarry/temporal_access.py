@@ -1,6 +1,7 @@
 """Temporal access for the command line: which server a command talks to (its
 --temporal-address, passed as a value), its client, and a failed conversation turned into one
 QuarryError that says what to do (never a traceback)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,9 +23,14 @@ if TYPE_CHECKING:
     from temporalio.client import RPCTimeoutOrCancelledError
     from temporalio.service import RPCError
 
-AddressOpt = Annotated[str | None, typer.Option("--temporal-address", envvar="QUARRY_TEMPORAL_ADDRESS",
-                                                   help="Temporal frontend host:port (default: the server this home "
-                                                        "started, if it runs, else 127.0.0.1:7233)")]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--temporal-address",
+        envvar="QUARRY_TEMPORAL_ADDRESS",
+        help="Temporal frontend host:port (default: the server this home started, if it runs, else 127.0.0.1:7233)",
+    ),
+]
 
 
 def where(address: str | None = None) -> Resolved:
@@ -40,7 +46,9 @@ def current_address(address: str | None = None) -> str:
     return where(address).address
 
 
-def temporal_error(err: RPCError | RuntimeError | RPCTimeoutOrCancelledError, job_id: str | None = None, address: str | None = None) -> QuarryError:
+def temporal_error(
+    err: RPCError | RuntimeError | RPCTimeoutOrCancelledError, job_id: str | None = None, address: str | None = None
+) -> QuarryError:
     """A Temporal failure as one message saying what to do, chosen by its gRPC status code and
     type (`workflows.rpc_errors.quarry_error`), never by its text."""
     return quarry_error(err, job_id, address=current_address(address))
@@ -52,6 +60,7 @@ def attempt(coro: Coroutine[Any, Any, Any], job_id: str | None = None, address: 
     A RuntimeError that is not Temporal's (a bug) is not dressed up as a server failure."""
     from temporalio.client import RPCTimeoutOrCancelledError  # lazy: temporalio costs ~100 ms of start-up
     from temporalio.service import RPCError
+
     try:
         return asyncio.run(coro)
     except (RPCError, RPCTimeoutOrCancelledError, ServerUnreachable) as err:
@@ -69,6 +78,7 @@ def run(coro: Coroutine[Any, Any, Any], job_id: str | None = None, address: str 
 async def client(address: str | None = None) -> Any:
     """A client of the server the command talks to (`where`)."""
     from workflows.client import connect  # lazy: temporalio's client costs over a second of start-up
+
     at = where(address)
     try:
         return await connect(at.address)
@@ -102,6 +112,7 @@ def temporal_statuses(limit: int, address: str | None = None) -> dict[str, str] 
         async for w in conn.list_workflows(f'TaskQueue="{task_queue(quarry_home())}"', limit=limit):
             found.setdefault(w.id, w.status.name.lower() if w.status else "unknown")
         return found
+
     try:
         return asyncio.run(main())
     except Exception:  # visibility is an addition to the job store's list, never a reason to fail it

@@ -5,6 +5,7 @@ any time — after the client that started the job was killed too — and shows 
 a new round or node, the round's searches, candidates found, the top five entering and leaving,
 budget and model usage. It ends with the job's result.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,9 +33,11 @@ class ProgressView:
         if where != (before.get("round"), before.get("node"), before.get("steps")):
             b = p.get("budget", {})
             step = f" · step {p['steps']}" if p.get("steps") else ""
-            out.append(f"round {p.get('round')}{step} · {p.get('node')} · {p.get('candidates', 0)} candidates · "
-                       f"{p.get('tool_calls', 0)} tool calls · {b.get('used', 0)} s of {b.get('seconds', 0):g} s"
-                       + (" · submit-now" if b.get("submit_now") else ""))
+            out.append(
+                f"round {p.get('round')}{step} · {p.get('node')} · {p.get('candidates', 0)} candidates · "
+                f"{p.get('tool_calls', 0)} tool calls · {b.get('used', 0)} s of {b.get('seconds', 0):g} s"
+                + (" · submit-now" if b.get("submit_now") else "")
+            )
         for s in p.get("searches", []):
             key = (s.get("round"), s.get("channel"), s.get("query"))
             if key not in self.seen_searches:
@@ -44,11 +47,13 @@ class ProgressView:
         old = [t["docid"] for t in before.get("top", [])]
         if top != old and top:
             entered, left = [d for d in top if d not in old], [d for d in old if d not in top]
-            change = (" (+" + ", +".join(entered) + ")" if entered else "") + (" (-" + ", -".join(left) + ")" if left else "")
+            change = (" (+" + ", +".join(entered) + ")" if entered else "") + (
+                " (-" + ", -".join(left) + ")" if left else ""
+            )
             out.append(f"  top 5: {', '.join(top)}{change}")
         if (u := usage_line(p.get("usage"))) and p.get("usage") != before.get("usage"):
             out.append(f"  usage: {u}")
-        for fb in p.get("fallbacks", [])[len(before.get("fallbacks", [])):]:
+        for fb in p.get("fallbacks", [])[len(before.get("fallbacks", [])) :]:
             out.append(f"  fallback: {fb['step']} — {fb['reason'][:120]}")
         self.last = p
         # Printed with markup off; queries, docids and model reasons are untrusted, so every line
@@ -71,9 +76,13 @@ async def watch(handle: Any, emit: Callable[[str], None], every_s: float = EVERY
                 if misses == 5:
                     from stores.home import quarry_home
                     from workflows.warmup import warming_message
+
                     warming = warming_message(quarry_home())
-                    emit(f"  ({warming})" if warming else
-                         "  (no worker is answering for this job; it resumes when one runs: quarry worker)")
+                    emit(
+                        f"  ({warming})"
+                        if warming
+                        else "  (no worker is answering for this job; it resumes when one runs: quarry worker)"
+                    )
             if progress:
                 for line in view.lines(progress):
                     emit(line)

@@ -6,6 +6,7 @@ within one file system is atomic on POSIX), then the folder is flushed so the re
 survives a power cut. A kill at any point leaves the previous file whole (at worst a stray
 `.NAME.*.tmp` beside it); a full disk fails before the rename and leaves the target untouched.
 """
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ build being written beside (or inside a staged version of) the current one (`New
 
 Split from `stores.dense` so each stays small; `stores.dense` re-exports every name here.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,6 +34,7 @@ from stores.records import Chunk
 META_FILE = "dense.json"
 LOCAL_COLLECTION = "chunks"
 STEP_BATCHES = 4  # model batches embedded and written to Chroma per step (one progress tick)
+
 
 @register_embedding_function
 class MiniLMEmbedding(EmbeddingFunction[Documents]):
@@ -98,8 +100,11 @@ class DenseMeta:
 
 
 def _bad_meta(path: Path, name: str, exc: BaseException) -> QuarryError:
-    return QuarryError("bad_dense_meta", f"the dense index settings {path} are unreadable: {str(exc)[:200]}",
-                       f"rebuild the dense index: quarry index {name or 'NAME'} --dense")
+    return QuarryError(
+        "bad_dense_meta",
+        f"the dense index settings {path} are unreadable: {str(exc)[:200]}",
+        f"rebuild the dense index: quarry index {name or 'NAME'} --dense",
+    )
 
 
 def chroma_server() -> tuple[str, int] | None:
@@ -109,8 +114,11 @@ def chroma_server() -> tuple[str, int] | None:
         return None
     raw = os.environ.get("QUARRY_CHROMA_PORT", "").strip() or "8000"
     if not raw.isdigit() or not 0 < int(raw) < 65536:
-        raise QuarryError("bad_config", f"QUARRY_CHROMA_PORT must be a port number, got {raw!r}",
-                          "set it to the port of `chroma run` (default 8000)")
+        raise QuarryError(
+            "bad_config",
+            f"QUARRY_CHROMA_PORT must be a port number, got {raw!r}",
+            "set it to the port of `chroma run` (default 8000)",
+        )
     return host, int(raw)
 
 
@@ -128,8 +136,11 @@ def _http_client(server: tuple[str, int]) -> Any:
     try:
         return chromadb.HttpClient(host=server[0], port=server[1], settings=_settings())
     except Exception as exc:  # chromadb raises plain ValueError/ConnectError on an unreachable server
-        raise QuarryError("chroma_unreachable", f"cannot reach the Chroma server at {server[0]}:{server[1]}: {exc}",
-                          "start it (chroma run --path DIR --port PORT) or unset QUARRY_CHROMA_HOST") from exc
+        raise QuarryError(
+            "chroma_unreachable",
+            f"cannot reach the Chroma server at {server[0]}:{server[1]}: {exc}",
+            "start it (chroma run --path DIR --port PORT) or unset QUARRY_CHROMA_HOST",
+        ) from exc
 
 
 def _persistent_client(path: Path) -> Any:
@@ -165,8 +176,9 @@ class NewBuild:
     ef: MiniLMEmbedding
 
     @classmethod
-    def start(cls, index_name: str, root: Path, fingerprint: str, batch_size: int,
-              folder: Path | None = None) -> NewBuild:
+    def start(
+        cls, index_name: str, root: Path, fingerprint: str, batch_size: int, folder: Path | None = None
+    ) -> NewBuild:
         """A build in a staging folder of `root`, or (`folder`) directly in that new folder —
         the `chroma/` of a staged collection version, committed with it."""
         server = chroma_server()
@@ -184,8 +196,12 @@ class NewBuild:
         try:
             client = _http_client(server) if server else _persistent_client(folder / f"build-{build_id}")
             ef = MiniLMEmbedding(batch_size)
-            coll = client.create_collection(name, embedding_function=ef, configuration={"hnsw": {"space": "cosine"}},
-                                            metadata={"quarry_collection": index_name, "fingerprint": fingerprint})
+            coll = client.create_collection(
+                name,
+                embedding_function=ef,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"quarry_collection": index_name, "fingerprint": fingerprint},
+            )
         except BaseException:
             build = cls(server, build_id, name, staging, folder, client, None, None)  # type: ignore[arg-type]
             build.abandon()
@@ -203,17 +219,29 @@ class NewBuild:
             step = max(1, self.ef.batch_size)
             parts = []
             for start in range(0, len(texts), step):
-                parts.append(self.ef.embed(texts[start:start + step]))
+                parts.append(self.ef.embed(texts[start : start + step]))
                 on_embedded(len(parts[-1]))
             vectors = np.concatenate(parts) if parts else self.ef.embed([])
-        self.coll.add(ids=[f"{c.docid}#{c.chunk_no}" for c in chunks], embeddings=vectors,
-                      metadatas=[{"docid": c.docid, "chunk_no": c.chunk_no, "line_start": c.line_start,
-                                  "line_end": c.line_end} for c in chunks])
+        self.coll.add(
+            ids=[f"{c.docid}#{c.chunk_no}" for c in chunks],
+            embeddings=vectors,
+            metadatas=[
+                {"docid": c.docid, "chunk_no": c.chunk_no, "line_start": c.line_start, "line_end": c.line_end}
+                for c in chunks
+            ],
+        )
 
     def meta(self, fingerprint: str, chunks: int, documents: int, started: float) -> DenseMeta:
-        return DenseMeta(fingerprint=fingerprint, model=MODEL_NAME, chunks=chunks, documents=documents,
-                         build_id=self.build_id, collection=self.name, server=_server_label(self.server),
-                         built_seconds=round(time.perf_counter() - started, 3))
+        return DenseMeta(
+            fingerprint=fingerprint,
+            model=MODEL_NAME,
+            chunks=chunks,
+            documents=documents,
+            build_id=self.build_id,
+            collection=self.name,
+            server=_server_label(self.server),
+            built_seconds=round(time.perf_counter() - started, 3),
+        )
 
     def seal(self, meta: DenseMeta) -> None:
         """Close the client (flushing its files) and write the build's meta: ready to swap in."""
@@ -241,5 +269,8 @@ def _drop_server_collection(server: tuple[str, int], name: str) -> None:
         finally:
             client.close()
     except Exception as exc:  # cleanup must not mask the build's own outcome
-        warnings.warn(f"could not delete Chroma collection {name!r} at {server[0]}:{server[1]}: {exc}",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"could not delete Chroma collection {name!r} at {server[0]}:{server[1]}: {exc}",
+            RuntimeWarning,
+            stacklevel=2,
+        )

@@ -21,6 +21,7 @@ honoured between model calls. So a batch holds at most `batch_chars` characters 
 of this machine is measured, about `target_s` seconds of work (never less than one chunk); and the
 stop is asked again after waiting for another thread's batch.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -39,7 +40,7 @@ __all__ = ["ChunkVectors", "Embedded"]
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 Key = tuple[str, int]
-StopFn = Callable[[], str]              # '' to go on, else why the loop must stop
+StopFn = Callable[[], str]  # '' to go on, else why the loop must stop
 BatchProgress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
 
 SCHEMA = """
@@ -49,9 +50,9 @@ CREATE TABLE IF NOT EXISTS vectors (
 ) WITHOUT ROWID;
 """
 EMBED_BATCH = 32  # the model's encode batch, and chunks per stoppable batch when the caller gives none
-BATCH_CHARS = 2_000     # at most this much chunk text per stoppable batch (~3 long chunks of 600 characters)
-MIN_BATCH_CHARS = 600   # a slow pace never shrinks a batch below this (one long chunk; short ones still group)
-BATCH_TARGET_S = 1.0    # a stoppable batch is sized to take about this long at the pace measured so far
+BATCH_CHARS = 2_000  # at most this much chunk text per stoppable batch (~3 long chunks of 600 characters)
+MIN_BATCH_CHARS = 600  # a slow pace never shrinks a batch below this (one long chunk; short ones still group)
+BATCH_TARGET_S = 1.0  # a stoppable batch is sized to take about this long at the pace measured so far
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,14 @@ class Embedded:
 class ChunkVectors:
     """On-demand chunk vectors of one collection version. Safe to share between threads."""
 
-    def __init__(self, path: Path, corpus: CorpusStore, *, embed: EmbedFn | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        path: Path,
+        corpus: CorpusStore,
+        *,
+        embed: EmbedFn | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.path = path
         self.corpus = corpus
         self.clock = clock  # measures the embedding pace that sizes a batch (a fake one in tests)
@@ -115,9 +122,10 @@ class ChunkVectors:
         out: dict[Key, np.ndarray] = {}
         con = self._con()
         for start in range(0, len(docids), 500):
-            part = docids[start:start + 500]
-            rows = con.execute(f"SELECT docid, chunk_no, vec FROM vectors WHERE docid IN ({','.join('?' * len(part))})",
-                               part)
+            part = docids[start : start + 500]
+            rows = con.execute(
+                f"SELECT docid, chunk_no, vec FROM vectors WHERE docid IN ({','.join('?' * len(part))})", part
+            )
             for docid, chunk_no, blob in rows:
                 if (docid, chunk_no) in wanted:
                     out[(docid, chunk_no)] = np.frombuffer(blob, dtype=np.float32)
@@ -140,9 +148,16 @@ class ChunkVectors:
         Chunks the corpus does not have are absent from the answer."""
         return self.embed(keys).vectors
 
-    def embed(self, keys: Iterable[Key], *, batch: int = EMBED_BATCH, should_stop: StopFn | None = None,
-              progress: BatchProgress | None = None, batch_chars: int = BATCH_CHARS,
-              target_s: float = BATCH_TARGET_S) -> Embedded:
+    def embed(
+        self,
+        keys: Iterable[Key],
+        *,
+        batch: int = EMBED_BATCH,
+        should_stop: StopFn | None = None,
+        progress: BatchProgress | None = None,
+        batch_chars: int = BATCH_CHARS,
+        target_s: float = BATCH_TARGET_S,
+    ) -> Embedded:
         """`vectors`, embedding the missing chunks in stoppable batches: `should_stop()` is asked
         before each batch (and again once this thread may embed) and a non-empty answer ends the
         loop (a job's stop or deadline must not wait for hundreds of chunks); every finished batch
@@ -184,14 +199,18 @@ class ChunkVectors:
                 if need:
                     chars = sum(len(texts[k]) for k in need)
                     began = self.clock()
-                    vecs = np.asarray(self._embed([texts[k] for k in need]), dtype=np.float32).reshape(len(need), DIMENSION)
+                    vecs = np.asarray(self._embed([texts[k] for k in need]), dtype=np.float32).reshape(
+                        len(need), DIMENSION
+                    )
                     took = self.clock() - began
                     if took > 0:
                         pace = chars / took
                     con = self._con()
                     with con:
-                        con.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
-                                        [(d, n, v.tobytes()) for (d, n), v in zip(need, vecs, strict=True)])
+                        con.executemany(
+                            "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
+                            [(d, n, v.tobytes()) for (d, n), v in zip(need, vecs, strict=True)],
+                        )
                     self.embedded += len(need)
                     found.update(zip(need, vecs, strict=True))
             done += len(part)
@@ -204,16 +223,29 @@ class ChunkVectors:
         """The unit-length query vector (shape `(384,)`); queries are not cached."""
         return np.asarray(self._embed([text]), dtype=np.float32).reshape(1, DIMENSION)[0]
 
-    def best_chunk_scores(self, text: str, chunks: Mapping[str, Iterable[int]], *, batch: int = EMBED_BATCH,
-                          should_stop: StopFn | None = None, progress: BatchProgress | None = None) -> dict[str, float]:
+    def best_chunk_scores(
+        self,
+        text: str,
+        chunks: Mapping[str, Iterable[int]],
+        *,
+        batch: int = EMBED_BATCH,
+        should_stop: StopFn | None = None,
+        progress: BatchProgress | None = None,
+    ) -> dict[str, float]:
         """Per document, the best cosine similarity between `text` and the given chunks of it —
         the dense index's document score, over the chunks asked for. Documents with none of the
         given chunks in the corpus are absent; blank text scores nothing."""
         return self.score_chunks(text, chunks, batch=batch, should_stop=should_stop, progress=progress)[0]
 
-    def score_chunks(self, text: str, chunks: Mapping[str, Iterable[int]], *, batch: int = EMBED_BATCH,
-                     should_stop: StopFn | None = None,
-                     progress: BatchProgress | None = None) -> tuple[dict[str, float], Embedded]:
+    def score_chunks(
+        self,
+        text: str,
+        chunks: Mapping[str, Iterable[int]],
+        *,
+        batch: int = EMBED_BATCH,
+        should_stop: StopFn | None = None,
+        progress: BatchProgress | None = None,
+    ) -> tuple[dict[str, float], Embedded]:
         """`best_chunk_scores` with how the embedding went (`Embedded`): a stopped loop scores the
         documents that have at least one vector, and says why it stopped."""
         keys = [(str(d), int(n)) for d, nos in chunks.items() for n in nos]

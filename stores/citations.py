@@ -12,6 +12,7 @@ The graph is built on first use, not when the object is made, and `CitationGraph
 shares one graph per corpus database version (path + fingerprint), so neither a new
 `Collection` object nor a new tool session rebuilds it.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,7 @@ import networkx as nx
 
 __all__ = ["CitationGraph", "Scored", "ranked", "seed_ids", "seed_weights"]
 
-_DIGITS = 10          # scores are rounded so that float noise cannot beat the docid tie-break
+_DIGITS = 10  # scores are rounded so that float noise cannot beat the docid tie-break
 _CACHE_SIZE = 8
 
 Scored = list[tuple[str, float]]
@@ -40,9 +41,11 @@ def ranked(scores: Mapping[str, float], exclude: Iterable[str], limit: int | Non
     """`scores` as the relations return them: rounded, sorted by `(-score, docid)`, without
     `exclude`, cut to `limit` (None = all)."""
     skip = set(exclude)
-    out = sorted(((d, round(float(s), _DIGITS)) for d, s in scores.items() if d not in skip),
-                 key=lambda item: (-item[1], item[0]))
-    return out if limit is None else out[:max(int(limit), 0)]
+    out = sorted(
+        ((d, round(float(s), _DIGITS)) for d, s in scores.items() if d not in skip),
+        key=lambda item: (-item[1], item[0]),
+    )
+    return out if limit is None else out[: max(int(limit), 0)]
 
 
 def seed_weights(seeds: list[str] | tuple[str, ...] | Mapping[str, float]) -> dict[str, float]:
@@ -200,8 +203,7 @@ class CitationGraph:
         sub = und.subgraph(nodes)
         return nx.pagerank(sub, alpha=alpha, personalization=weights, max_iter=200, tol=1e-10)
 
-    def ppr(self, seeds: list[str] | Mapping[str, float], limit: int | None = None, *,
-            alpha: float) -> Scored:
+    def ppr(self, seeds: list[str] | Mapping[str, float], limit: int | None = None, *, alpha: float) -> Scored:
         """Personalised PageRank from `seeds` (a list, or docid → weight); seeds not in the graph
         are ignored, and the result is empty if none is. Scores over all nodes, seeds included,
         sum to 1; the seeds themselves are not returned. The damping `alpha` is ranking policy, so

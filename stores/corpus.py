@@ -5,6 +5,7 @@ the previous version with an incremental change applied (`stores.incremental`) â
 atomically, so readers never see a half-written corpus. Reads open one connection per thread (SQLite connections are
 not shareable across threads) in read-only mode.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,8 +58,13 @@ def source_fingerprint(src: CorpusSource) -> str:
 DOC_COLUMNS = "ord, docid, title, text, year, venue, authors, keywords, extras, lines, page_starts, hash"
 
 
-def insert_records(con: sqlite3.Connection, records: Iterable[DocRecord], first_ord: int,
-                   progress: ProgressFn | None = None, total: int | None = None) -> None:
+def insert_records(
+    con: sqlite3.Connection,
+    records: Iterable[DocRecord],
+    first_ord: int,
+    progress: ProgressFn | None = None,
+    total: int | None = None,
+) -> None:
     """Insert documents (with their lines and chunks), numbered from `first_ord` on, a thousand
     at a time as they come (a RecordStream is read, not held)."""
     it, start = iter(records), 0
@@ -67,12 +73,25 @@ def insert_records(con: sqlite3.Connection, records: Iterable[DocRecord], first_
         chunk_rows: list[tuple[Any, ...]] = []
         for ord_, rec in enumerate(batch, start=first_ord + start):
             lines = document_lines(rec)
-            doc_rows.append((ord_, rec.docid, rec.title, rec.text, rec.year, rec.venue,
-                             json.dumps(rec.authors), json.dumps(rec.keywords),
-                             json.dumps(rec.extras, ensure_ascii=False), json.dumps(lines, ensure_ascii=False),
-                             json.dumps(rec.page_starts), content_hash(rec)))
-            chunk_rows.extend((c.docid, c.chunk_no, c.line_start, c.line_end, c.text)
-                              for c in chunk_document(rec, lines))
+            doc_rows.append(
+                (
+                    ord_,
+                    rec.docid,
+                    rec.title,
+                    rec.text,
+                    rec.year,
+                    rec.venue,
+                    json.dumps(rec.authors),
+                    json.dumps(rec.keywords),
+                    json.dumps(rec.extras, ensure_ascii=False),
+                    json.dumps(lines, ensure_ascii=False),
+                    json.dumps(rec.page_starts),
+                    content_hash(rec),
+                )
+            )
+            chunk_rows.extend(
+                (c.docid, c.chunk_no, c.line_start, c.line_end, c.text) for c in chunk_document(rec, lines)
+            )
         con.executemany(f"INSERT INTO docs ({DOC_COLUMNS}) VALUES ({','.join('?' * 12)})", doc_rows)
         con.executemany("INSERT INTO chunks VALUES (?,?,?,?,?)", chunk_rows)
         start += len(batch)
@@ -87,8 +106,10 @@ def replace_extras(con: sqlite3.Connection, src: CorpusSource) -> None:
     con.executemany("INSERT INTO citations VALUES (?,?)", src.citations)
     con.executemany("INSERT INTO queries VALUES (?,?)", sorted(src.queries.items()))
     con.executemany("INSERT INTO answers VALUES (?,?)", sorted(src.answers.items()))
-    con.executemany("INSERT OR REPLACE INTO qrels VALUES (?,?,?,?)",
-                    [(split, q, d, s) for split, rows in src.qrels.items() for q, d, s in rows])
+    con.executemany(
+        "INSERT OR REPLACE INTO qrels VALUES (?,?,?,?)",
+        [(split, q, d, s) for split, rows in src.qrels.items() for q, d, s in rows],
+    )
 
 
 def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: ProgressFn | None = None) -> str:
@@ -99,8 +120,13 @@ def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: Progress
         con.executescript(SCHEMA)
         insert_records(con, src.records, 0, progress, len(src.records))
         replace_extras(con, src)
-        meta = {"name": name, "source": str(src.path.resolve()), "kind": src.kind, "fingerprint": fingerprint,
-                "documents": str(len(src.records))}
+        meta = {
+            "name": name,
+            "source": str(src.path.resolve()),
+            "kind": src.kind,
+            "fingerprint": fingerprint,
+            "documents": str(len(src.records)),
+        }
         con.executemany("INSERT INTO meta VALUES (?,?)", meta.items())
         con.commit()
     finally:
@@ -115,10 +141,17 @@ PAGED_RECORD_COLUMNS = RECORD_COLUMNS + ", page_starts"
 
 def _record(row: sqlite3.Row) -> DocRecord:
     pages = json.loads(row["page_starts"]) if "page_starts" in row.keys() else []  # noqa: SIM118 - `in` on a Row tests values
-    return DocRecord(docid=row["docid"], title=row["title"], text=row["text"], year=row["year"],
-                     venue=row["venue"], authors=tuple(json.loads(row["authors"])),
-                     keywords=tuple(json.loads(row["keywords"])), extras=json.loads(row["extras"]),
-                     page_starts=tuple(pages))
+    return DocRecord(
+        docid=row["docid"],
+        title=row["title"],
+        text=row["text"],
+        year=row["year"],
+        venue=row["venue"],
+        authors=tuple(json.loads(row["authors"])),
+        keywords=tuple(json.loads(row["keywords"])),
+        extras=json.loads(row["extras"]),
+        page_starts=tuple(pages),
+    )
 
 
 def upgrade_schema(con: sqlite3.Connection) -> None:
@@ -136,8 +169,11 @@ class CorpusStore:
 
     def __init__(self, path: Path, name: str = "") -> None:
         if not path.is_file():
-            raise QuarryError("no_collection", f"collection {name or path} does not exist",
-                              f"ingest it first: quarry ingest PATH --name {name or 'NAME'}")
+            raise QuarryError(
+                "no_collection",
+                f"collection {name or path} does not exist",
+                f"ingest it first: quarry ingest PATH --name {name or 'NAME'}",
+            )
         self.path = path
         self.name = name
         self._local = threading.local()
@@ -188,9 +224,10 @@ class CorpusStore:
         ids = list(dict.fromkeys(docids))
         out: dict[str, DocRecord] = {}
         for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
+            part = ids[start : start + 500]
             rows = self._con().execute(
-                f"SELECT {self._columns} FROM docs WHERE docid IN ({','.join('?' * len(part))})", part)
+                f"SELECT {self._columns} FROM docs WHERE docid IN ({','.join('?' * len(part))})", part
+            )
             out.update((r["docid"], _record(r)) for r in rows)
         return out
 
@@ -198,9 +235,12 @@ class CorpusStore:
         ids = list(dict.fromkeys(docids))
         out: dict[str, str] = {}
         for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            out.update(self._con().execute(
-                f"SELECT docid, title FROM docs WHERE docid IN ({','.join('?' * len(part))})", part).fetchall())
+            part = ids[start : start + 500]
+            out.update(
+                self._con()
+                .execute(f"SELECT docid, title FROM docs WHERE docid IN ({','.join('?' * len(part))})", part)
+                .fetchall()
+            )
         return out
 
     def year_span(self) -> tuple[int, int] | None:
@@ -241,7 +281,8 @@ class CorpusStore:
 
     def chunks(self, docid: str) -> list[Chunk]:
         rows = self._con().execute(
-            "SELECT docid, chunk_no, line_start, line_end, text FROM chunks WHERE docid=? ORDER BY chunk_no", (docid,))
+            "SELECT docid, chunk_no, line_start, line_end, text FROM chunks WHERE docid=? ORDER BY chunk_no", (docid,)
+        )
         return [Chunk(**dict(r)) for r in rows]
 
     def chunks_many(self, docids: Iterable[str]) -> dict[str, list[Chunk]]:
@@ -249,10 +290,12 @@ class CorpusStore:
         ids = list(dict.fromkeys(docids))
         out: dict[str, list[Chunk]] = {}
         for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
+            part = ids[start : start + 500]
             rows = self._con().execute(
                 "SELECT docid, chunk_no, line_start, line_end, text FROM chunks "
-                f"WHERE docid IN ({','.join('?' * len(part))}) ORDER BY docid, chunk_no", part)
+                f"WHERE docid IN ({','.join('?' * len(part))}) ORDER BY docid, chunk_no",
+                part,
+            )
             for r in rows:
                 out.setdefault(r["docid"], []).append(Chunk(**dict(r)))
         return out
@@ -263,7 +306,9 @@ class CorpusStore:
             yield from (_record(r) for r in rows)
 
     def iter_chunks(self, batch: int = 1000) -> Iterator[Chunk]:
-        cur = self._con().execute("SELECT docid, chunk_no, line_start, line_end, text FROM chunks ORDER BY docid, chunk_no")
+        cur = self._con().execute(
+            "SELECT docid, chunk_no, line_start, line_end, text FROM chunks ORDER BY docid, chunk_no"
+        )
         while rows := cur.fetchmany(batch):
             yield from (Chunk(**dict(r)) for r in rows)
 

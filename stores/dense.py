@@ -29,6 +29,7 @@ and set `QUARRY_CHROMA_HOST` (and `QUARRY_CHROMA_PORT`, default 8000). Quarry th
 `HttpClient`; collections on the server are named `<collection>-chunks-<build id>`, so several
 corpora can share one server. The sidecar stays local and records which server it belongs to.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -114,30 +115,39 @@ class DenseIndex:
     def is_current(self, fingerprint: str) -> bool:
         """True when the index was built from this corpus, with this model, where we now look."""
         meta = self.meta
-        return (meta is not None and meta.fingerprint == fingerprint and meta.model == MODEL_NAME
-                and meta.server == _server_label(chroma_server()))
+        return (
+            meta is not None
+            and meta.fingerprint == fingerprint
+            and meta.model == MODEL_NAME
+            and meta.server == _server_label(chroma_server())
+        )
 
     def require_current(self, fingerprint: str) -> DenseMeta:
         """The sidecar, or a repairable error when the index is missing or stale."""
         meta = self.meta
         hint = f"build it: quarry index {self.name} --dense"
         if meta is None and self._elsewhere():  # e.g. a forced re-ingest: the vectors are of older documents
-            raise QuarryError("stale_dense_index", f"the dense index of {self.name!r} was built for an older "
-                              "version of its documents, not for this one", hint)
+            raise QuarryError(
+                "stale_dense_index",
+                f"the dense index of {self.name!r} was built for an older version of its documents, not for this one",
+                hint,
+            )
         if meta is None:
             raise QuarryError("no_dense_index", f"collection {self.name!r} has no dense index", hint)
         if not self.is_current(fingerprint):
-            what = ("its corpus" if meta.fingerprint != fingerprint
-                    else "the configured Chroma location or model")
-            raise QuarryError("stale_dense_index",
-                              f"the dense index of {self.name!r} does not match {what}",
-                              f"rebuild it: quarry index {self.name} --dense")
+            what = "its corpus" if meta.fingerprint != fingerprint else "the configured Chroma location or model"
+            raise QuarryError(
+                "stale_dense_index",
+                f"the dense index of {self.name!r} does not match {what}",
+                f"rebuild it: quarry index {self.name} --dense",
+            )
         return meta
 
     # -- building ------------------------------------------------------------------------
 
-    def ensure(self, corpus: CorpusStore, *, progress: ProgressFn | None = None,
-               batch_size: int = 64) -> tuple[DenseMeta, bool]:
+    def ensure(
+        self, corpus: CorpusStore, *, progress: ProgressFn | None = None, batch_size: int = 64
+    ) -> tuple[DenseMeta, bool]:
         """Reuse a current index (returns `(meta, True)`) or build one (`(meta, False)`); an
         unreadable sidecar is rebuilt."""
         self._follow(corpus)
@@ -185,6 +195,7 @@ class DenseIndex:
             done, docs = 0, set[str]()
             if progress:
                 progress("embedding", 0, total)
+
             def embedded(n: int) -> None:  # after each model batch: a tick every few seconds on a long build
                 nonlocal done
                 done += n
@@ -207,8 +218,7 @@ class DenseIndex:
             else:
                 build.abandon()
         server = build.server
-        if server and previous is not None and previous.server == meta.server \
-                and previous.collection != build.name:
+        if server and previous is not None and previous.server == meta.server and previous.collection != build.name:
             _drop_server_collection(server, previous.collection)
         return meta
 
@@ -218,8 +228,11 @@ class DenseIndex:
         folder = self.where()
         meta = DenseMeta.load(folder, self.name)
         if meta is None:
-            raise QuarryError("no_dense_index", f"collection {self.name!r} has no dense index",
-                              f"build it: quarry index {self.name} --dense")
+            raise QuarryError(
+                "no_dense_index",
+                f"collection {self.name!r} has no dense index",
+                f"build it: quarry index {self.name} --dense",
+            )
         with self._lock:
             if self._open is None or self._open[0] != (folder, meta.build_id):
                 self._close_locked()
@@ -229,17 +242,22 @@ class DenseIndex:
     def _connect(self, meta: DenseMeta, folder: Path) -> tuple[Any, Any]:
         server = chroma_server()
         if _server_label(server) != meta.server:
-            raise QuarryError("stale_dense_index",
-                              f"the dense index of {self.name!r} lives at {meta.server or 'the local folder'}, "
-                              f"not at the configured {_server_label(server) or 'local folder'}",
-                              f"rebuild it: quarry index {self.name} --dense")
+            raise QuarryError(
+                "stale_dense_index",
+                f"the dense index of {self.name!r} lives at {meta.server or 'the local folder'}, "
+                f"not at the configured {_server_label(server) or 'local folder'}",
+                f"rebuild it: quarry index {self.name} --dense",
+            )
         client = _http_client(server) if server else _persistent_client(folder / f"build-{meta.build_id}")
         try:
             coll = client.get_collection(meta.collection, embedding_function=MiniLMEmbedding())
         except Exception as exc:  # chromadb.errors.NotFoundError and friends
             client.close()
-            raise QuarryError("no_dense_index", f"the dense index of {self.name!r} is missing from Chroma: {exc}",
-                              f"build it: quarry index {self.name} --dense") from exc
+            raise QuarryError(
+                "no_dense_index",
+                f"the dense index of {self.name!r} is missing from Chroma: {exc}",
+                f"build it: quarry index {self.name} --dense",
+            ) from exc
         return client, coll
 
     def _close_locked(self) -> None:
@@ -286,7 +304,7 @@ class DenseIndex:
         _, coll = self._collection()
         out: dict[str, list[tuple[ChunkSpan, np.ndarray]]] = {}
         for start in range(0, len(ids), 200):
-            part = ids[start:start + 200]
+            part = ids[start : start + 200]
             res = coll.get(where={"docid": {"$in": part}}, include=["embeddings", "metadatas"])
             for md, vec in zip(res["metadatas"], res["embeddings"], strict=True):
                 span = ChunkSpan(int(md["chunk_no"]), int(md["line_start"]), int(md["line_end"]))

@@ -8,6 +8,7 @@ documents are embedded, removed documents' vectors are left behind. The new vers
 can never lag behind the corpus, and a version pinned by a job keeps its own vectors. Until then
 readers see the old version; `discard()` drops the build (and its collection on a Chroma server).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -40,8 +41,15 @@ class StagedDense:
             _drop_server_collection(server, self.meta.collection)
 
 
-def stage_dense_update(index: DenseIndex, corpus: CorpusStore, delta: Delta, target: Path, *,
-                       progress: ProgressFn | None = None, batch_size: int = 64) -> StagedDense:
+def stage_dense_update(
+    index: DenseIndex,
+    corpus: CorpusStore,
+    delta: Delta,
+    target: Path,
+    *,
+    progress: ProgressFn | None = None,
+    batch_size: int = 64,
+) -> StagedDense:
     """Stage the dense index of `corpus` (the changed corpus) into `target` (a new folder inside
     the staged version) from the current build plus `delta`. The current build must match the
     corpus before the change (the caller checks)."""
@@ -59,15 +67,18 @@ def stage_dense_update(index: DenseIndex, corpus: CorpusStore, delta: Delta, tar
             offset += len(page["ids"])
             keep = [i for i, md in enumerate(page["metadatas"]) if str(md["docid"]) not in gone]
             if keep:
-                build.coll.add(ids=[page["ids"][i] for i in keep], embeddings=[page["embeddings"][i] for i in keep],
-                               metadatas=[page["metadatas"][i] for i in keep])
+                build.coll.add(
+                    ids=[page["ids"][i] for i in keep],
+                    embeddings=[page["embeddings"][i] for i in keep],
+                    metadatas=[page["metadatas"][i] for i in keep],
+                )
                 copied += len(keep)
         chunks = [c for rec in delta.upserts for c in corpus.chunks(rec.docid)]
         step = max(1, batch_size * STEP_BATCHES)
         if progress:
             progress("embedding", 0, len(chunks))
         for start in range(0, len(chunks), step):
-            batch = chunks[start:start + step]
+            batch = chunks[start : start + step]
             build.add_chunks(batch)
             if progress:
                 progress("embedding", start + len(batch), len(chunks))
@@ -84,12 +95,21 @@ def stage_dense_update(index: DenseIndex, corpus: CorpusStore, delta: Delta, tar
 
 
 def _behind(name: str) -> str:
-    return (f"the dense index of {name!r} is behind its documents and was not updated; "
-            f"build it: quarry index {name} --dense")
+    return (
+        f"the dense index of {name!r} is behind its documents and was not updated; "
+        f"build it: quarry index {name} --dense"
+    )
 
 
-def stage_version_dense(paths: CollectionPaths, name: str, corpus: CorpusStore, delta: Delta, old_fp: str,
-                        staging: Path, progress: ProgressFn | None) -> tuple[StagedDense | None, list[str]]:
+def stage_version_dense(
+    paths: CollectionPaths,
+    name: str,
+    corpus: CorpusStore,
+    delta: Delta,
+    old_fp: str,
+    staging: Path,
+    progress: ProgressFn | None,
+) -> tuple[StagedDense | None, list[str]]:
     """The staged version's dense index from the current version's, when that one is current for
     the documents before the change; otherwise nothing, and a warning that says the vectors are
     behind and what rebuilds them (instead of a silently stale semantic channel)."""

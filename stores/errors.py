@@ -4,6 +4,7 @@ Every failure a user can cause (bad input, missing index, unknown docid) is rais
 `QuarryError` so the command line can print *what went wrong and what to do* and exit with a
 stable status, instead of a stack trace.
 """
+
 from __future__ import annotations
 
 import errno
@@ -94,12 +95,16 @@ def disk_full(exc: BaseException, home: object = None) -> QuarryError | None:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         full_db = isinstance(current, sqlite3.OperationalError) and (
-            getattr(current, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(current))
+            getattr(current, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(current)
+        )
         if full_db or (isinstance(current, OSError) and current.errno in _DISK_FULL_ERRNOS):
             path = getattr(current, "filename", None)
             where = f" (writing {path})" if path else f" (writing under {home})" if home else ""
-            return QuarryError("disk_full", f"the disk is full{where}",
-                               "free space on the disk that holds QUARRY_HOME (or the path named) and run the "
-                               "command again; nothing was changed (a failed write leaves the previous version)")
+            return QuarryError(
+                "disk_full",
+                f"the disk is full{where}",
+                "free space on the disk that holds QUARRY_HOME (or the path named) and run the "
+                "command again; nothing was changed (a failed write leaves the previous version)",
+            )
         current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
     return None

@@ -5,6 +5,7 @@ Its own module so that `stores.formats` (which dispatches on the suffix) and the
 it calls (`stores.pdf`) both import it, and neither imports the other: a paged reader checks the
 size limit and caps its title itself, as its page offsets index the text.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -3,6 +3,7 @@
 Collection names become folder names, so they are validated here and nowhere else: a name can
 never point outside `QUARRY_HOME`.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,12 @@ def ensure_home(home: Path | None = None) -> Path:
         pass
     try:
         info = home.stat()
-        if (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077
-                and (not any(home.iterdir()) or any((home / m).exists() for m in _HOME_MARKERS))):
+        if (
+            stat.S_ISDIR(info.st_mode)
+            and info.st_uid == os.geteuid()
+            and info.st_mode & 0o077
+            and (not any(home.iterdir()) or any((home / m).exists() for m in _HOME_MARKERS))
+        ):
             home.chmod(stat.S_IMODE(info.st_mode) & 0o700)
     except OSError:
         pass  # a home we cannot inspect or change: the command that needs it reports that
@@ -135,5 +140,8 @@ def list_collections(home: Path | None = None) -> list[str]:
     base = (home or quarry_home()) / "collections"
     if not base.is_dir():
         return []
-    return sorted(p.name for p in base.iterdir() if _NAME.fullmatch(p.name) and ".." not in p.name
-                  and collection_paths(p.name, home).corpus_db.is_file())
+    return sorted(
+        p.name
+        for p in base.iterdir()
+        if _NAME.fullmatch(p.name) and ".." not in p.name and collection_paths(p.name, home).corpus_db.is_file()
+    )

@@ -29,6 +29,7 @@ The tree is BeautifulSoup's over lxml (as before issue 20), walked with an expli
 own tree stops at 2,048 levels of nesting and silently drops the rest of the page (checked), and a
 recursive walk would exhaust Python's stack on a page nested a few thousand deep.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,11 +41,42 @@ from stores.titles import html_title
 __all__ = ["extract", "html_text", "parse", "read_html_text", "render_html"]
 
 # Paragraph-level blocks: a blank line before and after.
-_PARAGRAPH_TAGS = frozenset({
-    "address", "article", "blockquote", "center", "details", "div", "dl", "fieldset", "figure",
-    "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "legend", "main", "ol", "p", "pre",
-    "section", "table", "ul", "listing", "xmp", "plaintext", "body", "html",
-})
+_PARAGRAPH_TAGS = frozenset(
+    {
+        "address",
+        "article",
+        "blockquote",
+        "center",
+        "details",
+        "div",
+        "dl",
+        "fieldset",
+        "figure",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "legend",
+        "main",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "table",
+        "ul",
+        "listing",
+        "xmp",
+        "plaintext",
+        "body",
+        "html",
+    }
+)
 # Line-level blocks: a line of their own, no blank line.
 _LINE_TAGS = frozenset({"li", "tr", "dt", "dd", "caption", "figcaption", "summary", "thead", "tbody", "tfoot"})
 _CELL_TAGS = frozenset({"td", "th"})
@@ -64,10 +96,10 @@ class _Writer:
 
     def __init__(self) -> None:
         self.parts: list[str] = []
-        self.pending = 0         # newlines owed before the next text: 1 line, 2 paragraph
-        self.space = False       # a space owed before the next inline text
+        self.pending = 0  # newlines owed before the next text: 1 line, 2 paragraph
+        self.space = False  # a space owed before the next inline text
         self.line_start = True
-        self.separator = ""      # " | " between table cells
+        self.separator = ""  # " | " between table cells
 
     def brk(self, level: int) -> None:
         self.pending = max(self.pending, level)
@@ -243,10 +275,20 @@ def render_html(source: str, *, chrome: bool = True) -> str:
     return _render([soup.body or soup], set(), page_level=False, chrome=chrome)
 
 
-_HTML_META = {"author": "authors", "citation_author": "authors", "dc.creator": "authors",
-              "citation_publication_date": "year", "citation_date": "year", "dc.date": "year",
-              "citation_journal_title": "venue", "citation_conference_title": "venue",
-              "keywords": "keywords", "citation_keywords": "keywords", "citation_doi": "doi", "dc.identifier": "doi"}
+_HTML_META = {
+    "author": "authors",
+    "citation_author": "authors",
+    "dc.creator": "authors",
+    "citation_publication_date": "year",
+    "citation_date": "year",
+    "dc.date": "year",
+    "citation_journal_title": "venue",
+    "citation_conference_title": "venue",
+    "keywords": "keywords",
+    "citation_keywords": "keywords",
+    "citation_doi": "doi",
+    "dc.identifier": "doi",
+}
 
 
 def _metadata(soup: Any) -> dict[str, Any]:

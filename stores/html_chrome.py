@@ -15,6 +15,7 @@ Previous: Bar, Up: Top [Contents][Index]" above every node of a texinfo manual (
 versions below it too), in a plain `<div class="header"><p>` (6.x) or `<div class="nav-panel">`
 (7.x); the walkthrough found it indexed on every page of GNU manuals.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,24 +26,93 @@ from typing import Any
 __all__ = ["CHROME_ROLES", "NAV_LINK_WORDS", "NAV_MAX_CHILDREN", "is_chrome", "never_text", "tag_name"]
 
 # Never text of the page, wherever they are.
-_DROP_TAGS = frozenset({
-    "script", "style", "noscript", "template", "head", "title", "meta", "link", "base", "nav", "aside",
-    "button", "select", "option", "optgroup", "datalist", "input", "textarea", "svg", "iframe",
-    "frame", "frameset", "object", "embed", "canvas", "audio", "video", "source", "track", "img", "picture",
-    "map", "area", "menu", "dialog",
-})
-CHROME_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menu", "menubar", "toolbar",
-                          "complementary", "dialog", "alertdialog", "tablist", "tooltip"})
+_DROP_TAGS = frozenset(
+    {
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "head",
+        "title",
+        "meta",
+        "link",
+        "base",
+        "nav",
+        "aside",
+        "button",
+        "select",
+        "option",
+        "optgroup",
+        "datalist",
+        "input",
+        "textarea",
+        "svg",
+        "iframe",
+        "frame",
+        "frameset",
+        "object",
+        "embed",
+        "canvas",
+        "audio",
+        "video",
+        "source",
+        "track",
+        "img",
+        "picture",
+        "map",
+        "area",
+        "menu",
+        "dialog",
+    }
+)
+CHROME_ROLES = frozenset(
+    {
+        "navigation",
+        "banner",
+        "contentinfo",
+        "search",
+        "menu",
+        "menubar",
+        "toolbar",
+        "complementary",
+        "dialog",
+        "alertdialog",
+        "tablist",
+        "tooltip",
+    }
+)
 # Class or id tokens naming page chrome: navigation bars and lists, sidebars, menus, breadcrumbs,
 # tables of contents, popups, skip links, heading permalinks. A token is chrome when one of its
 # "-"/"_"-separated parts is one of these words ("md-sidebar--primary", "topNav", "nav-wrapper"), or
 # two neighbouring parts are ("theme-popup"), so a word inside a longer name does not count
 # ("navigator", "tocsin", "shared-memory"). Parts, not a regular expression: linear in the token.
-_CHROME_PARTS = frozenset({
-    "nav", "navbar", "navigation", "navlist", "topnav", "subnav", "bottomnav", "skipnav", "sidebar",
-    "sphinxsidebar", "sphinxsidebarwrapper", "sidebarwrapper", "menu", "menubar", "breadcrumb", "breadcrumbs",
-    "toc", "headerlink", "skip", "skiplink", "cookies", "share", "social",
-})
+_CHROME_PARTS = frozenset(
+    {
+        "nav",
+        "navbar",
+        "navigation",
+        "navlist",
+        "topnav",
+        "subnav",
+        "bottomnav",
+        "skipnav",
+        "sidebar",
+        "sphinxsidebar",
+        "sphinxsidebarwrapper",
+        "sidebarwrapper",
+        "menu",
+        "menubar",
+        "breadcrumb",
+        "breadcrumbs",
+        "toc",
+        "headerlink",
+        "skip",
+        "skiplink",
+        "cookies",
+        "share",
+        "social",
+    }
+)
 _CHROME_PAIRS = frozenset({"theme-popup", "cookie-banner", "related-posts", "skip-link", "menu-bar"})
 _PART_SPLIT = re.compile(r"[-_]+")
 
@@ -62,8 +132,7 @@ def _chrome_token(token: str) -> bool:
     if len(token) > 200:
         return False
     parts = _PART_SPLIT.split(token)
-    return (any(part in _CHROME_PARTS for part in parts)
-            or any(f"{a}-{b}" in _CHROME_PAIRS for a, b in pairwise(parts)))
+    return any(part in _CHROME_PARTS for part in parts) or any(f"{a}-{b}" in _CHROME_PAIRS for a, b in pairwise(parts))
 
 
 # Hidden by a stylesheet, exactly these names ("hidden-xs" is hidden only on a phone: it stays).
@@ -128,7 +197,9 @@ def _navigation_block(el: Any) -> bool:
     texts = [_short_text(a) for a in anchors]
     if None in texts:  # a link of many nodes holds prose, not a navigation label
         return False
-    words = [t.lower() for t in texts if t is not None and t != ""]  # an anchor without text (`<a name="x">`) is no link
+    words = [
+        t.lower() for t in texts if t is not None and t != ""
+    ]  # an anchor without text (`<a name="x">`) is no link
     return bool(words) and all(t in NAV_LINK_WORDS for t in words)
 
 

@@ -4,6 +4,7 @@ content hash), and a staged copy of the corpus database with exactly those rows 
 `stores.collection` drives it (lock, staging, Lucene, commit); `stores.dense_update` does the
 same for the vectors, so unchanged documents are never re-embedded.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,7 +37,7 @@ class Delta:
     @property
     def replaced(self) -> tuple[str, ...]:
         """Every docid whose old rows (and vectors) go: removed and changed documents."""
-        return (*self.removed, *(r.docid for r in self.upserts[self.added:]))
+        return (*self.removed, *(r.docid for r in self.upserts[self.added :]))
 
 
 def diff(old: dict[str, str], records: Iterable[DocRecord], *, remove_missing: bool) -> Delta:
@@ -70,12 +71,19 @@ def delta_fingerprint(previous: str, delta: Delta) -> str:
 
 def _delete(con: sqlite3.Connection, table: str, column: str, docids: list[str]) -> None:
     for start in range(0, len(docids), 500):
-        part = docids[start:start + 500]
+        part = docids[start : start + 500]
         con.execute(f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(part))})", part)
 
 
-def update_corpus_db(old_db: Path, new_db: Path, delta: Delta, *, fingerprint: str,
-                     src: CorpusSource | None = None, order: list[str] | None = None) -> int:
+def update_corpus_db(
+    old_db: Path,
+    new_db: Path,
+    delta: Delta,
+    *,
+    fingerprint: str,
+    src: CorpusSource | None = None,
+    order: list[str] | None = None,
+) -> int:
     """Copy `old_db` to `new_db` and apply `delta` there (the old file is never written).
 
     With `src` (a re-ingest), the source, kind, citations, queries, answers and judgements come
@@ -95,12 +103,15 @@ def update_corpus_db(old_db: Path, new_db: Path, delta: Delta, *, fingerprint: s
         insert_records(con, list(delta.upserts), first)
         if src is not None:
             replace_extras(con, src)
-            con.executemany("UPDATE meta SET value=? WHERE key=?", [(str(src.path.resolve()), "source"), (src.kind, "kind")])
+            con.executemany(
+                "UPDATE meta SET value=? WHERE key=?", [(str(src.path.resolve()), "source"), (src.kind, "kind")]
+            )
         if order is not None:
             con.executemany("UPDATE docs SET ord=? WHERE docid=?", [(i, d) for i, d in enumerate(order)])
         count = con.execute("SELECT COUNT(*) FROM docs").fetchone()[0]
-        con.executemany("UPDATE meta SET value=? WHERE key=?",
-                        [(fingerprint, "fingerprint"), (str(count), "documents")])
+        con.executemany(
+            "UPDATE meta SET value=? WHERE key=?", [(fingerprint, "fingerprint"), (str(count), "documents")]
+        )
         con.commit()
     finally:
         con.close()

@@ -8,6 +8,7 @@ message (append-only, addressed by position), so the workflow state carries only
 WAL mode lets the worker write while the CLI reads. Everything written passes through
 `redact`, so a credential echoed by an endpoint never lands on disk.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -57,6 +58,7 @@ def _private_db(path: Path) -> None:
     """Create the job store readable by its owner only (SQLite gives its -wal and -shm files the
     database file's mode); tighten one an older Quarry left 0644. It holds intents and results."""
     import os
+
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
         for part in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
@@ -123,14 +125,33 @@ class JobStore:
 
     # -- jobs ----------------------------------------------------------------------------------
 
-    def create(self, job_id: str, collection: str, intent: str, *, workflow_id: str, trace_id: str | None,
-               params: dict[str, Any] | None = None) -> None:
+    def create(
+        self,
+        job_id: str,
+        collection: str,
+        intent: str,
+        *,
+        workflow_id: str,
+        trace_id: str | None,
+        params: dict[str, Any] | None = None,
+    ) -> None:
         """Record a submitted job; `params` is its input (mode, policy, budget, config) for `rerun`."""
         now = time.time()
         self._con().execute(
             "INSERT OR IGNORE INTO jobs (job_id, collection, intent, status, created_at, updated_at, trace_id,"
             " workflow_id, params) VALUES (?,?,?,?,?,?,?,?,?)",
-            (job_id, collection, intent, "running", now, now, trace_id, workflow_id, _dumps(params) if params else None))
+            (
+                job_id,
+                collection,
+                intent,
+                "running",
+                now,
+                now,
+                trace_id,
+                workflow_id,
+                _dumps(params) if params else None,
+            ),
+        )
 
     def mark(self, job_id: str, status: str, error: str | None = None) -> bool:
         """Set the status of a job that ended without finishing itself (terminated), unless it has
@@ -138,7 +159,9 @@ class JobStore:
         job's trace, however many saw the termination."""
         cur = self._con().execute(
             f"UPDATE jobs SET status=?, error=COALESCE(?, error), updated_at=? WHERE job_id=?"
-            f" AND status NOT IN ({','.join('?' * len(FINAL))})", (status, error, time.time(), job_id, *FINAL))
+            f" AND status NOT IN ({','.join('?' * len(FINAL))})",
+            (status, error, time.time(), job_id, *FINAL),
+        )
         return cur.rowcount > 0
 
     def checkpoint(self, job_id: str, state: dict[str, Any], status: str = "running") -> None:
@@ -148,15 +171,29 @@ class JobStore:
             "INSERT INTO jobs (job_id, collection, intent, status, created_at, updated_at, round, state)"
             " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(job_id) DO UPDATE SET status=excluded.status,"
             " updated_at=excluded.updated_at, round=excluded.round, state=excluded.state",
-            (job_id, state.get("collection", ""), state.get("intent", ""), status, now, now,
-             int(state.get("round", 0)), _dumps(state)))
+            (
+                job_id,
+                state.get("collection", ""),
+                state.get("intent", ""),
+                status,
+                now,
+                now,
+                int(state.get("round", 0)),
+                _dumps(state),
+            ),
+        )
 
     def finish(self, job_id: str, result: dict[str, Any], state: dict[str, Any] | None = None) -> None:
         now = time.time()
-        self.checkpoint(job_id, state or {"collection": result.get("collection", ""), "intent": result.get("intent", "")},
-                        status=result["status"])
-        self._con().execute("UPDATE jobs SET result=?, status=?, updated_at=?, error=? WHERE job_id=?",
-                            (_dumps(result), result["status"], now, redact(error_line(result.get("error"))) or None, job_id))
+        self.checkpoint(
+            job_id,
+            state or {"collection": result.get("collection", ""), "intent": result.get("intent", "")},
+            status=result["status"],
+        )
+        self._con().execute(
+            "UPDATE jobs SET result=?, status=?, updated_at=?, error=? WHERE job_id=?",
+            (_dumps(result), result["status"], now, redact(error_line(result.get("error"))) or None, job_id),
+        )
 
     def set_trace(self, job_id: str, trace_id: str) -> None:
         self._con().execute("UPDATE jobs SET trace_id=COALESCE(trace_id, ?) WHERE job_id=?", (trace_id, job_id))
@@ -164,44 +201,55 @@ class JobStore:
     def get(self, job_id: str) -> dict[str, Any]:
         row = self._con().execute("SELECT * FROM jobs WHERE job_id=?", (job_id,)).fetchone()
         if row is None:
-            raise QuarryError("unknown_job", f"no job {job_id!r} in {self.path}",
-                              "list jobs with: quarry job list")
+            raise QuarryError("unknown_job", f"no job {job_id!r} in {self.path}", "list jobs with: quarry job list")
         out = dict(row)
         for key in ("state", "result", "params"):
             out[key] = json.loads(out[key]) if out[key] else None
         return out
 
     # `list` below names this method inside the class, so later signatures say `builtins.list`.
-    def list(self, limit: int = 50, *, status: str | None = None, collection: str | None = None) -> list[dict[str, Any]]:
+    def list(
+        self, limit: int = 50, *, status: str | None = None, collection: str | None = None
+    ) -> list[dict[str, Any]]:
         rows = self._con().execute(
             "SELECT job_id, collection, intent, status, created_at, updated_at, round FROM jobs"
             " WHERE (? IS NULL OR status=?) AND (? IS NULL OR collection=?) ORDER BY created_at DESC LIMIT ?",
-            (status, status, collection, collection, limit))
+            (status, status, collection, collection, limit),
+        )
         return [dict(r) for r in rows]
 
     # -- rankings behind search_ids ------------------------------------------------------------
 
-    def save_ranking(self, job_id: str, search_id: str, query: str, docids: builtins.list[str], scores: builtins.list[float]) -> None:
+    def save_ranking(
+        self, job_id: str, search_id: str, query: str, docids: builtins.list[str], scores: builtins.list[float]
+    ) -> None:
         con = self._con()
         used = time.time_ns()
-        con.execute("INSERT OR REPLACE INTO rankings VALUES (?,?,?,?,?,?)",
-                    (job_id, search_id, query, json.dumps(docids), json.dumps(scores), used))
+        con.execute(
+            "INSERT OR REPLACE INTO rankings VALUES (?,?,?,?,?,?)",
+            (job_id, search_id, query, json.dumps(docids), json.dumps(scores), used),
+        )
         con.executemany("INSERT OR IGNORE INTO surfaced VALUES (?,?)", [(job_id, d) for d in docids])
-        con.execute("DELETE FROM rankings WHERE job_id=? AND search_id NOT IN (SELECT search_id FROM rankings"
-                    " WHERE job_id=? ORDER BY used DESC LIMIT ?)", (job_id, job_id, RANKINGS_PER_JOB))
+        con.execute(
+            "DELETE FROM rankings WHERE job_id=? AND search_id NOT IN (SELECT search_id FROM rankings"
+            " WHERE job_id=? ORDER BY used DESC LIMIT ?)",
+            (job_id, job_id, RANKINGS_PER_JOB),
+        )
 
     def load_ranking(self, job_id: str, search_id: str) -> tuple[str, builtins.list[str], builtins.list[float]] | None:
         con = self._con()
-        row = con.execute("SELECT query, docids, scores FROM rankings WHERE job_id=? AND search_id=?",
-                          (job_id, search_id)).fetchone()
+        row = con.execute(
+            "SELECT query, docids, scores FROM rankings WHERE job_id=? AND search_id=?", (job_id, search_id)
+        ).fetchone()
         if row is None:
             return None
         con.execute("UPDATE rankings SET used=? WHERE job_id=? AND search_id=?", (time.time_ns(), job_id, search_id))
         return row["query"], json.loads(row["docids"]), json.loads(row["scores"])
 
     def ranking_ids(self, job_id: str) -> builtins.list[str]:
-        return [r[0] for r in self._con().execute(
-            "SELECT search_id FROM rankings WHERE job_id=? ORDER BY used", (job_id,))]
+        return [
+            r[0] for r in self._con().execute("SELECT search_id FROM rankings WHERE job_id=? ORDER BY used", (job_id,))
+        ]
 
     def add_surfaced(self, job_id: str, docids: builtins.list[str]) -> None:
         """Record documents a store returned for this job outside a cached ranking (citation
@@ -224,8 +272,10 @@ class JobStore:
 
     def messages(self, job_id: str, upto: int | None = None) -> builtins.list[dict[str, Any]]:
         """Messages 0 … upto-1 in order (all when `upto` is None)."""
-        rows = self._con().execute("SELECT body FROM messages WHERE job_id=? AND seq < ? ORDER BY seq",
-                                   (job_id, upto if upto is not None else 2**62))
+        rows = self._con().execute(
+            "SELECT body FROM messages WHERE job_id=? AND seq < ? ORDER BY seq",
+            (job_id, upto if upto is not None else 2**62),
+        )
         return [json.loads(r[0]) for r in rows]
 
     # -- a job's candidate pool, by snapshot -----------------------------------------------------
@@ -242,8 +292,11 @@ class JobStore:
             return {}
         row = self._con().execute("SELECT body FROM pools WHERE job_id=? AND seq=?", (job_id, seq)).fetchone()
         if row is None:
-            raise QuarryError("lost_pool", f"job {job_id!r} has no candidate pool #{seq} in {self.path}",
-                              "the job store was changed under a running job; start the job again")
+            raise QuarryError(
+                "lost_pool",
+                f"job {job_id!r} has no candidate pool #{seq} in {self.path}",
+                "the job store was changed under a running job; start the job again",
+            )
         return json.loads(row[0])
 
     # -- what a running node is doing inside a long step ------------------------------------------
@@ -251,16 +304,21 @@ class JobStore:
     def set_step(self, job_id: str, node: str, stage: str, done: int, total: int) -> None:
         """Record a node's long-step progress ("retrieval: embedding 320/1,200 chunks"): the
         workflow's progress query cannot see inside an activity, so `job progress` reads it here."""
-        self._con().execute("INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?)",
-                            (job_id, node, stage, int(done), int(total), time.time()))
+        self._con().execute(
+            "INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?)",
+            (job_id, node, stage, int(done), int(total), time.time()),
+        )
 
     def clear_step(self, job_id: str) -> None:
         self._con().execute("DELETE FROM steps WHERE job_id=?", (job_id,))
 
     def step(self, job_id: str) -> dict[str, Any] | None:
         """The running node's long step: node, stage, done, total, updated_at and `text`, or None."""
-        row = self._con().execute("SELECT node, stage, done, total, updated_at FROM steps WHERE job_id=?",
-                                  (job_id,)).fetchone()
+        row = (
+            self._con()
+            .execute("SELECT node, stage, done, total, updated_at FROM steps WHERE job_id=?", (job_id,))
+            .fetchone()
+        )
         if row is None:
             return None
         out = dict(row)
@@ -294,7 +352,8 @@ def running_pins(path: Path, collection: str, *, now: float | None = None) -> li
         rows = con.execute(
             "SELECT json_extract(state, '$.collection_version'), created_at FROM jobs WHERE collection=?"
             f" AND status NOT IN ({','.join('?' * len(FINAL))}) AND created_at >= ?",
-            (collection, *FINAL, since)).fetchall()
+            (collection, *FINAL, since),
+        ).fetchall()
     finally:
         con.close()
     return [(str(v) if isinstance(v, str) and v else None, float(t)) for v, t in rows]

@@ -5,6 +5,7 @@ problems, the `RecordStream` that reads a file again on every pass) sit apart fr
 reading document files off disk (`stores.document_files`), which reuse the records and streams
 defined here.
 """
+
 from __future__ import annotations
 
 import csv
@@ -60,8 +61,10 @@ def _keyed_texts(path: Path, key: str, problems: Problems, bad: str) -> dict[str
 
 def check_size(docid: str, chars: int) -> None:
     if chars > MAX_DOCUMENT_CHARS:
-        raise ValueError(f"document {docid!r} has {chars:,} characters; Quarry indexes documents of up to "
-                         f"{MAX_DOCUMENT_CHARS:,} characters: split it into several documents")
+        raise ValueError(
+            f"document {docid!r} has {chars:,} characters; Quarry indexes documents of up to "
+            f"{MAX_DOCUMENT_CHARS:,} characters: split it into several documents"
+        )
 
 
 class Problems(list):
@@ -108,7 +111,7 @@ def record_from_json(obj: Any) -> DocRecord:
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     raw_id = next((obj[k] for k in ("_id", "id", "docid") if k in obj), None)
     if raw_id is None or isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
-        raise ValueError("missing document id: give each record an \"_id\" string")
+        raise ValueError('missing document id: give each record an "_id" string')
     docid = str(raw_id).strip()
     if not docid or re.search(r"\s", docid) or len(docid) > 200:
         raise ValueError(f"document id {raw_id!r} must be 1-200 characters without spaces")
@@ -140,8 +143,9 @@ def record_from_json(obj: Any) -> DocRecord:
     )
 
 
-def _read_jsonl(path: Path, problems: Problems, progress: ProgressFn | None,
-                raw: hashlib._Hash | None = None) -> Iterator[tuple[int, Any]]:
+def _read_jsonl(
+    path: Path, problems: Problems, progress: ProgressFn | None, raw: hashlib._Hash | None = None
+) -> Iterator[tuple[int, Any]]:
     """Parsed values of a JSONL file with their line numbers; `raw` (if given) hashes its bytes."""
     total = path.stat().st_size
     done = 0
@@ -183,8 +187,16 @@ class RecordStream:
     DocRecord JSON per line, in a temporary folder `keep` holds for the stream's life): parsing a
     PDF again on every pass would cost more than writing its text once."""
 
-    def __init__(self, path: Path, ids: dict[str, Any], digest: hashlib._Hash, raw: str, *,
-                 spooled: bool = False, keep: Any = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        ids: dict[str, Any],
+        digest: hashlib._Hash,
+        raw: str,
+        *,
+        spooled: bool = False,
+        keep: Any = None,
+    ) -> None:
         self.path, self.ids, self.digest, self._raw = path, ids, digest, raw
         self._spooled, self._keep = spooled, keep
 
@@ -208,12 +220,13 @@ class RecordStream:
                 if rec is not None:
                     yield rec
         if raw.hexdigest() != self._raw:
-            raise IngestError([f"{self.path}: the file changed while it was being ingested"],
-                              "nothing was changed; ingest again once the file is complete")
+            raise IngestError(
+                [f"{self.path}: the file changed while it was being ingested"],
+                "nothing was changed; ingest again once the file is complete",
+            )
 
 
-def read_documents(path: Path, problems: Problems, progress: ProgressFn | None,
-                    warnings: list[str]) -> RecordStream:
+def read_documents(path: Path, problems: Problems, progress: ProgressFn | None, warnings: list[str]) -> RecordStream:
     """Validate every record of a JSONL file (problems collected, not raised) and return them as
     a RecordStream; only the ids, line numbers and two running hashes stay in memory."""
     first_seen: dict[str, int] = {}
@@ -235,7 +248,9 @@ def read_documents(path: Path, problems: Problems, progress: ProgressFn | None,
         digest.update(record_json(rec).encode())
     if empty:
         shown = ", ".join(empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
-        warnings.append(f"{path}: skipped {len(empty)} document(s) with neither title nor text (nothing to search): {shown}")
+        warnings.append(
+            f"{path}: skipped {len(empty)} document(s) with neither title nor text (nothing to search): {shown}"
+        )
     return RecordStream(path, first_seen, digest, raw.hexdigest())
 
 
@@ -274,13 +289,16 @@ def read_beir_extras(folder: Path, src: CorpusSource, problems: Problems) -> Non
             src.warnings.append(f"{cites}: {dropped} citation(s) name documents not in the corpus; skipped")
     queries = _keyed_texts(folder / "queries.jsonl", "text", problems, 'a query needs an "_id" and a non-empty "text"')
     src.queries = {qid: text for qid, (_, text) in queries.items()}
-    answers = _keyed_texts(folder / "answers.jsonl", "answer", problems,
-                           'an answer needs an "_id" (a query id) and a non-empty "answer"')
+    answers = _keyed_texts(
+        folder / "answers.jsonl", "answer", problems, 'an answer needs an "_id" (a query id) and a non-empty "answer"'
+    )
     for qid, (no, text) in answers.items():
         if qid in src.queries:
             src.answers[qid] = text
         else:
-            problems.add(f"{folder / 'answers.jsonl'}:{no}", f"answer for query {qid!r}, which queries.jsonl does not have")
+            problems.add(
+                f"{folder / 'answers.jsonl'}:{no}", f"answer for query {qid!r}, which queries.jsonl does not have"
+            )
     qrels_dir = folder / "qrels"
     if qrels_dir.is_dir():
         for tsv in sorted(p for p in qrels_dir.glob("*.tsv") if p.is_file()):  # a FIFO is never opened

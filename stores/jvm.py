@@ -11,6 +11,7 @@ through Pyserini and embeds with its own MiniLM (stores/dense.py). While that pa
 is importable again afterwards. This is the one place Quarry reaches into Pyserini's internals,
 for a pinned version (`pyserini==1.6.0`); tests exercise every Pyserini call Quarry makes.
 """
+
 from __future__ import annotations
 
 import glob
@@ -24,8 +25,13 @@ from types import ModuleType
 _lock = threading.Lock()
 # Quiet, not silent: Lucene's MMapDirectory notice and the JDK's Unsafe deprecation warnings
 # are harmless on Java 25 but would bury Quarry's own output on every command.
-JVM_OPTIONS = ("-Xms256m", "-Xmx4g", "--sun-misc-unsafe-memory-access=allow",
-               "--enable-native-access=ALL-UNNAMED", "-Djava.util.logging.config.file=/dev/null")
+JVM_OPTIONS = (
+    "-Xms256m",
+    "-Xmx4g",
+    "--sun-misc-unsafe-memory-access=allow",
+    "--enable-native-access=ALL-UNNAMED",
+    "-Djava.util.logging.config.file=/dev/null",
+)
 
 
 def anserini_jar() -> Path:

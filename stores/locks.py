@@ -5,6 +5,7 @@ saying who holds it, instead of two writers racing. Readers take no lock: they r
 version (see `stores.home.CollectionPaths`). The lock is the kernel's (`fcntl.flock`), so it is
 released when its holder exits, even by SIGKILL — a crashed ingest never leaves it stuck.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -28,8 +29,11 @@ def writer_lock(root: Path, name: str) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
-            raise QuarryError("collection_busy", f"collection {name!r} is being written by {holder}",
-                              "wait for that ingest or index build to finish, then run this again") from None
+            raise QuarryError(
+                "collection_busy",
+                f"collection {name!r} is being written by {holder}",
+                "wait for that ingest or index build to finish, then run this again",
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()}".encode(), 0)
         yield

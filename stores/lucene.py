@@ -5,6 +5,7 @@ Python (`Hit`). BM25 k1/b are stored with the index (`quarry-index.json`) and ca
 per search, because good values are corpus-specific (see ../shared/DESIGN.md); the rule for a
 collection without judgements is ranking policy, in `nodes.ranking.bm25_defaults`.
 """
+
 from __future__ import annotations
 
 import json
@@ -76,10 +77,11 @@ class IndexMeta:
         except (OSError, ValueError, TypeError, KeyError) as exc:
             label = name or "NAME"
             why = "the file is empty" if isinstance(exc, ValueError) and not text.strip() else str(exc)[:200]
-            raise QuarryError("bad_index_meta", f"the BM25 index settings of collection {label!r} ({path}) are "
-                              f"unreadable: {why}",
-                              f"rebuild the index: quarry index {label} (or quarry ingest SOURCE --name {label} "
-                              "--force)") from exc
+            raise QuarryError(
+                "bad_index_meta",
+                f"the BM25 index settings of collection {label!r} ({path}) are unreadable: {why}",
+                f"rebuild the index: quarry index {label} (or quarry ingest SOURCE --name {label} --force)",
+            ) from exc
 
 
 def distinct_terms(text: str) -> int:
@@ -101,14 +103,22 @@ def bag_of_words(text: str) -> str:
     for match in _WORD.finditer(text):
         distinct.add(match.group().lower())
         if len(distinct) > MAX_QUERY_TERMS:
-            text = text[:match.start()]
+            text = text[: match.start()]
             break
     return text.strip() if distinct else ""
 
 
-def build_index(records: Iterable[DocRecord], out_dir: Path, *, fingerprint: str, k1: float = DEFAULT_K1,
-                b: float = DEFAULT_B, threads: int | None = None, progress: ProgressFn | None = None,
-                total: int | None = None) -> IndexMeta:
+def build_index(
+    records: Iterable[DocRecord],
+    out_dir: Path,
+    *,
+    fingerprint: str,
+    k1: float = DEFAULT_K1,
+    b: float = DEFAULT_B,
+    threads: int | None = None,
+    progress: ProgressFn | None = None,
+    total: int | None = None,
+) -> IndexMeta:
     """Build a Lucene index of title + text + keywords into `out_dir` (must not exist).
 
     Anserini's `IndexCollection` runs in a child JVM: it indexes shards in parallel threads and
@@ -119,11 +129,14 @@ def build_index(records: Iterable[DocRecord], out_dir: Path, *, fingerprint: str
     with tempfile.TemporaryDirectory(prefix="quarry-lucene-", dir=out_dir.parent) as tmp, _disk_full_as_error(out_dir):
         count = 0
         with ExitStack() as shard_files:
-            shards = [shard_files.enter_context(open(Path(tmp) / f"part{i:02d}.jsonl", "w", encoding="utf-8"))
-                      for i in range(threads)]
+            shards = [
+                shard_files.enter_context(open(Path(tmp) / f"part{i:02d}.jsonl", "w", encoding="utf-8"))
+                for i in range(threads)
+            ]
             for count, rec in enumerate(records, start=1):
-                shards[count % threads].write(json.dumps({"id": rec.docid, "contents": rec.index_contents()},
-                                                         ensure_ascii=False) + "\n")
+                shards[count % threads].write(
+                    json.dumps({"id": rec.docid, "contents": rec.index_contents()}, ensure_ascii=False) + "\n"
+                )
                 if progress and count % 1000 == 0:
                     progress("exporting", count, total)
         if progress:
@@ -132,10 +145,18 @@ def build_index(records: Iterable[DocRecord], out_dir: Path, *, fingerprint: str
     if indexed != count:
         # Anserini logs a document it cannot read and goes on with the next shard: a partial index
         # must never pass for a complete one.
-        raise QuarryError("index_incomplete", f"Lucene indexed {indexed} of {count} documents; nothing was changed",
-                          "see the documents named in the error above (too long or malformed) and ingest again")
-    meta = IndexMeta(k1=float(k1), b=float(b), fingerprint=fingerprint, documents=count,
-                     built_seconds=round(time.perf_counter() - started, 3))
+        raise QuarryError(
+            "index_incomplete",
+            f"Lucene indexed {indexed} of {count} documents; nothing was changed",
+            "see the documents named in the error above (too long or malformed) and ingest again",
+        )
+    meta = IndexMeta(
+        k1=float(k1),
+        b=float(b),
+        fingerprint=fingerprint,
+        documents=count,
+        built_seconds=round(time.perf_counter() - started, 3),
+    )
     meta.dump(out_dir)
     return meta
 
@@ -147,9 +168,24 @@ _JAVA_ERROR = re.compile(r"\bERROR\b.*?- (.*)")
 def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> int:
     """Run Anserini's IndexCollection over a folder of JsonCollection shards; return how many
     documents it reports indexed (a shard it could not read shows up as a shortfall)."""
-    cmd = [str(java_executable()), *JVM_OPTIONS, "-cp", str(anserini_jar()), "io.anserini.index.IndexCollection",
-           "-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
-           "-input", str(input_dir), "-index", str(out_dir), "-threads", str(threads), "-optimize"]
+    cmd = [
+        str(java_executable()),
+        *JVM_OPTIONS,
+        "-cp",
+        str(anserini_jar()),
+        "io.anserini.index.IndexCollection",
+        "-collection",
+        "JsonCollection",
+        "-generator",
+        "DefaultLuceneDocumentGenerator",
+        "-input",
+        str(input_dir),
+        "-index",
+        str(out_dir),
+        "-threads",
+        str(threads),
+        "-optimize",
+    ]
     proc = subprocess.run(_dying_with_parent(cmd), capture_output=True, text=True)
     output = f"{proc.stdout}\n{proc.stderr}"
     if proc.returncode != 0 or not list(out_dir.glob("segments_*")) or _DISK_FULL.search(output):
@@ -158,8 +194,11 @@ def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> int:
     errors = [m.group(1)[:300] for m in _JAVA_ERROR.finditer(output)]
     if found is None or errors:
         detail = "; ".join(errors[:3]) or "no document count in Anserini's output"
-        raise QuarryError("index_incomplete", f"Lucene indexing reported a problem: {detail}",
-                          "documents over 20 million characters cannot be indexed; split them and ingest again")
+        raise QuarryError(
+            "index_incomplete",
+            f"Lucene indexing reported a problem: {detail}",
+            "documents over 20 million characters cannot be indexed; split them and ingest again",
+        )
     return int(found.group(1).replace(",", ""))
 
 
@@ -172,14 +211,19 @@ def index_failure(returncode: int, output: str, out_dir: Path) -> QuarryError:
     output. The hint names no command: the build may belong to a first ingest, an `add` or an
     index rebuild, and the collection's previous version is untouched in every case."""
     if _DISK_FULL.search(output):
-        return QuarryError("disk_full", f"Lucene indexing failed: the disk holding {out_dir.parent} is full "
-                           "(No space left on device); nothing was changed",
-                           "free space on that disk, then run the same command again")
+        return QuarryError(
+            "disk_full",
+            f"Lucene indexing failed: the disk holding {out_dir.parent} is full "
+            "(No space left on device); nothing was changed",
+            "free space on that disk, then run the same command again",
+        )
     tail = "\n".join(output.strip().splitlines()[-15:])
     state = f"exit {returncode}" if returncode != 0 else "exit 0, but no index was written"
-    return QuarryError("index_failed", f"Lucene indexing failed ({state}); nothing was changed:\n{tail}",
-                       "see the Java output above; check free disk space where QUARRY_HOME lives, then run the "
-                       "same command again")
+    return QuarryError(
+        "index_failed",
+        f"Lucene indexing failed ({state}); nothing was changed:\n{tail}",
+        "see the Java output above; check free disk space where QUARRY_HOME lives, then run the same command again",
+    )
 
 
 class _disk_full_as_error:
@@ -193,18 +237,23 @@ class _disk_full_as_error:
 
     def __exit__(self, kind, exc, tb) -> Literal[False]:
         if isinstance(exc, OSError) and exc.errno in (28, 122):
-            raise QuarryError("disk_full", f"Lucene indexing failed: the disk holding {self.out_dir.parent} is full "
-                              f"({exc.strerror}); nothing was changed",
-                              "free space on that disk, then run the same command again") from exc
+            raise QuarryError(
+                "disk_full",
+                f"Lucene indexing failed: the disk holding {self.out_dir.parent} is full "
+                f"({exc.strerror}); nothing was changed",
+                "free space on that disk, then run the same command again",
+            ) from exc
         return False
 
 
 # Started in place of `java`: set PR_SET_PDEATHSIG (1) to SIGKILL, end if the parent is already
 # gone, then exec the JVM (the setting survives exec). Stdlib only, no site packages.
-_DIE_WITH_PARENT = ("import ctypes, os, signal, sys\n"
-                    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
-                    "if os.getppid() != int(sys.argv[1]):\n    os._exit(70)\n"
-                    "os.execv(sys.argv[2], sys.argv[2:])\n")
+_DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
+    "if os.getppid() != int(sys.argv[1]):\n    os._exit(70)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
 
 
 def _dying_with_parent(cmd: list[str]) -> list[str]:
@@ -227,8 +276,11 @@ class LuceneIndex:
 
     def __init__(self, folder: Path, name: str = "") -> None:
         if not (folder / META_FILE).is_file():
-            raise QuarryError("no_index", f"collection {name or folder} has no Lucene index",
-                              f"build it: quarry index {name or 'NAME'}")
+            raise QuarryError(
+                "no_index",
+                f"collection {name or folder} has no Lucene index",
+                f"build it: quarry index {name or 'NAME'}",
+            )
         self.folder = folder
         self.meta = IndexMeta.load(folder, name)
 
@@ -237,15 +289,17 @@ class LuceneIndex:
         docids, scores = self.ranking(text, k, k1=k1, b=b)
         return [Hit(d, s, i) for i, (d, s) in enumerate(zip(docids, scores, strict=True), start=1)]
 
-    def ranking(self, text: str, k: int = 1000, *, k1: float | None = None,
-                b: float | None = None) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    def ranking(
+        self, text: str, k: int = 1000, *, k1: float | None = None, b: float | None = None
+    ) -> tuple[tuple[str, ...], tuple[float, ...]]:
         """The same ranking as `search` as two parallel tuples (docids, scores), best first —
         the search tool's hot path, without a `Hit` object per document (see bench/)."""
         query = bag_of_words(text)
         if not query:
             return (), ()
-        searcher = _searcher(str(self.folder), self.meta.k1 if k1 is None else float(k1),
-                             self.meta.b if b is None else float(b))
+        searcher = _searcher(
+            str(self.folder), self.meta.k1 if k1 is None else float(k1), self.meta.b if b is None else float(b)
+        )
         try:
             # Anserini's searcher directly: pyserini's `search` only re-walks the Java hits in Python
             # (reading each docid once more) to offer de-duplication, which Quarry does not use.
@@ -263,8 +317,9 @@ class LuceneIndex:
             scores.append(float(hit.score))
         return tuple(docids), tuple(scores)
 
-    def score_documents(self, text: str, docids: Iterable[str], *, k1: float | None = None,
-                        b: float | None = None) -> dict[str, float]:
+    def score_documents(
+        self, text: str, docids: Iterable[str], *, k1: float | None = None, b: float | None = None
+    ) -> dict[str, float]:
         """The BM25 score `search` would give each of these documents for `text` (0.0 when no
         term matches or the docid is unknown), without ranking the whole collection — how well
         one requirement's words match a candidate, on the same scale as the lexical channel
@@ -273,8 +328,9 @@ class LuceneIndex:
         query = bag_of_words(text)
         if not query or not ids:
             return {d: 0.0 for d in ids}
-        reader, similarity = _scorer(str(self.folder), self.meta.k1 if k1 is None else float(k1),
-                                     self.meta.b if b is None else float(b))
+        reader, similarity = _scorer(
+            str(self.folder), self.meta.k1 if k1 is None else float(k1), self.meta.b if b is None else float(b)
+        )
         return {d: max(0.0, float(reader.compute_query_document_score(d, query, similarity=similarity))) for d in ids}
 
 

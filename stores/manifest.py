@@ -5,6 +5,7 @@ reader can tell whether two results are comparable and rebuild the conditions of
 store part lives here because it reads store metadata and the checkout; the policy part (prompt
 hashes, model names) is the nodes' (nodes.job.manifest).
 """
+
 from __future__ import annotations
 
 import functools
@@ -56,6 +57,12 @@ def collection_manifest(col: Collection) -> dict[str, Any]:
         dense_model: str | None = meta.model if meta else None
     except QuarryError:
         dense_model = None
-    return {"collection": col.name, "collection_version": col.version, "corpus_sha256": col.corpus.fingerprint,
-            "documents": lucene.documents, "bm25": {"k1": lucene.k1, "b": lucene.b, "analyzer": ANALYZER},
-            "embedding_model": dense_model, "code_version": code_version()}
+    return {
+        "collection": col.name,
+        "collection_version": col.version,
+        "corpus_sha256": col.corpus.fingerprint,
+        "documents": lucene.documents,
+        "bm25": {"k1": lucene.k1, "b": lucene.b, "analyzer": ANALYZER},
+        "embedding_model": dense_model,
+        "code_version": code_version(),
+    }

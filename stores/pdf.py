@@ -24,6 +24,7 @@ of at least `RUNNING_MIN_SHARE` of the pages and of at least `RUNNING_MIN_PAGES`
 lines go; the pages stay, so `page_starts` still gives each page (an emptied page starts where
 the next one does).
 """
+
 from __future__ import annotations
 
 import re
@@ -127,8 +128,10 @@ def paginate(pages: list[list[str]], title: str = "") -> tuple[str, str, tuple[i
 
 def _too_long(chars: int, page: int, pages: int) -> Unreadable:
     limit = file_document.MAX_DOCUMENT_CHARS
-    return Unreadable(f"more than {limit:,} characters by page {page:,} of {pages:,} ({chars:,} read); Quarry "
-                      f"indexes documents of up to {limit:,} characters: split it into several documents")
+    return Unreadable(
+        f"more than {limit:,} characters by page {page:,} of {pages:,} ({chars:,} read); Quarry "
+        f"indexes documents of up to {limit:,} characters: split it into several documents"
+    )
 
 
 def read_pdf(path: Path) -> FileDocument:

@@ -20,6 +20,7 @@ ends), system files (/proc, /sys) and files whose names are not valid UTF-8 (no 
 made of them) are skipped and named with the reason. Names are shown printable
 (`printable_path`: undecodable bytes and control characters as backslash escapes).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,12 +42,15 @@ from stores.jsonl_corpus import docids as docids
 # the rules for what may be opened).
 
 _JSONL_SUFFIXES = {".jsonl", ".json", ".ndjson"}
-_FORMATS_HINT = ("give a BEIR folder (with corpus.jsonl), a .jsonl file, or document files or folders "
-                 "(.pdf .html .docx .md .rst .tex .txt, or text without an extension such as README)")
+_FORMATS_HINT = (
+    "give a BEIR folder (with corpus.jsonl), a .jsonl file, or document files or folders "
+    "(.pdf .html .docx .md .rst .tex .txt, or text without an extension such as README)"
+)
 
 
-def read_corpus(path: str | Path, progress: ProgressFn | None = None, *, strict: bool = False,
-                docid_root: Path | None = None) -> CorpusSource:
+def read_corpus(
+    path: str | Path, progress: ProgressFn | None = None, *, strict: bool = False, docid_root: Path | None = None
+) -> CorpusSource:
     """Read and validate a corpus; raise `IngestError` listing every bad record.
 
     Document files are lenient unless `strict` (see the module docstring). Their ids are paths
@@ -55,8 +59,10 @@ def read_corpus(path: str | Path, progress: ProgressFn | None = None, *, strict:
     path = Path(path).expanduser()
     problems = Problems()
     if not is_utf8(str(path)):
-        raise IngestError([f"{printable_path(path)}: the name is not valid UTF-8"],
-                          "rename the file or folder (names are stored as UTF-8 text)")
+        raise IngestError(
+            [f"{printable_path(path)}: the name is not valid UTF-8"],
+            "rename the file or folder (names are stored as UTF-8 text)",
+        )
     if path.exists() and not path.is_dir():
         reason = unsafe_reason(path)
         if reason is not None:  # a FIFO named x.jsonl, /proc/self/environ: never opened
@@ -76,18 +82,27 @@ def read_corpus(path: str | Path, progress: ProgressFn | None = None, *, strict:
         if not strict:
             src.skipped, problems = list(problems), Problems()
         if not src.records and not problems:
-            found = (f"; {len(src.unsupported)} file(s) of unsupported types: "
-                     + ", ".join(src.unsupported[:10]) if src.unsupported else "")
-            raise IngestError([*src.skipped, f"{printable_path(path)}: no readable documents found{found}"],
-                              _FORMATS_HINT)
+            found = (
+                f"; {len(src.unsupported)} file(s) of unsupported types: " + ", ".join(src.unsupported[:10])
+                if src.unsupported
+                else ""
+            )
+            raise IngestError(
+                [*src.skipped, f"{printable_path(path)}: no readable documents found{found}"], _FORMATS_HINT
+            )
     elif not path.exists():
         raise QuarryError("not_found", f"no such file or folder: {printable_path(path)}", _FORMATS_HINT)
     else:
-        raise QuarryError("bad_input", f"cannot ingest {printable_path(path)}: unsupported file type {path.suffix!r}",
-                          _FORMATS_HINT)
+        raise QuarryError(
+            "bad_input", f"cannot ingest {printable_path(path)}: unsupported file type {path.suffix!r}", _FORMATS_HINT
+        )
     if problems:
-        raise IngestError(list(problems), "fix or remove the files named above, or leave out --strict to skip them"
-                          if src.kind in ("folder", "file") else "")
+        raise IngestError(
+            list(problems),
+            "fix or remove the files named above, or leave out --strict to skip them"
+            if src.kind in ("folder", "file")
+            else "",
+        )
     if not src.records:
         raise IngestError([f"{path}: no documents found"])
     return src

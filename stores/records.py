@@ -5,6 +5,7 @@ body text, and chunks — short runs of lines that the evidence locator scores l
 chunks are derived deterministically from the record, so the same input always yields the same
 line numbers, which is what makes evidence line ranges reproducible.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -151,12 +152,16 @@ def chunk_document(rec: DocRecord, lines: list[str]) -> list[Chunk]:
     start, size = 1, 0
     for no, line in enumerate(lines, start=1):
         if buf and size + len(line) > CHUNK_MAX_CHARS:
-            chunks.append(Chunk(docid=rec.docid, chunk_no=len(chunks), line_start=start, line_end=no - 1, text="\n".join(buf)))
+            chunks.append(
+                Chunk(docid=rec.docid, chunk_no=len(chunks), line_start=start, line_end=no - 1, text="\n".join(buf))
+            )
             start, buf, size = no, [], 0
         buf.append(line)
         size += len(line) + 1
     if buf:
-        chunks.append(Chunk(docid=rec.docid, chunk_no=len(chunks), line_start=start, line_end=len(lines), text="\n".join(buf)))
+        chunks.append(
+            Chunk(docid=rec.docid, chunk_no=len(chunks), line_start=start, line_end=len(lines), text="\n".join(buf))
+        )
     return chunks
 
 
@@ -184,8 +189,7 @@ def quotable_chunks(rec: DocRecord, chunks: list[Chunk]) -> list[Chunk]:
             body = chunk.text.split("\n")[header:]
             chunk = chunk.model_copy(update={"line_start": header + 1, "text": "\n".join(body)})
         if rec.keywords and chunk.line_start <= last_body < chunk.line_end:  # nor the keywords line
-            kept = chunk.text.split("\n")[:last_body - chunk.line_start + 1]
+            kept = chunk.text.split("\n")[: last_body - chunk.line_start + 1]
             chunk = chunk.model_copy(update={"line_end": last_body, "text": "\n".join(kept)})
         out.append(chunk)
     return out
-

@@ -5,6 +5,7 @@ span — but an endpoint's error message can echo a key, and a model can be talk
 whatever it was shown. So every writer (job store, trace files, logs, error strings) passes text
 through `redact`, which replaces the value of every credential-looking environment variable.
 """
+
 from __future__ import annotations
 
 import os

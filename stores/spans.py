@@ -5,6 +5,7 @@ metadata, wrapped text, keywords) joined by newlines — exactly what Quarry rea
 span is a half-open `[char_start, char_end)` range of that text; reading it back
 (`CorpusStore.read_span`) gives the quote byte for byte.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -17,7 +18,7 @@ from itertools import accumulate
 class Span:
     char_start: int
     char_end: int
-    line_start: int   # 1-based, inclusive
+    line_start: int  # 1-based, inclusive
     line_end: int
 
 
@@ -32,12 +33,13 @@ class DocumentText:
 
     lines: list[str]
     text: str
-    offsets: tuple[int, ...]   # where each line starts in `text`
+    offsets: tuple[int, ...]  # where each line starts in `text`
 
     @classmethod
     def of(cls, lines: list[str]) -> DocumentText:
-        return cls(lines, document_text(lines), tuple([0, *accumulate(len(line) + 1 for line in lines[:-1])])
-                   if lines else ())
+        return cls(
+            lines, document_text(lines), tuple([0, *accumulate(len(line) + 1 for line in lines[:-1])]) if lines else ()
+        )
 
     def span(self, char_start: int, char_end: int) -> Span:
         """The span with the lines it touches."""

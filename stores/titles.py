@@ -36,12 +36,21 @@ made only of an image (its alt text: libsodium's "![libsodium](logo.png)" over "
 nothing real names the document, `stores.formats.read_file` titles it by its file name
 (`file_name_title`: "nnapi_supported_ops.md" → "nnapi supported ops").
 """
+
 from __future__ import annotations
 
 import re
 
-__all__ = ["file_name_title", "first_text_line", "html_title", "junk_title", "man_page_title",
-           "placeholder_title", "rst_title", "text_title"]
+__all__ = [
+    "file_name_title",
+    "first_text_line",
+    "html_title",
+    "junk_title",
+    "man_page_title",
+    "placeholder_title",
+    "rst_title",
+    "text_title",
+]
 
 # What joins a page's heading to its site's name in `<title>`: "A - Site", "A — Site", "A | Site".
 _SITE_SEPARATORS = (" - ", " – ", " — ", " | ", " · ", " :: ", " » ", " ‹ ", " › ")
@@ -60,8 +69,11 @@ def html_title(head_title: str, headings: list[tuple[str, str]]) -> tuple[str, i
         for level in ("h1", "h2"):
             for n, (tag, text) in enumerate(headings):
                 heading = _norm(text)
-                if tag == level and heading and (wanted == heading or any(wanted.startswith(heading + sep)
-                                                                          for sep in _SITE_SEPARATORS)):
+                if (
+                    tag == level
+                    and heading
+                    and (wanted == heading or any(wanted.startswith(heading + sep) for sep in _SITE_SEPARATORS))
+                ):
                     return " ".join(text.split()), n
         return head, None
     for n, (tag, text) in enumerate(headings):
@@ -155,8 +167,12 @@ def _skipped_line(lines: list[str], n: int, text: str) -> bool:
     """Whether line `n` (whose words are `text`) is passed over when looking for a title: a mode
     line, an interpreter line ("#!/bin/sh"), a MyST target label or a punctuation-only line (an adornment, a rule).
     Table rows: `first_text_line`."""
-    return (bool(_MODE_LINE.match(lines[n])) or bool(_SHEBANG.match(lines[n]))
-            or bool(_MYST_TARGET.match(lines[n].strip())) or not any(ch.isalnum() for ch in text))
+    return (
+        bool(_MODE_LINE.match(lines[n]))
+        or bool(_SHEBANG.match(lines[n]))
+        or bool(_MYST_TARGET.match(lines[n].strip()))
+        or not any(ch.isalnum() for ch in text)
+    )
 
 
 def _starts_table(lines: list[str], n: int) -> bool:
@@ -219,7 +235,7 @@ def text_title(text: str, strip: str = "") -> tuple[str, str]:
     if found is None:
         return "", text.strip()
     n, title = found
-    rest = lines[n + 1:]
+    rest = lines[n + 1 :]
     before = lines[:n]
     under = _SETEXT.match(rest[0]) or _ADORNMENT.match(rest[0]) if rest else None
     if under:
@@ -258,8 +274,14 @@ def _rst_skippable(lines: list[str]) -> list[bool]:
             out.append(True)
             continue
         in_block = bool(_EXPLICIT.match(line))
-        out.append(in_block or bool(_ADORNMENT.match(line)) or bool(_FIELD.match(line))
-                   or bool(_MODE_LINE.match(line)) or table_row(line) or not any(ch.isalnum() for ch in line))
+        out.append(
+            in_block
+            or bool(_ADORNMENT.match(line))
+            or bool(_FIELD.match(line))
+            or bool(_MODE_LINE.match(line))
+            or table_row(line)
+            or not any(ch.isalnum() for ch in line)
+        )
     return out
 
 
@@ -285,7 +307,7 @@ def rst_title(text: str) -> tuple[str, str]:
             return line.strip(), "\n".join(rest).strip()
     if fallback is None:
         return "", text.strip()
-    rest = lines[:fallback] + lines[fallback + 1:]
+    rest = lines[:fallback] + lines[fallback + 1 :]
     return lines[fallback].strip(), "\n".join(rest).strip()
 
 
@@ -325,13 +347,13 @@ def man_page_title(text: str) -> str | None:
             return None
     elif first.rstrip() in _MAN_NAME_HEADINGS:
         at = first_at
-        following = next((line for line in lines[at + 1:] if line.strip()), "")
+        following = next((line for line in lines[at + 1 :] if line.strip()), "")
         if not (following[:1].isspace() and _MAN_NAME_LINE.search(following)):
             return None
     else:
         return None
     name: list[str] = []
-    for line in lines[at + 1:]:
+    for line in lines[at + 1 :]:
         if not line.strip():
             if name:
                 break
@@ -351,5 +373,8 @@ def placeholder_title(title: str) -> bool:
     """Whether a file's metadata title is what a tool writes when the author gave none
     ("Untitled", "Microsoft Word - draft.docx", "paper.pdf")."""
     low = " ".join(title.split()).lower()
-    return (low in _PLACEHOLDERS or low.startswith("microsoft word - ")
-            or low.endswith((".doc", ".docx", ".pdf", ".tex", ".dvi", ".odt", ".rtf", ".indd", ".ps")))
+    return (
+        low in _PLACEHOLDERS
+        or low.startswith("microsoft word - ")
+        or low.endswith((".doc", ".docx", ".pdf", ".tex", ".dvi", ".odt", ".rtf", ".indd", ".ps"))
+    )

@@ -4,6 +4,7 @@ Written by `python -m evals.train_ranker --home H --write` (trained on the team'
 collections); read here so that nodes never open files. Absent or unreadable means the
 heuristic order stands (nodes.ranking.ranker).
 """
+
 from __future__ import annotations
 
 import hashlib

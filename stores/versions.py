@@ -15,6 +15,7 @@ Writers (they hold the collection's writer lock, `stores.locks`, so any other wr
 also remove `.staging-*` folders left by killed ingests and move a dense index kept in the
 collection's root by older Quarry versions into the version it was built for.
 """
+
 from __future__ import annotations
 
 import json
@@ -107,8 +108,9 @@ def prune(paths: CollectionPaths, name: str, home: Path, keep: int) -> list[str]
     try:
         pins = running_pins(home / "jobs.sqlite", name)
     except sqlite3.Error as exc:
-        warnings.warn(f"old versions of {name!r} kept: the job store could not be read ({exc})",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"old versions of {name!r} kept: the job store could not be read ({exc})", RuntimeWarning, stacklevel=2
+        )
         return removed
     order = sorted(committed)  # ids start with their creation time
     current = current_version(root)
@@ -185,5 +187,4 @@ def _fingerprint(folder: Path) -> str | None:
     return row[0] if row else None
 
 
-__all__ = ["MARKER", "STAGING_PREFIX", "adopt_legacy_dense", "commit_times", "mark_committed",
-           "prune", "tidy"]
+__all__ = ["MARKER", "STAGING_PREFIX", "adopt_legacy_dense", "commit_times", "mark_committed", "prune", "tidy"]

@@ -3,6 +3,7 @@
 Building an index spawns a JVM (~1-2 s), so the shared collection is built once per session;
 tests that change collections build their own under their own names.
 """
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
@@ -33,8 +34,9 @@ def shared_collection(quarry_home: Path, tmp_path_factory: pytest.TempPathFactor
     from stores.collection import Collection, ingest
 
     long_rec, _ = long_doc()
-    src = write_jsonl(tmp_path_factory.mktemp("shared-src") / "shared.jsonl",
-                      [*topic_docs(SHARED_TOPIC_DOCS), long_rec])
+    src = write_jsonl(
+        tmp_path_factory.mktemp("shared-src") / "shared.jsonl", [*topic_docs(SHARED_TOPIC_DOCS), long_rec]
+    )
     ingest(src, SHARED, home=quarry_home)
     return Collection(SHARED, home=quarry_home)
 

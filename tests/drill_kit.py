@@ -2,6 +2,7 @@
 gate of tests/drill_worker.py), clients and waiting helpers, shared by every test that drives real
 processes (tests/test_drills_*.py, test_faults_processes, test_messages, test_port_remembered,
 test_trace_policy). Its fixtures (`home`, `server`, `drill_baseline`) live in tests/conftest.py."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,8 +23,12 @@ from workflows.shared import JobInput
 
 ROOT = Path(__file__).resolve().parent.parent
 INTENT = "graph neural networks for molecular property prediction, 2015-2020, not surveys"
-TOPIC_INTENTS = ["graph neural networks for molecules", "transformer language models for translation",
-                 "reinforcement learning for robot arm control", "federated learning with differential privacy"]
+TOPIC_INTENTS = [
+    "graph neural networks for molecules",
+    "transformer language models for translation",
+    "reinforcement learning for robot arm control",
+    "federated learning with differential privacy",
+]
 START_TIMEOUT_S = 60.0
 RESULT_TIMEOUT_S = 120.0
 # Drills that wait for the server to notice a killed or stopped worker run their workers with this
@@ -68,7 +73,9 @@ class Server:
 
     def start(self) -> Server:
         log = open(self.folder / "server.log", "ab")  # noqa: SIM115 - the server process writes to it until stopped
-        self.proc = subprocess.Popen(server_command(self.folder, self.port, self.ui), stdout=log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            server_command(self.folder, self.port, self.ui), stdout=log, stderr=subprocess.STDOUT
+        )
         wait_for(lambda: reachable(self.port), f"the dev server on {self.port}")
         return self
 
@@ -79,8 +86,15 @@ class Server:
 
 
 class Worker:
-    def __init__(self, home: Path, address: str, queue: str | None, gate: Path | None = None,
-                 env: dict | None = None, heartbeat_timeout_s: float | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        address: str,
+        queue: str | None,
+        gate: Path | None = None,
+        env: dict | None = None,
+        heartbeat_timeout_s: float | None = None,
+    ) -> None:
         cmd = [sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address", address]
         if queue is not None:
             cmd += ["--queue", queue]
@@ -89,8 +103,13 @@ class Worker:
         if heartbeat_timeout_s is not None:  # (see tests/drill_worker.py: scale_heartbeats)
             cmd += ["--heartbeat-timeout", str(heartbeat_timeout_s)]
         self.log = home / f"worker-{uuid.uuid4().hex[:6]}.log"
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,  # noqa: SIM115 - the worker writes to it until killed
-                                     env=os.environ | {"QUARRY_HOME": str(home)} | (env or {}))
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            stdout=open(self.log, "ab"),  # noqa: SIM115 - the worker writes to it until stopped
+            stderr=subprocess.STDOUT,
+            env=os.environ | {"QUARRY_HOME": str(home)} | (env or {}),
+        )
         ready = home / f"worker-ready-{self.proc.pid}"
         try:
             wait_for(lambda: ready.exists() or self.proc.poll() is not None, "the worker start")
@@ -126,6 +145,7 @@ class Gate:
 
 async def client_for(address: str, tracing: bool = False):
     from workflows.client import connect
+
     return await connect(address, tracing=tracing)
 
 
@@ -133,12 +153,14 @@ async def start(address: str, queue: str, intent: str = INTENT, tracing: bool = 
     """Submit a job; with `tracing`, the client carries the job's trace context to the workers
     (as `quarry run` does) without exporting spans of its own."""
     from workflows.client import new_job_id, submit
+
     client = await client_for(address, tracing)
     return await submit(client, JobInput(job_id=new_job_id(), collection="lit", intent=intent, **kw), queue=queue)
 
 
 def job_spans(home: Path, job_id: str) -> list[dict[str, Any]]:
     from observability import load_spans, traces_dir
+
     trace_id = JobStore(home / "jobs.sqlite").get(job_id)["trace_id"]
     assert trace_id, "the finished job records its trace"
     return load_spans(traces_dir(home), trace_id)
@@ -171,17 +193,23 @@ def assert_one_agent_tree(spans: list[dict[str, Any]], job_id: str, intent: str)
     assert intent in a["gen_ai.input.messages"] and json.loads(a["output.value"])["ranked"]
     tools = [s["attributes"] for s in spans if s["name"].startswith("execute_tool ")]
     assert all(t.get("gen_ai.tool.type") in ("function", "datastore") for t in tools)
-    assert any(t.get("gen_ai.tool.type") == "datastore" and t["gen_ai.tool.name"] == "score_documents" for t in tools), \
-        "verification's Lucene scoring is inside a span"
+    assert any(
+        t.get("gen_ai.tool.type") == "datastore" and t["gen_ai.tool.name"] == "score_documents" for t in tools
+    ), "verification's Lucene scoring is inside a span"
     searches = [t for t in tools if t["gen_ai.tool.name"] == "search" and t.get("quarry.channel") == "lexical"]
-    assert searches and all(t["openinference.span.kind"] == "RETRIEVER" and "gen_ai.tool.call.arguments" in t
-                            and "retrieval.documents.0.document.id" in t for t in searches)
+    assert searches and all(
+        t["openinference.span.kind"] == "RETRIEVER"
+        and "gen_ai.tool.call.arguments" in t
+        and "retrieval.documents.0.document.id" in t
+        for t in searches
+    )
     return root
 
 
 def result_of(handle) -> dict[str, Any]:
     """The job's result, a failed job's too (its workflow ends Failed: workflows.job_failure)."""
     from workflows.job_failure import job_result
+
     return asyncio.run(asyncio.wait_for(job_result(handle), RESULT_TIMEOUT_S))
 
 

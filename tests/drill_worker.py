@@ -13,6 +13,7 @@ scales the node activities' heartbeat timeout (15 s in Quarry) down, and their h
 stopped worker waits seconds, not tens of seconds. This file is test code; nothing in Quarry knows
 about it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -102,6 +103,7 @@ async def main() -> bool:
         print(line, flush=True)
         if line.startswith("worker polling"):
             (args.home / f"worker-ready-{os.getpid()}").write_text("ready")
+
     # `queue` None: derived from the home; SIGTERM: the same graceful stop as `quarry worker`
     clean = await serve(client, home=args.home, queue=args.queue, say=say)
     shutdown_tracing()
@@ -112,4 +114,5 @@ async def main() -> bool:
 
 if __name__ == "__main__":
     from workflows.process_exit import leave
+
     leave(0 if asyncio.run(main()) else 1)  # the same exit as the `quarry` executable

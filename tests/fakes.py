@@ -3,6 +3,7 @@
 Everything here is deterministic and tiny, so each test module can build its own collection
 (one Lucene index build, ~1-2 s) and know exactly what is in it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -17,8 +18,24 @@ from typing import Any
 # Filler vocabulary: no stopwords, and no word shares a 4-letter prefix with a query word used
 # in the tests ("retrieval", "ranking", "zebra", "ocelot"), so excerpts can only anchor on the
 # real query term.
-FILLER = ("granite", "harbor", "lantern", "meadow", "orchid", "pebble", "quiver", "saddle",
-          "timber", "velvet", "willow", "yonder", "copper", "dusk", "ember", "fjord")
+FILLER = (
+    "granite",
+    "harbor",
+    "lantern",
+    "meadow",
+    "orchid",
+    "pebble",
+    "quiver",
+    "saddle",
+    "timber",
+    "velvet",
+    "willow",
+    "yonder",
+    "copper",
+    "dusk",
+    "ember",
+    "fjord",
+)
 
 
 # The scan runs in a child process: reading a live SQLite file from the test's own process closes a
@@ -36,8 +53,9 @@ for path in sorted(p for p in root.rglob("*") if p.is_file()):
 
 def files_holding(root: Path, needles: Iterable[str]) -> list[str]:
     """The files under `root` (recursively) that contain any of `needles`, read by a child process."""
-    out = subprocess.run([sys.executable, "-c", _SCAN, str(root), *needles], capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _SCAN, str(root), *needles], capture_output=True, text=True, timeout=120, check=True
+    )
     return out.stdout.splitlines()
 
 
@@ -50,9 +68,14 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> Path:
     return path
 
 
-def write_beir(folder: Path, docs: Iterable[Mapping[str, Any]], *, queries: Mapping[str, str] | None = None,
-               qrels: Mapping[str, Iterable[tuple[str, str, int]]] | None = None,
-               citations: Iterable[tuple[str, str]] | None = None) -> Path:
+def write_beir(
+    folder: Path,
+    docs: Iterable[Mapping[str, Any]],
+    *,
+    queries: Mapping[str, str] | None = None,
+    qrels: Mapping[str, Iterable[tuple[str, str, int]]] | None = None,
+    citations: Iterable[tuple[str, str]] | None = None,
+) -> Path:
     """A BEIR folder: corpus.jsonl, optional queries.jsonl, qrels/<split>.tsv, citations.tsv."""
     folder.mkdir(parents=True, exist_ok=True)
     write_jsonl(folder / "corpus.jsonl", docs)
@@ -85,8 +108,14 @@ def topic_docs(n: int, term: str = "retrieval") -> list[dict[str, Any]]:
         lead = filler(i, 40)
         middle = " ".join([term] * tf)
         tail = filler(i + 1, 5 + (i * 5) % 23)
-        docs.append({"_id": f"t{i:03d}", "title": f"Report {i} {FILLER[i % len(FILLER)]}",
-                     "text": f"{lead} {middle} {tail}", "metadata": {"year": 1990 + i % 30}})
+        docs.append(
+            {
+                "_id": f"t{i:03d}",
+                "title": f"Report {i} {FILLER[i % len(FILLER)]}",
+                "text": f"{lead} {middle} {tail}",
+                "metadata": {"year": 1990 + i % 30},
+            }
+        )
     return docs
 
 
@@ -105,25 +134,51 @@ def long_doc(docid: str = "long1", paragraphs: int = 300) -> tuple[dict[str, Any
 # (topic key, title stem, body sentences). Titles vary by a per-document angle; bodies repeat the
 # topic's vocabulary so BM25 separates topics cleanly.
 SEARCH_TOPICS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "gnn": ("graph neural networks for molecular property prediction", (
-        "We study graph neural networks that predict molecular properties such as solubility and toxicity.",
-        "Atoms are nodes and chemical bonds are edges; message passing aggregates neighbour features.",
-        "Experiments on molecular benchmarks show accurate property prediction for drug discovery.")),
-    "lm": ("transformer language models for machine translation", (
-        "We train transformer language models with attention for machine translation between languages.",
-        "Subword vocabularies and beam search decoding improve translation quality on news text.",
-        "The encoder and decoder share embeddings; BLEU scores rise with model size.")),
-    "rl": ("reinforcement learning for robot arm control", (
-        "Reinforcement learning agents learn robot arm control policies from reward signals.",
-        "A simulated manipulator grasps objects; policy gradients and replay buffers stabilise training.",
-        "Sim-to-real transfer moves the learned controller onto a physical robot.")),
-    "fl": ("federated learning with differential privacy on phones", (
-        "Federated learning trains models on phones without collecting raw user data.",
-        "Differential privacy adds calibrated noise to client updates before secure aggregation.",
-        "Communication rounds and client sampling trade accuracy against privacy budgets.")),
+    "gnn": (
+        "graph neural networks for molecular property prediction",
+        (
+            "We study graph neural networks that predict molecular properties such as solubility and toxicity.",
+            "Atoms are nodes and chemical bonds are edges; message passing aggregates neighbour features.",
+            "Experiments on molecular benchmarks show accurate property prediction for drug discovery.",
+        ),
+    ),
+    "lm": (
+        "transformer language models for machine translation",
+        (
+            "We train transformer language models with attention for machine translation between languages.",
+            "Subword vocabularies and beam search decoding improve translation quality on news text.",
+            "The encoder and decoder share embeddings; BLEU scores rise with model size.",
+        ),
+    ),
+    "rl": (
+        "reinforcement learning for robot arm control",
+        (
+            "Reinforcement learning agents learn robot arm control policies from reward signals.",
+            "A simulated manipulator grasps objects; policy gradients and replay buffers stabilise training.",
+            "Sim-to-real transfer moves the learned controller onto a physical robot.",
+        ),
+    ),
+    "fl": (
+        "federated learning with differential privacy on phones",
+        (
+            "Federated learning trains models on phones without collecting raw user data.",
+            "Differential privacy adds calibrated noise to client updates before secure aggregation.",
+            "Communication rounds and client sampling trade accuracy against privacy budgets.",
+        ),
+    ),
 }
-SEARCH_ANGLES = ("a new approach to", "scalable", "an empirical study of", "revisiting", "efficient",
-                 "a benchmark of", "robust", "a survey of", "interpretable", "a review and survey of")
+SEARCH_ANGLES = (
+    "a new approach to",
+    "scalable",
+    "an empirical study of",
+    "revisiting",
+    "efficient",
+    "a benchmark of",
+    "robust",
+    "a survey of",
+    "interpretable",
+    "a review and survey of",
+)
 SEARCH_YEARS = (2012, 2016, 2018, 2019, 2022, 2017, 2015, 2018, 2020, 2021)
 
 
@@ -138,10 +193,22 @@ def search_docs() -> list[dict[str, Any]]:
     for t_no, (key, (stem_title, sentences)) in enumerate(SEARCH_TOPICS.items()):
         for k, angle in enumerate(SEARCH_ANGLES):
             year = SEARCH_YEARS[k]
-            body = "\n".join([sentences[k % 3], sentences[(k + 1) % 3], sentences[(k + 2) % 3],
-                              f"Variant {k} {filler(k + t_no, 6)}."])
-            docs.append({"_id": f"{key}{k:02d}", "title": f"{angle.capitalize()} {stem_title}",
-                         "text": body, "metadata": {"year": year}})
+            body = "\n".join(
+                [
+                    sentences[k % 3],
+                    sentences[(k + 1) % 3],
+                    sentences[(k + 2) % 3],
+                    f"Variant {k} {filler(k + t_no, 6)}.",
+                ]
+            )
+            docs.append(
+                {
+                    "_id": f"{key}{k:02d}",
+                    "title": f"{angle.capitalize()} {stem_title}",
+                    "text": body,
+                    "metadata": {"year": year},
+                }
+            )
     return docs
 
 
@@ -185,8 +252,9 @@ class NodeGate:
         self.released.set()
 
 
-async def poll_until(probe: Callable[[], Awaitable[Any]], ok: Callable[[Any], bool], timeout_s: float = 30.0,
-                     every_s: float = 0.05) -> Any:
+async def poll_until(
+    probe: Callable[[], Awaitable[Any]], ok: Callable[[Any], bool], timeout_s: float = 30.0, every_s: float = 0.05
+) -> Any:
     """Call `probe` until `ok(value)`; fail after `timeout_s` showing the last value seen."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -209,20 +277,31 @@ from pydantic import ConfigDict, Field, PrivateAttr  # noqa: E402
 
 def usage(input_tokens: int = 100, output_tokens: int = 20, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
     """LangChain usage metadata as a provider reports it."""
-    return {"input_tokens": input_tokens, "output_tokens": output_tokens, "total_tokens": input_tokens + output_tokens,
-            "input_token_details": {"cache_read": cached}, "output_token_details": {"reasoning": reasoning}}
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
+        "input_token_details": {"cache_read": cached},
+        "output_token_details": {"reasoning": reasoning},
+    }
 
 
 def tool_call(name: str, meta: dict[str, Any] | None = None, **args: Any) -> AIMessage:
     """A reply that calls one tool (ids are left out: Quarry must give them deterministic ones)."""
-    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": None, "type": "tool_call"}],
-                     usage_metadata=meta or usage())
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": name, "args": args, "id": None, "type": "tool_call"}],
+        usage_metadata=meta or usage(),
+    )
 
 
 def structured_reply(schema: str, meta: dict[str, Any] | None = None, **args: Any) -> AIMessage:
     """A reply to a structured request: the forced tool call with the schema's name."""
-    return AIMessage(content="", tool_calls=[{"name": schema, "args": args, "id": f"{schema}-1", "type": "tool_call"}],
-                     usage_metadata=meta or usage())
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": schema, "args": args, "id": f"{schema}-1", "type": "tool_call"}],
+        usage_metadata=meta or usage(),
+    )
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -253,10 +332,12 @@ class ScriptedChatModel(BaseChatModel):
 
     def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
         from langchain_core.utils.function_calling import convert_to_openai_tool
+
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         with self._lock:
             index = len(self._calls)
             self._calls.append({"messages": list(messages), **kwargs})
@@ -287,8 +368,9 @@ class ModelRouter:
         return self.models[spec]
 
 
-def copied_pdf_pages(path: Path, pages: int, lines: int = 3,
-                     line: str = "Lexical retrieval over scanned reports, line {line}.") -> Path:
+def copied_pdf_pages(
+    path: Path, pages: int, lines: int = 3, line: str = "Lexical retrieval over scanned reports, line {line}."
+) -> Path:
     """A PDF of `pages` copies of one fpdf2 page of `lines` lines (PDFium copies a page in
     microseconds; fpdf2 would take minutes for 20,000). Shared by tests and bench_pdf_pages."""
     import pypdfium2 as pdfium

@@ -11,6 +11,7 @@ a chat.completion dict, `(status, body)` for an error, or a callable of the `Req
 returns either (to echo a header back, as a hostile or careless endpoint might). Every
 request is recorded as a `Request` (parsed JSON body, lower-cased headers).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,17 @@ class Request:
     body: dict[str, Any] | None
 
 
-def tool_call_response(name: str, args: dict[str, Any], prompt_tokens: int, completion_tokens: int,
-                       cached_tokens: int = 0, reasoning_tokens: int = 0, *, model: str = "standin-model",
-                       call_id: str | None = None) -> dict[str, Any]:
+def tool_call_response(
+    name: str,
+    args: dict[str, Any],
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached_tokens: int = 0,
+    reasoning_tokens: int = 0,
+    *,
+    model: str = "standin-model",
+    call_id: str | None = None,
+) -> dict[str, Any]:
     """A chat.completion whose only choice calls one tool, with OpenAI's usage shape (cache hits
     and reasoning tokens in the *_details objects, which LangChain maps to usage_metadata)."""
     return {
@@ -43,13 +52,23 @@ def tool_call_response(name: str, args: dict[str, Any], prompt_tokens: int, comp
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": None, "tool_calls": [{
-                "id": call_id or f"call_{uuid.uuid4().hex[:16]}", "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)}}]},
-            "finish_reason": "tool_calls",
-        }],
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call_id or f"call_{uuid.uuid4().hex[:16]}",
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(args)},
+                        }
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -104,8 +123,10 @@ class StandinServer:
         with self._lock:
             self.requests.append(request)
             if request.method == "GET" and request.path.rstrip("/") == "/v1/models":
-                return 200, {"object": "list", "data": [
-                    {"id": m, "object": "model", "created": 0, "owned_by": "standin"} for m in self.models]}
+                return 200, {
+                    "object": "list",
+                    "data": [{"id": m, "object": "model", "created": 0, "owned_by": "standin"} for m in self.models],
+                }
             if request.method != "POST" or request.path.rstrip("/") != "/v1/chat/completions":
                 return 404, {"error": {"message": f"no route {request.method} {request.path}", "type": "not_found"}}
             if not self.steps:

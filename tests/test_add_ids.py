@@ -1,6 +1,7 @@
 """`quarry add` ids (issue 20, item 1): an added file never silently replaces a different file's
 document, ids follow the folder-ingest rule relative to a root the user can name, and the error
 names both paths."""
+
 from __future__ import annotations
 
 from pathlib import Path

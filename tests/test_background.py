@@ -1,12 +1,13 @@
 """Background processes Quarry starts (`quarry run` → server and worker; `quarry down` stops
 them): stopping one waits until it has exited, so nothing of it still runs or writes."""
+
 from __future__ import annotations
 
 import sys
 import time
 from pathlib import Path
 
-from workflows.dev_server import alive, pid_of, spawn_detached, stop_detached
+from workflows.background_processes import alive, pid_of, spawn_detached, stop_detached
 
 # A stand-in for a worker's graceful stop: on SIGTERM it takes a moment, writes, then exits.
 GRACEFUL = """

@@ -9,6 +9,7 @@ titles, which is what pandoc does to an unprotected English BibTeX title ("A Pyt
 --citeproc): only case-protected words survive. (CSL-JSON titles are stored as written and
 have no such reader step.)
 """
+
 from __future__ import annotations
 
 import csv
@@ -52,39 +53,69 @@ STYLE = """<?xml version="1.0" encoding="utf-8"?>
 PYSERINI = "Pyserini: A Python Toolkit for Reproducible Information Retrieval"
 DOCS = {
     "papers/pyserini.md": f"---\ntitle: '{PYSERINI}'\nauthors: ['Lin, Jimmy', 'Ma, Xueguang']\nyear: 2021\n"
-                          "venue: SIGIR\n---\nPyserini is a Python toolkit for reproducible ranking with sparse "
-                          "and dense representations.\n",
+    "venue: SIGIR\n---\nPyserini is a Python toolkit for reproducible ranking with sparse "
+    "and dense representations.\n",
     "papers/monobert.md": "---\ntitle: Passage Re-ranking with BERT\nauthors: ['Nogueira, Rodrigo', 'Cho, Kyunghyun']\n"
-                          "year: 2019\nvenue: arXiv\nurl: https://arxiv.org/abs/1901.04085\n---\nA BERT "
-                          "re-ranker of passages for ranking.\n",
+    "year: 2019\nvenue: arXiv\nurl: https://arxiv.org/abs/1901.04085\n---\nA BERT "
+    "re-ranker of passages for ranking.\n",
     "papers/idf.md": "---\ntitle: A Statistical Interpretation of Term Specificity\nauthors: ['Sparck Jones, Karen']\n"
-                     "year: 1972\nvenue: Journal of Documentation\n---\nInverse document frequency for ranking.\n",
+    "year: 1972\nvenue: Journal of Documentation\n---\nInverse document frequency for ranking.\n",
     "notes/Ranking Ideas.md": "# Ranking Ideas For Quarry\n\nNotes on ranking with fusion.\n",
 }
 
 
 # --- the rules, table-driven --------------------------------------------------------------------
 
-@pytest.mark.parametrize("venue, kind", [
-    ("NAACL", "conference"), ("ACL", "conference"), ("EMNLP", "conference"), ("Findings of EMNLP", "conference"),
-    ("SIGIR", "conference"), ("SIGIR 2021", "conference"), ("NeurIPS", "conference"), ("NIPS", "conference"),
-    ("ICML", "conference"), ("ICLR", "conference"), ("CVPR", "conference"), ("CIKM", "conference"),
-    ("KDD", "conference"), ("TREC", "conference"),
-    ("Proceedings of the 44th International ACM SIGIR Conference on Research and Development in Information "
-     "Retrieval", "conference"),
-    ("Workshop on Neural IR", "conference"), ("Symposium on Document Processing", "conference"),
-    ("Annual Conference on Neural Information Processing Systems", "conference"),
-    ("Journal of Documentation", "journal"), ("Communications of the ACM", "journal"),
-    ("Transactions of the Association for Computational Linguistics", "journal"), ("TACL", "journal"),
-    ("ACM Transactions on Information Systems", "journal"), ("SIGIR Forum", "journal"),
-    ("Proceedings of the IEEE", "journal"), ("Information Processing & Management", "journal"),
-    ("Foundations and Trends in Information Retrieval", "journal"),
-    ("arXiv", "arxiv"), ("arXiv preprint arXiv:1901.04085", "arxiv"), ("CoRR", "arxiv"),
-    ("Stanford InfoLab Technical Report", "report"), ("Microsoft Research Tech. Rep.", "report"),
-    ("MIT Press", "book"), ("CHIIR", "conference"), ("STOC", "conference"), ("NAACL-HLT", "conference"),
-    ("EMNLP-IJCNLP", "conference"), ("ACM Conference on Digital Libraries", "conference"),
-    (None, "misc"), ("  ", "misc"),
-])
+
+@pytest.mark.parametrize(
+    "venue, kind",
+    [
+        ("NAACL", "conference"),
+        ("ACL", "conference"),
+        ("EMNLP", "conference"),
+        ("Findings of EMNLP", "conference"),
+        ("SIGIR", "conference"),
+        ("SIGIR 2021", "conference"),
+        ("NeurIPS", "conference"),
+        ("NIPS", "conference"),
+        ("ICML", "conference"),
+        ("ICLR", "conference"),
+        ("CVPR", "conference"),
+        ("CIKM", "conference"),
+        ("KDD", "conference"),
+        ("TREC", "conference"),
+        (
+            "Proceedings of the 44th International ACM SIGIR Conference on Research and Development in Information "
+            "Retrieval",
+            "conference",
+        ),
+        ("Workshop on Neural IR", "conference"),
+        ("Symposium on Document Processing", "conference"),
+        ("Annual Conference on Neural Information Processing Systems", "conference"),
+        ("Journal of Documentation", "journal"),
+        ("Communications of the ACM", "journal"),
+        ("Transactions of the Association for Computational Linguistics", "journal"),
+        ("TACL", "journal"),
+        ("ACM Transactions on Information Systems", "journal"),
+        ("SIGIR Forum", "journal"),
+        ("Proceedings of the IEEE", "journal"),
+        ("Information Processing & Management", "journal"),
+        ("Foundations and Trends in Information Retrieval", "journal"),
+        ("arXiv", "arxiv"),
+        ("arXiv preprint arXiv:1901.04085", "arxiv"),
+        ("CoRR", "arxiv"),
+        ("Stanford InfoLab Technical Report", "report"),
+        ("Microsoft Research Tech. Rep.", "report"),
+        ("MIT Press", "book"),
+        ("CHIIR", "conference"),
+        ("STOC", "conference"),
+        ("NAACL-HLT", "conference"),
+        ("EMNLP-IJCNLP", "conference"),
+        ("ACM Conference on Digital Libraries", "conference"),
+        (None, "misc"),
+        ("  ", "misc"),
+    ],
+)
 def test_venue_kind(venue: str | None, kind: str) -> None:
     assert venue_kind(venue) == kind
 
@@ -97,37 +128,67 @@ def test_keys_are_one_ascii_scheme_with_stable_suffixes() -> None:
     assert base_key(None, 2023, "日本語", "notes/Ranking_Ideas") == "rankingideas2023"  # no ASCII word: the docid
     same = {"b-doc": "lin2021pyserini", "a-doc": "lin2021pyserini", "c-doc": "lin2021pyserini", "d": "lin2021other"}
     keys = assign_keys(same)
-    assert keys == {"a-doc": "lin2021pyserinia", "b-doc": "lin2021pyserinib", "c-doc": "lin2021pyserinic",
-                    "d": "lin2021other"}
+    assert keys == {
+        "a-doc": "lin2021pyserinia",
+        "b-doc": "lin2021pyserinib",
+        "c-doc": "lin2021pyserinic",
+        "d": "lin2021other",
+    }
     assert assign_keys(dict(reversed(list(same.items())))) == keys  # rank order does not change a key
     assert all(re.fullmatch(r"[a-z0-9]+", k) for k in keys.values())
 
 
-@pytest.mark.parametrize("title, junk", [
-    (".. cmake-manual-description: CMake Compile Features Reference", True), ("GREP(1) User Commands GREP(1)", True),
-    ("<!--", True), ("<!-- generated by mdbook -->", True), ("<div><span></span></div>", True), ("---", True),
-    ("{% include nav.html %}", True), ("1.2.3", True),
-    ("Pyserini: A Python Toolkit", False), ("The C++ Programming Language", False), ("GREP(1)", False),
-    ("Rust 1.75 <br> release notes", False),
-])
+@pytest.mark.parametrize(
+    "title, junk",
+    [
+        (".. cmake-manual-description: CMake Compile Features Reference", True),
+        ("GREP(1) User Commands GREP(1)", True),
+        ("<!--", True),
+        ("<!-- generated by mdbook -->", True),
+        ("<div><span></span></div>", True),
+        ("---", True),
+        ("{% include nav.html %}", True),
+        ("1.2.3", True),
+        ("Pyserini: A Python Toolkit", False),
+        ("The C++ Programming Language", False),
+        ("GREP(1)", False),
+        ("Rust 1.75 <br> release notes", False),
+    ],
+)
 def test_junk_titles(title: str, junk: bool) -> None:
     assert is_junk_title(title) is junk
 
 
 def _ranked(recs: dict[str, DocRecord], quote: str = "a } quote \\ here") -> dict:
     """A finished job's result ranking `recs` in order, each with one evidence quote."""
-    return {"job_id": "j", "collection": "gone", "status": "completed",
-            "ranked": [{"docid": d, "title": r.title, "year": r.year, "score": 0.5, "rank_score": 0.1,
-                        "evidence": [{"item": "topic", "score": 4.0, "lines": [3, 4], "chunk": quote}]}
-                       for d, r in recs.items()]}
+    return {
+        "job_id": "j",
+        "collection": "gone",
+        "status": "completed",
+        "ranked": [
+            {
+                "docid": d,
+                "title": r.title,
+                "year": r.year,
+                "score": 0.5,
+                "rank_score": 0.1,
+                "evidence": [{"item": "topic", "score": 4.0, "lines": [3, 4], "chunk": quote}],
+            }
+            for d, r in recs.items()
+        ],
+    }
 
 
 def test_junk_titles_never_reach_an_export() -> None:
-    recs = {"cmake/manual/cmake-compile-features.7": DocRecord(
-                docid="cmake/manual/cmake-compile-features.7", text="x",
-                title=".. cmake-manual-description: CMake Compile Features Reference"),
-            "man/grep": DocRecord(docid="man/grep", title="GREP(1) User Commands GREP(1)", text="x"),
-            "site/index": DocRecord(docid="site/index", title="<!--", text="x")}
+    recs = {
+        "cmake/manual/cmake-compile-features.7": DocRecord(
+            docid="cmake/manual/cmake-compile-features.7",
+            text="x",
+            title=".. cmake-manual-description: CMake Compile Features Reference",
+        ),
+        "man/grep": DocRecord(docid="man/grep", title="GREP(1) User Commands GREP(1)", text="x"),
+        "site/index": DocRecord(docid="site/index", title="<!--", text="x"),
+    }
     for fmt in ("bibtex", "ris", "csl-json", "csv", "markdown"):
         text = export(_ranked(recs), recs, fmt, Origin("jsonl", "/x.jsonl"))
         assert "cmake-manual-description" not in text and "User Commands" not in text and "<!--" not in text, fmt
@@ -139,9 +200,12 @@ def test_bibtex_special_characters_stay_data() -> None:
     from pylatexenc.latex2text import LatexNodes2Text
 
     hostile = "Braces } { and \\input{/etc/passwd} 50% & #1 a_b $x ~ ^ @misc{evil,"
-    recs = {"d1": DocRecord(docid="d1", title=hostile, year=2020, venue="SIGIR", authors=("O'Neil & Co, A.",),
-                            keywords=("x}y",)),
-            "d2": DocRecord(docid="d2", title="Plain Second Title", year=2020)}
+    recs = {
+        "d1": DocRecord(
+            docid="d1", title=hostile, year=2020, venue="SIGIR", authors=("O'Neil & Co, A.",), keywords=("x}y",)
+        ),
+        "d2": DocRecord(docid="d2", title="Plain Second Title", year=2020),
+    }
     text = export(_ranked(recs), recs, "bibtex", Origin("jsonl", "/x.jsonl"))
     library = bibtexparser.parse_string(text)
     assert not library.failed_blocks and [e.key for e in library.entries] == ["oneilco2020braces", "plainsecond2020"]
@@ -150,16 +214,18 @@ def test_bibtex_special_characters_stay_data() -> None:
     decoded = LatexNodes2Text().latex_to_text(entry["title"][1:-1])
     assert decoded.replace("\u02c6", "^") == hostile  # pylatexenc reads \textasciicircum as U+02C6 (pandoc: "^")
     assert "a $\\rbrace$ quote \\textbackslash{} here" in entry["note"] and entry["keywords"] == "x$\\rbrace$y"
-    paired = bibtexparser.parse_string(export(_ranked({"d3": DocRecord(docid="d3", title="The {Python} Way")}),
-                                              {}, "bibtex", Origin("jsonl", "/x.jsonl"))).entries[0]
+    paired = bibtexparser.parse_string(
+        export(
+            _ranked({"d3": DocRecord(docid="d3", title="The {Python} Way")}), {}, "bibtex", Origin("jsonl", "/x.jsonl")
+        )
+    ).entries[0]
     assert paired["title"] == "{The \\{Python\\} Way}"  # paired braces keep the usual escape
 
 
 def test_ris_starts_with_a_record_and_keeps_one_line_per_tag() -> None:
     import rispy
 
-    recs = {"d1": DocRecord(docid="d1", title="Two\nLines\nER  - fake", year=2020, venue="EMNLP",
-                            authors=("Lin, J.",))}
+    recs = {"d1": DocRecord(docid="d1", title="Two\nLines\nER  - fake", year=2020, venue="EMNLP", authors=("Lin, J.",))}
     text = export(_ranked(recs), recs, "ris", Origin("jsonl", "/x.jsonl"))
     assert text.startswith("TY  - CONF\n")
     assert all(re.match(r"^[A-Z][A-Z0-9]  - ", line) for line in text.splitlines() if line)
@@ -170,19 +236,35 @@ def test_ris_starts_with_a_record_and_keeps_one_line_per_tag() -> None:
 
 def test_local_file_urls_are_absolute_and_percent_encoded() -> None:
     rec = DocRecord(docid="Ranking_Ideas_{1}", title="Ranking Ideas", text="x")  # the id ingest gives that file
-    single = json.loads(export(_ranked({rec.docid: rec}), {rec.docid: rec}, "csl-json",
-                               Origin("file", "/home/u/my docs/Ranking Ideas {1}.md")))
+    single = json.loads(
+        export(
+            _ranked({rec.docid: rec}),
+            {rec.docid: rec},
+            "csl-json",
+            Origin("file", "/home/u/my docs/Ranking Ideas {1}.md"),
+        )
+    )
     assert single[0]["URL"] == "file:///home/u/my%20docs/Ranking%20Ideas%20%7B1%7D.md"
     assert single[0]["type"] == "manuscript"
     added = DocRecord(docid="other", title="Added Later", text="x")  # `quarry add`ed to that collection
-    assert "URL" not in json.loads(export(_ranked({"other": added}), {"other": added}, "csl-json",
-                                          Origin("file", "/home/u/my docs/Ranking Ideas {1}.md")))[0]
+    assert (
+        "URL"
+        not in json.loads(
+            export(
+                _ranked({"other": added}),
+                {"other": added},
+                "csl-json",
+                Origin("file", "/home/u/my docs/Ranking Ideas {1}.md"),
+            )
+        )[0]
+    )
     recorded = rec.model_copy(update={"extras": {"source_path": "notes/Ranking Ideas.md"}})
     bib = export(_ranked({rec.docid: recorded}), {rec.docid: recorded}, "bibtex", Origin("folder", "/data/my docs"))
     assert "url = {file:///data/my%20docs/notes/Ranking%20Ideas.md}" in bib and bib.startswith("@misc{")
 
 
 # --- end to end: a folder of documents, a finished job, every format ----------------------------
+
 
 @pytest.fixture(scope="module")
 def exported(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
@@ -201,17 +283,22 @@ def exported(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     records = {docid: stored[docid] for docid in order}  # the ranking
     # No backslash in the quote: citeproc-py's LaTeX reader fails on `\textbackslash{}` (pandoc, biber
     # and pylatexenc read it; test_bibtex_special_characters_stay_data checks it).
-    result = _ranked(records, "a } quote here") | {"job_id": "job-bib", "collection": "bib-folder",
-                                                    "intent": "ranking"}
+    result = _ranked(records, "a } quote here") | {"job_id": "job-bib", "collection": "bib-folder", "intent": "ranking"}
     with JobStore(quarry_home / "jobs.sqlite") as store:
         store.create("job-bib", "bib-folder", "ranking", workflow_id="job-bib", trace_id=None)
         store.finish("job-bib", result)
     out_dir = tmp_path_factory.mktemp("refs")
     texts, outputs = {}, {}
-    for fmt, name in (("bibtex", "refs.bib"), ("ris", "refs.ris"), ("csl-json", "refs.csl-json"),
-                      ("csv", "refs.csv"), ("markdown", "refs.md")):
-        res = CliRunner().invoke(app, ["--home", str(quarry_home), "job", "export", "job-bib", "--format", fmt,
-                                       "-o", str(out_dir / name)])
+    for fmt, name in (
+        ("bibtex", "refs.bib"),
+        ("ris", "refs.ris"),
+        ("csl-json", "refs.csl-json"),
+        ("csv", "refs.csv"),
+        ("markdown", "refs.md"),
+    ):
+        res = CliRunner().invoke(
+            app, ["--home", str(quarry_home), "job", "export", "job-bib", "--format", fmt, "-o", str(out_dir / name)]
+        )
         assert res.exit_code == 0, res.output
         texts[fmt], outputs[fmt] = (out_dir / name).read_text(encoding="utf-8"), res.output
     return {"texts": texts, "outputs": outputs, "dir": out_dir, "folder": folder.resolve()}
@@ -239,8 +326,9 @@ def test_bibtex_renders_conference_papers_as_proceedings_with_their_title_case(e
 
     rendered = _render(BibTeX(str(exported["dir"] / "refs.bib"), encoding="utf-8"), sentence_case=True)
     assert _by_start(rendered, "Pyserini") == f"{PYSERINI}. In proceedings: SIGIR."
-    assert _by_start(rendered, "A statistical") == ("A Statistical Interpretation of Term Specificity. "
-                                                    "Journal: Journal of Documentation.")
+    assert _by_start(rendered, "A statistical") == (
+        "A Statistical Interpretation of Term Specificity. Journal: Journal of Documentation."
+    )
     assert "Passage Re-ranking with BERT." in rendered and "Ranking Ideas For Quarry." in rendered
 
 
@@ -251,8 +339,9 @@ def test_csl_json_renders_types_arxiv_ids_and_local_file_urls(exported) -> None:
     folder_url = exported["folder"].as_uri() + "/"
     assert "%20" in folder_url  # the folder is "my docs": the URL is percent-encoded
     assert _by_start(rendered, "Pyserini") == f"{PYSERINI}. In proceedings: SIGIR."  # no folder URL for a paper
-    assert _by_start(rendered, "Passage") == ("Passage Re-ranking with BERT. arXiv. arXiv:1901.04085. "
-                                              "https://arxiv.org/abs/1901.04085.")
+    assert _by_start(rendered, "Passage") == (
+        "Passage Re-ranking with BERT. arXiv. arXiv:1901.04085. https://arxiv.org/abs/1901.04085."
+    )
     file_url = folder_url + "notes/Ranking%20Ideas.md"  # the file itself: ingest records its path
     assert _by_start(rendered, "Ranking Ideas") == f"Ranking Ideas For Quarry. Local file. {file_url}."
 

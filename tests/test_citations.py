@@ -10,6 +10,7 @@ One hand-made citation graph (edges citing → cited), whose relations are worke
 
 plus `z`, a document without any link.
 """
+
 from __future__ import annotations
 
 import functools
@@ -28,9 +29,24 @@ from tests.fakes import write_beir
 
 LEAVES = [f"leaf{i:02d}" for i in range(1, 61)]
 EDGES = [
-    ("p1", "a"), ("p1", "b"), ("p1", "c"), ("p2", "a"), ("p2", "b"), ("p3", "b"), ("p3", "d"), ("d", "p3"),
-    ("a", "r1"), ("a", "r2"), ("e", "r1"), ("e", "r2"), ("e", "r3"), ("f", "r2"),
-    ("c", "t1"), ("t1", "t2"), ("t2", "t3"), ("x1", "x2"),
+    ("p1", "a"),
+    ("p1", "b"),
+    ("p1", "c"),
+    ("p2", "a"),
+    ("p2", "b"),
+    ("p3", "b"),
+    ("p3", "d"),
+    ("d", "p3"),
+    ("a", "r1"),
+    ("a", "r2"),
+    ("e", "r1"),
+    ("e", "r2"),
+    ("e", "r3"),
+    ("f", "r2"),
+    ("c", "t1"),
+    ("t1", "t2"),
+    ("t2", "t3"),
+    ("x1", "x2"),
     *(("hub", leaf) for leaf in LEAVES),
 ]
 LINKED = sorted({d for edge in EDGES for d in edge})
@@ -38,8 +54,12 @@ DOCS = [*LINKED, "z"]
 
 
 def _doc(docid: str) -> dict:
-    return {"_id": docid, "title": f"Paper {docid} on citation analysis",
-            "text": f"This paper {docid} studies citation analysis of scholarly networks.", "metadata": {"year": 2000}}
+    return {
+        "_id": docid,
+        "title": f"Paper {docid} on citation analysis",
+        "text": f"This paper {docid} studies citation analysis of scholarly networks.",
+        "metadata": {"year": 2000},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -219,14 +239,19 @@ def test_both_lists_references_and_citing_papers(tools: ToolSession, col: Collec
     assert (page.docid, page.direction, page.total, page.note) == ("a", "both", 4, "")
     assert page.title == "Paper a on citation analysis"
     assert [(h.rank, h.docid, h.score, h.relation) for h in page.hits] == [
-        (1, "p1", 1.0, "citing"), (2, "p2", 1.0, "citing"), (3, "r1", 1.0, "reference"), (4, "r2", 1.0, "reference")]
+        (1, "p1", 1.0, "citing"),
+        (2, "p2", 1.0, "citing"),
+        (3, "r1", 1.0, "reference"),
+        (4, "r2", 1.0, "reference"),
+    ]
     for h in page.hits:
         rec = col.corpus.get(h.docid)
         assert isinstance(h, CitationHit) and h.title == rec.title
         assert h.excerpt and h.excerpt == preview_text(rec, page.title)
     lines = page.render().splitlines()
-    assert lines[0] == ("[citations of docid=a direction=both] 4 documents for "
-                        "'Paper a on citation analysis'; ranks 1–4:")
+    assert lines[0] == (
+        "[citations of docid=a direction=both] 4 documents for 'Paper a on citation analysis'; ranks 1–4:"
+    )
     assert "1. docid=p1 score=1 [citing] | Paper p1 on citation analysis" in lines
     assert "3. docid=r1 score=1 [reference] | Paper r1 on citation analysis" in lines
     assert lines[-1].startswith("Hint: read_document(docid=…)") and "co_cited" in lines[-1]
@@ -309,26 +334,34 @@ def test_job_tools_trace_expand_citations(col: Collection, tmp_path: Path, monke
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     import nodes.job.runtime as rt
+    import nodes.job.traced_tools as traced
     from observability import JsonlSpanExporter, get_tracer, load_spans, tool_span
 
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(SimpleSpanProcessor(JsonlSpanExporter(tmp_path / "traces")))
-    monkeypatch.setattr(rt, "tool_span", functools.partial(tool_span, tracer=get_tracer(provider)))
+    monkeypatch.setattr(traced, "tool_span", functools.partial(tool_span, tracer=get_tracer(provider)))
     runtime = rt.NodeRuntime(home=tmp_path)
     # a stand-in for the collection: it has no Lucene index, and expand_citations needs none
-    runtime._collections[("cites", None)] = SimpleNamespace(lucene=NoSearch(), corpus=col.corpus, citations=col.citations, dense=None,
-                                                             chunk_vectors=None)
+    runtime._collections[("cites", None)] = SimpleNamespace(
+        lucene=NoSearch(), corpus=col.corpus, citations=col.citations, dense=None, chunk_vectors=None
+    )
     job = runtime.tools({"collection": "cites", "job_id": "j1"})
     assert job.session.citations is col.citations
     assert page_of(job.expand_citations("test", "a", "references", 5)).total == 2
     tool_error(job.expand_citations("test", "a", "up"), "bad_direction")
     provider.shutdown()
-    spans = sorted((rec for f in (tmp_path / "traces").glob("*.jsonl") for rec in load_spans(f.parent, f.stem)),
-                   key=lambda rec: rec["start_ns"])
+    spans = sorted(
+        (rec for f in (tmp_path / "traces").glob("*.jsonl") for rec in load_spans(f.parent, f.stem)),
+        key=lambda rec: rec["start_ns"],
+    )
     assert [s["name"] for s in spans] == ["execute_tool expand_citations"] * 2
     ok, bad = (s["attributes"] for s in spans)
-    assert (ok["gen_ai.tool.name"], ok["quarry.docid"], ok["quarry.direction"], ok["quarry.hits"]) == \
-        ("expand_citations", "a", "references", 2)
+    assert (ok["gen_ai.tool.name"], ok["quarry.docid"], ok["quarry.direction"], ok["quarry.hits"]) == (
+        "expand_citations",
+        "a",
+        "references",
+        2,
+    )
     assert bad["quarry.error"] == "bad_direction" and job.calls == 2
     # Documents found through the citation channel count as surfaced for the job (trajectory tier).
     hits = job.expand_seeds("test", ["a"], 10)

@@ -1,4 +1,5 @@
 """The `quarry` command line end to end (typer's CliRunner, real Lucene, a private --home)."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,11 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]
     home = tmp_path_factory.mktemp("cli-home")
     folder = write_beir(
         tmp_path_factory.mktemp("cli-src") / "beir",
-        [*topic_docs(28),
-         {"_id": "zeb", "title": "Zebra stripes", "text": "zebra herd ecology"},
-         {"_id": "oce", "title": "Ocelot", "text": "ocelot habitat"}],
+        [
+            *topic_docs(28),
+            {"_id": "zeb", "title": "Zebra stripes", "text": "zebra herd ecology"},
+            {"_id": "oce", "title": "Ocelot", "text": "ocelot habitat"},
+        ],
         queries={"q1": "zebra", "q2": "ocelot", "q3": "unjudged retrieval"},
         qrels={"test": [("q1", "zeb", 1), ("q2", "t001", 1)]},
     )
@@ -96,27 +99,37 @@ def test_semantic_search_without_a_dense_index_says_it_ranks_bm25_hits_only(inge
 
 def test_search_channel_options_are_checked(ingested: Path) -> None:
     assert "--channel lexical or --channel semantic" in assert_fails(
-        run(ingested, "search", NAME, "zebra", "--channel", "fuzzy"), "bad_option")
+        run(ingested, "search", NAME, "zebra", "--channel", "fuzzy"), "bad_option"
+    )
     assert "semantic channel does not use" in assert_fails(
-        run(ingested, "search", NAME, "zebra", "--channel", "semantic", "--k1", "2"), "bad_option")
+        run(ingested, "search", NAME, "zebra", "--channel", "semantic", "--k1", "2"), "bad_option"
+    )
 
 
 def test_semantic_search_after_building_the_dense_index(env, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    src = write_jsonl(tmp_path / "animals.jsonl", [*topic_docs(6),
-                                                   {"_id": "zeb", "title": "Zebra stripes", "text": "zebra herd ecology"}])
+    src = write_jsonl(
+        tmp_path / "animals.jsonl",
+        [*topic_docs(6), {"_id": "zeb", "title": "Zebra stripes", "text": "zebra herd ecology"}],
+    )
     assert run(home, "ingest", str(src), "--name", "animals").exit_code == 0
     built = run(home, "index", "animals", "--dense")
     assert built.exit_code == 0 and "dense index animals" in built.stdout, built.output
-    found = last_json(run(home, "search", "animals", "striped horses of the savanna", "--channel", "semantic", "--json"))
+    found = last_json(
+        run(home, "search", "animals", "striped horses of the savanna", "--channel", "semantic", "--json")
+    )
     assert found["total"] == 7 and found["hits"][0]["docid"] == "zeb"
 
 
 def test_read_prints_numbered_lines(ingested: Path) -> None:
     result = run(ingested, "read", NAME, "zeb")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == ["[docid=zeb lines 1–2 of 2]", "1  Zebra stripes", "2  zebra herd ecology",
-                                          "End of document."]
+    assert result.stdout.splitlines() == [
+        "[docid=zeb lines 1–2 of 2]",
+        "1  Zebra stripes",
+        "2  zebra herd ecology",
+        "End of document.",
+    ]
     result = run(ingested, "read", NAME, "t003", "--offset", "2", "--limit", "1")
     assert result.stdout.splitlines()[0].startswith("[docid=t003 lines 2–2 of ")
 
@@ -127,8 +140,15 @@ def test_eval_json(ingested: Path, tmp_path: Path) -> None:
     assert set(data) >= EVAL_KEYS
     assert data["queries"] == 2 and data["split"] == "test" and data["system"] == "bm25"
     # q1: its only relevant doc at rank 1 (every metric 1, P@20 = 1/20); q2: nothing relevant found
-    expected = {"ndcg@10": 0.5, "ndcg@20": 0.5, "recall@20": 0.5, "recall@1000": 0.5, "map": 0.5,
-                "precision@20": (1 / 20) / 2, "f1@20": (2 * (1 / 20) * 1 / (1 / 20 + 1)) / 2}
+    expected = {
+        "ndcg@10": 0.5,
+        "ndcg@20": 0.5,
+        "recall@20": 0.5,
+        "recall@1000": 0.5,
+        "map": 0.5,
+        "precision@20": (1 / 20) / 2,
+        "f1@20": (2 * (1 / 20) * 1 / (1 / 20 + 1)) / 2,
+    }
     for key, value in expected.items():
         assert data[key] == pytest.approx(value, abs=1e-4), key
     lines = run_file.read_text().splitlines()
@@ -169,8 +189,10 @@ def test_nonexistent_input(env, tmp_path: Path) -> None:
 
 
 def test_bad_ingest_file_names_file_and_line(env, tmp_path: Path) -> None:
-    bad = write_jsonl(tmp_path / "bad.jsonl", [{"_id": "a", "title": "fine"}, '{"_id": "b" "title": "x"}',
-                                                {"_id": "a", "title": "dup"}])
+    bad = write_jsonl(
+        tmp_path / "bad.jsonl",
+        [{"_id": "a", "title": "fine"}, '{"_id": "b" "title": "x"}', {"_id": "a", "title": "dup"}],
+    )
     stderr = assert_fails(run(env[0], "ingest", str(bad), "--name", "badone"), "bad_input")
     assert f"{bad}:2:" in stderr and f"{bad}:3:" in stderr
     assert not (env[0] / "collections" / "badone" / "CURRENT").exists()
@@ -228,12 +250,14 @@ class _FakeHandle:
 
     def __init__(self, answers: list, result: dict | None = None, finish_after: int = 10**6) -> None:
         import asyncio
+
         self.answers, self.result_value, self.finish_after = answers, result or {}, finish_after
         self.queries = 0
         self._done: asyncio.Event | None = None
 
     def _event(self):
         import asyncio
+
         if self._done is None:
             self._done = asyncio.Event()
         return self._done
@@ -249,6 +273,7 @@ class _FakeHandle:
 
     async def describe(self, *args, **kwargs):
         from types import SimpleNamespace
+
         return SimpleNamespace(status=SimpleNamespace(name="RUNNING"))
 
     async def result(self):
@@ -265,16 +290,19 @@ def _fake_temporal(monkeypatch: pytest.MonkeyPatch, handle: _FakeHandle) -> None
 
     async def client(address=None):
         return Client()
+
     monkeypatch.setattr(temporal_access, "client", client)
 
 
 def _timeout():
     from temporalio.service import RPCError, RPCStatusCode
+
     return RPCError("Timeout expired", RPCStatusCode.DEADLINE_EXCEEDED, b"")
 
 
 def _job_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, job_id: str) -> Path:
     from stores.jobs import JobStore
+
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("QUARRY_HOME", str(home))
@@ -282,11 +310,13 @@ def _job_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, job_id: str) -> P
     return home
 
 
-def test_job_progress_while_the_worker_warms_up_says_so_and_exits_0(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_job_progress_while_the_worker_warms_up_says_so_and_exits_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A job waiting on a warming worker is not a failure: `job progress` says the worker is
     warming up (and for how long), gives the job's state and exits 0; --json says it too."""
     from workflows.warmup import mark_warming
+
     home = _job_home(tmp_path, monkeypatch, "job-warm")
     mark_warming(home)  # this (live) process plays the warming worker
     _fake_temporal(monkeypatch, _FakeHandle([_timeout()]))
@@ -307,31 +337,46 @@ def test_job_progress_without_any_worker_is_still_an_error(tmp_path: Path, monke
     assert res.exit_code == 2 and "no_worker" in res.output and "Traceback" not in res.output
 
 
-PROGRESS = {"job_id": "job-step", "status": "running", "policy": "heuristic", "round": 1, "node": "retrieval",
-            "candidates": 12, "tool_calls": 3, "budget": {"used": 10, "left": 50, "seconds": 60}, "top": [],
-            "searches": []}
+PROGRESS = {
+    "job_id": "job-step",
+    "status": "running",
+    "policy": "heuristic",
+    "round": 1,
+    "node": "retrieval",
+    "candidates": 12,
+    "tool_calls": 3,
+    "budget": {"used": 10, "left": 50, "seconds": 60},
+    "top": [],
+    "searches": [],
+}
 
 
-def test_job_watch_shows_the_running_step_as_job_progress_does(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_job_watch_shows_the_running_step_as_job_progress_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The semantic step's progress (written by the activity to the job store) appears in
     `job watch` with the same text as in `job progress`."""
     from stores.jobs import JobStore
+
     home = _job_home(tmp_path, monkeypatch, "job-step")
     JobStore(home / "jobs.sqlite").set_step("job-step", "retrieval", "embedding", 240, 1200)
     want = "now: semantic step: 240/1,200 chunks embedded (20%)"
     _fake_temporal(monkeypatch, _FakeHandle([PROGRESS]))
     shown = run(home, "job", "progress", "job-step")
     assert shown.exit_code == 0 and want in shown.stdout, shown.output
-    result = {"job_id": "job-step", "status": "completed", "collection": "lit", "intent": "graph neural networks",
-              "ranked": []}
+    result = {
+        "job_id": "job-step",
+        "status": "completed",
+        "collection": "lit",
+        "intent": "graph neural networks",
+        "ranked": [],
+    }
     _fake_temporal(monkeypatch, _FakeHandle([PROGRESS], result=result, finish_after=2))
     watched = run(home, "job", "watch", "job-step")
     assert watched.exit_code == 0, watched.output
     lines = watched.stdout.splitlines()
     assert sum(want in line for line in lines) == 1, watched.stdout
-    assert lines.index(next(line for line in lines if want in line)) > \
-        lines.index(next(line for line in lines if line.startswith("round 1"))), "under the round's header"
+    assert lines.index(next(line for line in lines if want in line)) > lines.index(
+        next(line for line in lines if line.startswith("round 1"))
+    ), "under the round's header"
 
 
 def test_a_worker_running_older_code_is_restarted_by_run(tmp_path, monkeypatch, capsys) -> None:
@@ -347,13 +392,14 @@ def test_a_worker_running_older_code_is_restarted_by_run(tmp_path, monkeypatch, 
     stopped, spawned = [], []
     monkeypatch.setattr(infrastructure, "current_address", lambda address=None: "127.0.0.1:7233")
     monkeypatch.setattr(infrastructure, "reachable", lambda address: True)
-    monkeypatch.setattr(infrastructure, "server_record",
-                        lambda h: type("Record", (), {"address": "127.0.0.1:7233"})())
-    monkeypatch.setattr(infrastructure, "stop_detached",
-                        lambda h, name, say=None: (stopped.append(name), alive.update(worker=False)))
+    monkeypatch.setattr(infrastructure, "server_record", lambda h: type("Record", (), {"address": "127.0.0.1:7233"})())
+    monkeypatch.setattr(
+        infrastructure, "stop_detached", lambda h, name, say=None: (stopped.append(name), alive.update(worker=False))
+    )
     monkeypatch.setattr(infrastructure, "worker_alive", lambda h: alive["worker"])
-    monkeypatch.setattr(infrastructure, "spawn_worker",
-                        lambda h, address=None: (spawned.append(h), alive.update(worker=True)))
+    monkeypatch.setattr(
+        infrastructure, "spawn_worker", lambda h, address=None: (spawned.append(h), alive.update(worker=True))
+    )
     (home / "run" / "worker.models").write_text(infrastructure.model_env_digest())
 
     (home / "run" / "worker.code").write_text(infrastructure.code_digest())

@@ -1,6 +1,7 @@
 """Connecting to a server that is still starting (listening, not yet answering) waits for it;
 when nothing listens the failure is raised at once, as ServerUnreachable — by the port, never by
 the error's text."""
+
 from __future__ import annotations
 
 import asyncio

@@ -4,6 +4,7 @@ The fixture is 20 short documents on four unrelated topics (five each) plus one 
 multi-chunk gardening document whose only passage about penguins sits in its last chunk. No Lucene index is
 built here (the dense channel does not need one), so the JVM never starts.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -26,35 +27,49 @@ from stores.lucene import Hit
 from tests.fakes import write_jsonl
 
 TOPICS = {
-    "astro": ["Telescopes observe distant galaxies and measure their redshift.",
-              "A supernova explosion outshines its whole galaxy for weeks.",
-              "Exoplanets are detected by the dimming of their host star during a transit.",
-              "Black holes bend light and swallow nearby stars.",
-              "The cosmic microwave background is the afterglow of the big bang."],
-    "cook": ["Knead the bread dough until it is smooth, then let it rise.",
-             "Simmer the tomato sauce with garlic and fresh basil.",
-             "Whisk eggs and sugar before folding in the flour for a sponge cake.",
-             "Sear the steak in a hot cast iron pan and rest it before slicing.",
-             "Caramelise onions slowly over low heat for a sweet soup."],
-    "fin": ["Central banks raise interest rates to fight inflation.",
-            "Bond yields move inversely to bond prices.",
-            "Diversifying a stock portfolio reduces risk.",
-            "Quarterly earnings reports move share prices sharply.",
-            "Currency exchange rates depend on trade balances."],
-    "bio": ["Proteins fold into three-dimensional shapes determined by their amino acid sequence.",
-            "Enzymes catalyse chemical reactions inside living cells.",
-            "DNA replication copies the genome before a cell divides.",
-            "Mitochondria produce energy for the cell through respiration.",
-            "Ribosomes translate messenger RNA into proteins."],
+    "astro": [
+        "Telescopes observe distant galaxies and measure their redshift.",
+        "A supernova explosion outshines its whole galaxy for weeks.",
+        "Exoplanets are detected by the dimming of their host star during a transit.",
+        "Black holes bend light and swallow nearby stars.",
+        "The cosmic microwave background is the afterglow of the big bang.",
+    ],
+    "cook": [
+        "Knead the bread dough until it is smooth, then let it rise.",
+        "Simmer the tomato sauce with garlic and fresh basil.",
+        "Whisk eggs and sugar before folding in the flour for a sponge cake.",
+        "Sear the steak in a hot cast iron pan and rest it before slicing.",
+        "Caramelise onions slowly over low heat for a sweet soup.",
+    ],
+    "fin": [
+        "Central banks raise interest rates to fight inflation.",
+        "Bond yields move inversely to bond prices.",
+        "Diversifying a stock portfolio reduces risk.",
+        "Quarterly earnings reports move share prices sharply.",
+        "Currency exchange rates depend on trade balances.",
+    ],
+    "bio": [
+        "Proteins fold into three-dimensional shapes determined by their amino acid sequence.",
+        "Enzymes catalyse chemical reactions inside living cells.",
+        "DNA replication copies the genome before a cell divides.",
+        "Mitochondria produce energy for the cell through respiration.",
+        "Ribosomes translate messenger RNA into proteins.",
+    ],
 }
 LONG_TAIL = "Emperor penguins huddle together on the Antarctic ice to survive the polar winter."
 
 
 def fixture_docs(changed: bool = False) -> list[dict]:
-    docs = [{"_id": f"{topic}{i}", "title": text.split(" ")[0] + " notes", "text": text}
-            for topic, texts in TOPICS.items() for i, text in enumerate(texts, start=1)]
-    filler = "\n\n".join(f"Paragraph {n}: gardeners water tulips, prune hedges and rake autumn leaves "
-                         f"in the village park on quiet mornings." for n in range(12))
+    docs = [
+        {"_id": f"{topic}{i}", "title": text.split(" ")[0] + " notes", "text": text}
+        for topic, texts in TOPICS.items()
+        for i, text in enumerate(texts, start=1)
+    ]
+    filler = "\n\n".join(
+        f"Paragraph {n}: gardeners water tulips, prune hedges and rake autumn leaves "
+        f"in the village park on quiet mornings."
+        for n in range(12)
+    )
     docs.append({"_id": "long1", "title": "Gardening diary", "text": filler + "\n\n" + LONG_TAIL})
     if changed:
         docs[0] = {**docs[0], "text": "Volcanoes erupt lava and ash over the countryside."}
@@ -95,12 +110,15 @@ def test_embeddings_are_unit_length_and_deterministic() -> None:
     assert not ef.is_legacy() and ef.default_space() == "cosine"
 
 
-@pytest.mark.parametrize("query, topic", [
-    ("galaxies, stars and telescopes in astronomy", "astro"),
-    ("recipes for baking and cooking food", "cook"),
-    ("interest rates, stocks and financial markets", "fin"),
-    ("molecular biology of cells and proteins", "bio"),
-])
+@pytest.mark.parametrize(
+    "query, topic",
+    [
+        ("galaxies, stars and telescopes in astronomy", "astro"),
+        ("recipes for baking and cooking food", "cook"),
+        ("interest rates, stocks and financial markets", "fin"),
+        ("molecular biology of cells and proteins", "bio"),
+    ],
+)
 def test_topic_query_ranks_topic_docs_first(col: Collection, query: str, topic: str) -> None:
     hits = col.dense.search(query, k=10)
     assert {h.docid for h in hits[:5]} == {f"{topic}{i}" for i in range(1, 6)}
@@ -133,8 +151,9 @@ def test_chunk_vectors_one_per_chunk_with_line_ranges(col: Collection) -> None:
     assert set(found) == {"long1", "astro1"}
     for docid, items in found.items():
         chunks = col.corpus.chunks(docid)
-        assert [(s.chunk_no, s.line_start, s.line_end) for s, _ in items] == \
-            [(c.chunk_no, c.line_start, c.line_end) for c in chunks]
+        assert [(s.chunk_no, s.line_start, s.line_end) for s, _ in items] == [
+            (c.chunk_no, c.line_start, c.line_end) for c in chunks
+        ]
         expected = MiniLMEmbedding().embed([c.text for c in chunks])
         np.testing.assert_allclose(np.stack([v for _, v in items]), expected, atol=1e-5)
     assert col.dense.chunk_vectors([]) == {}
@@ -168,8 +187,13 @@ def test_missing_and_stale_index_errors_then_rebuild(home: Path, tmp_path: Path)
 
     # A forced re-ingest rebuilds the corpus and leaves the vectors behind (an incremental one
     # updates them: tests/test_incremental.py).
-    ingest(write_jsonl(tmp_path / "v2.jsonl", fixture_docs(changed=True)), "drift", home=home, build_lucene=False,
-           force=True)
+    ingest(
+        write_jsonl(tmp_path / "v2.jsonl", fixture_docs(changed=True)),
+        "drift",
+        home=home,
+        build_lucene=False,
+        force=True,
+    )
     col = Collection("drift", home=home)
     assert not index.is_current(col.corpus.fingerprint)
     with pytest.raises(QuarryError) as err:
@@ -240,8 +264,11 @@ def chroma_server_proc(tmp_path: Path):
     port = _free_port()
     log = tmp_path / "chroma-run.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen([str(cli), "run", "--path", str(tmp_path / "server-db"), "--host", "127.0.0.1",
-                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [str(cli), "run", "--path", str(tmp_path / "server-db"), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         # Generous: the server's start-up imports are slow on a loaded 2-core CI machine. This
         # waits for readiness; it asserts nothing about speed.
@@ -265,8 +292,9 @@ def chroma_server_proc(tmp_path: Path):
             proc.wait()
 
 
-def test_real_chroma_server(home: Path, tmp_path: Path, chroma_server_proc: int,
-                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_chroma_server(
+    home: Path, tmp_path: Path, chroma_server_proc: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import chromadb
     from chromadb.config import Settings
 
@@ -278,13 +306,16 @@ def test_real_chroma_server(home: Path, tmp_path: Path, chroma_server_proc: int,
     first, reused = index.ensure(col.corpus)
     assert not reused and first.server == f"127.0.0.1:{chroma_server_proc}"
     assert first.collection.startswith("srv-chunks-")
-    assert {h.docid for h in col.dense.search("recipes for baking and cooking food", k=5)} == {f"cook{i}" for i in range(1, 6)}
+    assert {h.docid for h in col.dense.search("recipes for baking and cooking food", k=5)} == {
+        f"cook{i}" for i in range(1, 6)
+    }
     assert len(col.dense.chunk_vectors(["long1"])["long1"]) == len(col.corpus.chunks("long1"))
     assert index.ensure(col.corpus)[1]  # reused
 
     second = index.build(col.corpus)  # a forced rebuild replaces the server collection
-    client = chromadb.HttpClient(host="127.0.0.1", port=chroma_server_proc,
-                                 settings=Settings(anonymized_telemetry=False))
+    client = chromadb.HttpClient(
+        host="127.0.0.1", port=chroma_server_proc, settings=Settings(anonymized_telemetry=False)
+    )
     try:
         names = {c.name for c in client.list_collections()}
     finally:
@@ -310,15 +341,20 @@ def test_evidence_keeps_the_best_chunks_per_item_with_line_ranges(col: Collectio
     assert len(chunks) >= 3
     item = {"id": "c1", "kind": "topic", "text": "penguins surviving the Antarctic winter", "weight": 1.0}
     dense = col.dense
-    (judged,) = HeuristicPolicy().judge({"checklist": [item]}, [JudgeInput(rec, chunks, 0.5, dense.chunk_vectors(["long1"])["long1"])],
-                                        {"c1": dense.embed_query(item["text"])})
+    (judged,) = HeuristicPolicy().judge(
+        {"checklist": [item]},
+        [JudgeInput(rec, chunks, 0.5, dense.chunk_vectors(["long1"])["long1"])],
+        {"c1": dense.embed_query(item["text"])},
+    )
     (ev,) = judged.evidence
     assert "penguins" in ev["chunk"] and ev["line_end"] == len(lines)
     (runner,) = ev["also"]
     assert runner["line_end"] < ev["line_start"]
     (quote,) = _quotes(DocumentText.of(lines), ev["also"])
     assert quote["lines"] == [runner["line_start"], runner["line_end"]] and quote["score"] == runner["score"]
-    assert quote["chunk"] and quote["chunk"] in " ".join(" ".join(lines[runner["line_start"] - 1:runner["line_end"]]).split())
+    assert quote["chunk"] and quote["chunk"] in " ".join(
+        " ".join(lines[runner["line_start"] - 1 : runner["line_end"]]).split()
+    )
     assert col.corpus.read_span("long1", *quote["chars"]) == quote["quote"]
 
 
@@ -328,6 +364,7 @@ def test_evidence_keeps_the_best_chunks_per_item_with_line_ranges(col: Collectio
 def _hashed(texts, batch_size: int = 64) -> np.ndarray:
     """A stand-in for MiniLM: a unit vector per text from its hash (no model, milliseconds)."""
     import hashlib
+
     rows = []
     for t in texts:
         seed = int.from_bytes(hashlib.sha1(t.encode()).digest()[:4], "little")
@@ -340,6 +377,7 @@ def test_a_build_reports_progress_after_every_model_batch(tmp_path: Path, monkey
     """Progress ticks come per model batch (8 chunks here), not once per 4-batch write, and end
     at the total; the store prints nothing."""
     from stores import chroma_build
+
     monkeypatch.setattr(chroma_build, "embed_texts", _hashed)
     ingest(write_jsonl(tmp_path / "docs.jsonl", fixture_docs()), "ticks", home=tmp_path / "h", build_lucene=False)
     col = Collection("ticks", home=tmp_path / "h")
@@ -353,6 +391,7 @@ def test_a_build_reports_progress_after_every_model_batch(tmp_path: Path, monkey
 
 def test_plain_progress_lines_every_ten_percent_or_ten_seconds_with_rate_and_time_left() -> None:
     from quarry.embedding_progress import PlainProgress
+
     now = [0.0]
     lines: list[str] = []
     show = PlainProgress(lines.append, clock=lambda: now[0])
@@ -375,6 +414,7 @@ def test_a_terminal_shows_a_bar_with_count_rate_and_time_left() -> None:
     from rich.console import Console
 
     from quarry.embedding_progress import embedding_progress
+
     now = [0.0]
     console = Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)
     with embedding_progress(to=console, clock=lambda: now[0]) as show:
@@ -386,13 +426,15 @@ def test_a_terminal_shows_a_bar_with_count_rate_and_time_left() -> None:
 
 
 def test_quarry_index_dense_shows_progress_in_a_log_and_nothing_with_json(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Piped (stderr not a terminal) `quarry index NAME --dense` prints progress lines; with
     --json nothing but the JSON."""
     from typer.testing import CliRunner
 
     from quarry.cli import app
     from stores import chroma_build
+
     monkeypatch.setattr(chroma_build, "embed_texts", _hashed)
     home = tmp_path / "home"
     monkeypatch.setenv("QUARRY_HOME", str(home))

@@ -3,6 +3,7 @@ time, no key reaches any file, `quarry run` exits cleanly every time, jobs carry
 on the server Quarry starts, job commands without a worker say so, a job terminated outside Quarry
 is recorded with its trace, and watch / cancel / rerun.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,12 +36,14 @@ from tests.fakes import files_holding
 def test_twenty_jobs_at_once_complete_unmixed(home, server, capsys) -> None:
     queue = f"drill-{uuid.uuid4().hex[:8]}"
     worker = Worker(home, server.address, queue)
-    intents = [f"{TOPIC_INTENTS[i % 4]} {['', 'models', 'methods', 'systems', 'studies'][i // 4]}".strip()
-               for i in range(20)]
+    intents = [
+        f"{TOPIC_INTENTS[i % 4]} {['', 'models', 'methods', 'systems', 'studies'][i // 4]}".strip() for i in range(20)
+    ]
 
     async def run_all():
         handles = [await start(server.address, queue, intent) for intent in intents]
         return handles, await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), RESULT_TIMEOUT_S)
+
     began = time.monotonic()
     try:
         handles, results = asyncio.run(run_all())
@@ -86,22 +89,41 @@ def test_no_key_reaches_any_file(home, server, capsys) -> None:
     no key in any file: job store, traces, logs, the Temporal database."""
     from tests.openai_standin import StandinServer, tool_call_response
 
-    secrets = {"OPENAI_API_KEY": "sk-drill-" + uuid.uuid4().hex, "ANTHROPIC_API_KEY": "sk-ant-drill-" + uuid.uuid4().hex}
-    steps = [lambda r: (500, {"error": {"message": f"bad auth {r.headers.get('authorization')}"}}),
-             tool_call_response("search", {"reason": "look", "query": "graph neural networks"}, 100, 10),
-             tool_call_response("submit", {"reason": "done", "docids": ["gnn01"]}, 200, 10)]
+    secrets = {
+        "OPENAI_API_KEY": "sk-drill-" + uuid.uuid4().hex,
+        "ANTHROPIC_API_KEY": "sk-ant-drill-" + uuid.uuid4().hex,
+    }
+    steps = [
+        lambda r: (500, {"error": {"message": f"bad auth {r.headers.get('authorization')}"}}),
+        tool_call_response("search", {"reason": "look", "query": "graph neural networks"}, 100, 10),
+        tool_call_response("submit", {"reason": "done", "docids": ["gnn01"]}, 200, 10),
+    ]
     queue = f"drill-{uuid.uuid4().hex[:8]}"
     with StandinServer(steps) as standin:
-        worker = Worker(home, server.address, queue, env=secrets | {"OPENAI_BASE_URL": standin.base_url,
-                                                                     "NO_PROXY": "127.0.0.1,localhost"})
+        worker = Worker(
+            home,
+            server.address,
+            queue,
+            env=secrets | {"OPENAI_BASE_URL": standin.base_url, "NO_PROXY": "127.0.0.1,localhost"},
+        )
         try:
             from nodes.job.config import JobConfig, ModelSettings
-            handle = asyncio.run(start(server.address, queue, "graph neural networks", policy="react",
-                                       config=JobConfig(models=ModelSettings(model="openai:standin-model"))))
+
+            handle = asyncio.run(
+                start(
+                    server.address,
+                    queue,
+                    "graph neural networks",
+                    policy="react",
+                    config=JobConfig(models=ModelSettings(model="openai:standin-model")),
+                )
+            )
             result = result_of(handle)
         finally:
             worker.kill(signal.SIGTERM)
-        assert next(r.headers["authorization"] for r in standin.chat_requests()) == f"Bearer {secrets['OPENAI_API_KEY']}"
+        assert (
+            next(r.headers["authorization"] for r in standin.chat_requests()) == f"Bearer {secrets['OPENAI_API_KEY']}"
+        )
     assert result["status"] == "completed" and result["submitted"]["docids"] == ["gnn01"]
     files = [p for p in home.rglob("*") if p.is_file()]
     assert any(p.name.startswith("temporal.db") for p in files) and any(p.suffix == ".jsonl" for p in files)
@@ -113,18 +135,33 @@ def test_no_key_reaches_any_file(home, server, capsys) -> None:
 def test_quarry_run_exits_cleanly_every_time(home, server) -> None:
     """`quarry run` many times in a row: every process exits 0 (the Temporal bridge's threads once
     aborted about 1 in 20 at interpreter exit with PyGILState_Release, exit 134)."""
-    env = os.environ | {"QUARRY_HOME": str(home), "QUARRY_TEMPORAL_ADDRESS": server.address,
-                        "QUARRY_TASK_QUEUE": f"drill-{uuid.uuid4().hex[:8]}"}
+    env = os.environ | {
+        "QUARRY_HOME": str(home),
+        "QUARRY_TEMPORAL_ADDRESS": server.address,
+        "QUARRY_TASK_QUEUE": f"drill-{uuid.uuid4().hex[:8]}",
+    }
     codes, errors = [], []
     try:
         for i in range(12):
-            proc = subprocess.run([sys.executable, "-m", "quarry", "run", "lit", f"graph neural networks {i}"],
-                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(
+                [sys.executable, "-m", "quarry", "run", "lit", f"graph neural networks {i}"],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             codes.append(proc.returncode)
             if proc.returncode:
                 errors.append(proc.stderr[-500:])
-        waited = subprocess.run([sys.executable, "-m", "quarry", "run", "lit", "graph neural networks", "--wait",
-                                 "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+        waited = subprocess.run(
+            [sys.executable, "-m", "quarry", "run", "lit", "graph neural networks", "--wait", "--json"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     finally:
         subprocess.run([sys.executable, "-m", "quarry", "down"], cwd=ROOT, env=env, capture_output=True, timeout=60)
     assert codes == [0] * 12, errors
@@ -144,9 +181,22 @@ def test_jobs_are_searchable_by_their_attributes_on_the_embedded_server(home, se
         result = result_of(handle)
     finally:
         worker.kill(signal.SIGTERM)
-    listed = subprocess.run([str(temporal_binary()), "workflow", "list", "--address", server.address, "--query",
-                             'QuarryCollection="lit" AND QuarryStatus="completed"', "--output", "json"],
-                            capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [
+            str(temporal_binary()),
+            "workflow",
+            "list",
+            "--address",
+            server.address,
+            "--query",
+            'QuarryCollection="lit" AND QuarryStatus="completed"',
+            "--output",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert listed.returncode == 0, listed.stderr
     ids = {w["execution"]["workflowId"] for w in json.loads(listed.stdout or "[]")}
     assert handle.id in ids and result["status"] == "completed"
@@ -165,6 +215,7 @@ def test_job_commands_with_no_worker_say_so(home, server) -> None:
 
     def cli(*args: str):
         return CliRunner().invoke(app, ["--home", str(home), "job", *args, "--temporal-address", server.address])
+
     for args in (["progress", handle.id], ["steer", handle.id, "not surveys"]):
         res = cli(*args)
         assert res.exit_code != 0 and "(no_worker)" in res.output and "Traceback" not in res.output, res.output
@@ -175,9 +226,14 @@ def test_job_commands_with_no_worker_say_so(home, server) -> None:
     # the job ran no code after it was terminated: the command closes its trace with the root span
     roots = [s for s in job_spans(home, handle.id) if s["name"] == "invoke_agent quarry"]
     assert len(roots) == 1 and roots[0]["status"] == "ERROR" and roots[0]["parent_span_id"] is None, roots
-    assert roots[0]["attributes"]["quarry.status"] == "terminated" and roots[0]["attributes"]["error.type"] == "JobTerminated"
-    listed = CliRunner().invoke(app, ["--home", str(home), "job", "list", "--status", "terminated", "--json",
-                                      "--temporal-address", server.address])
+    assert (
+        roots[0]["attributes"]["quarry.status"] == "terminated"
+        and roots[0]["attributes"]["error.type"] == "JobTerminated"
+    )
+    listed = CliRunner().invoke(
+        app,
+        ["--home", str(home), "job", "list", "--status", "terminated", "--json", "--temporal-address", server.address],
+    )
     assert handle.id in {json.loads(line)["job_id"] for line in listed.stdout.splitlines() if line.strip()}
 
 
@@ -198,6 +254,7 @@ def test_a_job_terminated_outside_quarry_is_recorded_with_its_trace(home, server
     async def terminate_from_outside():
         client = await client_for(server.address)
         await client.get_workflow_handle(handle.id).terminate(reason="stopped from the web ui")
+
     asyncio.run(terminate_from_outside())
 
     async def visible_status() -> str:
@@ -205,6 +262,7 @@ def test_a_job_terminated_outside_quarry_is_recorded_with_its_trace(home, server
         async for w in client.list_workflows(f'WorkflowId="{handle.id}"'):
             return w.status.name
         return ""
+
     wait_for(lambda: asyncio.run(visible_status()) == "TERMINATED", "the termination in Temporal's visibility")
 
     def cli(*args: str):
@@ -214,6 +272,7 @@ def test_a_job_terminated_outside_quarry_is_recorded_with_its_trace(home, server
         res = cli("list", "--json", "--limit", "100")
         assert res.exit_code == 0, res.output
         return {json.loads(line)["job_id"]: json.loads(line) for line in res.stdout.splitlines() if line.strip()}
+
     assert store.get(handle.id)["status"] == "running", "nothing in Quarry saw the termination yet"
     assert listed()[handle.id]["status"] == "terminated"
     row = store.get(handle.id)
@@ -236,16 +295,34 @@ def test_watch_cancel_and_rerun(home, server, tmp_path) -> None:
     gate.hold()
     worker = Worker(home, server.address, queue, gate=gate.folder)
     from workflows.shared import task_queue
+
     try:
         handle = asyncio.run(start(server.address, task_queue(home)))
-        JobStore(home / "jobs.sqlite").create(handle.id, "lit", INTENT, workflow_id=handle.id, trace_id=None,
-                                              params={"mode": "list", "policy": "heuristic",
-                                                      "config": JobConfig(max_seconds=120).to_dict()})
-        watcher = subprocess.Popen([sys.executable, "-m", "quarry", "job", "watch", handle.id], cwd=ROOT, env=env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        JobStore(home / "jobs.sqlite").create(
+            handle.id,
+            "lit",
+            INTENT,
+            workflow_id=handle.id,
+            trace_id=None,
+            params={"mode": "list", "policy": "heuristic", "config": JobConfig(max_seconds=120).to_dict()},
+        )
+        watcher = subprocess.Popen(
+            [sys.executable, "-m", "quarry", "job", "watch", handle.id],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         wait_for(lambda: gate.entered(), "verification to start")
-        cancel = subprocess.run([sys.executable, "-m", "quarry", "job", "cancel", handle.id], cwd=ROOT, env=env,
-                                capture_output=True, text=True, timeout=60)
+        cancel = subprocess.run(
+            [sys.executable, "-m", "quarry", "job", "cancel", handle.id],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert cancel.returncode == 0, cancel.stderr
         gate.release()
         watched, _ = watcher.communicate(timeout=RESULT_TIMEOUT_S)
@@ -253,8 +330,14 @@ def test_watch_cancel_and_rerun(home, server, tmp_path) -> None:
         assert stored["status"] == "cancelled" and stored["result"]["ranked"], "cancelled, with its best result"
         assert "round 1" in watched and "search [lexical]" in watched and "top 5:" in watched, watched
         assert watcher.returncode == 1, "a cancelled job is not a success"
-        rerun = subprocess.run([sys.executable, "-m", "quarry", "job", "rerun", handle.id, "--wait"], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=180)
+        rerun = subprocess.run(
+            [sys.executable, "-m", "quarry", "job", "rerun", handle.id, "--wait"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     finally:
         gate.release()
         worker.kill(signal.SIGTERM)

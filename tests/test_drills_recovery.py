@@ -3,6 +3,7 @@ restarted (SIGTERM or SIGKILL) on its database file mid-job, one of two workers 
 and every job still ends, with the result of an uninterrupted run (`drill_baseline`, conftest.py)
 where the drill holds one at a known point (the verification gate of tests/drill_worker.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,8 +31,9 @@ from tests.drill_kit import (
 )
 
 
-def test_worker_sigkilled_in_verification_is_replaced_and_the_result_is_the_same(home, server, drill_baseline,
-                                                                                  tmp_path) -> None:
+def test_worker_sigkilled_in_verification_is_replaced_and_the_result_is_the_same(
+    home, server, drill_baseline, tmp_path
+) -> None:
     queue = f"drill-{uuid.uuid4().hex[:8]}"
     gate = Gate(tmp_path / "gate")
     gate.hold()
@@ -78,6 +80,7 @@ def test_server_restarted_mid_job_on_its_database(home, drill_baseline, tmp_path
         async def listed() -> set[str]:
             c = await client_for(srv.address)
             return {w.id async for w in c.list_workflows()}
+
         ids = asyncio.run(listed())
     finally:
         worker.kill(signal.SIGTERM)
@@ -99,6 +102,7 @@ def test_two_workers_one_queue_survive_losing_one(home, server) -> None:
             await asyncio.wait_for(h.result(), RESULT_TIMEOUT_S)
         a.kill(signal.SIGKILL)  # mid-run: the rest may have activities in flight on it
         return await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), RESULT_TIMEOUT_S)
+
     try:
         results = asyncio.run(run_all())
     finally:

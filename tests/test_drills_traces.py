@@ -1,6 +1,7 @@
 """Drills of traces from worker processes: spans over OTLP to a collector stand-in while the local
 JSONL keeps `quarry trace` working, and a ReAct job's model calls under its one agent span.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,8 +35,13 @@ class Collector:
                 for rs in request.resource_spans:
                     for ss in rs.scope_spans:
                         for span in ss.spans:
-                            spans.append({"name": span.name, "attributes": {a.key for a in span.attributes},
-                                          "trace_id": span.trace_id.hex()})
+                            spans.append(
+                                {
+                                    "name": span.name,
+                                    "attributes": {a.key for a in span.attributes},
+                                    "trace_id": span.trace_id.hex(),
+                                }
+                            )
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.end_headers()
@@ -62,35 +68,70 @@ def test_traces_over_otlp_keep_quarry_trace_working(home, server) -> None:
     try:
         handle = asyncio.run(start(server.address, queue, tracing=True))
         result = result_of(handle)
-        wait_for(lambda: any(s["name"] == "invoke_agent quarry" for s in collector.spans), "the agent span to reach the collector")
+        wait_for(
+            lambda: any(s["name"] == "invoke_agent quarry" for s in collector.spans),
+            "the agent span to reach the collector",
+        )
     finally:
         worker.kill(signal.SIGTERM)
         collector.close()
     assert result["status"] == "completed"
     agent = next(s for s in collector.spans if s["name"] == "invoke_agent quarry")
     assert {"gen_ai.operation.name", "gen_ai.conversation.id", "openinference.span.kind"} <= agent["attributes"]
-    assert not {"gen_ai.input.messages", "input.value", "output.value"} & agent["attributes"], "no content over OTLP by default"
+    assert not {"gen_ai.input.messages", "input.value", "output.value"} & agent["attributes"], (
+        "no content over OTLP by default"
+    )
     assert any(s["name"] == "execute_tool search" for s in collector.spans)
     env = os.environ | {"QUARRY_HOME": str(home), **otlp}
-    traced = subprocess.run([sys.executable, "-m", "quarry", "trace", handle.id, "--json"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=60)
+    traced = subprocess.run(
+        [sys.executable, "-m", "quarry", "trace", handle.id, "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert traced.returncode == 0, traced.stderr
     data = json.loads(traced.stdout)
     assert Path(data["file"]).is_file() and data["trace_id"] == agent["trace_id"]
     assert any(s["name"] == "invoke_agent quarry" for s in data["spans"])
-    shown = subprocess.run([sys.executable, "-m", "quarry", "job", "result", handle.id], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [sys.executable, "-m", "quarry", "job", "result", handle.id],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shown.returncode == 0, shown.stderr
     (line,) = [ln for ln in shown.stdout.splitlines() if ln.startswith("trace:")]
     assert Path(line.split(":", 1)[1].strip()).is_file()
-    searches = subprocess.run([sys.executable, "-m", "quarry", "trace", handle.id, "--tool", "search", "--json"],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    searches = subprocess.run(
+        [sys.executable, "-m", "quarry", "trace", handle.id, "--tool", "search", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert {s["attributes"]["gen_ai.tool.name"] for s in json.loads(searches.stdout)["spans"]} == {"search"}
-    grouped = subprocess.run([sys.executable, "-m", "quarry", "trace", handle.id, "--grouped"], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=60)
+    grouped = subprocess.run(
+        [sys.executable, "-m", "quarry", "trace", handle.id, "--grouped"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert grouped.returncode == 0 and "round 1:" in grouped.stdout and "query:" in grouped.stdout, grouped.stdout
-    off = subprocess.run([sys.executable, "-m", "quarry", "trace", handle.id, "--tool", "no_such_tool"], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=60)
+    off = subprocess.run(
+        [sys.executable, "-m", "quarry", "trace", handle.id, "--tool", "no_such_tool"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert off.returncode != 0 and "tools in this trace" in off.stderr + off.stdout and "Traceback" not in off.stderr
 
 
@@ -100,13 +141,24 @@ def test_a_react_jobs_model_calls_sit_under_its_agent_span(home, server) -> None
     from nodes.job.config import JobConfig, ModelSettings
     from tests.openai_standin import StandinServer, tool_call_response
 
-    script = [tool_call_response("search", {"reason": "find GNN papers", "query": "graph neural networks"}, 900, 30,
-                                 call_id="c0"),
-              tool_call_response("submit", {"reason": "these answer it", "docids": ["gnn02"]}, 1500, 20, call_id="c1")]
+    script = [
+        tool_call_response(
+            "search", {"reason": "find GNN papers", "query": "graph neural networks"}, 900, 30, call_id="c0"
+        ),
+        tool_call_response("submit", {"reason": "these answer it", "docids": ["gnn02"]}, 1500, 20, call_id="c1"),
+    ]
     queue = f"drill-react-{uuid.uuid4().hex[:8]}"
     with StandinServer(script) as standin:
-        worker = Worker(home, server.address, queue, env={"OPENAI_BASE_URL": standin.base_url, "NO_PROXY": "127.0.0.1",
-                                                          "OPENAI_API_KEY": "sk-drill-" + uuid.uuid4().hex})
+        worker = Worker(
+            home,
+            server.address,
+            queue,
+            env={
+                "OPENAI_BASE_URL": standin.base_url,
+                "NO_PROXY": "127.0.0.1",
+                "OPENAI_API_KEY": "sk-drill-" + uuid.uuid4().hex,
+            },
+        )
         try:
             config = JobConfig(models=ModelSettings(model="openai:standin-model"))
             handle = asyncio.run(start(server.address, queue, tracing=True, policy="react", config=config))
@@ -118,5 +170,9 @@ def test_a_react_jobs_model_calls_sit_under_its_agent_span(home, server) -> None
     assert_one_agent_tree(spans, handle.id, INTENT)
     chats = [s for s in spans if s["name"] == "chat openai:standin-model"]
     assert len(chats) == 2 and [c["attributes"]["gen_ai.usage.input_tokens"] for c in chats] == [900, 1500]
-    assert all(c["attributes"]["openinference.span.kind"] == "LLM" and c["attributes"]["llm.token_count.total"] > 0
-               and "gen_ai.output.messages" in c["attributes"] for c in chats)
+    assert all(
+        c["attributes"]["openinference.span.kind"] == "LLM"
+        and c["attributes"]["llm.token_count.total"] > 0
+        and "gen_ai.output.messages" in c["attributes"]
+        for c in chats
+    )

@@ -2,6 +2,7 @@
 SIGTERM, also in the middle of the warm-up; warm before it polls; and with two homes on one server,
 each home's worker runs its own home's jobs. The dev server is the module's (`server`, conftest.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,10 +53,25 @@ def test_a_worker_stopped_while_warming_up_exits_cleanly(home, server, tmp_path)
     hold = tmp_path / "hold"
     hold.mkdir()
     log = home / f"worker-warm-{uuid.uuid4().hex[:6]}.log"
-    proc = subprocess.Popen([sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address", server.address,
-                             "--queue", f"drill-warm-{uuid.uuid4().hex[:8]}", "--hold-warm-up", str(hold)],
-                            cwd=ROOT, stdout=open(log, "ab"), stderr=subprocess.STDOUT,  # noqa: SIM115 - the worker writes to it until it exits
-                            env=os.environ | {"QUARRY_HOME": str(home)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.drill_worker",
+            "--home",
+            str(home),
+            "--address",
+            server.address,
+            "--queue",
+            f"drill-warm-{uuid.uuid4().hex[:8]}",
+            "--hold-warm-up",
+            str(hold),
+        ],
+        cwd=ROOT,
+        stdout=open(log, "ab"),  # noqa: SIM115 - the worker writes to it until stopped
+        stderr=subprocess.STDOUT,
+        env=os.environ | {"QUARRY_HOME": str(home)},
+    )
     try:
         wait_for(lambda: (hold / "warming").exists() or proc.poll() is not None, "the warm-up to start")
         proc.send_signal(signal.SIGTERM)
@@ -78,7 +94,9 @@ def test_two_homes_on_one_server_each_run_their_own_jobs(server, tmp_path_factor
     homes = {}
     for name, topic in (("onlya", "gnn"), ("onlyb", "rl")):
         home = tmp_path_factory.mktemp(f"home-{name}")
-        ingest(write_jsonl(home / "src.jsonl", [d for d in search_docs() if d["_id"].startswith(topic)]), name, home=home)
+        ingest(
+            write_jsonl(home / "src.jsonl", [d for d in search_docs() if d["_id"].startswith(topic)]), name, home=home
+        )
         homes[name] = home
     assert task_queue(homes["onlya"]) != task_queue(homes["onlyb"])
     workers = [Worker(home, server.address, None) for home in homes.values()]
@@ -91,6 +109,7 @@ def test_two_homes_on_one_server_each_run_their_own_jobs(server, tmp_path_factor
             inp = JobInput(job_id=new_job_id(), collection=name, intent=TOPIC_INTENTS[0 if name == "onlya" else 2])
             handles.append((name, await submit(client, inp, queue=task_queue(homes[name]))))
         return [(name, h.id, await asyncio.wait_for(h.result(), RESULT_TIMEOUT_S)) for name, h in handles]
+
     try:
         results = asyncio.run(run_all())
     finally:

@@ -2,6 +2,7 @@
 as an ApplicationError typed by its code, a failed job's result carries `{code, message, hint}`,
 the terminal shows "error (CODE): message" and its hint, and Temporal's own failures are mapped to
 Quarry's codes by gRPC status — the assertions here are on codes, never on message text."""
+
 from __future__ import annotations
 
 import asyncio
@@ -74,8 +75,15 @@ def test_the_activity_wrappers_raise_it_inside_an_activity_only() -> None:
 
 
 def _activity_error(cause: BaseException) -> ActivityError:
-    err = ActivityError("Activity task failed", scheduled_event_id=1, started_event_id=2, identity="w",
-                        activity_type="navigator", activity_id="1", retry_state=RetryState.NON_RETRYABLE_FAILURE)
+    err = ActivityError(
+        "Activity task failed",
+        scheduled_event_id=1,
+        started_event_id=2,
+        identity="w",
+        activity_type="navigator",
+        activity_id="1",
+        retry_state=RetryState.NON_RETRYABLE_FAILURE,
+    )
     err.__cause__ = cause
     return err
 
@@ -89,8 +97,10 @@ def test_failure_of_finds_the_record_in_the_cause_chain() -> None:
     assert failure_of(_activity_error(app), "job-1") == record
     bug = failure_of(_activity_error(ApplicationError("boom", type="KeyError")), "job-1")
     assert bug["code"] == "internal_error" and bug["message"] == "KeyError: boom" and "job-1" in bug["hint"]
-    timed = failure_of(_activity_error(TimeoutError("activity timeout", type=TimeoutType.HEARTBEAT,
-                                                    last_heartbeat_details=[])), "job-1")
+    timed = failure_of(
+        _activity_error(TimeoutError("activity timeout", type=TimeoutType.HEARTBEAT, last_heartbeat_details=[])),
+        "job-1",
+    )
     assert timed["code"] == "activity_timeout"
     assert failure_of(RuntimeError("plain"))["code"] == "internal_error"
 
@@ -143,13 +153,28 @@ def _rpc(status: RPCStatusCode, message: str, details: list[str] = ()) -> RPCErr
 
 
 # Texts that would mislead a matcher on message text: each is tried with every status.
-MISLEADING = ["workflow execution already completed", "no poller seen", "Timeout expired", "connect refused",
-              "search attribute", "not found", "", "already started"]
-EXPECTED = {RPCStatusCode.NOT_FOUND: "unknown_job", RPCStatusCode.ALREADY_EXISTS: "job_exists",
-            RPCStatusCode.FAILED_PRECONDITION: "job_finished", RPCStatusCode.INVALID_ARGUMENT: "bad_request",
-            RPCStatusCode.DEADLINE_EXCEEDED: "no_worker", RPCStatusCode.CANCELLED: "no_worker",
-            RPCStatusCode.UNAVAILABLE: "no_server", RPCStatusCode.INTERNAL: "temporal_error",
-            RPCStatusCode.PERMISSION_DENIED: "temporal_error", RPCStatusCode.UNKNOWN: "temporal_error"}
+MISLEADING = [
+    "workflow execution already completed",
+    "no poller seen",
+    "Timeout expired",
+    "connect refused",
+    "search attribute",
+    "not found",
+    "",
+    "already started",
+]
+EXPECTED = {
+    RPCStatusCode.NOT_FOUND: "unknown_job",
+    RPCStatusCode.ALREADY_EXISTS: "job_exists",
+    RPCStatusCode.FAILED_PRECONDITION: "job_finished",
+    RPCStatusCode.INVALID_ARGUMENT: "bad_request",
+    RPCStatusCode.DEADLINE_EXCEEDED: "no_worker",
+    RPCStatusCode.CANCELLED: "no_worker",
+    RPCStatusCode.UNAVAILABLE: "no_server",
+    RPCStatusCode.INTERNAL: "temporal_error",
+    RPCStatusCode.PERMISSION_DENIED: "temporal_error",
+    RPCStatusCode.UNKNOWN: "temporal_error",
+}
 
 
 @pytest.fixture()
@@ -175,21 +200,28 @@ def test_the_messages_and_hints_are_the_command_lines(cold_home) -> None:
     unknown = quarry_error(_rpc(RPCStatusCode.NOT_FOUND, "x"), "job-1")
     assert (unknown.message, unknown.hint) == (
         "job job-1 is not known to the Temporal server at 127.0.0.1:7233",
-        "list jobs with: quarry job list (is --temporal-address the server it ran on?)")
+        "list jobs with: quarry job list (is --temporal-address the server it ran on?)",
+    )
     idle = quarry_error(_rpc(RPCStatusCode.DEADLINE_EXCEEDED, "Timeout expired"), None)
-    assert (idle.message, idle.hint) == ("no worker answered for the job: Timeout expired",
-                                         "start one: quarry worker (quarry run starts one in the background)")
+    assert (idle.message, idle.hint) == (
+        "no worker answered for the job: Timeout expired",
+        "start one: quarry worker (quarry run starts one in the background)",
+    )
     other = quarry_error(_rpc(RPCStatusCode.INTERNAL, "boom"), "job-1")
-    assert (other.message, other.hint) == ("Temporal refused the request for job job-1: boom",
-                                           "check `quarry server` / --temporal-address and try again")
+    assert (other.message, other.hint) == (
+        "Temporal refused the request for job job-1: boom",
+        "check `quarry server` / --temporal-address and try again",
+    )
 
 
 def test_a_missing_namespace_is_told_by_the_status_details(cold_home) -> None:
     from workflows.rpc_errors import NAMESPACE_NOT_FOUND, quarry_error
 
     assert quarry_error(_rpc(RPCStatusCode.NOT_FOUND, "x", [NAMESPACE_NOT_FOUND]), "job-1").code == "unknown_namespace"
-    assert quarry_error(_rpc(RPCStatusCode.NOT_FOUND, "x", ["temporal.api.errordetails.v1.NotFoundFailure"]),
-                        "job-1").code == "unknown_job"
+    assert (
+        quarry_error(_rpc(RPCStatusCode.NOT_FOUND, "x", ["temporal.api.errordetails.v1.NotFoundFailure"]), "job-1").code
+        == "unknown_job"
+    )
 
 
 def test_no_worker_while_warming_up_says_so(cold_home, monkeypatch) -> None:
@@ -207,8 +239,9 @@ def test_runtime_errors_by_type(cold_home) -> None:
     from workflows.rpc_errors import ServerUnreachable, quarry_error
 
     assert quarry_error(ServerUnreachable("any text", "127.0.0.1:1"), None).code == "no_server"
-    assert quarry_error(RuntimeError("Failed client connect"), None).code == "temporal_error", \
+    assert quarry_error(RuntimeError("Failed client connect"), None).code == "temporal_error", (
         "only ServerUnreachable (workflows.client.connect) is a connection failure; the text decides nothing"
+    )
 
 
 # -- through Temporal ----------------------------------------------------------------------------
@@ -220,9 +253,14 @@ def queue() -> str:
 
 
 async def _failed_activity_types(handle) -> list[tuple[str, bool]]:
-    return [(e.activity_task_failed_event_attributes.failure.application_failure_info.type,
-             e.activity_task_failed_event_attributes.failure.application_failure_info.non_retryable)
-            async for e in handle.fetch_history_events() if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED]
+    return [
+        (
+            e.activity_task_failed_event_attributes.failure.application_failure_info.type,
+            e.activity_task_failed_event_attributes.failure.application_failure_info.non_retryable,
+        )
+        async for e in handle.fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+    ]
 
 
 async def test_a_job_whose_collection_version_is_gone_fails_with_its_code(env, literature, quarry_home, queue) -> None:
@@ -237,8 +275,9 @@ async def test_a_job_whose_collection_version_is_gone_fails_with_its_code(env, l
     intent = "graph neural networks for molecules"
     state = dict(initial_state(job_id, LITERATURE, intent, config=JobConfig())) | {"collection_version": "v-removed"}
     async with build_worker(env.client, home=quarry_home, queue=queue):
-        handle = await submit(env.client, JobInput(job_id=job_id, collection=LITERATURE, intent=intent, state=state),
-                              queue=queue)
+        handle = await submit(
+            env.client, JobInput(job_id=job_id, collection=LITERATURE, intent=intent, state=state), queue=queue
+        )
         result = await asyncio.wait_for(job_result(handle), 60)
         failed = await _failed_activity_types(handle)
     assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
@@ -248,8 +287,9 @@ async def test_a_job_whose_collection_version_is_gone_fails_with_its_code(env, l
     assert stored["status"] == "failed" and stored["result"]["error"]["code"] == "version_gone"
 
 
-async def test_bad_input_started_without_quarrys_client_fails_with_its_code(env, literature, quarry_home,
-                                                                              queue) -> None:
+async def test_bad_input_started_without_quarrys_client_fails_with_its_code(
+    env, literature, quarry_home, queue
+) -> None:
     from nodes.job.config import JobConfig
     from workflows.client import new_job_id
     from workflows.search_job import SearchJob
@@ -260,8 +300,12 @@ async def test_bad_input_started_without_quarrys_client_fails_with_its_code(env,
         results, failures = {}, {}
         # `budget_seconds` is the field of inputs written before the budget moved into the config:
         # the workflow moves it there, and checks it like any budget.
-        for what, inp in {"bad_budget": {"config": JobConfig(max_seconds=0.0)}, "old_bad_budget": {"budget_seconds": 0.0},
-                          "bad_mode": {"mode": "poem"}, "empty_intent": {"intent": "   "}}.items():
+        for what, inp in {
+            "bad_budget": {"config": JobConfig(max_seconds=0.0)},
+            "old_bad_budget": {"budget_seconds": 0.0},
+            "bad_mode": {"mode": "poem"},
+            "empty_intent": {"intent": "   "},
+        }.items():
             job = JobInput(**({"job_id": new_job_id(), "collection": LITERATURE, "intent": "x"} | inp))
             handle = await env.client.start_workflow(SearchJob.run, job, id=job.job_id, task_queue=queue)
             with pytest.raises(WorkflowFailureError) as failure:
@@ -277,8 +321,9 @@ async def test_bad_input_started_without_quarrys_client_fails_with_its_code(env,
         assert isinstance(cause, ApplicationError) and cause.type == code and cause.non_retryable
 
 
-async def test_a_failed_job_ends_failed_and_every_reader_shows_its_code(env, literature, quarry_home, queue,
-                                                                        monkeypatch, tmp_path) -> None:
+async def test_a_failed_job_ends_failed_and_every_reader_shows_its_code(
+    env, literature, quarry_home, queue, monkeypatch, tmp_path
+) -> None:
     """A failed job stores its result, then its workflow ends Failed in Temporal typed by its code;
     `quarry job result --wait` (which `quarry run --wait` shares), its --json, `job list`, the
     Python API and the evaluation's wait all still get the result and show the code — from the job
@@ -300,16 +345,19 @@ async def test_a_failed_job_ends_failed_and_every_reader_shows_its_code(env, lit
     intent = "graph neural networks for molecules"
     state = dict(initial_state(job_id, LITERATURE, intent, config=JobConfig())) | {"collection_version": "v-removed"}
     JobStore(quarry_home / "jobs.sqlite").create(job_id, LITERATURE, intent, workflow_id=job_id, trace_id=None)
-    handle = await submit(env.client, JobInput(job_id=job_id, collection=LITERATURE, intent=intent, state=state),
-                          queue=queue)
+    handle = await submit(
+        env.client, JobInput(job_id=job_id, collection=LITERATURE, intent=intent, state=state), queue=queue
+    )
     address = env.client.service_client.config.target_host
     runner = CliRunner()
 
     def cli(*args: str):
         return runner.invoke(app, ["--home", str(quarry_home), "job", *args])
+
     # Waiting before any worker runs the job: the wait ends with the workflow's failure.
-    waiting = asyncio.create_task(asyncio.to_thread(cli, "result", job_id, "--wait", "--json",
-                                                    "--temporal-address", address))
+    waiting = asyncio.create_task(
+        asyncio.to_thread(cli, "result", job_id, "--wait", "--json", "--temporal-address", address)
+    )
     await asyncio.sleep(2)
     assert not waiting.done(), waiting.result().output if waiting.done() else ""
     async with build_worker(env.client, home=quarry_home, queue=queue):
@@ -319,7 +367,10 @@ async def test_a_failed_job_ends_failed_and_every_reader_shows_its_code(env, lit
     assert json.loads(waited.stdout.strip().splitlines()[-1])["error"]["code"] == "version_gone"
     shown = cli("result", job_id)
     assert shown.exit_code == 1 and "error (version_gone)" in shown.output and "hint:" in shown.output, shown.output
-    listed = {json.loads(line)["job_id"]: json.loads(line) for line in cli("list", "--json", "--limit", "1000").stdout.splitlines()}
+    listed = {
+        json.loads(line)["job_id"]: json.loads(line)
+        for line in cli("list", "--json", "--limit", "1000").stdout.splitlines()
+    }
     assert listed[job_id]["status"] == "failed" and listed[job_id]["error_code"] == "version_gone"
     assert f"{job_id}\tfailed (version_gone)\t" in cli("list", "--limit", "1000").stdout
     # The Python API returns the failed job's result (no exception), its code from the failure's type.
@@ -350,10 +401,16 @@ def test_job_result_shows_the_code_and_json_carries_it(tmp_path: Path) -> None:
 
     jobs = JobStore(tmp_path / "jobs.sqlite")
     jobs.create("job-gone", "lit", "x", workflow_id="job-gone", trace_id=None)
-    record = {"code": "version_gone", "message": "version v1 of collection 'lit' no longer exists",
-              "hint": "start the job again on the current version: quarry job rerun job-gone"}
-    jobs.finish("job-gone", {"job_id": "job-gone", "status": "failed", "collection": "lit", "intent": "x",
-                             "ranked": [], "error": record}, {"collection": "lit", "intent": "x"})
+    record = {
+        "code": "version_gone",
+        "message": "version v1 of collection 'lit' no longer exists",
+        "hint": "start the job again on the current version: quarry job rerun job-gone",
+    }
+    jobs.finish(
+        "job-gone",
+        {"job_id": "job-gone", "status": "failed", "collection": "lit", "intent": "x", "ranked": [], "error": record},
+        {"collection": "lit", "intent": "x"},
+    )
     runner = CliRunner()
     as_json = runner.invoke(app, ["--home", str(tmp_path), "job", "result", "job-gone", "--json"])
     assert as_json.exit_code == 1, as_json.output

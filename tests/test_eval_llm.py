@@ -1,5 +1,6 @@
 """Evaluating the model policies: retrieval metrics as for every system, plus answers graded
 against reference answers by a judge model (accuracy, calibration error, tokens per query)."""
+
 from __future__ import annotations
 
 import re
@@ -15,9 +16,11 @@ from nodes.job.config import JobConfig, ModelSettings
 from tests.fakes import ModelRouter, ScriptedChatModel, search_docs, structured_reply, tool_call, usage, write_beir
 
 AGENT, GRADER = "openai:scripted-agent", "openai:scripted-grader"
-QUERIES = {"qa1": "Which models predict molecular properties such as solubility and toxicity?",
-           "qa2": "What do reinforcement learning agents learn robot arm control from?",
-           "qa3": "federated learning with differential privacy"}
+QUERIES = {
+    "qa1": "Which models predict molecular properties such as solubility and toxicity?",
+    "qa2": "What do reinforcement learning agents learn robot arm control from?",
+    "qa3": "federated learning with differential privacy",
+}
 ANSWERS = {"qa1": "graph neural networks", "qa2": "reward signals"}
 QRELS = {"test": [("qa1", "gnn01", 1), ("qa2", "rl01", 1), ("qa3", "fl01", 1)]}
 
@@ -38,9 +41,15 @@ def agent_turn(messages, kwargs) -> AIMessage:
     sentence = re.search(r"^\s*3\s+(.+?)\.?$", last, re.M).group(1)  # the document's first body line
     right = "molecular" in task
     exact = "graph neural networks" if right else "supervised labels"
-    return tool_call("submit", usage(400, 30), reason="answer", docids=[docid],
-                     explanation=f"{sentence} [{docid}].", exact_answer=exact,
-                     confidence=90 if right else 70)
+    return tool_call(
+        "submit",
+        usage(400, 30),
+        reason="answer",
+        docids=[docid],
+        explanation=f"{sentence} [{docid}].",
+        exact_answer=exact,
+        confidence=90 if right else 70,
+    )
 
 
 def grader_turn(messages, kwargs) -> AIMessage:
@@ -49,8 +58,14 @@ def grader_turn(messages, kwargs) -> AIMessage:
     correct = re.search(r"<correct_answer>\n(.*?)\n</correct_answer>", prompt, re.S).group(1)
     exact = re.search(r"Exact Answer: (.*)", response).group(1)
     conf = int(re.search(r"Confidence: (\d+)%", response).group(1))
-    return structured_reply("GradeOut", usage(50, 20), extracted_final_answer=exact, reasoning="compared",
-                            correct="yes" if correct.lower() in exact.lower() else "no", confidence=conf)
+    return structured_reply(
+        "GradeOut",
+        usage(50, 20),
+        extracted_final_answer=exact,
+        reasoning="compared",
+        correct="yes" if correct.lower() in exact.lower() else "no",
+        confidence=conf,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +85,9 @@ def test_answers_are_stored_with_the_collection(qa_collection) -> None:
 def test_react_eval_grades_answers_and_reports_cost(qa_collection) -> None:
     agent, grader = ScriptedChatModel(default=agent_turn), ScriptedChatModel(default=grader_turn)
     router = ModelRouter(**{AGENT.replace(":", "__"): agent, GRADER.replace(":", "__"): grader})
-    options = AgentOptions(config=JobConfig(models=ModelSettings(model=AGENT), max_seconds=120), grader=GRADER,
-                           models=router)
+    options = AgentOptions(
+        config=JobConfig(models=ModelSettings(model=AGENT), max_seconds=120), grader=GRADER, models=router
+    )
     res = evaluate(qa_collection, "react", agent=options)
     assert res.system == "react" and res.queries == 3
     # qa1 right at confidence 90, qa2 wrong at confidence 70; qa3 has no reference answer.
@@ -96,6 +112,7 @@ def test_calibration_error_by_bins() -> None:
 
 def test_model_systems_need_a_model(qa_collection) -> None:
     from stores.errors import QuarryError
+
     with pytest.raises(QuarryError, match="needs a model"):
         evaluate(qa_collection, "llm")
 
@@ -108,5 +125,7 @@ def test_an_answer_for_an_unknown_query_is_reported_with_its_line(tmp_path, quar
     (folder / "answers.jsonl").write_text('{"_id": "q1", "answer": "a"}\n{"_id": "q9", "answer": "b"}\n{"_id": "q1"}\n')
     with pytest.raises(IngestError) as info:
         ingest(folder, "badanswers", home=quarry_home)
-    assert info.value.problems == [f"{folder / 'answers.jsonl'}:3: an answer needs an \"_id\" (a query id) and a non-empty \"answer\"",
-                                   f"{folder / 'answers.jsonl'}:2: answer for query 'q9', which queries.jsonl does not have"]
+    assert info.value.problems == [
+        f'{folder / "answers.jsonl"}:3: an answer needs an "_id" (a query id) and a non-empty "answer"',
+        f"{folder / 'answers.jsonl'}:2: answer for query 'q9', which queries.jsonl does not have",
+    ]

@@ -1,5 +1,6 @@
 """`quarry job export`: every format parses back with its own library, CSL-JSON validates against
 the CSL data schema, and BibTeX imports the way a reference manager reads it (citeproc-py)."""
+
 from __future__ import annotations
 
 import csv

@@ -6,6 +6,7 @@ asserts one message with its code, a non-zero exit and no traceback — or, for 
 byte a terminal would obey (ESC, BEL, C1, bidi overrides, other controls) and no MarkupError
 reaches the output, while the text itself is still shown (as a visible escape).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ OBEYED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 def assert_inert(text: str, *, shown: bool = True) -> None:
     """No character a terminal would obey; with `shown`, the hostile text is visible as escapes."""
     bad = OBEYED.search(text)
-    assert bad is None, f"raw {bad.group()!r} at {bad.start()}: {text[max(0, bad.start() - 80):bad.start() + 40]!r}"
+    assert bad is None, f"raw {bad.group()!r} at {bad.start()}: {text[max(0, bad.start() - 80) : bad.start() + 40]!r}"
     if shown:
         assert "\\x1b]0;PWNED\\x07" in text and "[/z]" in text, text[-1500:]
 
@@ -91,16 +92,20 @@ BAD_PRICE_TABLES = {  # case: (file text, words the message must contain)
     "nan": ('{"openai:my-model": {"input": NaN, "output": 0.8}}', ["openai:my-model", "input", "finite"]),
     "infinity": ('{"openai:my-model": {"input": 0.2, "output": Infinity}}', ["openai:my-model", "output", "finite"]),
     "negative": ('{"openai:my-model": {"input": -0.2, "output": 0.8}}', ["openai:my-model", "input", "-0.2"]),
-    "1e400": ('{"openai:my-model": {"input": 0.2, "cached_input": 1e400, "output": 0.8}}',
-              ["openai:my-model", "cached_input", "finite"]),
+    "1e400": (
+        '{"openai:my-model": {"input": 0.2, "cached_input": 1e400, "output": 0.8}}',
+        ["openai:my-model", "cached_input", "finite"],
+    ),
     "absurd": ('{"openai:my-model": {"input": 2e9, "output": 0.8}}', ["openai:my-model", "input", "10000"]),
     "boolean": ('{"openai:my-model": {"input": true, "output": 0.8}}', ["openai:my-model", "input", "true"]),
     "string": ('{"openai:my-model": {"input": "0.2", "output": 0.8}}', ["openai:my-model", "input"]),
     "misspelt-key": ('{"openai:my-model": {"input": 0.2, "ouput": 0.8}}', ["openai:my-model", "ouput", "unknown key"]),
     "missing-output": ('{"openai:my-model": {"input": 0.2}}', ["openai:my-model", "output", "missing"]),
     "row-not-object": ('{"openai:my-model": [0.2, 0.8]}', ["openai:my-model"]),
-    "duplicate-model": ('{"openai:my-model": {"input": 0.2, "output": 0.8}, '
-                        '"openai:my-model": {"input": 0, "output": 0}}', ["openai:my-model", "twice"]),
+    "duplicate-model": (
+        '{"openai:my-model": {"input": 0.2, "output": 0.8}, "openai:my-model": {"input": 0, "output": 0}}',
+        ["openai:my-model", "twice"],
+    ),
 }
 
 
@@ -109,12 +114,26 @@ def test_a_bad_price_table_is_refused_before_anything_is_submitted(fresh_home: P
     text, words = BAD_PRICE_TABLES[case]
     table = tmp_path / "prices.json"
     table.write_text(text)
-    result = cli(fresh_home, "run", "nope", "dense retrieval", "--policy", "llm", "--model", MODEL,
-                 "--max-dollars", "0.3", "--prices", str(table))
+    result = cli(
+        fresh_home,
+        "run",
+        "nope",
+        "dense retrieval",
+        "--policy",
+        "llm",
+        "--model",
+        MODEL,
+        "--max-dollars",
+        "0.3",
+        "--prices",
+        str(table),
+    )
     one_message(result, "bad_prices")
     for word in words:
         assert word in result.output, (word, result.output)
-    assert not (fresh_home / "jobs.sqlite").exists() and not (fresh_home / "run").exists(), "nothing submitted or started"
+    assert not (fresh_home / "jobs.sqlite").exists() and not (fresh_home / "run").exists(), (
+        "nothing submitted or started"
+    )
 
 
 def test_the_price_schema_in_the_python_api(tmp_path: Path) -> None:
@@ -133,15 +152,19 @@ def test_the_price_schema_in_the_python_api(tmp_path: Path) -> None:
     assert load_prices(table)[MODEL] == Price(0.0, 0.0, 1200.5)
 
 
-@pytest.mark.parametrize("args, code", [
-    (["--max-dollars", "nan"], "usage"),
-    (["--max-dollars", "inf"], "bad_budget"),
-    (["--max-dollars", "1e400"], "bad_budget"),
-    (["--max-dollars", "-1"], "usage"),
-    (["--max-tokens", "nan"], "usage"),
-    (["--max-tokens", "-5"], "usage"),
-    (["--max-tokens", "inf"], "usage"),
-], ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["--max-dollars", "nan"], "usage"),
+        (["--max-dollars", "inf"], "bad_budget"),
+        (["--max-dollars", "1e400"], "bad_budget"),
+        (["--max-dollars", "-1"], "usage"),
+        (["--max-tokens", "nan"], "usage"),
+        (["--max-tokens", "-5"], "usage"),
+        (["--max-tokens", "inf"], "usage"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else v,
+)
 def test_model_budgets_that_could_never_stop_a_job_are_refused(fresh_home: Path, args: list[str], code: str) -> None:
     result = cli(fresh_home, "run", "nope", "dense retrieval", "--policy", "llm", "--model", MODEL, *args)
     if code == "usage":
@@ -151,17 +174,25 @@ def test_model_budgets_that_could_never_stop_a_job_are_refused(fresh_home: Path,
     assert not (fresh_home / "jobs.sqlite").exists() and not (fresh_home / "run").exists()
 
 
-@pytest.mark.parametrize("args", [["--budget", "inf"], ["--budget", "1e400"], ["--max-dollars", "inf"]],
-                         ids=lambda v: " ".join(v))
+@pytest.mark.parametrize(
+    "args", [["--budget", "inf"], ["--budget", "1e400"], ["--max-dollars", "inf"]], ids=lambda v: " ".join(v)
+)
 def test_eval_refuses_the_same_budgets(fresh_home: Path, args: list[str]) -> None:
     """typer's `min=` refuses NaN and negatives but lets Infinity through."""
     result = cli(fresh_home, "eval", "nope", "--system", "llm", "--model", MODEL, *args)
     one_message(result, "bad_budget")
 
 
-@pytest.mark.parametrize("args", [["search", "nope", "x", "--k1", "nan"], ["search", "nope", "x", "--b", "inf"],
-                                  ["index", "nope", "--k1", "inf"], ["eval", "nope", "--system", "bm25", "--k1", "nan"]],
-                         ids=lambda v: " ".join(v))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "nope", "x", "--k1", "nan"],
+        ["search", "nope", "x", "--b", "inf"],
+        ["index", "nope", "--k1", "inf"],
+        ["eval", "nope", "--system", "bm25", "--k1", "nan"],
+    ],
+    ids=lambda v: " ".join(v),
+)
 def test_bm25_parameters_that_make_every_score_nan_are_refused(fresh_home: Path, args: list[str]) -> None:
     one_message(cli(fresh_home, *args), "bad_option")
 
@@ -169,14 +200,21 @@ def test_bm25_parameters_that_make_every_score_nan_are_refused(fresh_home: Path,
 def test_the_python_api_refuses_non_finite_budgets() -> None:
     from quarry.job_options import job_config
 
-    for kwargs in ({"max_dollars": float("nan")}, {"max_dollars": -0.5}, {"max_dollars": True},
-                   {"max_tokens": 0}, {"max_tokens": 1.5}, {"max_tokens": True}):
+    for kwargs in (
+        {"max_dollars": float("nan")},
+        {"max_dollars": -0.5},
+        {"max_dollars": True},
+        {"max_tokens": 0},
+        {"max_tokens": 1.5},
+        {"max_tokens": True},
+    ):
         with pytest.raises(QuarryError) as info:
             job_config("llm", MODEL, None, **kwargs)
         assert info.value.code == "bad_budget", kwargs
 
 
 # -- item 8 (c): a full disk ----------------------------------------------------------------------------
+
 
 def _disk_full_os(*_a: Any, **_k: Any) -> None:
     raise OSError(28, "No space left on device", "/data/quarry/collections/c/corpus.sqlite")
@@ -193,13 +231,19 @@ def _wrapped_disk_full(*_a: Any, **_k: Any) -> None:
         raise RuntimeError("the writer thread failed") from exc
 
 
-@pytest.mark.parametrize("target, raiser, command", [
-    ("stores.corpus.insert_records", _disk_full_os, "ingest"),
-    ("stores.corpus.insert_records", _disk_full_sqlite, "ingest"),
-    ("stores.corpus.insert_records", _wrapped_disk_full, "ingest"),
-    ("stores.jobs.JobStore.list", _disk_full_sqlite, "job list"),
-], ids=["ingest-oserror-28", "ingest-sqlite-full", "ingest-wrapped", "job-list-sqlite-full"])
-def test_a_full_disk_is_one_message_for_any_command(tmp_path: Path, monkeypatch, target: str, raiser, command: str) -> None:
+@pytest.mark.parametrize(
+    "target, raiser, command",
+    [
+        ("stores.corpus.insert_records", _disk_full_os, "ingest"),
+        ("stores.corpus.insert_records", _disk_full_sqlite, "ingest"),
+        ("stores.corpus.insert_records", _wrapped_disk_full, "ingest"),
+        ("stores.jobs.JobStore.list", _disk_full_sqlite, "job list"),
+    ],
+    ids=["ingest-oserror-28", "ingest-sqlite-full", "ingest-wrapped", "job-list-sqlite-full"],
+)
+def test_a_full_disk_is_one_message_for_any_command(
+    tmp_path: Path, monkeypatch, target: str, raiser, command: str
+) -> None:
     src = write_jsonl(tmp_path / "c.jsonl", topic_docs(3))
     monkeypatch.setenv("QUARRY_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(target, raiser)
@@ -274,8 +318,9 @@ def test_a_really_full_disk_during_ingest(tmp_path: Path) -> None:
     mount.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True, capture_output=True)
     try:
-        docs = [{"_id": f"d{i}", "title": f"doc {i}", "text": " ".join(f"w{i}x{j}" for j in range(700))}
-                for i in range(600)]
+        docs = [
+            {"_id": f"d{i}", "title": f"doc {i}", "text": " ".join(f"w{i}x{j}" for j in range(700))} for i in range(600)
+        ]
         src = write_jsonl(tmp_path / "big.jsonl", docs)
         assert src.stat().st_size > 3_000_000
         with pytest.MonkeyPatch.context() as mp:
@@ -290,32 +335,72 @@ def test_a_really_full_disk_during_ingest(tmp_path: Path) -> None:
 
 # -- item 8 (a, b): untrusted text on every printing path ----------------------------------------------
 
+
 def hostile_result(job_id: str) -> dict[str, Any]:
     """A finished job's result with the hostile text in every field a user, a document or a model writes."""
-    return {"job_id": job_id, "status": "completed", "collection": "lit", "intent": f"intent {HOSTILE}",
-            "mode": "answer", "policy": "llm", "models": {"model": f"openai:{HOSTILE}"}, "stop_reason": HOSTILE,
-            "rounds": 1, "fallbacks": [{"step": HOSTILE, "reason": HOSTILE}],
-            "answer": {"explanation": f"E {HOSTILE}", "exact_answer": HOSTILE, "confidence": 80},
-            "references": [{"docid": HOSTILE, "title": HOSTILE, "lines": [1, 2], "quote": HOSTILE}],
-            "citations": {"checked": 2, "removed": [{"docid": HOSTILE, "reason": HOSTILE}], "hallucination_rate": 0.5},
-            "checklist": [{"kind": "topic", "text": HOSTILE}],
-            "ranked": [{"docid": f"d {HOSTILE}", "title": f"T {HOSTILE}", "year": 2020, "score": 0.8, "rank_score": 0.03,
-                        "reason": HOSTILE, "weak": False,
-                        "evidence": [{"item": HOSTILE, "score": 4.0, "lines": [1, 2], "chunk": f"C {HOSTILE}"}]},
-                       {"docid": "w1", "title": HOSTILE, "score": 0.1, "rank_score": 0.01, "reason": HOSTILE,
-                        "weak": True, "evidence": []}],
-            "trajectory": {"surfaced": 3, "previewed": [HOSTILE], "opened": [], "cited": []},
-            "usage": {"calls": 1, "input_tokens": 10, "output_tokens": 5, "dollars": 0.0,
-                      "unpriced": [f"openai:{HOSTILE}"]}}
+    return {
+        "job_id": job_id,
+        "status": "completed",
+        "collection": "lit",
+        "intent": f"intent {HOSTILE}",
+        "mode": "answer",
+        "policy": "llm",
+        "models": {"model": f"openai:{HOSTILE}"},
+        "stop_reason": HOSTILE,
+        "rounds": 1,
+        "fallbacks": [{"step": HOSTILE, "reason": HOSTILE}],
+        "answer": {"explanation": f"E {HOSTILE}", "exact_answer": HOSTILE, "confidence": 80},
+        "references": [{"docid": HOSTILE, "title": HOSTILE, "lines": [1, 2], "quote": HOSTILE}],
+        "citations": {"checked": 2, "removed": [{"docid": HOSTILE, "reason": HOSTILE}], "hallucination_rate": 0.5},
+        "checklist": [{"kind": "topic", "text": HOSTILE}],
+        "ranked": [
+            {
+                "docid": f"d {HOSTILE}",
+                "title": f"T {HOSTILE}",
+                "year": 2020,
+                "score": 0.8,
+                "rank_score": 0.03,
+                "reason": HOSTILE,
+                "weak": False,
+                "evidence": [{"item": HOSTILE, "score": 4.0, "lines": [1, 2], "chunk": f"C {HOSTILE}"}],
+            },
+            {
+                "docid": "w1",
+                "title": HOSTILE,
+                "score": 0.1,
+                "rank_score": 0.01,
+                "reason": HOSTILE,
+                "weak": True,
+                "evidence": [],
+            },
+        ],
+        "trajectory": {"surfaced": 3, "previewed": [HOSTILE], "opened": [], "cited": []},
+        "usage": {
+            "calls": 1,
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "dollars": 0.0,
+            "unpriced": [f"openai:{HOSTILE}"],
+        },
+    }
 
 
 def hostile_progress() -> dict[str, Any]:
-    return {"job_id": "job-run", "status": "running", "policy": HOSTILE, "round": 1, "steps": 2, "node": HOSTILE,
-            "candidates": 3, "tool_calls": 4, "budget": {"seconds": 60, "used": 1.0, "left": 59.0},
-            "top": [{"docid": f"d {HOSTILE}", "score": 0.5, "title": HOSTILE}],
-            "searches": [{"round": 1, "channel": HOSTILE, "query": f"q {HOSTILE}"}],
-            "usage": {"calls": 1, "input_tokens": 3, "output_tokens": 1, "dollars": 0.0, "unpriced": [HOSTILE]},
-            "fallbacks": [{"step": HOSTILE, "reason": HOSTILE}]}
+    return {
+        "job_id": "job-run",
+        "status": "running",
+        "policy": HOSTILE,
+        "round": 1,
+        "steps": 2,
+        "node": HOSTILE,
+        "candidates": 3,
+        "tool_calls": 4,
+        "budget": {"seconds": 60, "used": 1.0, "left": 59.0},
+        "top": [{"docid": f"d {HOSTILE}", "score": 0.5, "title": HOSTILE}],
+        "searches": [{"round": 1, "channel": HOSTILE, "query": f"q {HOSTILE}"}],
+        "usage": {"calls": 1, "input_tokens": 3, "output_tokens": 1, "dollars": 0.0, "unpriced": [HOSTILE]},
+        "fallbacks": [{"step": HOSTILE, "reason": HOSTILE}],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -328,20 +413,32 @@ def printing_home(home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     folder = tmp_path_factory.mktemp("hostile-folder")
     for stem in ("ok", "empty", "odd"):
         (folder / f"{stem} [").mkdir()
-    (folder / "ok [" / f"{REST}.txt").write_text(f"Alpha {HOSTILE}\n\nalpha retrieval text {HOSTILE}\n",
-                                                encoding="utf-8")  # docid f"ok {HOSTILE}"
+    (folder / "ok [" / f"{REST}.txt").write_text(
+        f"Alpha {HOSTILE}\n\nalpha retrieval text {HOSTILE}\n", encoding="utf-8"
+    )  # docid f"ok {HOSTILE}"
     (folder / "empty [" / f"{REST}.txt").write_text("")
     (folder / "odd [" / f"{REST}.xyz").write_text("?")
-    records = write_jsonl(tmp_path_factory.mktemp("hostile-jsonl") / "c.jsonl",
-                          [{"_id": RECORD_ID, "title": "", "text": ""},
-                           {"_id": "[/x]", "title": f"Beta {HOSTILE}", "text": "beta retrieval"}])
+    records = write_jsonl(
+        tmp_path_factory.mktemp("hostile-jsonl") / "c.jsonl",
+        [
+            {"_id": RECORD_ID, "title": "", "text": ""},
+            {"_id": "[/x]", "title": f"Beta {HOSTILE}", "text": "beta retrieval"},
+        ],
+    )
     jobs = JobStore(home / "jobs.sqlite")
     jobs.create("job-done", "lit", f"intent {HOSTILE}", workflow_id="job-done", trace_id=None)
     jobs.finish("job-done", hostile_result("job-done"), {"collection": "lit", "intent": f"intent {HOSTILE}"})
     jobs.create("job-run", "lit", f"intent {HOSTILE}", workflow_id="job-run", trace_id=None)
-    jobs.checkpoint("job-run", {"collection": "lit", "intent": f"intent {HOSTILE}", "round": 1,
-                                "plan": {"checklist": [{"kind": HOSTILE, "text": HOSTILE}]},
-                                "usage": {"calls": 1, "input_tokens": 1, "output_tokens": 1, "unpriced": [HOSTILE]}})
+    jobs.checkpoint(
+        "job-run",
+        {
+            "collection": "lit",
+            "intent": f"intent {HOSTILE}",
+            "round": 1,
+            "plan": {"checklist": [{"kind": HOSTILE, "text": HOSTILE}]},
+            "usage": {"calls": 1, "input_tokens": 1, "output_tokens": 1, "unpriced": [HOSTILE]},
+        },
+    )
     return {"home": home, "folder": folder, "records": records}
 
 
@@ -349,12 +446,26 @@ def printing_home(home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
 PRINTING_CASES: list[tuple[str, Any, str | None, bool]] = [
     ("ingest-folder", lambda p: ["ingest", str(p["folder"]), "--name", "hfolder"], None, True),
     ("ingest-folder-again", lambda p: ["ingest", str(p["folder"]), "--name", "hfolder"], None, False),
-    ("ingest-folder-strict", lambda p: ["ingest", str(p["folder"]), "--name", "hstrict", "--strict"], "bad_input", True),
+    (
+        "ingest-folder-strict",
+        lambda p: ["ingest", str(p["folder"]), "--name", "hstrict", "--strict"],
+        "bad_input",
+        True,
+    ),
     ("ingest-jsonl", lambda p: ["ingest", str(p["records"]), "--name", "hjsonl", "--no-index"], None, True),
     ("reingest-jsonl-unchanged", lambda p: ["ingest", str(p["records"]), "--name", "hjsonl", "--no-index"], None, True),
-    ("ingest-missing-path", lambda p: ["ingest", str(p["folder"] / "ok [" / f"{REST} gone.jsonl"), "--name", "x"],
-     "not_found", True),
-    ("add-missing-path", lambda p: ["add", "hfolder", str(p["folder"] / "ok [" / f"{REST} gone.md")], "not_found", True),
+    (
+        "ingest-missing-path",
+        lambda p: ["ingest", str(p["folder"] / "ok [" / f"{REST} gone.jsonl"), "--name", "x"],
+        "not_found",
+        True,
+    ),
+    (
+        "add-missing-path",
+        lambda p: ["add", "hfolder", str(p["folder"] / "ok [" / f"{REST} gone.md")],
+        "not_found",
+        True,
+    ),
     ("search-hostile-title", lambda p: ["search", "hfolder", "alpha"], None, True),
     ("search-hostile-title-json", lambda p: ["search", "hfolder", "alpha", "--json"], None, False),
     ("read-hostile-docid", lambda p: ["read", "hfolder", DOCID], None, True),
@@ -369,14 +480,17 @@ PRINTING_CASES: list[tuple[str, Any, str | None, bool]] = [
     ("job-result-json", lambda p: ["job", "result", "job-done", "--json"], None, False),
     ("job-watch-finished", lambda p: ["job", "watch", "job-done", "--temporal-address", DOWN], None, True),
     ("job-show-unknown-hostile", lambda p: ["job", "show", f"job {HOSTILE}"], "unknown_job", False),
-    *[(f"job-export-{fmt}", lambda p, fmt=fmt: ["job", "export", "job-done", "--format", fmt], None, False)
-      for fmt in ("bibtex", "ris", "csl-json", "csv", "markdown")],
+    *[
+        (f"job-export-{fmt}", lambda p, fmt=fmt: ["job", "export", "job-done", "--format", fmt], None, False)
+        for fmt in ("bibtex", "ris", "csl-json", "csv", "markdown")
+    ],
 ]
 
 
 @pytest.mark.parametrize("case, args, code, shown", PRINTING_CASES, ids=[c[0] for c in PRINTING_CASES])
-def test_untrusted_text_is_inert_on_every_printing_command(printing_home, case: str, args, code: str | None,
-                                                           shown: bool) -> None:
+def test_untrusted_text_is_inert_on_every_printing_command(
+    printing_home, case: str, args, code: str | None, shown: bool
+) -> None:
     result = cli(printing_home["home"], *args(printing_home))
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert "Traceback" not in result.output and "MarkupError" not in result.output
@@ -386,8 +500,12 @@ def test_untrusted_text_is_inert_on_every_printing_command(printing_home, case: 
     output = result.output.replace("\r\n", "\n") if case == "job-export-csv" else result.output
     assert_inert(output, shown=shown)
     if case.endswith("-json") and not case.startswith("job-export"):  # exact JSON: the text comes back unchanged
-        assert any(RAW in text for line in result.stdout.splitlines() if line.startswith("{")
-                   for text in strings(json.loads(line))), result.stdout[-800:]
+        assert any(
+            RAW in text
+            for line in result.stdout.splitlines()
+            if line.startswith("{")
+            for text in strings(json.loads(line))
+        ), result.stdout[-800:]
     if case.startswith("job-export"):  # the data file holds the text without the controls
         assert "PWNED" in output and "\x1b" not in output
 
@@ -397,7 +515,9 @@ def test_every_skipped_and_unsupported_file_is_named(printing_home) -> None:
     result = cli(printing_home["home"], "ingest", str(printing_home["folder"]), "--name", "hfolder2", "--no-index")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert any(line.startswith("skipped") and "empty [/z] [bold]b \\x1b]0;PWNED" in line for line in lines), result.output
+    assert any(line.startswith("skipped") and "empty [/z] [bold]b \\x1b]0;PWNED" in line for line in lines), (
+        result.output
+    )
     assert any("not read" in line and "odd [/z] [bold]b \\x1b]0;PWNED" in line for line in lines), result.output
 
 

@@ -6,6 +6,7 @@ Real parts throughout: a Temporal dev server, worker processes (tests/drill_work
 one `quarry run` starts), `quarry` commands as subprocesses, and an unrelated `sleep` process
 started in a session of its own — the kind of process `quarry down` once killed with killpg.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,7 +37,7 @@ from tests.drill_kit import (
     wait_for,
 )
 from tests.fakes import search_docs, write_jsonl
-from workflows.dev_server import alive, identity, pid_of, stop_detached
+from workflows.background_processes import alive, identity, pid_of, stop_detached
 
 # The issue's acceptance: a worker SIGSTOPped mid-activity, then resumed. The old retry policy (3
 # attempts, 15 s heartbeat timeout) failed the job after about 50 s of pause: when the third attempt
@@ -64,8 +65,9 @@ def unrelated():
 
 
 def _quarry(env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "quarry", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "quarry", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 # -- stale pid files -----------------------------------------------------------------------------
@@ -79,31 +81,38 @@ def test_down_leaves_an_unrelated_process_named_by_a_stale_pid_file_alone(tmp_pa
     run.mkdir(parents=True)
     (run / "worker.pid").write_text(str(unrelated.pid))
     ident = identity(unrelated.pid)
-    (run / "temporal-server.pid").write_text(json.dumps(
-        {"pid": unrelated.pid, "start_time": ident.start_time, "cmdline": ["/x/temporal", "server", "start-dev"]}))
+    (run / "temporal-server.pid").write_text(
+        json.dumps(
+            {"pid": unrelated.pid, "start_time": ident.start_time, "cmdline": ["/x/temporal", "server", "start-dev"]}
+        )
+    )
     (run / "temporal-server.json").write_text(json.dumps({"pid": unrelated.pid, "port": 1, "ui_port": 2}))
     env = os.environ | {"QUARRY_HOME": str(tmp_path)}
     down = _quarry(env, "down")
     assert down.returncode == 0, down.stderr
     assert unrelated.poll() is None and alive(unrelated.pid), "quarry down signalled a process it did not start"
     assert "worker: not running" in down.stdout and "temporal-server: not running" in down.stdout, down.stdout
-    assert down.stderr.count("was stale") == 2 and f"pid {unrelated.pid} is now another process" in down.stderr, \
+    assert down.stderr.count("was stale") == 2 and f"pid {unrelated.pid} is now another process" in down.stderr, (
         down.stderr
+    )
     assert not any(run.glob("*.pid")) and not (run / "temporal-server.json").exists()
 
 
 def test_a_record_keeps_naming_the_process_it_was_written_for(tmp_path: Path) -> None:
     """The record `spawn_detached` writes keeps the process's identity (start time, command line);
     a bare pid from an older Quarry is trusted only while it runs this home's worker."""
-    from workflows.dev_server import spawn_detached
+    from workflows.background_processes import spawn_detached
 
     sleeper = "import time\nwhile True: time.sleep(1)"
     proc = spawn_detached(tmp_path, "worker", [sys.executable, "-c", sleeper])
     try:
         record = json.loads((tmp_path / "run" / "worker.pid").read_text())
         wait_for(lambda: identity(proc.pid) is not None and identity(proc.pid).cmdline, "the spawned process to show")
-        assert record == {"pid": proc.pid, "start_time": identity(proc.pid).start_time,
-                          "cmdline": [sys.executable, "-c", sleeper]}
+        assert record == {
+            "pid": proc.pid,
+            "start_time": identity(proc.pid).start_time,
+            "cmdline": [sys.executable, "-c", sleeper],
+        }
         assert pid_of(tmp_path, "worker") == proc.pid and stop_detached(tmp_path, "worker")
         assert proc.poll() is not None
     finally:
@@ -112,12 +121,20 @@ def test_a_record_keeps_naming_the_process_it_was_written_for(tmp_path: Path) ->
             proc.wait(30)
     # Old-format records (a bare pid) of processes that run like Quarry's worker (`... -m quarry
     # worker`): one of another home is stale, one of this home is trusted and stopped.
-    olds = {where: subprocess.Popen([sys.executable, "-c", sleeper, "-m", "quarry", "worker"], start_new_session=True,
-                                    env=os.environ | {"QUARRY_HOME": str(where)})
-            for where in (tmp_path / "elsewhere", tmp_path)}
+    olds = {
+        where: subprocess.Popen(
+            [sys.executable, "-c", sleeper, "-m", "quarry", "worker"],
+            start_new_session=True,
+            env=os.environ | {"QUARRY_HOME": str(where)},
+        )
+        for where in (tmp_path / "elsewhere", tmp_path)
+    }
     try:
         for old in olds.values():
-            wait_for(lambda old=old: identity(old.pid) is not None and "worker" in identity(old.pid).cmdline, "the old worker")
+            wait_for(
+                lambda old=old: identity(old.pid) is not None and "worker" in identity(old.pid).cmdline,
+                "the old worker",
+            )
         (tmp_path / "run" / "worker.pid").write_text(str(olds[tmp_path / "elsewhere"].pid))
         assert pid_of(tmp_path, "worker") is None and not stop_detached(tmp_path, "worker")
         assert olds[tmp_path / "elsewhere"].poll() is None, "another home's worker was signalled"
@@ -144,16 +161,28 @@ def run_over_a_stale_record(tmp_path_factory) -> dict:
     (own / "jobs.sqlite").chmod(0o644)
     other = subprocess.Popen(["sleep", "600"], start_new_session=True)
     port, ui = free_port(), free_port()
-    env = os.environ | {"QUARRY_HOME": str(own), "QUARRY_TEMPORAL_ADDRESS": f"127.0.0.1:{port}",
-                        "QUARRY_UI_PORT": str(ui)}
+    env = os.environ | {
+        "QUARRY_HOME": str(own),
+        "QUARRY_TEMPORAL_ADDRESS": f"127.0.0.1:{port}",
+        "QUARRY_UI_PORT": str(ui),
+    }
     env.pop("QUARRY_TASK_QUEUE", None)
     try:
         wait_for(lambda: _runs(other.pid, ("sleep", "600")), "the unrelated process to start")
         (own / "run").mkdir(exist_ok=True)
         (own / "run" / "worker.pid").write_text(str(other.pid))
         try:
-            ran = _quarry(env, "run", "lit", "graph neural networks for molecules", "--budget", "60", "--wait",
-                          "--json", timeout=150)
+            ran = _quarry(
+                env,
+                "run",
+                "lit",
+                "graph neural networks for molecules",
+                "--budget",
+                "60",
+                "--wait",
+                "--json",
+                timeout=150,
+            )
         except subprocess.TimeoutExpired as exc:  # no worker was started: the job never ran
             ran = subprocess.CompletedProcess(exc.cmd, -1, exc.stdout or "", f"timed out: {exc.stderr or ''}")
         worker_pid = pid_of(own, "worker")
@@ -186,8 +215,14 @@ def _mode(path: Path) -> int:
 def test_the_home_and_what_holds_intents_are_private_after_a_job(run_over_a_stale_record) -> None:
     home: Path = run_over_a_stale_record["home"]
     assert _mode(home) == 0o700, oct(_mode(home))
-    private = [home / "jobs.sqlite", *home.glob("jobs.sqlite-*"), *home.glob("temporal.db*"),
-               *(home / "traces").glob("*.jsonl"), *(home / "logs").glob("*.log"), *(home / "run").glob("*")]
+    private = [
+        home / "jobs.sqlite",
+        *home.glob("jobs.sqlite-*"),
+        *home.glob("temporal.db*"),
+        *(home / "traces").glob("*.jsonl"),
+        *(home / "logs").glob("*.log"),
+        *(home / "run").glob("*"),
+    ]
     names = {p.name for p in private}
     assert "jobs.sqlite" in names and "temporal.db" in names and "worker.log" in names
     assert any(p.suffix == ".jsonl" for p in private), "the job's trace was written"
@@ -202,11 +237,18 @@ def test_the_home_and_what_holds_intents_are_private_after_a_job(run_over_a_stal
 
 def _verification_attempts(history) -> list[int]:
     from temporalio.api.enums.v1 import EventType
-    scheduled = {e.event_id: e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
-                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED}
-    return [e.activity_task_started_event_attributes.attempt for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
-            and "verification" in scheduled.get(e.activity_task_started_event_attributes.scheduled_event_id, "")]
+
+    scheduled = {
+        e.event_id: e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    }
+    return [
+        e.activity_task_started_event_attributes.attempt
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        and "verification" in scheduled.get(e.activity_task_started_event_attributes.scheduled_event_id, "")
+    ]
 
 
 async def _pause_until_attempt(address: str, job_id: str, attempt: int) -> list[int]:
@@ -221,8 +263,9 @@ async def _pause_until_attempt(address: str, job_id: str, attempt: int) -> list[
         if time.monotonic() > deadline:
             raise AssertionError(f"no attempt {attempt} within {PAUSE_LIMIT_S:.0f} s of pause: {seen}")
         described = await handle.describe()
-        pending = [p.attempt for p in described.raw_description.pending_activities
-                   if "verification" in p.activity_type.name]
+        pending = [
+            p.attempt for p in described.raw_description.pending_activities if "verification" in p.activity_type.name
+        ]
         assert pending, f"verification is no longer pending after attempts {sorted(set(seen))}: it was given up"
         seen += pending
         await asyncio.sleep(0.2)
@@ -258,18 +301,24 @@ def test_a_worker_paused_for_minutes_mid_activity_does_not_fail_the_job(home, se
         async def history():
             client = await client_for(server.address)
             return await client.get_workflow_handle(handle.id).fetch_history()
+
         attempts = _verification_attempts(asyncio.run(history()))
     finally:
         if stopped:
             worker.proc.send_signal(signal.SIGCONT)
         gate.release()
         worker.kill(signal.SIGTERM)
-    assert result["status"] == "completed" and result["ranked"] and not result.get("error"), \
-        (result["status"], result.get("error"))
-    assert max(attempts_seen, default=0) > OLD_MAXIMUM_ATTEMPTS, \
+    assert result["status"] == "completed" and result["ranked"] and not result.get("error"), (
+        result["status"],
+        result.get("error"),
+    )
+    assert max(attempts_seen, default=0) > OLD_MAXIMUM_ATTEMPTS, (
         f"the pause did not outlast the old policy's attempts: {attempts_seen}"
+    )
     assert attempts and max(attempts) > OLD_MAXIMUM_ATTEMPTS, attempts
     with capsys.disabled():
-        print(f"\n[drill] worker paused {pause_s:.0f} s in verification (heartbeat timeout "
-              f"{DRILL_HEARTBEAT_TIMEOUT_S:.0f} s, attempt {max(attempts_seen)} reached while paused): "
-              f"the job completed {after:.1f} s after the resume")
+        print(
+            f"\n[drill] worker paused {pause_s:.0f} s in verification (heartbeat timeout "
+            f"{DRILL_HEARTBEAT_TIMEOUT_S:.0f} s, attempt {max(attempts_seen)} reached while paused): "
+            f"the job completed {after:.1f} s after the resume"
+        )

@@ -2,6 +2,7 @@
 it, versions pinned by jobs across `add` and killed ingests, a kill between corpus and vectors,
 collections in the layouts of older Quarry versions, the indexer JVM of a killed ingest, a full
 disk under Lucene. Kills are real SIGKILLs of real processes at chosen points."""
+
 from __future__ import annotations
 
 import json
@@ -80,9 +81,14 @@ print("finished without being killed")
 
 def killed(point: str, op: str, target: str = CURRENT_FILE, **args) -> None:
     """Run `op` in a child process that is SIGKILLed at `point`; assert it was."""
-    proc = subprocess.run([sys.executable, "-c", CHILD, point, target, op, json.dumps(args, default=str)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600,
-                          env={k: v for k, v in os.environ.items() if not k.startswith("QUARRY_CHROMA")})
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, point, target, op, json.dumps(args, default=str)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if not k.startswith("QUARRY_CHROMA")},
+    )
     assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stdout, proc.stderr[-2000:])
 
 
@@ -103,8 +109,9 @@ def dense_collection(home: Path, folder: Path, name: str, n: int = 8) -> Collect
 def zeppelins(folder: Path, n: int = 3) -> Path:
     folder.mkdir(parents=True)
     for i in range(n):
-        (folder / f"z{i}.md").write_text(f"# Zeppelin note {i}\n\nzeppelin airship hangar {filler(i, 20)}\n",
-                                         encoding="utf-8")
+        (folder / f"z{i}.md").write_text(
+            f"# Zeppelin note {i}\n\nzeppelin airship hangar {filler(i, 20)}\n", encoding="utf-8"
+        )
     return folder
 
 
@@ -118,13 +125,15 @@ def staging_dirs(home: Path, name: str) -> list[str]:
 
 # -- item 1: the metadata write ------------------------------------------------------------------
 
+
 def test_index_settings_read_while_rewritten_are_always_whole(tmp_path: Path) -> None:
     """Readers load `quarry-index.json` while a writer rewrites it (what `quarry index N --k1`
     and `tune --apply` do to a live index): no load may fail or see a mix."""
     folder = tmp_path / "lucene"
     folder.mkdir()
-    metas = [IndexMeta(k1=float(k1), b=0.4, fingerprint="f" * 64, documents=k1, built_seconds=1.0)
-             for k1 in range(1, 6)]
+    metas = [
+        IndexMeta(k1=float(k1), b=0.4, fingerprint="f" * 64, documents=k1, built_seconds=1.0) for k1 in range(1, 6)
+    ]
     metas[0].dump(folder)
     stop, failures, loads = threading.Event(), [], [0]
 
@@ -152,7 +161,7 @@ def test_index_settings_read_while_rewritten_are_always_whole(tmp_path: Path) ->
     assert [p.name for p in folder.iterdir()] == [META_FILE], "no temporary file is left behind"
 
 
-@pytest.mark.parametrize("damage", ["", "{\"k1\": 0.9, \"b\""], ids=["empty", "garbage"])
+@pytest.mark.parametrize("damage", ["", '{"k1": 0.9, "b"'], ids=["empty", "garbage"])
 def test_a_kill_at_the_metadata_write_is_reported_and_repaired(tmp_path: Path, damage: str) -> None:
     """The file a kill inside an in-place rewrite leaves (empty, or cut) gives one error with a
     code and a hint, never a traceback; `ingest --force` and `quarry index NAME` repair it."""
@@ -163,8 +172,9 @@ def test_a_kill_at_the_metadata_write_is_reported_and_repaired(tmp_path: Path, d
     meta_file = Collection("meta", home).paths.lucene_dir / META_FILE
     meta_file.write_text(damage)
 
-    proc = subprocess.run([str(QUARRY), "--home", str(home), "search", "meta", "retrieval"], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [str(QUARRY), "--home", str(home), "search", "meta", "retrieval"], capture_output=True, text=True, timeout=300
+    )
     said = " ".join(proc.stderr.split())
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert "Traceback" not in said and proc.stderr.count("error") == 1
@@ -180,8 +190,9 @@ def test_a_kill_at_the_metadata_write_is_reported_and_repaired(tmp_path: Path, d
     reindex("meta", home=home, k1=1.1)  # `quarry index meta --k1 1.1` rebuilds what it cannot read
     col = Collection("meta", home)
     assert col.lucene.meta.k1 == 1.1 and [h.docid for h in col.lucene.search("retrieval", k1=0.9, b=0.4)] == expected
-    proc = subprocess.run([str(QUARRY), "--home", str(home), "search", "meta", "retrieval"], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [str(QUARRY), "--home", str(home), "search", "meta", "retrieval"], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -199,6 +210,7 @@ def test_an_unreadable_tuning_record_is_one_error(tmp_path: Path) -> None:
 
 
 # -- item 4a: the dense index of a pinned version ------------------------------------------------
+
 
 def test_a_job_pinned_before_add_never_reads_the_new_vectors(tmp_path: Path) -> None:
     home = tmp_path / "home"
@@ -227,12 +239,17 @@ def test_a_job_pinned_before_add_never_reads_the_new_vectors(tmp_path: Path) -> 
 
 # -- item 4b: versions left by killed ingests, versions pinned by running jobs -------------------
 
+
 def test_killed_ingests_never_count_and_running_jobs_keep_their_versions(tmp_path: Path) -> None:
     home = tmp_path / "home"
     name = "prune"
-    srcs = [write_jsonl(tmp_path / f"v{i}.jsonl", [{"_id": f"v{i}-{j}", "title": f"version {i} retrieval {j}",
-                                                    "text": "retrieval notes"} for j in range(3)])
-            for i in range(8)]
+    srcs = [
+        write_jsonl(
+            tmp_path / f"v{i}.jsonl",
+            [{"_id": f"v{i}-{j}", "title": f"version {i} retrieval {j}", "text": "retrieval notes"} for j in range(3)],
+        )
+        for i in range(8)
+    ]
 
     def commit(i: int) -> str:
         ingest(srcs[i], name, home=home)
@@ -287,13 +304,15 @@ def test_running_pins_are_the_running_jobs_of_the_collection(tmp_path: Path) -> 
         jobs.mark("done", "completed")
         jobs.create("other", "d", "i", workflow_id="other", trace_id=None)
         jobs.create("ancient", "c", "i", workflow_id="ancient", trace_id=None)
-        jobs._con().execute("UPDATE jobs SET created_at = created_at - ? WHERE job_id = 'ancient'",
-                            (RUNNING_HORIZON_SECONDS + 60,))
+        jobs._con().execute(
+            "UPDATE jobs SET created_at = created_at - ? WHERE job_id = 'ancient'", (RUNNING_HORIZON_SECONDS + 60,)
+        )
     pins = running_pins(path, "c")
     assert sorted(v or "" for v, _ in pins) == ["", "v1"] and all(t > time.time() - 600 for _, t in pins)
 
 
 # -- item 7: corpus and vectors switch together ---------------------------------------------------
+
 
 @pytest.mark.parametrize("point", ["before", "after"])
 def test_a_kill_around_the_switch_of_add_leaves_corpus_and_vectors_consistent(tmp_path: Path, point: str) -> None:
@@ -319,6 +338,7 @@ def test_a_kill_around_the_switch_of_add_leaves_corpus_and_vectors_consistent(tm
 
 
 # -- old layouts ----------------------------------------------------------------------------------
+
 
 def _to_root_dense_layout(home: Path, name: str) -> tuple[Path, str]:
     """Rewrite a collection by hand into the layout of the previous Quarry: versions with no
@@ -362,8 +382,11 @@ def test_a_collection_from_before_versions_opens_and_migrates(tmp_path: Path) ->
 
     add("flat", [zeppelins(tmp_path / "z")], home=home)
     col = Collection("flat", home)
-    assert col.version is not None and {h.docid for h in col.dense.search("zeppelin airship hangar", k=3)} == \
-        {"z0", "z1", "z2"}
+    assert col.version is not None and {h.docid for h in col.dense.search("zeppelin airship hangar", k=3)} == {
+        "z0",
+        "z1",
+        "z2",
+    }
     assert not any((paths.root / part).exists() for part in ("corpus.sqlite", "lucene", "chroma"))
 
 
@@ -390,6 +413,7 @@ def test_vectors_left_behind_by_an_older_quarry_are_detected_with_the_command_th
 
 # -- item 9: the indexer JVM of a killed ingest; a full disk under Lucene ------------------------
 
+
 def _children(pid: int) -> list[int]:
     out = []
     for d in Path("/proc").iterdir():
@@ -415,14 +439,24 @@ def _indexer_alive(pid: int) -> bool:
 
 def test_the_indexer_jvm_dies_with_a_killed_ingest(tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "docs.jsonl", topic_docs(3000))
-    script = ("import sys; from pathlib import Path; from stores.collection import ingest; "
-              "ingest(sys.argv[1], 'orphan', home=Path(sys.argv[2]))")
-    ingest_proc = subprocess.Popen([sys.executable, "-c", script, str(src), str(tmp_path / "home")], cwd=REPO,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    script = (
+        "import sys; from pathlib import Path; from stores.collection import ingest; "
+        "ingest(sys.argv[1], 'orphan', home=Path(sys.argv[2]))"
+    )
+    ingest_proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(src), str(tmp_path / "home")],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     jvm = None
     try:
-        jvm = wait_for(lambda: next((p for p in _children(ingest_proc.pid) if _indexer_alive(p)), None),
-                       "the ingest starts its indexer JVM", deadline=120, every=0.01)
+        jvm = wait_for(
+            lambda: next((p for p in _children(ingest_proc.pid) if _indexer_alive(p)), None),
+            "the ingest starts its indexer JVM",
+            deadline=120,
+            every=0.01,
+        )
         os.kill(jvm, signal.SIGSTOP)  # hold it mid-index: it cannot finish on its own and exit
         ingest_proc.kill()
         ingest_proc.wait(timeout=30)

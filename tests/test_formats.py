@@ -1,4 +1,5 @@
 """Document formats: one test per format (fixtures built here), pages of a PDF, single files."""
+
 from __future__ import annotations
 
 import io
@@ -44,9 +45,11 @@ def one(path: Path) -> DocRecord:
     return next(iter(src.records))
 
 
-PAGE_TEXT = ["Lexical retrieval with BM25 over scanned proceedings. " * 4,
-             "",  # an empty page keeps its number
-             "Dense retrieval with zeppelin embeddings on the third page. " * 4]
+PAGE_TEXT = [
+    "Lexical retrieval with BM25 over scanned proceedings. " * 4,
+    "",  # an empty page keeps its number
+    "Dense retrieval with zeppelin embeddings on the third page. " * 4,
+]
 
 
 def test_pdf_text_metadata_and_pages(tmp_path: Path) -> None:
@@ -136,12 +139,20 @@ def test_encrypted_and_broken_pdfs_are_skipped_with_their_reasons(tmp_path: Path
 
 def test_markdown_front_matter_gives_title_and_metadata(tmp_path: Path) -> None:
     path = tmp_path / "note.md"
-    path.write_text("---\ntitle: Learned Sparse Retrieval\nauthors: [Ann Lee, Bo Chan]\ndate: 2021-03-04\n"
-                    "venue: SIGIR\nkeywords: [bm25, splade]\ndoi: 10.1145/3404835\nstatus: draft\n---\n"
-                    "# Learned Sparse Retrieval\n\nWe expand documents.\n", encoding="utf-8")
+    path.write_text(
+        "---\ntitle: Learned Sparse Retrieval\nauthors: [Ann Lee, Bo Chan]\ndate: 2021-03-04\n"
+        "venue: SIGIR\nkeywords: [bm25, splade]\ndoi: 10.1145/3404835\nstatus: draft\n---\n"
+        "# Learned Sparse Retrieval\n\nWe expand documents.\n",
+        encoding="utf-8",
+    )
     rec = one(path)
     assert rec.title == "Learned Sparse Retrieval"
-    assert (rec.year, rec.venue, rec.authors, rec.keywords) == (2021, "SIGIR", ("Ann Lee", "Bo Chan"), ("bm25", "splade"))
+    assert (rec.year, rec.venue, rec.authors, rec.keywords) == (
+        2021,
+        "SIGIR",
+        ("Ann Lee", "Bo Chan"),
+        ("bm25", "splade"),
+    )
     assert rec.extras == {"doi": "10.1145/3404835", "status": "draft", "source_path": str(path)}
     assert rec.text == "We expand documents."  # the repeated heading is not body text
     assert "---" not in rec.text
@@ -169,14 +180,21 @@ def test_markdown_with_bad_front_matter_is_skipped_with_the_reason(tmp_path: Pat
 
 def test_html_drops_scripts_and_navigation_and_reads_citation_meta(tmp_path: Path) -> None:
     path = tmp_path / "page.html"
-    path.write_text("<html><head><title>Web Note</title><meta name='citation_author' content='Ann Lee'>"
-                    "<meta name='citation_publication_date' content='2019/05/01'>"
-                    "<meta name='citation_doi' content='10.1/x'><style>p{}</style></head><body>"
-                    "<nav>Home | About</nav><h1>Web Note</h1><p>First paragraph.</p><p>Second one.</p>"
-                    "<script>var tracking = 1;</script><footer>Copyright</footer></body></html>", encoding="utf-8")
+    path.write_text(
+        "<html><head><title>Web Note</title><meta name='citation_author' content='Ann Lee'>"
+        "<meta name='citation_publication_date' content='2019/05/01'>"
+        "<meta name='citation_doi' content='10.1/x'><style>p{}</style></head><body>"
+        "<nav>Home | About</nav><h1>Web Note</h1><p>First paragraph.</p><p>Second one.</p>"
+        "<script>var tracking = 1;</script><footer>Copyright</footer></body></html>",
+        encoding="utf-8",
+    )
     rec = one(path)
-    assert (rec.title, rec.authors, rec.year, rec.extras) == ("Web Note", ("Ann Lee",), 2019,
-                                                              {"doi": "10.1/x", "source_path": str(path)})
+    assert (rec.title, rec.authors, rec.year, rec.extras) == (
+        "Web Note",
+        ("Ann Lee",),
+        2019,
+        {"doi": "10.1/x", "source_path": str(path)},
+    )
     # Paragraphs are separated by a blank line (issue 20): sentence splitting ends a sentence there,
     # so a heading cannot run into the next paragraph's first sentence.
     assert rec.text == "First paragraph.\n\nSecond one."
@@ -211,22 +229,31 @@ def test_damaged_docx_is_skipped(tmp_path: Path) -> None:
 def test_rst_and_latex_read_as_text_with_their_titles(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "guide.rst").write_text("=========\nThe Guide\n=========\n\nSome *rst* text.\n", encoding="utf-8")
-    (tmp_path / "d" / "paper.tex").write_text("\\documentclass{article}\n\\title{Query Expansion}\n"
-                                              "\\author{Ann Lee \\and Bo Chan}\n\\begin{document}\nWe expand.\n"
-                                              "\\end{document}\n", encoding="utf-8")
+    (tmp_path / "d" / "paper.tex").write_text(
+        "\\documentclass{article}\n\\title{Query Expansion}\n"
+        "\\author{Ann Lee \\and Bo Chan}\n\\begin{document}\nWe expand.\n"
+        "\\end{document}\n",
+        encoding="utf-8",
+    )
     by_id = {r.docid: r for r in read_corpus(tmp_path / "d").records}
     assert (by_id["guide"].title, by_id["guide"].text) == ("The Guide", "Some *rst* text.")
     assert by_id["paper"].title == "Query Expansion" and by_id["paper"].authors == ("Ann Lee", "Bo Chan")
     assert "We expand." in by_id["paper"].text
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("naïve café".encode(), "naïve café"),
-    ("\ufeffbom first".encode("utf-8"), "bom first"),
-    ("utf-16 text".encode("utf-16"), "utf-16 text"),
-    ("Les élèves étudient à l'école près du théâtre.".encode("cp1252"), "Les élèves étudient à l'école près du théâtre."),
-    ("naïve café résumé".encode("latin-1"), "naïve café résumé"),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("naïve café".encode(), "naïve café"),
+        ("\ufeffbom first".encode("utf-8"), "bom first"),
+        ("utf-16 text".encode("utf-16"), "utf-16 text"),
+        (
+            "Les élèves étudient à l'école près du théâtre.".encode("cp1252"),
+            "Les élèves étudient à l'école près du théâtre.",
+        ),
+        ("naïve café résumé".encode("latin-1"), "naïve café résumé"),
+    ],
+)
 def test_encodings_are_detected(raw: bytes, expected: str) -> None:
     assert decode(raw) == expected
 
@@ -273,38 +300,59 @@ def test_recursive_folder_of_mixed_formats_names_unsupported_and_hidden(tmp_path
 RFC_HEADER = "RFC 9110                     HTTP Semantics                    June 2022"
 RFC_FOOTER = "Fielding, et al.             Standards Track                   [Page {n}]"
 RFC_BODY = [  # RFC 9110's own sentences, one page each
-    ("Internet Engineering Task Force (IETF)                  R. Fielding, Ed.\n\nHTTP Semantics\n\nAbstract\n\n"
-     "The Hypertext Transfer Protocol (HTTP) is a stateless application-level protocol for distributed, "
-     "collaborative, hypertext information systems."),
-    ("1.1. Purpose\n\nThe Hypertext Transfer Protocol (HTTP) is a family of stateless, application-level, "
-     "request/response protocols that share a generic interface, extensible semantics, and self-descriptive "
-     "messages to enable flexible interaction with network-based hypertext information systems."),
-    ("3. Terminology and Core Concepts\n\nHTTP was created for the World Wide Web (WWW) architecture and has "
-     "evolved over time to support the scalability needs of a worldwide hypertext system."),
-    ("3.1. Resources\n\nThe target of an HTTP request is called a \"resource\". HTTP does not limit the nature "
-     "of a resource; it merely defines an interface that might be used to interact with resources."),
-    ("3.2. Representations\n\nA \"representation\" is information that is intended to reflect a past, current, "
-     "or desired state of a given resource, in a format that can be readily communicated via the protocol."),
+    (
+        "Internet Engineering Task Force (IETF)                  R. Fielding, Ed.\n\nHTTP Semantics\n\nAbstract\n\n"
+        "The Hypertext Transfer Protocol (HTTP) is a stateless application-level protocol for distributed, "
+        "collaborative, hypertext information systems."
+    ),
+    (
+        "1.1. Purpose\n\nThe Hypertext Transfer Protocol (HTTP) is a family of stateless, application-level, "
+        "request/response protocols that share a generic interface, extensible semantics, and self-descriptive "
+        "messages to enable flexible interaction with network-based hypertext information systems."
+    ),
+    (
+        "3. Terminology and Core Concepts\n\nHTTP was created for the World Wide Web (WWW) architecture and has "
+        "evolved over time to support the scalability needs of a worldwide hypertext system."
+    ),
+    (
+        '3.1. Resources\n\nThe target of an HTTP request is called a "resource". HTTP does not limit the nature '
+        "of a resource; it merely defines an interface that might be used to interact with resources."
+    ),
+    (
+        '3.2. Representations\n\nA "representation" is information that is intended to reflect a past, current, '
+        "or desired state of a given resource, in a format that can be readily communicated via the protocol."
+    ),
 ]
 
 
 def rfc_pages(count: int) -> list[str]:
-    return [(RFC_HEADER + "\n\n" if n > 1 else "") + RFC_BODY[n - 1] + "\n\n" + RFC_FOOTER.format(n=n)
-            for n in range(1, count + 1)]
+    return [
+        (RFC_HEADER + "\n\n" if n > 1 else "") + RFC_BODY[n - 1] + "\n\n" + RFC_FOOTER.format(n=n)
+        for n in range(1, count + 1)
+    ]
 
 
 def test_pdf_running_headers_and_footers_are_dropped_and_pages_kept(tmp_path: Path) -> None:
     rec = one(make_pdf(tmp_path / "rfc9110.pdf", rfc_pages(5)))
     assert "June 2022" not in rec.text and "Standards Track" not in rec.text and "[Page" not in rec.text
     assert "Internet Engineering Task Force (IETF)" in rec.title  # page 1's own first line: not repeated
-    for sentence in ("a stateless application-level protocol", "self-descriptive", "scalability needs",
-                     "merely defines an interface", "readily communicated via the protocol"):
+    for sentence in (
+        "a stateless application-level protocol",
+        "self-descriptive",
+        "scalability needs",
+        "merely defines an interface",
+        "readily communicated via the protocol",
+    ):
         assert sentence in " ".join(rec.text.split())
     assert len(rec.page_starts) == 5
     lines = document_lines(rec)
     for no, line in enumerate(lines, start=1):  # every page's text still on its page
-        for page, heading in ((2, "1.1. Purpose"), (3, "3. Terminology"), (4, "3.1. Resources"),
-                              (5, "3.2. Representations")):
+        for page, heading in (
+            (2, "1.1. Purpose"),
+            (3, "3. Terminology"),
+            (4, "3.1. Resources"),
+            (5, "3.2. Representations"),
+        ):
             if line.startswith(heading):
                 assert page_of_line(rec, no) == page
 
@@ -332,8 +380,10 @@ def test_drop_running_lines_rule() -> None:
     assert drop_running_lines(pages)[0] == ["Shared MIME-info Database", "X Desktop Group", "alpha"]
 
 
-@pytest.mark.skipif(not Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf").is_file(),
-                    reason="the shared-mime-info spec (Debian's shared-mime-info) is not installed")
+@pytest.mark.skipif(
+    not Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf").is_file(),
+    reason="the shared-mime-info spec (Debian's shared-mime-info) is not installed",
+)
 def test_a_real_manual_loses_its_running_header_and_page_numbers() -> None:
     from stores.formats import read_file
 

@@ -3,6 +3,7 @@
 In-process runs use the same nodes, tools and policy as a Temporal job; routers read the
 control installed with `use_control` instead of a workflow's signal/update state.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -28,12 +29,21 @@ INTENT = "graph neural networks for molecular property prediction, 2015-2020, no
 NODES = {"navigator", "retrieval", "verification", "librarian", "fold", "reflection", "steer", "answer"}
 # (source, target, conditional): the design's loop plus the control exits and the steer detour.
 EDGES = {
-    ("__start__", "navigator", True), ("__start__", "retrieval", True), ("__start__", "answer", True),
+    ("__start__", "navigator", True),
+    ("__start__", "retrieval", True),
+    ("__start__", "answer", True),
     ("navigator", "retrieval", False),
-    ("retrieval", "verification", True), ("retrieval", "answer", True),
-    ("verification", "reflection", True), ("verification", "answer", True), ("verification", "librarian", True),
-    ("librarian", "fold", False), ("fold", "reflection", True), ("fold", "answer", True),
-    ("reflection", "retrieval", True), ("reflection", "steer", True), ("reflection", "answer", True),
+    ("retrieval", "verification", True),
+    ("retrieval", "answer", True),
+    ("verification", "reflection", True),
+    ("verification", "answer", True),
+    ("verification", "librarian", True),
+    ("librarian", "fold", False),
+    ("fold", "reflection", True),
+    ("fold", "answer", True),
+    ("reflection", "retrieval", True),
+    ("reflection", "steer", True),
+    ("reflection", "answer", True),
     ("reflection", "__end__", True),
     ("steer", "retrieval", False),
     ("answer", "__end__", False),
@@ -97,9 +107,16 @@ def test_graph_shape_snapshot() -> None:
 def test_nodes_declare_where_they_run() -> None:
     g = make_search_graph()
     where = {name: spec.metadata["execute_in"] for name, spec in g.nodes.items()}
-    assert where == {"navigator": "activity", "retrieval": "activity", "verification": "activity",
-                     "librarian": "activity", "fold": "activity", "reflection": "activity", "steer": "workflow",
-                     "answer": "activity"}
+    assert where == {
+        "navigator": "activity",
+        "retrieval": "activity",
+        "verification": "activity",
+        "librarian": "activity",
+        "fold": "activity",
+        "reflection": "activity",
+        "steer": "workflow",
+        "answer": "activity",
+    }
     assert all(spec.metadata["start_to_close_timeout"] for n, spec in g.nodes.items() if where[n] == "activity")
 
 
@@ -126,7 +143,7 @@ async def test_run_in_process_ranks_real_documents_with_evidence(runtime: NodeRu
             start, end = ev["lines"]
             assert 1 <= start <= end <= len(lines)
             # The evidence chunk is text of those lines (whitespace-normalised, maybe cut).
-            assert ev["chunk"][:40] in " ".join(" ".join(lines[start - 1:end]).split())
+            assert ev["chunk"][:40] in " ".join(" ".join(lines[start - 1 : end]).split())
         assert records[r["docid"]].title == r["title"]
 
     # Hard constraints: nothing outside 2015-2020, nothing whose title says survey ...
@@ -141,8 +158,9 @@ async def test_run_in_process_ranks_real_documents_with_evidence(runtime: NodeRu
     assert ("exclusion", "not surveys") in checklist and ("metadata", "published 2015–2020") in checklist
 
 
-async def test_year_range_is_topic_when_the_store_has_no_years(runtime: NodeRuntime, quarry_home: Path,
-                                                             tmp_path_factory: pytest.TempPathFactory, control) -> None:
+async def test_year_range_is_topic_when_the_store_has_no_years(
+    runtime: NodeRuntime, quarry_home: Path, tmp_path_factory: pytest.TempPathFactory, control
+) -> None:
     """Without publication years in the store, "2015-2020" cannot be a filter (no document could
     pass it): the years stay words of the topic and the run still ranks documents."""
     from stores.collection import ingest
@@ -162,20 +180,24 @@ async def test_year_range_is_topic_when_the_store_has_no_years(runtime: NodeRunt
     assert len(ranked) >= 5 and ranked[0]["docid"].startswith("gnn")
 
 
-async def test_run_continues_past_the_pool_with_the_deep_rankings(runtime: NodeRuntime, literature, control,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_run_continues_past_the_pool_with_the_deep_rankings(
+    runtime: NodeRuntime, literature, control, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The evaluation run: the ranked pool, then the rest of the job's full-depth rankings fused
     the same way — never a duplicate, never an id no store returned, never a constraint broken."""
     state, _ = await run_graph("graph-deep-run", pool_depth=3)  # a small pool, so the deep rankings hold more
     run, pool = state["result"]["run"], set(state["candidates"])
-    rankings = [runtime.jobs.load_ranking("graph-deep-run", s["search_id"]) for s in state["searches"]
-                if s.get("search_id", "").startswith("s")]
+    rankings = [
+        runtime.jobs.load_ranking("graph-deep-run", s["search_id"])
+        for s in state["searches"]
+        if s.get("search_id", "").startswith("s")
+    ]
     deep = {d for r in rankings if r for d in r[1]}
     records = literature.corpus.get_many(deep)
     passing = {d for d in deep if 2015 <= records[d].year <= 2020 and "survey" not in records[d].title.lower()}
     assert len(run) == len(set(run)) and set(run) == passing
     assert set(run) - pool, "documents beyond the pool are in the run"
-    assert [d for d in run if d in pool] == run[:len([d for d in run if d in pool])], "the pool comes first"
+    assert [d for d in run if d in pool] == run[: len([d for d in run if d in pool])], "the pool comes first"
 
 
 async def test_in_process_run_is_deterministic(runtime: NodeRuntime, control) -> None:
@@ -189,8 +211,9 @@ async def test_in_process_run_is_deterministic(runtime: NodeRuntime, control) ->
 
 
 @pytest.mark.parametrize("flag, reason", [("stop_requested", "stopped"), ("submit_now", "budget_steer")])
-async def test_control_sends_the_run_to_answer_after_first_verification(runtime: NodeRuntime, control, flag,
-                                                                         reason) -> None:
+async def test_control_sends_the_run_to_answer_after_first_verification(
+    runtime: NodeRuntime, control, flag, reason
+) -> None:
     setattr(control, flag, True)
     assert control.answer_reason() == reason
     state, order = await run_graph(f"graph-{flag}")
@@ -226,17 +249,26 @@ async def test_tool_call_cap_forces_answer(runtime: NodeRuntime, control) -> Non
     assert state["stats"]["tool_calls"] >= 1
 
 
-@pytest.mark.parametrize("state, ctl, expected", [
-    ({}, Control(), "navigator"),
-    ({"plan": {"core": "x"}}, Control(), "retrieval"),
-    ({"plan": {"core": "x"}}, Control(stop_requested=True), "answer"),
-    ({"plan": {"core": "x"}, "stop_reason": "converged"}, Control(), "answer"),
-    ({"plan": {"core": "x"}, "stats": {"tool_calls": 5}, "config": {"max_tool_calls": 5}}, Control(), "answer"),
-    ({"plan": {"core": "x"}, "usage": {"input_tokens": 60, "output_tokens": 10}, "config": {"max_tokens": 100}},
-     Control(), "answer"),
-    ({"plan": {"core": "x"}, "usage": {"input_tokens": 50, "output_tokens": 10}, "config": {"max_tokens": 100}},
-     Control(), "retrieval"),
-])
+@pytest.mark.parametrize(
+    "state, ctl, expected",
+    [
+        ({}, Control(), "navigator"),
+        ({"plan": {"core": "x"}}, Control(), "retrieval"),
+        ({"plan": {"core": "x"}}, Control(stop_requested=True), "answer"),
+        ({"plan": {"core": "x"}, "stop_reason": "converged"}, Control(), "answer"),
+        ({"plan": {"core": "x"}, "stats": {"tool_calls": 5}, "config": {"max_tool_calls": 5}}, Control(), "answer"),
+        (
+            {"plan": {"core": "x"}, "usage": {"input_tokens": 60, "output_tokens": 10}, "config": {"max_tokens": 100}},
+            Control(),
+            "answer",
+        ),
+        (
+            {"plan": {"core": "x"}, "usage": {"input_tokens": 50, "output_tokens": 10}, "config": {"max_tokens": 100}},
+            Control(),
+            "retrieval",
+        ),
+    ],
+)
 async def test_route_start(state, ctl, expected) -> None:
     token = use_control(ctl)
     try:
@@ -245,12 +277,15 @@ async def test_route_start(state, ctl, expected) -> None:
         reset_control(token)
 
 
-@pytest.mark.parametrize("state, ctl, expected", [
-    ({}, Control(), "reflection"),
-    ({}, Control(submit_now=True), "answer"),
-    ({"stats": {"tool_calls": 9}, "config": {"max_tool_calls": 9}}, Control(), "answer"),
-    ({"usage": {"dollars": 0.08}, "config": {"max_dollars": 0.1}}, Control(), "answer"),
-])
+@pytest.mark.parametrize(
+    "state, ctl, expected",
+    [
+        ({}, Control(), "reflection"),
+        ({}, Control(submit_now=True), "answer"),
+        ({"stats": {"tool_calls": 9}, "config": {"max_tool_calls": 9}}, Control(), "answer"),
+        ({"usage": {"dollars": 0.08}, "config": {"max_dollars": 0.1}}, Control(), "answer"),
+    ],
+)
 async def test_route_after_verification(state, ctl, expected) -> None:
     token = use_control(ctl)
     try:
@@ -260,14 +295,17 @@ async def test_route_after_verification(state, ctl, expected) -> None:
         reset_control(token)
 
 
-@pytest.mark.parametrize("state, ctl, expected", [
-    ({}, Control(), "retrieval"),
-    ({"stop_reason": "converged"}, Control(), "answer"),
-    ({"stop_reason": "converged"}, Control(pending_steering=[{"text": "x", "round": 1}]), "steer"),
-    ({}, Control(stop_requested=True, pending_steering=[{"text": "x", "round": 1}]), "answer"),
-    ({}, Control(pause_requested=True), "__end__"),
-    ({"stop_reason": "max_rounds"}, Control(pause_requested=True), "answer"),
-])
+@pytest.mark.parametrize(
+    "state, ctl, expected",
+    [
+        ({}, Control(), "retrieval"),
+        ({"stop_reason": "converged"}, Control(), "answer"),
+        ({"stop_reason": "converged"}, Control(pending_steering=[{"text": "x", "round": 1}]), "steer"),
+        ({}, Control(stop_requested=True, pending_steering=[{"text": "x", "round": 1}]), "answer"),
+        ({}, Control(pause_requested=True), "__end__"),
+        ({"stop_reason": "max_rounds"}, Control(pause_requested=True), "answer"),
+    ],
+)
 async def test_route_after_reflection(state, ctl, expected) -> None:
     token = use_control(ctl)
     try:
@@ -284,12 +322,25 @@ def test_react_graph_shape_and_placement() -> None:
     drawn = g.compile().get_graph()
     edges = {(e.source, e.target, e.conditional) for e in drawn.edges}
     assert edges == {
-        ("__start__", "inbox", True), ("__start__", "tools", True), ("__start__", "finish", True),
-        ("inbox", "agent", False), ("remind", "agent", False),
-        ("agent", "tools", True), ("agent", "remind", True), ("agent", "finish", True),
-        ("tools", "inbox", True), ("tools", "finish", True), ("tools", "__end__", True),
-        ("finish", "__end__", False)}
+        ("__start__", "inbox", True),
+        ("__start__", "tools", True),
+        ("__start__", "finish", True),
+        ("inbox", "agent", False),
+        ("remind", "agent", False),
+        ("agent", "tools", True),
+        ("agent", "remind", True),
+        ("agent", "finish", True),
+        ("tools", "inbox", True),
+        ("tools", "finish", True),
+        ("tools", "__end__", True),
+        ("finish", "__end__", False),
+    }
     where = {name: spec.metadata["execute_in"] for name, spec in g.nodes.items()}
-    assert where == {"inbox": "workflow", "remind": "workflow", "agent": "activity", "tools": "activity",
-                     "finish": "activity"}
+    assert where == {
+        "inbox": "workflow",
+        "remind": "workflow",
+        "agent": "activity",
+        "tools": "activity",
+        "finish": "activity",
+    }
     assert graph_for("react") == REACT_GRAPH and graph_for("llm") == graph_for("heuristic") == SEARCH_GRAPH

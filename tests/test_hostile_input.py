@@ -4,6 +4,7 @@ failed, never a traceback, and leaves the stores as they were.
 Cases cover the command line (search, read, ingest, run, job …), the Python API (submitting a
 job), the agent tools and steering. `run` cases fail before any server or worker is started.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -123,25 +124,47 @@ CLI_CASES: list[tuple[str, Any, str | None]] = [
     ("ingest-proc-environ-link", lambda f: ["ingest", str(f["environ"]), "--name", "x14"], "bad_input"),
     ("add-links-out-fifo-bad-name", lambda f: ["add", NAME, str(f["outside"])], "bad_input"),
     # issue 19 item 6: price tables and budgets that could never stop a job (see tests/test_faults_cli.py)
-    ("run-prices-nan", lambda f: [*LLM_RUN, "--prices", _prices(f, "nan", '{"openai:m": {"input": NaN, "output": 1}}')],
-     "bad_prices"),
-    ("run-prices-infinity", lambda f: [*LLM_RUN, "--prices", _prices(f, "inf", '{"openai:m": {"input": 1, "output": Infinity}}')],
-     "bad_prices"),
-    ("run-prices-negative", lambda f: [*LLM_RUN, "--prices", _prices(f, "neg", '{"openai:m": {"input": -1, "output": 1}}')],
-     "bad_prices"),
-    ("run-prices-1e400", lambda f: [*LLM_RUN, "--prices", _prices(f, "big", '{"openai:m": {"input": 1e400, "output": 1}}')],
-     "bad_prices"),
-    ("run-prices-boolean", lambda f: [*LLM_RUN, "--prices", _prices(f, "bool", '{"openai:m": {"input": false, "output": 1}}')],
-     "bad_prices"),
-    ("run-prices-misspelt", lambda f: [*LLM_RUN, "--prices", _prices(f, "typo", '{"openai:m": {"inptu": 1, "output": 1}}')],
-     "bad_prices"),
+    (
+        "run-prices-nan",
+        lambda f: [*LLM_RUN, "--prices", _prices(f, "nan", '{"openai:m": {"input": NaN, "output": 1}}')],
+        "bad_prices",
+    ),
+    (
+        "run-prices-infinity",
+        lambda f: [*LLM_RUN, "--prices", _prices(f, "inf", '{"openai:m": {"input": 1, "output": Infinity}}')],
+        "bad_prices",
+    ),
+    (
+        "run-prices-negative",
+        lambda f: [*LLM_RUN, "--prices", _prices(f, "neg", '{"openai:m": {"input": -1, "output": 1}}')],
+        "bad_prices",
+    ),
+    (
+        "run-prices-1e400",
+        lambda f: [*LLM_RUN, "--prices", _prices(f, "big", '{"openai:m": {"input": 1e400, "output": 1}}')],
+        "bad_prices",
+    ),
+    (
+        "run-prices-boolean",
+        lambda f: [*LLM_RUN, "--prices", _prices(f, "bool", '{"openai:m": {"input": false, "output": 1}}')],
+        "bad_prices",
+    ),
+    (
+        "run-prices-misspelt",
+        lambda f: [*LLM_RUN, "--prices", _prices(f, "typo", '{"openai:m": {"inptu": 1, "output": 1}}')],
+        "bad_prices",
+    ),
     ("run-prices-missing-file", lambda f: [*LLM_RUN, "--prices", "/no/such/prices.json"], "bad_prices"),
     ("run-max-dollars-inf", lambda f: [*LLM_RUN, "--max-dollars", "inf"], "bad_budget"),
     ("run-max-dollars-nan", lambda f: [*LLM_RUN, "--max-dollars", "nan"], "usage"),
     ("run-max-tokens-nan", lambda f: [*LLM_RUN, "--max-tokens", "nan"], "usage"),
     ("eval-budget-inf", lambda f: ["eval", NAME, "--system", "bm25", "--budget", "inf"], "bad_budget"),
     # issue 19 item 8: untrusted text in an error message stays text
-    ("ingest-path-markup-escapes", lambda f: ["ingest", "/no/such/[/x]\x1b]0;t\x07.jsonl", "--name", "x20"], "not_found"),
+    (
+        "ingest-path-markup-escapes",
+        lambda f: ["ingest", "/no/such/[/x]\x1b]0;t\x07.jsonl", "--name", "x20"],
+        "not_found",
+    ),
     ("read-docid-markup-escapes", lambda f: ["read", NAME, "[/x]\x1b[2J\x9b"], "unknown_docid"),
 ]
 
@@ -169,18 +192,27 @@ def test_nothing_was_written_by_the_hostile_cases(home: Path, files) -> None:
     made = sorted(p.name for p in (home / "collections").iterdir() if p.is_dir())
     assert made == [NAME, "x10"], "only the symlink-loop folder (one valid note) became a collection"
     from stores.jobs import JobStore
+
     assert JobStore(home / "jobs.sqlite").list() == []
 
 
 # -- the Python API and the tools ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("field, value, code", [
-    ("intent", "x" * MB, "too_long"), ("intent", "", "empty_intent"), ("intent", BAD_UTF8, "bad_text"),
-    ("config.max_seconds", float("inf"), "bad_budget"), ("config.max_seconds", 0, "bad_budget"),
-    ("budget_seconds", 0, "bad_budget"),  # the field of inputs written before the budget moved into the config
-    ("collection", "../x", "bad_name"), ("mode", "poem", "bad_mode"), ("policy", "oracle", "bad_policy"),
-])
+@pytest.mark.parametrize(
+    "field, value, code",
+    [
+        ("intent", "x" * MB, "too_long"),
+        ("intent", "", "empty_intent"),
+        ("intent", BAD_UTF8, "bad_text"),
+        ("config.max_seconds", float("inf"), "bad_budget"),
+        ("config.max_seconds", 0, "bad_budget"),
+        ("budget_seconds", 0, "bad_budget"),  # the field of inputs written before the budget moved into the config
+        ("collection", "../x", "bad_name"),
+        ("mode", "poem", "bad_mode"),
+        ("policy", "oracle", "bad_policy"),
+    ],
+)
 def test_the_python_api_refuses_bad_jobs_before_submitting(field: str, value: Any, code: str) -> None:
     from workflows.client import submit
     from workflows.shared import JobInput
@@ -198,11 +230,24 @@ def test_tools_answer_misuse_with_repair_hints(home: Path) -> None:
 
     col = Collection(NAME, home)
     tools = ToolSession(col.lucene, col.corpus)
-    cases = [tools.read_search_results("r", "s999"), tools.read_search_results("r", None, 1, 5),
-             tools.read_document("r", "t001", -1), tools.read_document("r", "t001", 1, "ten"),
-             tools.search("r", {"query": "x"}), tools.search("r", "x", "sql"), tools.expand_citations("r", "t001")]
-    assert [c.code for c in cases] == ["unknown_search_id", "unknown_search_id", "bad_offset", "bad_limit",
-                                       "empty_query", "bad_channel", "no_citations"]
+    cases = [
+        tools.read_search_results("r", "s999"),
+        tools.read_search_results("r", None, 1, 5),
+        tools.read_document("r", "t001", -1),
+        tools.read_document("r", "t001", 1, "ten"),
+        tools.search("r", {"query": "x"}),
+        tools.search("r", "x", "sql"),
+        tools.expand_citations("r", "t001"),
+    ]
+    assert [c.code for c in cases] == [
+        "unknown_search_id",
+        "unknown_search_id",
+        "bad_offset",
+        "bad_limit",
+        "empty_query",
+        "bad_channel",
+        "no_citations",
+    ]
     assert all(c.hint for c in cases)
 
 
@@ -210,11 +255,22 @@ def test_a_failed_job_makes_job_result_exit_non_zero(tmp_path: Path) -> None:
     from stores.jobs import JobStore
 
     jobs = JobStore(tmp_path / "jobs.sqlite")
-    for job_id, status, ranked in [("job-failed", "failed", []), ("job-empty", "budget_exhausted", []),
-                                   ("job-ok", "completed", [{"docid": "a", "title": "A", "score": 1.0, "evidence": []}])]:
+    for job_id, status, ranked in [
+        ("job-failed", "failed", []),
+        ("job-empty", "budget_exhausted", []),
+        ("job-ok", "completed", [{"docid": "a", "title": "A", "score": 1.0, "evidence": []}]),
+    ]:
         jobs.create(job_id, "lit", "x", workflow_id=job_id, trace_id=None)
-        jobs.finish(job_id, {"job_id": job_id, "status": status, "ranked": ranked, "error": "QuarryError: gone"
-                             if status == "failed" else None}, {"collection": "lit", "intent": "x"})
+        jobs.finish(
+            job_id,
+            {
+                "job_id": job_id,
+                "status": status,
+                "ranked": ranked,
+                "error": "QuarryError: gone" if status == "failed" else None,
+            },
+            {"collection": "lit", "intent": "x"},
+        )
     codes = {j: cli(tmp_path, "job", "result", j, "--json").exit_code for j in ("job-failed", "job-empty", "job-ok")}
     assert codes == {"job-failed": 1, "job-empty": 1, "job-ok": 0}
 
@@ -250,18 +306,48 @@ def test_every_job_command_on_a_finished_job(tmp_path: Path) -> None:
 
     jobs = JobStore(tmp_path / "jobs.sqlite")
     jobs.create("job-done", "lit", "graph networks", workflow_id="job-done", trace_id=None)
-    jobs.finish("job-done", {"job_id": "job-done", "status": "completed", "collection": "lit", "intent": "graph networks",
-                             "ranked": [{"docid": "gnn01", "title": "GNN", "year": 2016, "score": 0.8, "rank_score": 0.03,
-                                         "evidence": [], "reason": "r", "weak": True}]},
-                {"collection": "lit", "intent": "graph networks"})
+    jobs.finish(
+        "job-done",
+        {
+            "job_id": "job-done",
+            "status": "completed",
+            "collection": "lit",
+            "intent": "graph networks",
+            "ranked": [
+                {
+                    "docid": "gnn01",
+                    "title": "GNN",
+                    "year": 2016,
+                    "score": 0.8,
+                    "rank_score": 0.03,
+                    "evidence": [],
+                    "reason": "r",
+                    "weak": True,
+                }
+            ],
+        },
+        {"collection": "lit", "intent": "graph networks"},
+    )
     down = ["--temporal-address", DOWN]
-    for args in (["stop", "job-done", *down], ["steer", "job-done", "not surveys", *down], ["cancel", "job-done", *down],
-                 ["terminate", "job-done", *down]):
+    for args in (
+        ["stop", "job-done", *down],
+        ["steer", "job-done", "not surveys", *down],
+        ["cancel", "job-done", *down],
+        ["terminate", "job-done", *down],
+    ):
         res = cli(tmp_path, "job", *args)
-        assert res.exit_code == 1 and "(job_finished)" in res.output and "Traceback" not in res.output, (args, res.output)
+        assert res.exit_code == 1 and "(job_finished)" in res.output and "Traceback" not in res.output, (
+            args,
+            res.output,
+        )
         assert len([line for line in res.output.splitlines() if line.startswith("error")]) == 1
-    for args in (["progress", "job-done", *down], ["watch", "job-done", *down], ["show", "job-done"],
-                 ["result", "job-done"], ["export", "job-done", "--format", "csv"]):
+    for args in (
+        ["progress", "job-done", *down],
+        ["watch", "job-done", *down],
+        ["show", "job-done"],
+        ["result", "job-done"],
+        ["export", "job-done", "--format", "csv"],
+    ):
         res = cli(tmp_path, "job", *args)
         assert res.exit_code == 0 and "Traceback" not in res.output, (args, res.output)
     assert "1 weak match(es)" in cli(tmp_path, "job", "result", "job-done").output

@@ -6,6 +6,7 @@ and licences in the README there). Each page's marked sentences must come out wh
 drop"), its marked chrome ("Keyboard shortcuts", "Coal Navy Ayu", "Skip navigation links") must
 not appear anywhere in what is indexed, and its title must be the page's own.
 """
+
 from __future__ import annotations
 
 import re
@@ -75,24 +76,36 @@ def test_the_evaluation_worst_case_for_quarry() -> None:
 
 # -- the rules, on small pages ---------------------------------------------------------------------
 
+
 def text_of(html: str) -> str:
     return read_html_text(html)[1]
 
 
 def test_an_inline_element_before_a_source_newline_stays_inline() -> None:
-    text = text_of("<html><body><main><p>When a value goes out of scope, Rust will run the <code>drop</code>\n"
-                   "function, and <a href='#x'>the\n  standard library</a>\nfrees it.</p></main></body></html>")
+    text = text_of(
+        "<html><body><main><p>When a value goes out of scope, Rust will run the <code>drop</code>\n"
+        "function, and <a href='#x'>the\n  standard library</a>\nfrees it.</p></main></body></html>"
+    )
     assert text == "When a value goes out of scope, Rust will run the drop function, and the standard library frees it."
 
 
 def test_blocks_end_lines_and_pre_keeps_its_lines() -> None:
-    text = text_of("<body><h2>Heading</h2><p>One   two\n three.</p><ul><li>first <em>item</em></li><li>second</li></ul>"
-                   "<pre><code>fn main() {\n    println!(\"hi\");\n}</code></pre><div>Direct <b>div</b> text.</div>"
-                   "<p>Line<br>break</p><table><tr><th>k</th><td><p>60</p></td></tr><tr><td>b</td><td>0.4</td></tr></table>"
-                   "<dl><dt>term</dt><dd>its meaning</dd></dl></body>")
-    assert text.split("\n\n") == ["Heading", "One two three.", "first item\nsecond",
-                                  '```\nfn main() {\n    println!("hi");\n}\n```', "Direct div text.", "Line\nbreak",
-                                  "k | 60\nb | 0.4", "term\nits meaning"]
+    text = text_of(
+        "<body><h2>Heading</h2><p>One   two\n three.</p><ul><li>first <em>item</em></li><li>second</li></ul>"
+        '<pre><code>fn main() {\n    println!("hi");\n}</code></pre><div>Direct <b>div</b> text.</div>'
+        "<p>Line<br>break</p><table><tr><th>k</th><td><p>60</p></td></tr><tr><td>b</td><td>0.4</td></tr></table>"
+        "<dl><dt>term</dt><dd>its meaning</dd></dl></body>"
+    )
+    assert text.split("\n\n") == [
+        "Heading",
+        "One two three.",
+        "first item\nsecond",
+        '```\nfn main() {\n    println!("hi");\n}\n```',
+        "Direct div text.",
+        "Line\nbreak",
+        "k | 60\nb | 0.4",
+        "term\nits meaning",
+    ]
 
 
 CHROME_PAGE = """<html><head><title>Fusion notes - My Site</title></head><body>
@@ -117,26 +130,32 @@ def test_main_content_without_chrome_and_title_from_the_heading() -> None:
 
 
 def test_article_when_there_is_no_main_and_its_header_stays() -> None:
-    page = ("<body><nav>Blog home</nav><div class='menu'>Tags</div><article><header><h2>Post</h2>"
-            "<p class='byline'>By Ann</p></header><p>Body text.</p></article><footer>(c)</footer></body>")
+    page = (
+        "<body><nav>Blog home</nav><div class='menu'>Tags</div><article><header><h2>Post</h2>"
+        "<p class='byline'>By Ann</p></header><p>Body text.</p></article><footer>(c)</footer></body>"
+    )
     assert text_of(page) == "Post\n\nBy Ann\n\nBody text."
 
 
 def test_body_without_landmarks_drops_page_header_footer_and_chrome_classes() -> None:
     # Javadoc 8: navigation bars as div.topNav / div.subNav / div.bottomNav, no landmarks.
-    page = ("<body><div class='topNav'><a name='navbar.top'></a><div class='skipNav'><a href='#skip'>Skip navigation"
-            " links</a></div><ul class='navList'><li>Overview</li></ul></div><div class='subNav'>Prev Class</div>"
-            "<header><h1>Site</h1></header><div class='header'><h2 class='title'>Class Fusion</h2></div>"
-            "<div class='block'>Fuses <code>rankings</code>\n by rank.</div><div class='bottomNav'>Frames</div>"
-            "<p class='legalCopy'><small>Copyright</small></p></body>")
+    page = (
+        "<body><div class='topNav'><a name='navbar.top'></a><div class='skipNav'><a href='#skip'>Skip navigation"
+        " links</a></div><ul class='navList'><li>Overview</li></ul></div><div class='subNav'>Prev Class</div>"
+        "<header><h1>Site</h1></header><div class='header'><h2 class='title'>Class Fusion</h2></div>"
+        "<div class='block'>Fuses <code>rankings</code>\n by rank.</div><div class='bottomNav'>Frames</div>"
+        "<p class='legalCopy'><small>Copyright</small></p></body>"
+    )
     text = text_of(page)
     assert text.startswith("Class Fusion\n\nFuses rankings by rank.")
     assert "Skip navigation" not in text and "Prev Class" not in text and "Frames" not in text and "Site" not in text
 
 
 def test_mathml_reads_as_its_alt_text() -> None:
-    page = ('<body><p>The score is <math alttext="S=\\frac{c+p}{6}"><mi>S</mi><mo>=</mo><mfrac><mi>c</mi><mn>6</mn>'
-            '</mfrac></math>, in 0–1.</p></body>')
+    page = (
+        '<body><p>The score is <math alttext="S=\\frac{c+p}{6}"><mi>S</mi><mo>=</mo><mfrac><mi>c</mi><mn>6</mn>'
+        "</mfrac></math>, in 0–1.</p></body>"
+    )
     assert text_of(page) == "The score is S=\\frac{c+p}{6}, in 0–1."
 
 
@@ -174,27 +193,50 @@ def test_texinfo_node_navigation_is_not_text() -> None:
 def test_texinfo_navigation_above_every_node_of_a_single_page_manual_goes() -> None:
     doc = read_file(READERS2 / "gzip-nosplit.html")
     assert not _NAV_WORDS.search(doc.text), doc.text[:300]
-    for kept in ("This manual is for GNU Gzip (version 1.12)", "1 Overview", "reduces the size of the named files",
-                 "2 Advanced usage", "Multiple compressed files can be concatenated."):
+    for kept in (
+        "This manual is for GNU Gzip (version 1.12)",
+        "1 Overview",
+        "reduces the size of the named files",
+        "2 Advanced usage",
+        "Multiple compressed files can be concatenated.",
+    ):
         assert kept in doc.text
 
 
-@pytest.mark.parametrize(("page", "text"), [
-    (('<div class="nav-panel"><p>Next: <a href="b.html" rel="next">B</a>, Up: <a href="index.html">Top</a> '
-      '&nbsp; [<a href="index.html#SEC_Contents">Contents</a>]</p></div><h2>A</h2><p>Body.</p>'), "A\n\nBody."),
-    (('<p><a name="Overview"></a>Next:&nbsp;<a rel="next" href="b.html">B</a>,&nbsp;Prev:&nbsp;'
-      '<a rel="previous" href="index.html">Top</a></p><p>Body.</p>'), "Body."),  # texinfo 4 style
-    ("<p>[<a href='#toc'>Contents</a>][<a href='#idx'>Index</a>]</p><p>Body.</p>", "Body."),
-    # texi2html's button bar: a table of "[ < ]" "[ Up ]" "[ >> ]" cells.
-    (('<table class="header"><tr><td>[<a href="#a" title="Previous section"> &lt; </a>]</td><td>[<a href="#b"> Up </a>]'
-      '</td><td>[<a href="#c"> &gt;&gt; </a>]</td><td>[<a href="#Top">Top</a>]</td><td>[<a href="#SEC_About"> ? </a>]'
-      '</td></tr></table><h2>A</h2><p>Body.</p>'), "A\n\nBody."),
-    # Prose with links is text, whatever its words.
-    ("<p>Next: read <a href='b.html'>the tutorial</a>.</p>", "Next: read the tutorial."),
-    ("<p>See the <a href='#idx'>Index</a> for more.</p>", "See the Index for more."),
-    ("<p><a href='b.html'>Installation</a></p>", "Installation"),
-    ("<p>Up: <b>Top</b></p>", "Up: Top"),
-])
+@pytest.mark.parametrize(
+    ("page", "text"),
+    [
+        (
+            (
+                '<div class="nav-panel"><p>Next: <a href="b.html" rel="next">B</a>, Up: <a href="index.html">Top</a> '
+                '&nbsp; [<a href="index.html#SEC_Contents">Contents</a>]</p></div><h2>A</h2><p>Body.</p>'
+            ),
+            "A\n\nBody.",
+        ),
+        (
+            (
+                '<p><a name="Overview"></a>Next:&nbsp;<a rel="next" href="b.html">B</a>,&nbsp;Prev:&nbsp;'
+                '<a rel="previous" href="index.html">Top</a></p><p>Body.</p>'
+            ),
+            "Body.",
+        ),  # texinfo 4 style
+        ("<p>[<a href='#toc'>Contents</a>][<a href='#idx'>Index</a>]</p><p>Body.</p>", "Body."),
+        # texi2html's button bar: a table of "[ < ]" "[ Up ]" "[ >> ]" cells.
+        (
+            (
+                '<table class="header"><tr><td>[<a href="#a" title="Previous section"> &lt; </a>]</td><td>[<a href="#b"> Up </a>]'
+                '</td><td>[<a href="#c"> &gt;&gt; </a>]</td><td>[<a href="#Top">Top</a>]</td><td>[<a href="#SEC_About"> ? </a>]'
+                "</td></tr></table><h2>A</h2><p>Body.</p>"
+            ),
+            "A\n\nBody.",
+        ),
+        # Prose with links is text, whatever its words.
+        ("<p>Next: read <a href='b.html'>the tutorial</a>.</p>", "Next: read the tutorial."),
+        ("<p>See the <a href='#idx'>Index</a> for more.</p>", "See the Index for more."),
+        ("<p><a href='b.html'>Installation</a></p>", "Installation"),
+        ("<p>Up: <b>Top</b></p>", "Up: Top"),
+    ],
+)
 def test_navigation_block_rule(page: str, text: str) -> None:
     assert text_of(f"<body>{page}</body>") == text
 

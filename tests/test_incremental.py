@@ -1,5 +1,6 @@
 """Incremental changes: add, update, remove by content hash; exactly the changed chunks are
 embedded; every store stays consistent; a change that fails midway changes nothing."""
+
 from __future__ import annotations
 
 import shutil
@@ -57,8 +58,13 @@ def state(name: str, home: Path) -> tuple:
     """What a reader sees: version, fingerprint, BM25 ranking, dense build and its size."""
     col = Collection(name, home)
     dense = col.dense
-    return (col.version, col.corpus.fingerprint, [(h.docid, h.score) for h in col.lucene.search("ranking")],
-            dense.meta.build_id, dense._collection()[1].count())
+    return (
+        col.version,
+        col.corpus.fingerprint,
+        [(h.docid, h.score) for h in col.lucene.search("ranking")],
+        dense.meta.build_id,
+        dense._collection()[1].count(),
+    )
 
 
 def leftovers(name: str, home: Path) -> list[str]:
@@ -73,8 +79,9 @@ def test_adding_five_documents_embeds_exactly_their_chunks_and_search_finds_them
     new = tmp_path / "new"
     new.mkdir()
     for i in range(5):
-        (new / f"z{i}.md").write_text(f"# Zeppelin note {i}\n\nzeppelin airship hangar {filler(i, 20)}\n",
-                                      encoding="utf-8")
+        (new / f"z{i}.md").write_text(
+            f"# Zeppelin note {i}\n\nzeppelin airship hangar {filler(i, 20)}\n", encoding="utf-8"
+        )
     spy.clear()
     report = add("inc", [new], home=home)
     assert (report.added, report.updated, report.kept, report.documents) == (5, 0, 12, 17)
@@ -195,8 +202,9 @@ def test_remove_of_an_unknown_id_changes_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("where", ["embedding", "lucene"])
-def test_a_change_that_fails_midway_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    where: str) -> None:
+def test_a_change_that_fails_midway_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
     home = tmp_path / "home"
     make_collection(home, tmp_path / "notes", "boom", n=6)
     before = state("boom", home)
@@ -217,6 +225,7 @@ def test_a_change_that_fails_midway_changes_nothing(tmp_path: Path, monkeypatch:
         monkeypatch.setattr(MiniLMEmbedding, "embed", failing)
         monkeypatch.setattr("stores.dense_update.STEP_BATCHES", 0)  # one chunk per batch: several batches
     else:
+
         def failing(*_a, **_k):
             raise QuarryError("index_failed", "simulated Lucene failure", "retry")
 

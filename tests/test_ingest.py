@@ -1,4 +1,5 @@
 """Ingest and collections: all-or-nothing replacement, idempotence, names, missing/stale indexes."""
+
 from __future__ import annotations
 
 from itertools import pairwise
@@ -63,8 +64,9 @@ def test_bad_reingest_changes_nothing(base: Path, home: Path, src: Path) -> None
     assert leftovers("base", home) == []
 
 
-def test_failed_index_build_keeps_the_old_corpus(base: Path, home: Path, src: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_index_build_keeps_the_old_corpus(
+    base: Path, home: Path, src: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = snapshot("base", home)
     changed = write_jsonl(src / "changed-fails.jsonl", topic_docs(5))
 
@@ -80,8 +82,9 @@ def test_failed_index_build_keeps_the_old_corpus(base: Path, home: Path, src: Pa
 
 
 @pytest.mark.parametrize("force", [False, True])
-def test_a_source_changed_during_the_ingest_changes_nothing(base: Path, home: Path, src: Path, force: bool,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_source_changed_during_the_ingest_changes_nothing(
+    base: Path, home: Path, src: Path, force: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Records are read from the file again when they are stored and indexed, not kept from the
     validating pass; a file that changed in between fails the ingest before its commit."""
     before = snapshot("base", home)
@@ -177,17 +180,23 @@ def test_new_documents_without_an_index_are_detected_and_reindex_repairs_it(home
 
 
 def test_reingest_with_changed_content_replaces_documents(home: Path, src: Path) -> None:
-    v1 = write_jsonl(src / "swap-v1.jsonl", [
-        {"_id": "keep", "title": "kept retrieval note", "text": "unchanged"},
-        {"_id": "gone", "title": "removed retrieval note", "text": "will disappear"},
-        {"_id": "edit", "title": "edited note", "text": "old wording about retrieval"},
-    ])
+    v1 = write_jsonl(
+        src / "swap-v1.jsonl",
+        [
+            {"_id": "keep", "title": "kept retrieval note", "text": "unchanged"},
+            {"_id": "gone", "title": "removed retrieval note", "text": "will disappear"},
+            {"_id": "edit", "title": "edited note", "text": "old wording about retrieval"},
+        ],
+    )
     ingest(v1, "swap", home=home, k1=1.5, b=0.6)
-    v2 = write_jsonl(src / "swap-v2.jsonl", [
-        {"_id": "keep", "title": "kept retrieval note", "text": "unchanged"},
-        {"_id": "edit", "title": "edited note", "text": "new wording about zeppelins"},
-        {"_id": "added", "title": "added retrieval note", "text": "arrived later"},
-    ])
+    v2 = write_jsonl(
+        src / "swap-v2.jsonl",
+        [
+            {"_id": "keep", "title": "kept retrieval note", "text": "unchanged"},
+            {"_id": "edit", "title": "edited note", "text": "new wording about zeppelins"},
+            {"_id": "added", "title": "added retrieval note", "text": "arrived later"},
+        ],
+    )
     old_fp = Collection("swap", home).corpus.fingerprint
     report = ingest(v2, "swap", home=home)
     assert report.unchanged is False and report.documents == 3
@@ -245,7 +254,7 @@ def test_chunks_are_contiguous_and_cover_every_line(home: Path, src: Path) -> No
             assert nxt.line_start == prev.line_end + 1
         for c in chunks:
             assert c.line_start <= c.line_end
-            assert c.text == "\n".join(doc_lines[c.line_start - 1:c.line_end])
+            assert c.text == "\n".join(doc_lines[c.line_start - 1 : c.line_end])
             assert len(c.text) <= 600
     assert len(corpus.chunks("book")) > 1
 
@@ -253,26 +262,36 @@ def test_chunks_are_contiguous_and_cover_every_line(home: Path, src: Path) -> No
 def test_quoted_chunks_leave_out_title_and_metadata_but_keep_true_line_ranges(home: Path, src: Path) -> None:
     from stores.records import quotable_chunks
 
-    docs = [{"_id": "m", "title": "Dense retrieval", "text": "We encode passages.\nThen we search them.",
-             "metadata": {"year": 2020, "authors": ["Karpukhin, V."]}},
-            {"_id": "p", "title": "Plain", "text": "No metadata here."},
-            {"_id": "t", "title": "Only a title", "metadata": {"year": 1999}}]
+    docs = [
+        {
+            "_id": "m",
+            "title": "Dense retrieval",
+            "text": "We encode passages.\nThen we search them.",
+            "metadata": {"year": 2020, "authors": ["Karpukhin, V."]},
+        },
+        {"_id": "p", "title": "Plain", "text": "No metadata here."},
+        {"_id": "t", "title": "Only a title", "metadata": {"year": 1999}},
+    ]
     ingest(write_jsonl(src / "quotes.jsonl", docs), "quotes", home=home, build_lucene=False)
     corpus = Collection("quotes", home).corpus
     for docid, first_body_line in (("m", 3), ("p", 2)):
         rec, lines = corpus.get(docid), corpus.lines(docid)
         (quoted,) = quotable_chunks(rec, corpus.chunks(docid))
         assert quoted.line_start == first_body_line and quoted.line_end == len(lines)
-        assert quoted.text == "\n".join(lines[first_body_line - 1:])
+        assert quoted.text == "\n".join(lines[first_body_line - 1 :])
         assert "year:" not in quoted.text and rec.title not in quoted.text
     # A record that is only header keeps its one chunk whole: it still has something to quote.
     assert quotable_chunks(corpus.get("t"), corpus.chunks("t")) == corpus.chunks("t")
 
 
 def test_beir_ingest_stores_queries_qrels_citations_and_warnings(home: Path, src: Path) -> None:
-    folder = write_beir(src / "beir", topic_docs(3), queries={"q1": "retrieval"},
-                        qrels={"test": [("q1", "t001", 1), ("q1", "nobody", 1)]},
-                        citations=[("t001", "t002"), ("t002", "ghost")])
+    folder = write_beir(
+        src / "beir",
+        topic_docs(3),
+        queries={"q1": "retrieval"},
+        qrels={"test": [("q1", "t001", 1), ("q1", "nobody", 1)]},
+        citations=[("t001", "t002"), ("t002", "ghost")],
+    )
     report = ingest(folder, "beirx", home=home, build_lucene=False)
     assert (report.documents, report.citations, report.queries, report.splits) == (3, 1, 1, ["test"])
     assert len(report.warnings) == 2

@@ -7,6 +7,7 @@ file, and it may then read the write-ahead log through a stale index: rows other
 committed are missing. CPython's sqlite3 connection is kept alive by a reference cycle, so without
 an explicit close it lingers until a cyclic collection.
 """
+
 from __future__ import annotations
 
 import gc

@@ -8,6 +8,7 @@ Every fixture document is at most 40 tokens long, where Lucene's lossy length en
 
 Anserini rounds scores to 4 decimals (and nudges exact ties by 1e-6), hence the 1e-4 tolerance.
 """
+
 from __future__ import annotations
 
 import math
@@ -80,14 +81,17 @@ def test_fixture_hand_computation_is_not_trivial() -> None:
     assert len(set(round(s, 4) for s in scores.values())) == len(scores) >= 4
 
 
-@pytest.mark.parametrize("query", [
-    "quartz",
-    "granite basalt",
-    "quartz granite marble",
-    "flint",
-    "pumice slate",
-    "quartz quartz basalt",  # a repeated query word counts twice
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "quartz",
+        "granite basalt",
+        "quartz granite marble",
+        "flint",
+        "pumice slate",
+        "quartz quartz basalt",  # a repeated query word counts twice
+    ],
+)
 def test_scores_match_lucene_bm25_at_default_parameters(index, query: str) -> None:
     assert (index.meta.k1, index.meta.b) == (0.9, 0.4)
     assert_ranking(index.search(query), expected_ranking(query.split()))
@@ -144,14 +148,28 @@ def test_non_latin_scripts_are_searchable(index) -> None:
 # -- bag-of-words safety: user text never raises ---------------------------------------------------
 
 
-@pytest.mark.parametrize("query", ["title:(quartz AND", '"quartz"', "quartz*", "(quartz)", "quartz~2", "quartz^5",
-                                   "quartz:", "{quartz]", "quartz \\", "&& quartz ||"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "title:(quartz AND",
+        '"quartz"',
+        "quartz*",
+        "(quartz)",
+        "quartz~2",
+        "quartz^5",
+        "quartz:",
+        "{quartz]",
+        "quartz \\",
+        "&& quartz ||",
+    ],
+)
 def test_lucene_syntax_has_no_effect(index, query: str) -> None:
     assert_ranking(index.search(query), expected_ranking(["quartz"]))
 
 
-@pytest.mark.parametrize("query", ["title:(a AND", "*", '"', "?", "", "   ", "!!!", "the of and to in",
-                                   "\x00\x01\x1f\x7f", "AND OR NOT"])
+@pytest.mark.parametrize(
+    "query", ["title:(a AND", "*", '"', "?", "", "   ", "!!!", "the of and to in", "\x00\x01\x1f\x7f", "AND OR NOT"]
+)
 def test_queries_without_searchable_words_return_nothing(index, query: str) -> None:
     assert index.search(query) == []
 
@@ -175,26 +193,32 @@ def test_many_distinct_words_are_cut_before_lucene_clause_limit(index) -> None:
     assert_ranking(index.search(" ".join(words)), expected_ranking(["quartz"]))
 
 
-@pytest.mark.parametrize(("query", "terms"), [
-    ("поиск по корпусу документов", []),  # "поиск" is not the indexed "поиска": no stemming across scripts
-    ("信息检索系统的评估方法", ["检", "索"]),  # one token per ideograph: 检 and 索 match "intl"
-    ("استرجاع المعلومات", []),
-    ("情報検索", ["索"]),  # Japanese 検 is not the simplified 检; 索 is shared
-    ("검색 시스템", []),
-    ("ค้นหาเอกสาร", []),
-    ("αναζήτηση", []),
-    ("🔍📚 quartz", ["quartz"]),
-])
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("поиск по корпусу документов", []),  # "поиск" is not the indexed "поиска": no stemming across scripts
+        ("信息检索系统的评估方法", ["检", "索"]),  # one token per ideograph: 检 and 索 match "intl"
+        ("استرجاع المعلومات", []),
+        ("情報検索", ["索"]),  # Japanese 検 is not the simplified 检; 索 is shared
+        ("검색 시스템", []),
+        ("ค้นหาเอกสาร", []),
+        ("αναζήτηση", []),
+        ("🔍📚 quartz", ["quartz"]),
+    ],
+)
 def test_other_scripts_never_raise(index, query: str, terms: list[str]) -> None:
     # The fixture's words of each query, and only them, are searched (BM25 as computed by hand).
     assert_ranking(index.search(query), expected_ranking(terms))
 
 
-@pytest.mark.parametrize("first", [
-    pytest.param(0x4E00, id="cjk-unified"),
-    pytest.param(0x3400, id="cjk-extension-a"),
-    pytest.param(0x20000, id="cjk-extension-b"),  # outside the BMP
-])
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param(0x4E00, id="cjk-unified"),
+        pytest.param(0x3400, id="cjk-extension-a"),
+        pytest.param(0x20000, id="cjk-extension-b"),  # outside the BMP
+    ],
+)
 def test_long_cjk_text_never_raises(index, first: int) -> None:
     # 2,000 distinct ideographs without spaces: one "word" for a \w+ count, but 2,000 terms for
     # Lucene's analyzer (each ideograph is a token), over Lucene's 1,024-clause limit.
@@ -217,15 +241,23 @@ def test_lucene_boot_skips_pyserinis_neural_encoders() -> None:
     import subprocess
     import sys
 
-    code = ("import importlib.util, os, sys\n"
-            "from stores.jvm import pyserini_lucene\n"
-            "lucene = pyserini_lucene()\n"
-            "assert lucene.LuceneSearcher is not None\n"
-            "heavy = sorted(m for m in ('torch', 'transformers', 'sklearn', 'openai') if m in sys.modules)\n"
-            "print(heavy, 'pyserini.encode' in sys.modules, importlib.util.find_spec('pyserini.encode') is not None,"
-            " 'OPENAI_API_KEY' in os.environ)\n")
+    code = (
+        "import importlib.util, os, sys\n"
+        "from stores.jvm import pyserini_lucene\n"
+        "lucene = pyserini_lucene()\n"
+        "assert lucene.LuceneSearcher is not None\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'sklearn', 'openai') if m in sys.modules)\n"
+        "print(heavy, 'pyserini.encode' in sys.modules, importlib.util.find_spec('pyserini.encode') is not None,"
+        " 'OPENAI_API_KEY' in os.environ)\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         cwd=Path(__file__).resolve().parents[1], timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[] False True False"

@@ -7,6 +7,7 @@
 (d) the checklist splitter does not cut inside brackets or quotes;
 (e) the hidden-files warning names what it skipped.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -27,6 +28,7 @@ from tests.drill_kit import INTENT, ROOT, Server, client_for, start, wait_for
 
 def _cli(home: Path, *args: str):
     from quarry.cli import app
+
     return CliRunner().invoke(app, ["--home", str(home), *args])
 
 
@@ -39,10 +41,23 @@ def test_progress_during_the_worker_warm_up_says_it_is_warming_up(home: Path, se
 
     hold = tmp_path / "hold"
     hold.mkdir()
-    worker = subprocess.Popen([sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address",
-                               server.address, "--hold-warm-up", str(hold)], cwd=ROOT,
-                              stdout=open(tmp_path / "worker.log", "ab"), stderr=subprocess.STDOUT,  # noqa: SIM115 - the worker writes to it until stopped
-                              env=os.environ | {"QUARRY_HOME": str(home)})
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.drill_worker",
+            "--home",
+            str(home),
+            "--address",
+            server.address,
+            "--hold-warm-up",
+            str(hold),
+        ],
+        cwd=ROOT,
+        stdout=open(tmp_path / "worker.log", "ab"),  # noqa: SIM115 - the worker writes to it until stopped
+        stderr=subprocess.STDOUT,
+        env=os.environ | {"QUARRY_HOME": str(home)},
+    )
     try:
         wait_for(lambda: (hold / "warming").exists() or worker.poll() is not None, "the worker's warm-up")
         assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
@@ -68,8 +83,9 @@ def test_progress_during_the_worker_warm_up_says_it_is_warming_up(home: Path, se
             worker.send_signal(signal.SIGTERM)
             worker.wait(60)
     # A status left by a process that is gone is not believed (and is removed).
-    (home / "run" / f"warming-{worker.pid}.json").write_text(json.dumps({"pid": worker.pid, "since": 0,
-                                                                         "start_time": "1", "cmdline": ["x"]}))
+    (home / "run" / f"warming-{worker.pid}.json").write_text(
+        json.dumps({"pid": worker.pid, "since": 0, "start_time": "1", "cmdline": ["x"]})
+    )
     assert warming_message(home) is None and not list((home / "run").glob("warming-*.json"))
 
 
@@ -80,8 +96,12 @@ def test_result_of_a_terminated_job_says_so_with_its_intent_and_how_to_rerun(hom
     queue = f"messages-noworker-{uuid.uuid4().hex[:8]}"  # no worker: it runs until terminated
     handle = asyncio.run(start(server.address, queue))
     JobStore(home / "jobs.sqlite").create(handle.id, "lit", INTENT, workflow_id=handle.id, trace_id=None)
-    assert _cli(home, "job", "terminate", handle.id, "--reason", "drill over",
-                "--temporal-address", server.address).exit_code == 0
+    assert (
+        _cli(
+            home, "job", "terminate", handle.id, "--reason", "drill over", "--temporal-address", server.address
+        ).exit_code
+        == 0
+    )
     for extra in ([], ["--wait"]):
         res = _cli(home, "job", "result", handle.id, *extra, "--temporal-address", server.address)
         assert res.exit_code == 1 and "Traceback" not in res.output, res.output
@@ -96,11 +116,13 @@ def test_result_of_a_terminated_job_says_so_with_its_intent_and_how_to_rerun(hom
 
 def test_result_of_a_job_terminated_outside_quarry_names_the_terminators_reason(home: Path, server: Server) -> None:
     from workflows.shared import task_queue
+
     handle = asyncio.run(start(server.address, task_queue(home) + "-none"))
     JobStore(home / "jobs.sqlite").create(handle.id, "lit", INTENT, workflow_id=handle.id, trace_id=None)
 
     async def terminate_from_outside():
         await (await client_for(server.address)).get_workflow_handle(handle.id).terminate(reason="from the web ui")
+
     asyncio.run(terminate_from_outside())
     res = _cli(home, "job", "result", handle.id, "--temporal-address", server.address)
     text = " ".join(res.output.split())
@@ -120,6 +142,7 @@ def test_search_hints_in_cli_syntax_and_the_tool_in_tool_syntax(home: Path, quer
     from nodes.tools.corpus import ToolSession
     from nodes.tools.results import ToolError
     from stores.collection import Collection
+
     col = Collection("lit", home=home)
     page = ToolSession(col.lucene, col.corpus).search("why", query)
     assert isinstance(page, ToolError) and page.code == "empty_query"
@@ -129,20 +152,40 @@ def test_search_hints_in_cli_syntax_and_the_tool_in_tool_syntax(home: Path, quer
 # -- (d) the checklist splitter ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("intent, whole, not_pieces", [
-    ("how to set the C++ standard for a target in CMake (CXX_STANDARD, CXX_EXTENSIONS)",
-     "a target in CMake (CXX_STANDARD, CXX_EXTENSIONS)", ["CXX_EXTENSIONS)", "a target in CMake (CXX_STANDARD"]),
-    ("graph neural networks [GCN, GAT, GIN] for molecules", "graph neural networks [GCN, GAT, GIN]", ["GAT", "GIN]"]),
-    ("config files {json, yaml} for deployment", "config files {json, yaml}", ["yaml}"]),
-    ('papers titled "retrieval, reranking and fusion" on the web', 'papers titled "retrieval, reranking and fusion" on the web',
-     ["reranking and fusion\" on the web"]),
-    ("surveys (for beginners, with examples), transformers", "surveys (for beginners, with examples)",
-     ["beginners", "examples)"]),
-    ("attention “for translation, with alignment” models", "attention “for translation, with alignment” models",
-     ["alignment” models"]),
-])
+@pytest.mark.parametrize(
+    "intent, whole, not_pieces",
+    [
+        (
+            "how to set the C++ standard for a target in CMake (CXX_STANDARD, CXX_EXTENSIONS)",
+            "a target in CMake (CXX_STANDARD, CXX_EXTENSIONS)",
+            ["CXX_EXTENSIONS)", "a target in CMake (CXX_STANDARD"],
+        ),
+        (
+            "graph neural networks [GCN, GAT, GIN] for molecules",
+            "graph neural networks [GCN, GAT, GIN]",
+            ["GAT", "GIN]"],
+        ),
+        ("config files {json, yaml} for deployment", "config files {json, yaml}", ["yaml}"]),
+        (
+            'papers titled "retrieval, reranking and fusion" on the web',
+            'papers titled "retrieval, reranking and fusion" on the web',
+            ['reranking and fusion" on the web'],
+        ),
+        (
+            "surveys (for beginners, with examples), transformers",
+            "surveys (for beginners, with examples)",
+            ["beginners", "examples)"],
+        ),
+        (
+            "attention “for translation, with alignment” models",
+            "attention “for translation, with alignment” models",
+            ["alignment” models"],
+        ),
+    ],
+)
 def test_the_checklist_is_not_cut_inside_brackets_or_quotes(intent: str, whole: str, not_pieces: list[str]) -> None:
     from nodes.evidence.planning import make_plan
+
     texts = [item["text"] for item in make_plan(intent, years=False)["checklist"]]
     assert whole in texts, texts
     for piece in not_pieces:
@@ -151,7 +194,11 @@ def test_the_checklist_is_not_cut_inside_brackets_or_quotes(intent: str, whole: 
 
 def test_the_checklist_still_splits_outside_brackets() -> None:
     from nodes.evidence.planning import make_plan
-    texts = [item["text"] for item in make_plan("dense retrieval (DPR), query expansion; reranking", years=False)["checklist"]]
+
+    texts = [
+        item["text"]
+        for item in make_plan("dense retrieval (DPR), query expansion; reranking", years=False)["checklist"]
+    ]
     assert {"dense retrieval (DPR)", "query expansion", "reranking"} <= set(texts), texts
 
 
@@ -160,12 +207,22 @@ def test_the_checklist_still_splits_outside_brackets() -> None:
 
 def test_the_hidden_files_warning_names_them(tmp_path: Path) -> None:
     from stores.readers import read_corpus
+
     folder = tmp_path / "docs"
     (folder / ".git" / "objects").mkdir(parents=True)
     (folder / "notes").mkdir()
     (folder / "a.md").write_text("# A\n\nSome text about retrieval.\n")
-    for rel in (".git/HEAD", ".git/config", ".git/objects/ab", ".env", "notes/.draft.md", ".\x1bx", ".h1", ".h2",
-                ".h3"):
+    for rel in (
+        ".git/HEAD",
+        ".git/config",
+        ".git/objects/ab",
+        ".env",
+        "notes/.draft.md",
+        ".\x1bx",
+        ".h1",
+        ".h2",
+        ".h3",
+    ):
         (folder / rel).write_text("x\n")
     src = read_corpus(folder)
     warning = next(w for w in src.warnings if "hidden file(s) not read" in w)
@@ -174,8 +231,9 @@ def test_the_hidden_files_warning_names_them(tmp_path: Path) -> None:
     assert "\x1b" not in warning and "… and 2 more" in warning, warning
 
 
-def test_progress_of_a_job_terminated_outside_quarry_says_terminated(home: Path, server: Server,
-                                                                     tmp_path: Path) -> None:
+def test_progress_of_a_job_terminated_outside_quarry_says_terminated(
+    home: Path, server: Server, tmp_path: Path
+) -> None:
     """A terminated workflow still answers the progress query with the state it had ("running"):
     `job progress` must report Temporal's status instead."""
     from tests.drill_kit import Gate, Worker
@@ -190,6 +248,7 @@ def test_progress_of_a_job_terminated_outside_quarry_says_terminated(home: Path,
 
         async def terminate_from_outside():
             await (await client_for(server.address)).get_workflow_handle(handle.id).terminate(reason="outside")
+
         asyncio.run(terminate_from_outside())
         gate.release()
         res = _cli(home, "job", "progress", handle.id, "--temporal-address", server.address, "--json")
@@ -208,11 +267,20 @@ def test_every_script_ends_a_quarry_error_with_one_line() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    scripts = [p for folder in ("bench", "evals") for p in sorted((root / folder).glob("*.py"))
-               if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")]
+    scripts = [
+        p
+        for folder in ("bench", "evals")
+        for p in sorted((root / folder).glob("*.py"))
+        if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")
+    ]
     assert len(scripts) > 10
     assert [p.name for p in scripts if "run_script(" not in p.read_text(encoding="utf-8")] == []
-    done = subprocess.run([sys.executable, "-m", "bench.bench_jobs", "--datasets", str(root / "no-such-folder")],
-                          cwd=root, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.bench_jobs", "--datasets", str(root / "no-such-folder")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith("error (not_found): no such file or folder:"), done.stderr

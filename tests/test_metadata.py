@@ -1,4 +1,5 @@
 """Store metadata lookups behind the author/venue constraints."""
+
 from __future__ import annotations
 
 import json

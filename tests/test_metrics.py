@@ -1,4 +1,5 @@
 """Retrieval metrics on a toy run whose values are worked out by hand, and TREC run files."""
+
 from __future__ import annotations
 
 import math
@@ -17,7 +18,7 @@ QRELS = {
 }
 RUN = {
     "q1": {"d1": 0.9, "dx": 0.8, "d2": 0.7},  # relevant at ranks 1 and 3
-    "q2": {"d5": 0.9, "d6": 0.5},             # d5 (grade 1) at rank 1, d4 (grade 2) never retrieved
+    "q2": {"d5": 0.9, "d6": 0.5},  # d5 (grade 1) at rank 1, d4 (grade 2) never retrieved
 }
 
 LOG2_3 = math.log2(3)
@@ -25,14 +26,26 @@ LOG2_3 = math.log2(3)
 Q1_NDCG = 1.5 / (1 + 1 / LOG2_3)
 # q2: DCG = 1/log2(2) = 1 ; IDCG = 2/log2(2) + 1/log2(3)
 Q2_NDCG = 1 / (2 + 1 / LOG2_3)
-Q1 = {"ndcg@10": Q1_NDCG, "ndcg@20": Q1_NDCG,
-      "precision@20": 2 / 20, "recall@20": 1.0, "recall@100": 1.0, "recall@1000": 1.0,
-      "map": (1 / 1 + 2 / 3) / 2,                      # precision at each relevant doc / #relevant
-      "f1@20": 2 * 0.1 * 1.0 / (0.1 + 1.0)}
-Q2 = {"ndcg@10": Q2_NDCG, "ndcg@20": Q2_NDCG,
-      "precision@20": 1 / 20, "recall@20": 0.5, "recall@100": 0.5, "recall@1000": 0.5,
-      "map": (1 / 1) / 2,
-      "f1@20": 2 * 0.05 * 0.5 / (0.05 + 0.5)}
+Q1 = {
+    "ndcg@10": Q1_NDCG,
+    "ndcg@20": Q1_NDCG,
+    "precision@20": 2 / 20,
+    "recall@20": 1.0,
+    "recall@100": 1.0,
+    "recall@1000": 1.0,
+    "map": (1 / 1 + 2 / 3) / 2,  # precision at each relevant doc / #relevant
+    "f1@20": 2 * 0.1 * 1.0 / (0.1 + 1.0),
+}
+Q2 = {
+    "ndcg@10": Q2_NDCG,
+    "ndcg@20": Q2_NDCG,
+    "precision@20": 1 / 20,
+    "recall@20": 0.5,
+    "recall@100": 0.5,
+    "recall@1000": 0.5,
+    "map": (1 / 1) / 2,
+    "f1@20": 2 * 0.05 * 0.5 / (0.05 + 0.5),
+}
 
 
 def test_hand_computed_values_are_distinct() -> None:
@@ -60,8 +73,8 @@ def test_f1_is_averaged_per_query_not_computed_from_mean_p_and_r() -> None:
     # q1: 2 of 2 relevant retrieved (P@20 0.1, R 1); q2: 1 of 4 (P@20 0.05, R 0.25)
     qrels = {"q1": {"a": 1, "b": 1}, "q2": {"c": 1, "d": 1, "e": 1, "f": 1}}
     run = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}
-    mean_f1 = (2 * 0.1 * 1.0 / 1.1 + 2 * 0.05 * 0.25 / 0.3) / 2        # 0.13258
-    f1_of_means = 2 * 0.075 * 0.625 / (0.075 + 0.625)                  # 0.13393
+    mean_f1 = (2 * 0.1 * 1.0 / 1.1 + 2 * 0.05 * 0.25 / 0.3) / 2  # 0.13258
+    f1_of_means = 2 * 0.075 * 0.625 / (0.075 + 0.625)  # 0.13393
     assert abs(mean_f1 - f1_of_means) > 1e-3
     assert mean_metrics(qrels, run)["f1@20"] == pytest.approx(mean_f1, abs=1e-9)
 

@@ -3,6 +3,7 @@
 Every test builds its own TracerProvider (never the process-global one), so tests stay
 independent of each other and of whatever else in the suite sets up tracing.
 """
+
 from __future__ import annotations
 
 import http.server
@@ -65,18 +66,32 @@ def _unwrap(exporter):
 
 def test_tool_span_has_genai_name_and_attributes(traced) -> None:
     tracer, folder = traced
-    with tool_span("search", call_id="c1", job_id="j1", tracer=tracer, query="bm25", search_id="s1",
-                   skipped=None, **{"gen_ai.tool.type": "function"}) as span:
+    with tool_span(
+        "search",
+        call_id="c1",
+        job_id="j1",
+        tracer=tracer,
+        query="bm25",
+        search_id="s1",
+        skipped=None,
+        **{"gen_ai.tool.type": "function"},
+    ) as span:
         span.set_attribute("quarry.hits", 1000)
         trace_id = current_trace_id()
     assert trace_id is not None and len(trace_id) == 32
     (rec,) = load_spans(folder, trace_id)
     assert rec["name"] == "execute_tool search"
     assert rec["attributes"] == {
-        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
-        "gen_ai.tool.call.id": "c1", "quarry.job_id": "j1", "quarry.query": "bm25",
-        "quarry.search_id": "s1", "gen_ai.tool.type": "function", "quarry.hits": 1000,
-        "openinference.span.kind": "TOOL", "tool.name": "search",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "search",
+        "gen_ai.tool.call.id": "c1",
+        "quarry.job_id": "j1",
+        "quarry.query": "bm25",
+        "quarry.search_id": "s1",
+        "gen_ai.tool.type": "function",
+        "quarry.hits": 1000,
+        "openinference.span.kind": "TOOL",
+        "tool.name": "search",
     }
     assert rec["status"] == "OK" and rec["kind"] == "INTERNAL" and rec["parent_span_id"] is None
     assert len(rec["span_id"]) == 16 and rec["end_ns"] >= rec["start_ns"]
@@ -126,7 +141,11 @@ def test_nested_spans_share_one_file_with_parent_ids(traced) -> None:
 
     lines = span_tree_lines(list(spans.values()))
     assert [line.lstrip().split("  ")[0] for line in lines] == [
-        "job", "execute_tool search", "chat gpt-x", "execute_tool read_document"]
+        "job",
+        "execute_tool search",
+        "chat gpt-x",
+        "execute_tool read_document",
+    ]
     assert lines[0].startswith("job  ") and lines[0].endswith(" ms")
     assert lines[1].startswith("  execute_tool search  ") and lines[1].endswith("ms  search_id=s1 hits=1000")
     assert lines[2].startswith("  chat gpt-x  ") and lines[2].endswith("in=120 out=30")
@@ -153,20 +172,36 @@ def test_current_trace_id_is_none_outside_spans() -> None:
 
 
 def _span(name: str, span_id: str, parent: str | None, start: int, ms: float, **attrs) -> dict:
-    return {"name": name, "span_id": span_id, "parent_span_id": parent, "start_ns": start,
-            "duration_ms": ms, "status": "UNSET", "attributes": attrs}
+    return {
+        "name": name,
+        "span_id": span_id,
+        "parent_span_id": parent,
+        "start_ns": start,
+        "duration_ms": ms,
+        "status": "UNSET",
+        "attributes": attrs,
+    }
 
 
 def _tool(span_id: str, tool: str, start: int, ms: float) -> dict:
-    return _span(f"execute_tool {tool}", span_id, "root", start, ms,
-                 **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool})
+    return _span(
+        f"execute_tool {tool}",
+        span_id,
+        "root",
+        start,
+        ms,
+        **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool},
+    )
 
 
 def test_tool_summary_counts_totals_and_median() -> None:
     spans = [
         _span("job", "root", None, 0, 100.0),
-        _tool("a", "search", 1, 10.0), _tool("b", "search", 2, 30.0), _tool("c", "search", 3, 20.0),
-        _tool("d", "read_document", 4, 50.0), _tool("e", "read_document", 5, 60.0),
+        _tool("a", "search", 1, 10.0),
+        _tool("b", "search", 2, 30.0),
+        _tool("c", "search", 3, 20.0),
+        _tool("d", "read_document", 4, 50.0),
+        _tool("e", "read_document", 5, 60.0),
         _span("chat m", "f", "root", 6, 500.0, **{"gen_ai.operation.name": "chat"}),
     ]
     assert tool_summary(spans) == [
@@ -184,7 +219,10 @@ def test_tree_orders_children_by_start_and_treats_orphans_as_roots() -> None:
         _span("early child", "c1", "r", 10, 1.0),
     ]
     assert span_tree_lines(spans) == [
-        "root  40.0 ms", "  early child  1.0 ms", "  late child  1.0 ms", "orphan  2.0 ms",
+        "root  40.0 ms",
+        "  early child  1.0 ms",
+        "  late child  1.0 ms",
+        "orphan  2.0 ms",
     ]
 
 
@@ -229,11 +267,14 @@ def test_build_provider_without_endpoint_writes_jsonl(tmp_path: Path) -> None:
         provider.shutdown()
 
 
-@pytest.mark.parametrize(("protocol", "module", "endpoint"), [
-    (None, "opentelemetry.exporter.otlp.proto.http.trace_exporter", "http://127.0.0.1:9/v1/traces"),
-    ("http/protobuf", "opentelemetry.exporter.otlp.proto.http.trace_exporter", "http://127.0.0.1:9/v1/traces"),
-    ("grpc", "opentelemetry.exporter.otlp.proto.grpc.trace_exporter", None),
-])
+@pytest.mark.parametrize(
+    ("protocol", "module", "endpoint"),
+    [
+        (None, "opentelemetry.exporter.otlp.proto.http.trace_exporter", "http://127.0.0.1:9/v1/traces"),
+        ("http/protobuf", "opentelemetry.exporter.otlp.proto.http.trace_exporter", "http://127.0.0.1:9/v1/traces"),
+        ("grpc", "opentelemetry.exporter.otlp.proto.grpc.trace_exporter", None),
+    ],
+)
 def test_build_provider_with_endpoint_uses_otlp(tmp_path: Path, monkeypatch, protocol, module, endpoint) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.delenv("QUARRY_TRACE_FILES", raising=False)
@@ -337,10 +378,12 @@ def test_otlp_http_export_really_posts_to_v1_traces(tmp_path: Path) -> None:
 
 # -- the GenAI / OpenInference conventions, statuses, content policy, the agent span -----------
 
+
 def _shaping_provider(folder: Path, keep_content: bool = True) -> TracerProvider:
     from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
     from observability.agent_span import ForcedIds
+
     provider = TracerProvider(shutdown_on_exit=False, id_generator=ForcedIds(RandomIdGenerator()))
     provider.add_span_processor(SimpleSpanProcessor(ShapingExporter(JsonlSpanExporter(folder), keep_content)))
     return provider
@@ -351,8 +394,12 @@ def test_exported_spans_never_stay_unset(tmp_path: Path) -> None:
     tracer = get_tracer(provider)
     with tracer.start_as_current_span("plain") as plain:  # a span Quarry did not shape (like Temporal's)
         trace_id = format(plain.get_span_context().trace_id, "032x")
-    with pytest.raises(RuntimeError), tracer.start_as_current_span(
-            "failing", record_exception=True, set_status_on_exception=False, context=trace.set_span_in_context(plain)):
+    with (
+        pytest.raises(RuntimeError),
+        tracer.start_as_current_span(
+            "failing", record_exception=True, set_status_on_exception=False, context=trace.set_span_in_context(plain)
+        ),
+    ):
         raise RuntimeError("disk on fire")
     spans = {s["name"]: s for s in load_spans(tmp_path, trace_id)}
     assert spans["plain"]["status"] == "OK"
@@ -361,14 +408,18 @@ def test_exported_spans_never_stay_unset(tmp_path: Path) -> None:
 
 def test_content_is_kept_in_files_dropped_elsewhere_and_redacted(tmp_path: Path, monkeypatch) -> None:
     from observability.conventions import CAPTURE_ENV, capture_content
+
     assert capture_content({}, local_file=True) and not capture_content({}, local_file=False)
     assert capture_content({CAPTURE_ENV: "true"}, local_file=False)
     assert not capture_content({CAPTURE_ENV: "false"}, local_file=True)
     monkeypatch.setenv("SOMEONES_API_KEY", "sk-live-0123456789abcdef")
     for keep, folder in ((True, tmp_path / "kept"), (False, tmp_path / "dropped")):
         provider = _shaping_provider(folder, keep)
-        with tool_span("search", tracer=get_tracer(provider),
-                       arguments={"query": "key sk-live-0123456789abcdef leaked", "reason": "r"}) as span:
+        with tool_span(
+            "search",
+            tracer=get_tracer(provider),
+            arguments={"query": "key sk-live-0123456789abcdef leaked", "reason": "r"},
+        ) as span:
             trace_id = current_trace_id()
             span.set_attribute("quarry.hits", 3)
         (rec,) = load_spans(folder, trace_id)
@@ -383,6 +434,7 @@ def test_content_is_kept_in_files_dropped_elsewhere_and_redacted(tmp_path: Path,
 
 def test_content_is_cut_at_the_named_cap() -> None:
     from observability.conventions import CONTENT_CAP, clip
+
     text = clip("x" * (CONTENT_CAP + 10))
     assert text.startswith("x" * CONTENT_CAP) and text.endswith(f"[truncated at {CONTENT_CAP} characters]")
     assert clip("short") == "short"
@@ -390,6 +442,7 @@ def test_content_is_cut_at_the_named_cap() -> None:
 
 def test_the_agent_span_is_emitted_late_under_its_fixed_ids_and_parents_what_ran_before(tmp_path: Path) -> None:
     from observability.agent_span import AgentTrace, emit_agent_span, new_agent_trace, under_agent
+
     provider = _shaping_provider(tmp_path)
     tracer = get_tracer(provider)
     ref = new_agent_trace()
@@ -397,8 +450,14 @@ def test_the_agent_span_is_emitted_late_under_its_fixed_ids_and_parents_what_ran
     # what a worker does long before the job ends
     with under_agent(ref), tool_span("search", tracer=tracer, query="q") as span:
         record_tool_result(span, "2 hits", [("d1", 3.5), ("d2", 1.0)])
-    emit_agent_span(ref, job_id="job-1", intent="graph neural networks", tracer=tracer,
-                    output={"ranked": ["d1", "d2"], "answer": ""}, status="completed")
+    emit_agent_span(
+        ref,
+        job_id="job-1",
+        intent="graph neural networks",
+        tracer=tracer,
+        output={"ranked": ["d1", "d2"], "answer": ""},
+        status="completed",
+    )
     spans = {s["name"]: s for s in load_spans(tmp_path, ref.trace_id)}
     root, search = spans["invoke_agent quarry"], spans["execute_tool search"]
     assert root["span_id"] == ref.span_id and root["parent_span_id"] is None and root["start_ns"] == ref.start_ns
@@ -415,16 +474,25 @@ def test_the_agent_span_is_emitted_late_under_its_fixed_ids_and_parents_what_ran
 
 def test_a_failed_job_has_an_error_agent_span(tmp_path: Path) -> None:
     from observability.agent_span import emit_agent_span, new_agent_trace
+
     provider = _shaping_provider(tmp_path)
     ref = new_agent_trace()
-    emit_agent_span(ref, job_id="job-2", intent="x", output={}, status="failed",
-                    error="QuarryError: the collection is gone", tracer=get_tracer(provider))
+    emit_agent_span(
+        ref,
+        job_id="job-2",
+        intent="x",
+        output={},
+        status="failed",
+        error="QuarryError: the collection is gone",
+        tracer=get_tracer(provider),
+    )
     (root,) = load_spans(tmp_path, ref.trace_id)
     assert root["status"] == "ERROR" and root["attributes"]["error.type"] == "QuarryError"
 
 
 def test_rounds_grouping_filters_and_duplicate_spans(tmp_path: Path) -> None:
     from observability import rounds_summary, select_spans
+
     spans = [
         _span("invoke_agent quarry", "root", None, 0, 100.0),
         _span("node retrieval", "n1", "root", 1, 10.0, **{"quarry.round": 1}),
@@ -432,8 +500,14 @@ def test_rounds_grouping_filters_and_duplicate_spans(tmp_path: Path) -> None:
         _span("node retrieval", "n2", "root", 20, 10.0, **{"quarry.round": 2}),
         _tool("t2", "search", 21, 4.0) | {"parent_span_id": "n2"},
         _tool("t3", "read_documents", 22, 6.0) | {"parent_span_id": "n2"},
-        _span("chat m", "c1", "n2", 23, 50.0, **{"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 10,
-                                                   "gen_ai.usage.output_tokens": 4}),
+        _span(
+            "chat m",
+            "c1",
+            "n2",
+            23,
+            50.0,
+            **{"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 4},
+        ),
     ]
     spans[2]["attributes"]["quarry.query"] = "graph nets"
     spans[4]["attributes"] |= {"quarry.query": "graph graph nets nets nets", "quarry.channel": "semantic"}

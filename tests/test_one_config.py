@@ -8,6 +8,7 @@ included), a `default=` keyword (argparse, `Field`, `field`), the first argument
 `.get("<config field>", N)` — outside the file that declares it. A copy fails CI; a number that
 only happens to be equal is allow-listed below with the reason it is unrelated.
 """
+
 from __future__ import annotations
 
 import ast
@@ -70,7 +71,7 @@ CONFIG_FIELDS = {f.name for cls in (JobConfig, ModelSettings) for f in fields(cl
 class Default:
     path: str
     line: int
-    name: str     # the parameter, field or option the value is the default of
+    name: str  # the parameter, field or option the value is the default of
     value: float
 
     def __str__(self) -> str:
@@ -104,7 +105,7 @@ def _defaults_in(path: str, tree: ast.AST) -> Iterator[Default]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             a = node.args
             positional = a.posonlyargs + a.args
-            for arg, d in zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True):
+            for arg, d in zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True):
                 yield from hit(d, arg.arg)
             for arg, kd in zip(a.kwonlyargs, a.kw_defaults, strict=True):
                 yield from hit(kd, arg.arg)
@@ -159,25 +160,36 @@ ALLOWED: dict[tuple[str, str, float], str] = {
 
 def allowed(d: Default) -> str | None:
     """Why this default may stay, or None."""
-    return next((why for (path, name, value), why in ALLOWED.items()
-                 if fnmatch(d.path, path) and (name, value) == (d.name, d.value)), None)
+    return next(
+        (
+            why
+            for (path, name, value), why in ALLOWED.items()
+            if fnmatch(d.path, path) and (name, value) == (d.name, d.value)
+        ),
+        None,
+    )
 
 
 def test_no_default_of_a_cap_is_written_twice() -> None:
     wanted = configured_defaults()
     found = copied_defaults()
-    copies = [f"{d}  (the default of {', '.join(wanted[(type(d.value), d.value)])} in {CONFIG})"
-              for d in found if allowed(d) is None]
-    assert not copies, ("a configured default is written again; read it from nodes.job.config instead (or, if the "
-                        "number is unrelated, allow-list it in tests/test_one_config.py with the reason):\n  "
-                        + "\n  ".join(copies))
-    stale = sorted(key for key in ALLOWED
-                   if not any(fnmatch(d.path, key[0]) and (d.name, d.value) == key[1:] for d in found))
+    copies = [
+        f"{d}  (the default of {', '.join(wanted[(type(d.value), d.value)])} in {CONFIG})"
+        for d in found
+        if allowed(d) is None
+    ]
+    assert not copies, (
+        "a configured default is written again; read it from nodes.job.config instead (or, if the "
+        "number is unrelated, allow-list it in tests/test_one_config.py with the reason):\n  " + "\n  ".join(copies)
+    )
+    stale = sorted(
+        key for key in ALLOWED if not any(fnmatch(d.path, key[0]) and (d.name, d.value) == key[1:] for d in found)
+    )
     assert not stale, f"allow-listed defaults that are gone (drop them from ALLOWED): {stale}"
 
 
 def test_the_scan_sees_each_kind_of_default() -> None:
-    source = '''
+    source = """
 import typer
 from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
@@ -191,14 +203,24 @@ class C:
 class M(BaseModel):
     limit: int = Field(50, le=50)
 cfg.get("verify_top", 100)
-'''
+"""
     got = {(d.name, d.value) for d in _defaults_in("x.py", ast.parse(source))}
-    assert got >= {("rounds", 3), ("tokens", 2048), ("limit", 500), ("depth", 1000), ("--depth(default=)", 1000), ("C.top", 20),
-                   ("C.chars", 1500), ("M.limit", 50), ('get("verify_top")', 100)}
+    assert got >= {
+        ("rounds", 3),
+        ("tokens", 2048),
+        ("limit", 500),
+        ("depth", 1000),
+        ("--depth(default=)", 1000),
+        ("C.top", 20),
+        ("C.chars", 1500),
+        ("M.limit", 50),
+        ('get("verify_top")', 100),
+    }
 
 
 def test_budget_bounds_are_the_configured_ones() -> None:
     from quarry.job_options import MAX_DOLLARS, MAX_TOKENS, job_config
+
     assert (JOB_BOUNDS.max_tokens, JOB_BOUNDS.max_dollars) == (MAX_TOKENS, MAX_DOLLARS)
     sig = inspect.signature(job_config).parameters
     assert sig["rounds"].default == JobConfig().max_rounds
@@ -291,12 +313,19 @@ def test_schema_defaults_are_the_tools_defaults() -> None:
                 assert spec["default"] == sig[arg].default, (name, arg)
 
 
-@pytest.mark.parametrize("tool, cap, kwargs, shown", [
-    ("read_search_results", TOOL_LIMITS.page_limit_max, {"offset": 1}, lambda page: len(page.hits)),
-    ("read_document", TOOL_LIMITS.read_limit_max, {"docid": "d1", "offset": 1}, lambda page: len(page.lines)),
-    ("expand_citations", TOOL_LIMITS.citation_limit_max, {"docid": "d0", "direction": "references"},
-     lambda page: len(page.hits)),
-])
+@pytest.mark.parametrize(
+    "tool, cap, kwargs, shown",
+    [
+        ("read_search_results", TOOL_LIMITS.page_limit_max, {"offset": 1}, lambda page: len(page.hits)),
+        ("read_document", TOOL_LIMITS.read_limit_max, {"docid": "d1", "offset": 1}, lambda page: len(page.lines)),
+        (
+            "expand_citations",
+            TOOL_LIMITS.citation_limit_max,
+            {"docid": "d0", "direction": "references"},
+            lambda page: len(page.hits),
+        ),
+    ],
+)
 def test_schema_maximum_is_the_enforced_cap(session: ToolSession, tool, cap, kwargs, shown) -> None:
     spec = model_schemas()[tool]["parameters"]["properties"]["limit"]
     assert spec["maximum"] == cap
@@ -335,12 +364,24 @@ def test_citation_directions_offered_are_the_ones_accepted(session: ToolSession)
 
 
 def test_argument_lengths_are_the_configured_ones() -> None:
-    big = {"reason": "r" * 9999, "query": "q" * 99999, "search_id": "s" * 999, "docid": "d" * 9999,
-           "docids": ["x"] * 9999, "explanation": "e" * 99999, "exact_answer": "a" * 99999}
-    lengths = {"reason": TOOL_LIMITS.reason_chars, "query": TOOL_LIMITS.query_arg_chars,
-               "search_id": TOOL_LIMITS.search_id_chars, "docid": TOOL_LIMITS.docid_chars,
-               "docids": TOOL_LIMITS.submit_docids, "explanation": TOOL_LIMITS.explanation_chars,
-               "exact_answer": TOOL_LIMITS.exact_answer_chars}
+    big = {
+        "reason": "r" * 9999,
+        "query": "q" * 99999,
+        "search_id": "s" * 999,
+        "docid": "d" * 9999,
+        "docids": ["x"] * 9999,
+        "explanation": "e" * 99999,
+        "exact_answer": "a" * 99999,
+    }
+    lengths = {
+        "reason": TOOL_LIMITS.reason_chars,
+        "query": TOOL_LIMITS.query_arg_chars,
+        "search_id": TOOL_LIMITS.search_id_chars,
+        "docid": TOOL_LIMITS.docid_chars,
+        "docids": TOOL_LIMITS.submit_docids,
+        "explanation": TOOL_LIMITS.explanation_chars,
+        "exact_answer": TOOL_LIMITS.exact_answer_chars,
+    }
     for name in TOOL_ARGS:
         args = parse_args(name, big)
         for field_name, value in args.model_dump().items():
@@ -349,9 +390,10 @@ def test_argument_lengths_are_the_configured_ones() -> None:
 
 
 def test_job_tools_keep_the_tools_defaults() -> None:
-    """nodes.job.runtime.JobTools repeats the tools' defaults (TODO issue 21): until it reads them from
+    """nodes.job.traced_tools.JobTools repeats the tools' defaults (TODO issue 21): until it reads them from
     TOOL_LIMITS, they must at least agree."""
-    from nodes.job.runtime import JobTools
+    from nodes.job.traced_tools import JobTools
+
     for name in ("read_search_results", "read_document", "expand_citations"):
         ours = inspect.signature(getattr(JobTools, name)).parameters
         theirs = inspect.signature(getattr(ToolSession, name)).parameters

@@ -7,6 +7,7 @@ test sees what a real OpenAI-compatible server receives (tool schemas, token lim
 conversation, the key) and how Quarry copes with what it sends back (an error that leaks the
 key, usage with cache hits and reasoning tokens, an invented docid).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,8 +51,12 @@ def sentinel(monkeypatch: pytest.MonkeyPatch) -> str:
 
 def leaky_500(request: Request) -> tuple[int, dict[str, Any]]:
     """An endpoint error that echoes the caller's Authorization header (the key) back."""
-    return 500, {"error": {"message": f"upstream exploded; request had {request.headers.get('authorization')}",
-                           "type": "server_error"}}
+    return 500, {
+        "error": {
+            "message": f"upstream exploded; request had {request.headers.get('authorization')}",
+            "type": "server_error",
+        }
+    }
 
 
 def leaky_search(request: Request) -> dict[str, Any]:
@@ -62,19 +67,24 @@ def leaky_search(request: Request) -> dict[str, Any]:
 
 
 async def test_react_job_over_http_reports_usage_sends_tools_and_never_stores_the_key(
-        env, literature, quarry_home: Path, sentinel: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    script = [leaky_500, leaky_search,
-              tool_call_response("read_document", {"reason": "check the best hit", "docid": "gnn01"}, *USAGE[1],
-                                 call_id="call_1"),
-              tool_call_response("submit", {"reason": "this answers it", "docids": ["gnn01", "999999"]}, *USAGE[2],
-                                 call_id="call_2")]
+    env, literature, quarry_home: Path, sentinel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = [
+        leaky_500,
+        leaky_search,
+        tool_call_response(
+            "read_document", {"reason": "check the best hit", "docid": "gnn01"}, *USAGE[1], call_id="call_1"
+        ),
+        tool_call_response(
+            "submit", {"reason": "this answers it", "docids": ["gnn01", "999999"]}, *USAGE[2], call_id="call_2"
+        ),
+    ]
     with StandinServer(script) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         queue = f"quarry-test-{uuid.uuid4().hex}"
         config = JobConfig(models=ModelSettings(model=MODEL), prices={MODEL: PRICE}, max_seconds=120.0)
         async with build_worker(env.client, home=quarry_home, queue=queue):  # no models=: the real client
-            inp = JobInput(job_id=new_job_id(), collection=LITERATURE, intent=INTENT, policy="react",
-                           config=config)
+            inp = JobInput(job_id=new_job_id(), collection=LITERATURE, intent=INTENT, policy="react", config=config)
             handle = await submit(env.client, inp, queue=queue)
             result = await asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S)
             history = (await handle.fetch_history()).to_json()
@@ -90,10 +100,16 @@ async def test_react_job_over_http_reports_usage_sends_tools_and_never_stores_th
     # Usage is parsed from the wire format (cached_tokens, reasoning_tokens) and priced.
     inp_t, out_t, cached, reasoning = (sum(u[i] for u in USAGE) for i in range(4))
     u = result["usage"]
-    assert (u["input_tokens"], u["cached_input_tokens"], u["output_tokens"], u["reasoning_tokens"], u["calls"]) == \
-        (inp_t, cached, out_t, reasoning, 3)
-    assert u["dollars"] == pytest.approx(((inp_t - cached) * PRICE.input + cached * PRICE.cached_input
-                                          + out_t * PRICE.output) / 1e6)
+    assert (u["input_tokens"], u["cached_input_tokens"], u["output_tokens"], u["reasoning_tokens"], u["calls"]) == (
+        inp_t,
+        cached,
+        out_t,
+        reasoning,
+        3,
+    )
+    assert u["dollars"] == pytest.approx(
+        ((inp_t - cached) * PRICE.input + cached * PRICE.cached_input + out_t * PRICE.output) / 1e6
+    )
 
     # What the server received: the four tools, each asking for a reason, and a max_tokens that
     # OpenAI-compatible servers honour (LangChain itself sends only max_completion_tokens).
@@ -108,12 +124,12 @@ async def test_react_job_over_http_reports_usage_sends_tools_and_never_stores_th
     # The retry re-sent the same prompt; each turn extends the previous one, append-only.
     assert requests[0].body["messages"] == first["messages"]
     before, after = first["messages"], requests[2].body["messages"]
-    assert before[0]["role"] == "system" and after[:len(before)] == before
-    assistant, tool = after[len(before):]
+    assert before[0]["role"] == "system" and after[: len(before)] == before
+    assistant, tool = after[len(before) :]
     assert assistant["role"] == "assistant" and assistant["tool_calls"][0]["id"] == "call_0"
     assert assistant["tool_calls"][0]["function"]["name"] == "search"
     assert tool["role"] == "tool" and tool["tool_call_id"] == "call_0" and "search_results" in tool["content"]
-    assert requests[3].body["messages"][:len(after)] == after
+    assert requests[3].body["messages"][: len(after)] == after
 
     # The key went to the endpoint as its credential and nowhere else, although the endpoint echoed
     # it in an error and the model repeated it in a tool call.
@@ -135,8 +151,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_cli_run_fails_fast_naming_an_endpoint_that_is_down(literature, quarry_home: Path, sentinel: str,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_run_fails_fast_naming_an_endpoint_that_is_down(
+    literature, quarry_home: Path, sentinel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`quarry run --policy react --model openai:…` checks the endpoint before anything starts."""
     import quarry.infrastructure as infrastructure
     from quarry.cli import app
@@ -150,11 +167,13 @@ def test_cli_run_fails_fast_naming_an_endpoint_that_is_down(literature, quarry_h
 
     monkeypatch.setattr(infrastructure, "ensure_infrastructure", no_infrastructure)
     began = time.monotonic()
-    result = CliRunner().invoke(app, ["--home", str(quarry_home), "run", LITERATURE, INTENT,
-                                      "--policy", "react", "--model", MODEL])
+    result = CliRunner().invoke(
+        app, ["--home", str(quarry_home), "run", LITERATURE, INTENT, "--policy", "react", "--model", MODEL]
+    )
     elapsed = time.monotonic() - began
     assert elapsed < 15, f"took {elapsed:.1f}s to fail"
     assert result.exit_code != 0 and not isinstance(result.exception, AssertionError), result.output
-    assert "(endpoint_down)" in result.output and f"cannot reach the model endpoint {url}" in result.output, \
+    assert "(endpoint_down)" in result.output and f"cannot reach the model endpoint {url}" in result.output, (
         result.output
+    )
     assert sentinel not in result.output

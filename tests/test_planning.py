@@ -1,4 +1,5 @@
 """Table-driven tests of intent parsing: years, exclusions, checklist, steering validation."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,18 +17,21 @@ from nodes.evidence.planning import (
 from stores.records import last_name
 
 
-@pytest.mark.parametrize("text, year_min, year_max", [
-    ("federated learning 2019–2023", 2019, 2023),
-    ("federated learning 2019-2023", 2019, 2023),
-    ("federated learning from 2023 to 2019", 2019, 2023),
-    ("papers between 2001 and 2005 on ranking", 2001, 2005),
-    ("dense retrieval after 2015", 2016, None),
-    ("dense retrieval since 2015", 2015, None),
-    ("dense retrieval before 2010", None, 2009),
-    ("dense retrieval until 2010", None, 2010),
-    ("ranking published in 2020", 2020, 2020),
-    ("ranking with 300 features", None, None),
-])
+@pytest.mark.parametrize(
+    "text, year_min, year_max",
+    [
+        ("federated learning 2019–2023", 2019, 2023),
+        ("federated learning 2019-2023", 2019, 2023),
+        ("federated learning from 2023 to 2019", 2019, 2023),
+        ("papers between 2001 and 2005 on ranking", 2001, 2005),
+        ("dense retrieval after 2015", 2016, None),
+        ("dense retrieval since 2015", 2015, None),
+        ("dense retrieval before 2010", None, 2009),
+        ("dense retrieval until 2010", None, 2010),
+        ("ranking published in 2020", 2020, 2020),
+        ("ranking with 300 features", None, None),
+    ],
+)
 def test_year_constraints(text: str, year_min: int | None, year_max: int | None) -> None:
     got_min, got_max, rest = parse_years(text)
     assert (got_min, got_max) == (year_min, year_max)
@@ -35,14 +39,17 @@ def test_year_constraints(text: str, year_min: int | None, year_max: int | None)
         assert str(year_min or year_max) not in rest
 
 
-@pytest.mark.parametrize("text, exclusions", [
-    ("dense retrieval, not surveys", ["surveys"]),
-    ("dense retrieval excluding surveys and tutorials", ["surveys", "tutorials"]),
-    ("query expansion, but not neural models", ["neural models"]),
-    ("ranking except for learning to rank", ["learning to rank"]),
-    ("programs that do not use recursion", []),  # "not" inside a clause is part of the topic
-    ("mechanisms for disjoint processes", []),
-])
+@pytest.mark.parametrize(
+    "text, exclusions",
+    [
+        ("dense retrieval, not surveys", ["surveys"]),
+        ("dense retrieval excluding surveys and tutorials", ["surveys", "tutorials"]),
+        ("query expansion, but not neural models", ["neural models"]),
+        ("ranking except for learning to rank", ["learning to rank"]),
+        ("programs that do not use recursion", []),  # "not" inside a clause is part of the topic
+        ("mechanisms for disjoint processes", []),
+    ],
+)
 def test_exclusions(text: str, exclusions: list[str]) -> None:
     found, rest = parse_exclusions(text)
     assert found == exclusions
@@ -90,14 +97,17 @@ def test_year_steering_on_a_store_without_years_is_refused_with_the_reason() -> 
     assert plan["year_min"] is None and any("2009" in i["text"] for i in plan["checklist"])
 
 
-@pytest.mark.parametrize(("note", "reason", "hint"), [
-    ("", "steering text is empty", "e.g. 'must use hospital data'"),
-    ("   ", "steering text is empty", "e.g. 'must use hospital data'"),
-    (None, "steering text is empty", "e.g. 'must use hospital data'"),
-    (5, "steering text is empty", "e.g. 'must use hospital data'"),
-    ("the of and", "no requirement found in 'the of and'", "a year range like 2019-2023"),
-    ("x" * 501, "longer than 500 characters", "one requirement at a time"),
-])
+@pytest.mark.parametrize(
+    ("note", "reason", "hint"),
+    [
+        ("", "steering text is empty", "e.g. 'must use hospital data'"),
+        ("   ", "steering text is empty", "e.g. 'must use hospital data'"),
+        (None, "steering text is empty", "e.g. 'must use hospital data'"),
+        (5, "steering text is empty", "e.g. 'must use hospital data'"),
+        ("the of and", "no requirement found in 'the of and'", "a year range like 2019-2023"),
+        ("x" * 501, "longer than 500 characters", "one requirement at a time"),
+    ],
+)
 def test_bad_steering_is_rejected_with_a_reason(note: object, reason: str, hint: str) -> None:
     """Each refusal says what was wrong and how to phrase the steer instead."""
     with pytest.raises(ValueError) as info:
@@ -109,30 +119,37 @@ def test_good_steering_is_normalised() -> None:
     assert validate_steering("  not   surveys ") == "not surveys"
 
 
-@pytest.mark.parametrize("text, names, exclusive", [
-    ("I am interested in articles written either by Prieve or Udo Pooch", ["Prieve", "Udo Pooch"], True),
-    ("papers by Robertson and Zaragoza on BM25", ["Robertson", "Zaragoza"], True),
-    ("Information retrieval articles by Gerard Salton or others about clustering", ["Gerard Salton"], False),
-    ("there is an old article by Heindel, L.E. in J. ACM", [], False),  # a reference, not a requirement
-    ("shape recognition by computer", [], False),
-])
+@pytest.mark.parametrize(
+    "text, names, exclusive",
+    [
+        ("I am interested in articles written either by Prieve or Udo Pooch", ["Prieve", "Udo Pooch"], True),
+        ("papers by Robertson and Zaragoza on BM25", ["Robertson", "Zaragoza"], True),
+        ("Information retrieval articles by Gerard Salton or others about clustering", ["Gerard Salton"], False),
+        ("there is an old article by Heindel, L.E. in J. ACM", [], False),  # a reference, not a requirement
+        ("shape recognition by computer", [], False),
+    ],
+)
 def test_author_constraints(text: str, names: list[str], exclusive: bool) -> None:
     assert parse_authors(text) == (names, exclusive)
 
 
-@pytest.mark.parametrize("text, venue", [
-    ("dense retrieval published in SIGIR", "SIGIR"),
-    ("query expansion papers that appeared in the Journal of the ACM after 1970", "Journal of the ACM"),
-    ("work presented at NeurIPS on retrieval", "NeurIPS"),
-    ("data types in the following languages: Pascal", None),
-    ("ranking in Python", None),
-])
+@pytest.mark.parametrize(
+    "text, venue",
+    [
+        ("dense retrieval published in SIGIR", "SIGIR"),
+        ("query expansion papers that appeared in the Journal of the ACM after 1970", "Journal of the ACM"),
+        ("work presented at NeurIPS on retrieval", "NeurIPS"),
+        ("data types in the following languages: Pascal", None),
+        ("ranking in Python", None),
+    ],
+)
 def test_venue_constraints(text: str, venue: str | None) -> None:
     assert parse_venue(text) == venue
 
 
-@pytest.mark.parametrize("name, last", [("Udo Pooch", "pooch"), ("Pooch, U.W.", "pooch"), ("L. E. Heindel", "heindel"),
-                                        ("Prieve", "prieve")])
+@pytest.mark.parametrize(
+    "name, last", [("Udo Pooch", "pooch"), ("Pooch, U.W.", "pooch"), ("L. E. Heindel", "heindel"), ("Prieve", "prieve")]
+)
 def test_last_names(name: str, last: str) -> None:
     assert last_name(name) == last
 
@@ -146,21 +163,33 @@ def test_multi_part_intent_keeps_the_whole_requirement_as_an_item() -> None:
     assert [i["text"] for i in single["checklist"]] == ["dense retrieval"]
 
 
-@pytest.mark.parametrize("intent, texts", [
-    # The walkthrough's cases: "by default" alone became a requirement that scored 5.0/5 on an unrelated sentence.
-    ("EventEmitter maximum listeners, by default", ["EventEmitter maximum listeners, by default"]),
-    ("How many listeners can be registered, by default, for an EventEmitter?",
-     ["How many listeners can be registered, by default, for an EventEmitter?",
-      "How many listeners can be registered, by default", "an EventEmitter?"]),
-    ("By default, how many listeners can an EventEmitter have?",
-     ["By default, how many listeners can an EventEmitter have?"]),
-    ("gzip compression level, in general", ["gzip compression level, in general"]),
-    ("zstd compression levels, for example", ["zstd compression levels, for example"]),   # cut at " for "
-    ("in practice, at least, e.g. sticky queues", ["in practice, at least, e.g. sticky queues"]),
-    ("by default", ["by default"]),                                      # never no requirement at all
-    ("dense retrieval, e.g. DPR, for question answering",                # a filler word beside a content word stays
-     ["dense retrieval, e.g. DPR, for question answering", "dense retrieval", "e.g. DPR", "question answering"]),
-])
+@pytest.mark.parametrize(
+    "intent, texts",
+    [
+        # The walkthrough's cases: "by default" alone became a requirement that scored 5.0/5 on an unrelated sentence.
+        ("EventEmitter maximum listeners, by default", ["EventEmitter maximum listeners, by default"]),
+        (
+            "How many listeners can be registered, by default, for an EventEmitter?",
+            [
+                "How many listeners can be registered, by default, for an EventEmitter?",
+                "How many listeners can be registered, by default",
+                "an EventEmitter?",
+            ],
+        ),
+        (
+            "By default, how many listeners can an EventEmitter have?",
+            ["By default, how many listeners can an EventEmitter have?"],
+        ),
+        ("gzip compression level, in general", ["gzip compression level, in general"]),
+        ("zstd compression levels, for example", ["zstd compression levels, for example"]),  # cut at " for "
+        ("in practice, at least, e.g. sticky queues", ["in practice, at least, e.g. sticky queues"]),
+        ("by default", ["by default"]),  # never no requirement at all
+        (
+            "dense retrieval, e.g. DPR, for question answering",  # a filler word beside a content word stays
+            ["dense retrieval, e.g. DPR, for question answering", "dense retrieval", "e.g. DPR", "question answering"],
+        ),
+    ],
+)
 def test_a_filler_phrase_is_no_requirement_of_its_own(intent: str, texts: list[str]) -> None:
     assert [i["text"] for i in make_plan(intent)["checklist"]] == texts
 
@@ -182,8 +211,12 @@ def test_steering_rebuilds_the_plan_and_keeps_what_the_navigator_checked() -> No
     before = make_plan("graph neural networks for molecules", [])
     author = {"id": "a", "kind": "author", "text": "by Smith"}
     model_item = {"id": "m1", "kind": "topic", "text": "message passing"}
-    state = {"intent": "graph neural networks for molecules", "round": 2, "steering": [],
-             "plan": {**before, "authors": ["Smith"], "checklist": [*before["checklist"], author, model_item]}}
+    state = {
+        "intent": "graph neural networks for molecules",
+        "round": 2,
+        "steering": [],
+        "plan": {**before, "authors": ["Smith"], "checklist": [*before["checklist"], author, model_item]},
+    }
     update = fold_steering(state, [{"text": "toxicity prediction, not benchmarks", "round": 2}])
     plan = update["plan"]
     assert "benchmarks" in plan["exclusions"] and plan["authors"] == ["Smith"]

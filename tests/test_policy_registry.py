@@ -4,6 +4,7 @@ A fourth policy registered in one place is validated, configured, given its grap
 decisions; no package module compares a policy's name; judging is a typed request with a typed
 decision (usage and fallback), and the `llm` librarians are that policy's judge.
 """
+
 from __future__ import annotations
 
 import ast
@@ -53,9 +54,15 @@ class EchoPolicy(HeuristicPolicy):
         return super().judge(req)
 
 
-ECHO = PolicySpec(name="echo", help="the heuristic, echoed", graph=SEARCH_GRAPH,
-                  policy="tests.test_policy_registry:EchoPolicy", result="nodes.rounds.answer:build_result",
-                  order="nodes.ranking.ranker:HEURISTIC_ORDER", order_help="the echo's order")
+ECHO = PolicySpec(
+    name="echo",
+    help="the heuristic, echoed",
+    graph=SEARCH_GRAPH,
+    policy="tests.test_policy_registry:EchoPolicy",
+    result="nodes.rounds.answer:build_result",
+    order="nodes.ranking.ranker:HEURISTIC_ORDER",
+    order_help="the echo's order",
+)
 
 
 @pytest.fixture()
@@ -76,9 +83,11 @@ def test_the_built_in_policies_and_their_specs() -> None:
     assert LLM.takes("judge_model") and not REACT.takes("judge_model") and REACT.takes("model")
     assert LLM.second_look and not HEURISTIC.second_look and REACT.conversation and HEURISTIC.verifier
     from nodes.ranking.ranker import HEURISTIC_ORDER, REACT_ORDER
+
     assert HEURISTIC.order_label() == LLM.order_label() == HEURISTIC_ORDER and REACT.order_label() == REACT_ORDER
-    assert policy_help() == ("heuristic (offline default), llm (models in the round graph) "
-                             "or react (one model driving the tools)")
+    assert policy_help() == (
+        "heuristic (offline default), llm (models in the round graph) or react (one model driving the tools)"
+    )
     with pytest.raises(QuarryError) as err:
         check("nope")
     assert err.value.code == "bad_policy" and "heuristic, llm, react" in str(err.value.hint)
@@ -101,8 +110,11 @@ def test_a_fourth_policy_is_registered_in_one_place(echo: PolicySpec) -> None:
         job_config("echo", "openai:x", None)
     assert graph_for("echo") == SEARCH_GRAPH
     assert isinstance(NodeRuntime().policy({"policy": "echo"}), EchoPolicy)
-    own = register(PolicySpec(**{**ECHO.__dict__, "graph": "quarry-echo",
-                                 "graph_builder": "graphs.search_graph:make_search_graph"}))
+    own = register(
+        PolicySpec(
+            **{**ECHO.__dict__, "graph": "quarry-echo", "graph_builder": "graphs.search_graph:make_search_graph"}
+        )
+    )
     assert graph_for(own.name) == "quarry-echo" and set(graph_builders()) == {SEARCH_GRAPH, REACT_GRAPH, "quarry-echo"}
 
 
@@ -119,8 +131,9 @@ def runtime(literature, quarry_home: Path):
 def test_a_fourth_policy_decides_a_whole_job(echo: PolicySpec, runtime) -> None:
     from graphs.search_graph import make_search_graph
 
-    state = initial_state("job-echo", LITERATURE, "graph neural networks for molecules", policy="echo",
-                          config=JobConfig(max_rounds=1))
+    state = initial_state(
+        "job-echo", LITERATURE, "graph neural networks for molecules", policy="echo", config=JobConfig(max_rounds=1)
+    )
     final = asyncio.run(make_search_graph().compile().ainvoke(state))
     result = runtime.jobs.load_draft(final["job_id"])
     assert EchoPolicy.requests and all(r.batch for r in EchoPolicy.requests)
@@ -162,10 +175,18 @@ def policy_name_uses(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
 
 def test_the_scan_finds_the_comparisons_it_must() -> None:
     names = set(POLICIES)
-    source = ('if state.get("policy") == "llm": pass\nx = p in ("llm", "react")\ny = s.get("policy", "heuristic")\n'
-              'def f(policy="react"): pass\nclass C:\n    policy: str = "heuristic"\nz = {"n": "llm"}\n')
-    assert sorted(n for _, n in policy_name_uses(ast.parse(source), names)) == ["heuristic", "heuristic", "llm",
-                                                                               "llm", "react", "react"]
+    source = (
+        'if state.get("policy") == "llm": pass\nx = p in ("llm", "react")\ny = s.get("policy", "heuristic")\n'
+        'def f(policy="react"): pass\nclass C:\n    policy: str = "heuristic"\nz = {"n": "llm"}\n'
+    )
+    assert sorted(n for _, n in policy_name_uses(ast.parse(source), names)) == [
+        "heuristic",
+        "heuristic",
+        "llm",
+        "llm",
+        "react",
+        "react",
+    ]
 
 
 def test_no_policy_name_is_compared_outside_the_registry() -> None:
@@ -183,8 +204,10 @@ def test_no_policy_name_is_compared_outside_the_registry() -> None:
 # -- judging: a typed request, a typed decision ------------------------------------------------------
 
 
-PLAN = {"core": "graph neural networks", "checklist": [
-    {"id": "c1", "kind": "topic", "text": "graph neural networks", "weight": 1.0}]}
+PLAN = {
+    "core": "graph neural networks",
+    "checklist": [{"id": "c1", "kind": "topic", "text": "graph neural networks", "weight": 1.0}],
+}
 
 
 def test_the_heuristic_judge_takes_a_request() -> None:
@@ -221,11 +244,18 @@ def _llm(model: ScriptedChatModel):
 
 
 def test_the_llm_judge_is_the_librarian() -> None:
-    reply = structured_reply("JudgementsOut", usage(300, 30), judgements=[
-        {"docid": "d1", "p": 0.81234, "items": [{"item_id": "c1", "score": 4, "quote": QUOTE}]},
-        {"docid": "elsewhere", "p": 1.0, "items": []}])
+    reply = structured_reply(
+        "JudgementsOut",
+        usage(300, 30),
+        judgements=[
+            {"docid": "d1", "p": 0.81234, "items": [{"item_id": "c1", "score": 4, "quote": QUOTE}]},
+            {"docid": "elsewhere", "p": 1.0, "items": []},
+        ],
+    )
     model = ScriptedChatModel(script=[reply])
-    req = JudgeRequest(PLAN, located=[Located("d1", 0.4, [("c1", 2, 2)], LINES)], intent="gnn", label="librarian batch 0")
+    req = JudgeRequest(
+        PLAN, located=[Located("d1", 0.4, [("c1", 2, 2)], LINES)], intent="gnn", label="librarian batch 0"
+    )
     decision = _llm(model).judge(req)
     assert decision.judged_by == "openai:judge" and decision.usage.calls == 1 and decision.fallback == ""
     (judged,) = decision.judgements
@@ -235,7 +265,9 @@ def test_the_llm_judge_is_the_librarian() -> None:
 
 
 def test_the_llm_judge_falls_back_and_says_why() -> None:
-    req = JudgeRequest(PLAN, located=[Located("d1", 0.4, [("c1", 2, 2)], LINES)], intent="gnn", label="librarian batch 0")
+    req = JudgeRequest(
+        PLAN, located=[Located("d1", 0.4, [("c1", 2, 2)], LINES)], intent="gnn", label="librarian batch 0"
+    )
     down = _llm(ScriptedChatModel(script=[RuntimeError("endpoint down")])).judge(req)
     assert down.judgements == [] and down.fallback and down.judged_by == "openai:judge"
     junk = _llm(ScriptedChatModel(default=AIMessage(content='{"judgements": "nope"}', usage_metadata=usage(10, 5))))
@@ -251,7 +283,14 @@ def test_the_llm_judge_falls_back_and_says_why() -> None:
 def test_policies_module_imports_nothing_of_quarry_but_errors() -> None:
     tree = ast.parse(REGISTRY.read_text(encoding="utf-8"))
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
-        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert {m.split(".")[0] for m in imported if m} <= {"__future__", "importlib", "collections", "dataclasses",
-                                                        "typing", "stores"}
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    assert {m.split(".")[0] for m in imported if m} <= {
+        "__future__",
+        "importlib",
+        "collections",
+        "dataclasses",
+        "typing",
+        "stores",
+    }
     assert policies.__name__ == "nodes.policy.registry"

@@ -9,6 +9,7 @@ leaks into the next), the embedded dev server `quarry run --port P` starts (one 
 and a real worker (tests/drill_worker.py) held at its verification gate, so the job is still
 running while progress, steer, list and stop are sent to it.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,20 +24,29 @@ import pytest
 from stores.collection import ingest
 from tests.drill_kit import ROOT, Gate, free_port, reachable, wait_for
 from tests.fakes import search_docs, write_jsonl
-from workflows.dev_server import pid_of, spawn_detached, stop_detached
+from workflows.background_processes import pid_of, spawn_detached, stop_detached
 
 INTENT = "graph neural networks for molecular property prediction"
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("QUARRY_TEMPORAL_ADDRESS", "QUARRY_TASK_QUEUE", "QUARRY_UI_PORT", "QUARRY_UI_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("QUARRY_TEMPORAL_ADDRESS", "QUARRY_TASK_QUEUE", "QUARRY_UI_PORT", "QUARRY_UI_URL")
+    }
     return env | {"QUARRY_HOME": str(home), "COLUMNS": "200"}
 
 
 def _quarry(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "quarry", *args], cwd=ROOT, env=_env(home), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "quarry", *args],
+        cwd=ROOT,
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +68,21 @@ def running(tmp_path_factory) -> dict:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("QUARRY_HOME", str(home))
             mp.setenv("PYTHONPATH", str(ROOT))
-            worker = spawn_detached(home, "worker", [sys.executable, "-m", "tests.drill_worker", "--home", str(home),
-                                                     "--address", f"127.0.0.1:{port}", "--gate", str(gate.folder)])
+            worker = spawn_detached(
+                home,
+                "worker",
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.drill_worker",
+                    "--home",
+                    str(home),
+                    "--address",
+                    f"127.0.0.1:{port}",
+                    "--gate",
+                    str(gate.folder),
+                ],
+            )
         wait_for(lambda: gate.entered() or worker.poll() is not None, "the job to reach its gate", timeout_s=120)
         assert worker.poll() is None, (home / "logs" / "worker.log").read_text()[-2000:]
         yield {"home": home, "port": port, "job": job_id, "gate": gate}
@@ -82,8 +105,14 @@ def test_job_commands_reach_the_server_run_started_without_any_address(running: 
     stop = _quarry(home, "job", "stop", job)
     assert stop.returncode == 0 and "stop sent" in stop.stdout, stop.stdout + stop.stderr
 
-    watch = subprocess.Popen([sys.executable, "-m", "quarry", "job", "watch", job], cwd=ROOT, env=_env(home),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "quarry", "job", "watch", job],
+        cwd=ROOT,
+        env=_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(watch.stdout), daemon=True)
     reader.start()
@@ -105,6 +134,7 @@ def test_job_commands_reach_the_server_run_started_without_any_address(running: 
 
 def test_resolution_order_and_a_second_run_reuse_the_recorded_server(running: dict, monkeypatch) -> None:
     from workflows.address import resolve_address
+
     home, port = running["home"], running["port"]
     monkeypatch.delenv("QUARRY_TEMPORAL_ADDRESS", raising=False)
     assert resolve_address(home).address == f"127.0.0.1:{port}"
@@ -113,8 +143,9 @@ def test_resolution_order_and_a_second_run_reuse_the_recorded_server(running: di
     monkeypatch.delenv("QUARRY_TEMPORAL_ADDRESS")
 
     running["gate"].release()
-    again = _quarry(home, "run", "lit", "transformer language models for translation", "--budget", "60",
-                    "--wait", "--json")
+    again = _quarry(
+        home, "run", "lit", "transformer language models for translation", "--budget", "60", "--wait", "--json"
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     assert "starting the embedded Temporal dev server" not in again.stderr, again.stderr
     assert "starting a Quarry worker" not in again.stderr, "the home's running worker was not found"
@@ -123,10 +154,12 @@ def test_resolution_order_and_a_second_run_reuse_the_recorded_server(running: di
 
 def test_down_stops_what_run_started_and_the_address_falls_back(running: dict, monkeypatch) -> None:
     from workflows.address import ADDRESS_DEFAULT, resolve_address
+
     home, port = running["home"], running["port"]
     down = _quarry(home, "down")
-    assert down.returncode == 0 and "worker: stopped" in down.stdout and "temporal-server: stopped" in down.stdout, \
+    assert down.returncode == 0 and "worker: stopped" in down.stdout and "temporal-server: stopped" in down.stdout, (
         down.stdout + down.stderr
+    )
     wait_for(lambda: not reachable(port), "the server to stop listening", timeout_s=30)
     assert pid_of(home, "temporal-server") is None
     monkeypatch.delenv("QUARRY_TEMPORAL_ADDRESS", raising=False)

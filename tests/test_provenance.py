@@ -1,5 +1,6 @@
 """Exact provenance: every evidence quote is a whole sentence of the document's text, and its
 character span read back from the store gives exactly the quoted text."""
+
 from __future__ import annotations
 
 import string
@@ -13,8 +14,12 @@ from stores.records import DocRecord, body_lines, chunk_document, document_lines
 from stores.spans import DocumentText, document_text, find_loose, span_of
 
 WORDS = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=12)
-SENTENCE = st.builds(lambda ws, end, cap: (" ".join(ws)).capitalize() + end,
-                     st.lists(WORDS, min_size=1, max_size=20), st.sampled_from([".", "!", "?", ".\"", ""]), st.booleans())
+SENTENCE = st.builds(
+    lambda ws, end, cap: (" ".join(ws)).capitalize() + end,
+    st.lists(WORDS, min_size=1, max_size=20),
+    st.sampled_from([".", "!", "?", '."', ""]),
+    st.booleans(),
+)
 PARAGRAPH = st.lists(SENTENCE, min_size=1, max_size=8).map(" ".join)
 DOC_TEXT = st.lists(PARAGRAPH, min_size=1, max_size=6).map("\n\n".join)
 
@@ -45,14 +50,18 @@ def test_the_quote_is_its_span_of_the_document_and_a_whole_sentence(text: str, d
     before, after = full[:a], full[b:]
     assert not before or before[-1].isspace(), f"starts mid-word: …{before[-10:]!r}|{entry['quote'][:20]!r}"
     assert not after or after[0].isspace(), f"ends mid-word: {entry['quote'][-20:]!r}|{after[:10]!r}"
-    assert entry["quote"][-1] in ".!?\"" or not after.strip() or after.lstrip(" ").startswith("\n\n") \
-        or after.startswith("\n\n"), f"ends mid-sentence: {entry['quote'][-20:]!r}|{after[:20]!r}"
+    assert (
+        entry["quote"][-1] in '.!?"'
+        or not after.strip()
+        or after.lstrip(" ").startswith("\n\n")
+        or after.startswith("\n\n")
+    ), f"ends mid-sentence: {entry['quote'][-20:]!r}|{after[:20]!r}"
 
 
 def test_model_quotes_with_other_spacing_map_onto_the_documents_own_text() -> None:
     lines = ["Title", "We retrieve passages with dense", "encoders for open questions."]
     span = find_loose(lines, "retrieve  PASSAGES with dense encoders")
-    assert document_text(lines)[span.char_start:span.char_end] == "retrieve passages with dense\nencoders"
+    assert document_text(lines)[span.char_start : span.char_end] == "retrieve passages with dense\nencoders"
     assert (span.line_start, span.line_end) == (2, 3)
     assert find_loose(lines, "words that are not there") is None
 
@@ -64,8 +73,11 @@ def test_spans_read_back_from_the_store_for_every_document(literature) -> None:
     checked = 0
     for rec in corpus.iter_records():
         for item in (rec.title, " ".join(rec.text.split()[3:7]), "graph neural networks molecules"):
-            ev = locate_evidence({"id": "c1", "kind": "topic", "text": item, "weight": 1.0},
-                                 quotable_chunks(rec, corpus.chunks(rec.docid)), rec.title)
+            ev = locate_evidence(
+                {"id": "c1", "kind": "topic", "text": item, "weight": 1.0},
+                quotable_chunks(rec, corpus.chunks(rec.docid)),
+                rec.title,
+            )
             entry = evidence_entry(ev, {}, DocumentText.of(corpus.lines(rec.docid)))
             assert corpus.read_span(rec.docid, *entry["chars"]) == entry["quote"]
             checked += 1
@@ -75,6 +87,7 @@ def test_spans_read_back_from_the_store_for_every_document(literature) -> None:
 
 def test_evidence_from_a_paged_source_cites_its_page() -> None:
     from stores.records import page_of_line
+
     first = "Cats sleep most of the day in warm places near the window."
     text = first + "\n\n" + "Dense retrieval encodes passages and questions with two encoders."
     rec = DocRecord(docid="p1", title="A PDF", text=text, page_starts=(0, 2))  # text lines where pages start
@@ -88,9 +101,15 @@ def test_evidence_from_a_paged_source_cites_its_page() -> None:
 
 
 def test_a_quote_never_takes_in_the_title_metadata_or_keywords_lines() -> None:
-    rec = DocRecord(docid="c1", title="ColBERT efficient passage search", year=2020, venue="SIGIR",
-                    authors=["Khattab, O."], keywords=["late interaction", "dense passages"],
-                    text="Late interaction over dense passages keeps search fast without a terminator")
+    rec = DocRecord(
+        docid="c1",
+        title="ColBERT efficient passage search",
+        year=2020,
+        venue="SIGIR",
+        authors=["Khattab, O."],
+        keywords=["late interaction", "dense passages"],
+        text="Late interaction over dense passages keeps search fast without a terminator",
+    )
     _lines, entry = quotes_for(rec, "dense passages late interaction")
     assert entry["quote"] == rec.text and entry["lines"] == [3, 3], entry
     assert "year:" not in entry["quote"] and "keywords:" not in entry["quote"]

@@ -1,5 +1,6 @@
 """The learned verifier: feature extraction from candidates, the order it gives, and the
 fallback to the heuristic rule when no verifier is shipped or it does not fit."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,8 +10,16 @@ from nodes.ranking.ranker import FEATURES, HEURISTIC_ORDER, Verifier, candidate_
 
 
 def cand(docid: str, fused: float, score: float, evidence: list[float], ranks: dict[str, int], **kw) -> dict:
-    return {"docid": docid, "fused": fused, "score": score, "p": fused / 0.05, "verified_version": 1,
-            "evidence": [{"item_id": f"c{i}", "score": s} for i, s in enumerate(evidence)], "ranks": ranks, **kw}
+    return {
+        "docid": docid,
+        "fused": fused,
+        "score": score,
+        "p": fused / 0.05,
+        "verified_version": 1,
+        "evidence": [{"item_id": f"c{i}", "score": s} for i, s in enumerate(evidence)],
+        "ranks": ranks,
+        **kw,
+    }
 
 
 POOL = {
@@ -37,8 +46,14 @@ def test_features_of_verified_candidates() -> None:
 
 
 def verifier(weights: dict[str, float]) -> Verifier:
-    return Verifier("test", FEATURES, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES),
-                    tuple(weights.get(f, 0.0) for f in FEATURES), 0.0)
+    return Verifier(
+        "test",
+        FEATURES,
+        (0.0,) * len(FEATURES),
+        (1.0,) * len(FEATURES),
+        tuple(weights.get(f, 0.0) for f in FEATURES),
+        0.0,
+    )
 
 
 def test_the_verifier_orders_the_verified_head_and_keeps_the_rest() -> None:
@@ -56,20 +71,34 @@ def test_without_a_verifier_the_heuristic_rule_stands() -> None:
     ordered = final_order(POOL, CHANNELS, None)
     assert [c["docid"] for c in ordered] == ["a", "b", "c", "u"]
     assert [c["rank_score"] for c in ordered] == pytest.approx(
-        [1 / 62 + 1 / 61, 1 / 61 + 1 / 63, 1 / 63 + 1 / 62, 0.01], abs=1e-6)
+        [1 / 62 + 1 / 61, 1 / 61 + 1 / 63, 1 / 63 + 1 / 62, 0.01], abs=1e-6
+    )
     assert all(c == dict(POOL[c["docid"]], rank_score=c["rank_score"]) for c in ordered), "candidates unchanged"
     assert ordered == ranked_candidates(POOL)
 
 
 def test_a_verifier_trained_on_other_features_is_refused() -> None:
-    raw = {"name": "old", "features": ["S", "bm25_title"], "mean": [0, 0], "scale": [1, 1], "weights": [1, 1], "bias": 0}
+    raw = {
+        "name": "old",
+        "features": ["S", "bm25_title"],
+        "mean": [0, 0],
+        "scale": [1, 1],
+        "weights": [1, 1],
+        "bias": 0,
+    }
     with pytest.raises(ValueError, match="other features: bm25_title"):
         Verifier.from_dict(raw)
 
 
 def test_a_verifier_on_a_subset_of_the_features_scores_full_vectors() -> None:
-    raw = {"name": "sub", "features": ["ev_coverage", "S"], "mean": [0.5, 0.0], "scale": [0.5, 1.0],
-           "weights": [2.0, 1.0], "bias": 0.25}
+    raw = {
+        "name": "sub",
+        "features": ["ev_coverage", "S"],
+        "mean": [0.5, 0.0],
+        "scale": [0.5, 1.0],
+        "weights": [2.0, 1.0],
+        "bias": 0.25,
+    }
     v = Verifier.from_dict(raw)
     vector = [0.0] * len(FEATURES)
     vector[FEATURES.index("ev_coverage")], vector[FEATURES.index("S")] = 1.0, 0.5
@@ -79,8 +108,12 @@ def test_a_verifier_on_a_subset_of_the_features_scores_full_vectors() -> None:
 def test_rank_features_read_the_intent_rankings_feedback_and_alternative_bm25() -> None:
     from nodes.ranking.ranker import ABSENT_RANK, RRF_K, RankContext
 
-    ctx = RankContext(lexical=("b", "a", "q"), semantic=("c", "a"), others=[("q", "c"), ("a", "b", "c")],
-                      alt_bm25={(1.2, 0.75): {"a": 1.0, "b": 3.0, "c": 2.0}})
+    ctx = RankContext(
+        lexical=("b", "a", "q"),
+        semantic=("c", "a"),
+        others=[("q", "c"), ("a", "b", "c")],
+        alt_bm25={(1.2, 0.75): {"a": 1.0, "b": 3.0, "c": 2.0}},
+    )
     feats = candidate_features(list(POOL.values()), CHANNELS, context=ctx)
     a, b, c = (dict(zip(FEATURES, feats[d], strict=True)) for d in "abc")
     rrf = lambda r: 1.0 / (RRF_K + r)  # noqa: E731
@@ -89,7 +122,9 @@ def test_rank_features_read_the_intent_rankings_feedback_and_alternative_bm25() 
     assert c["feedback_rrf"] == rrf(2), "the best rank over the other rankings"
     assert b["s_rrf"] == rrf(1) and a["s_rrf"] == rrf(2) and c["s_rrf"] == rrf(3)
     assert a["evmax_rrf"] == rrf(1) and b["evmax_rrf"] == rrf(2), "a's best requirement scores 5, b's 4"
-    assert [round(1 / x - RRF_K) for x in (b["bm25_k1.2_b0.75_rrf"], c["bm25_k1.2_b0.75_rrf"], a["bm25_k1.2_b0.75_rrf"])] == [1, 2, 3]
+    assert [
+        round(1 / x - RRF_K) for x in (b["bm25_k1.2_b0.75_rrf"], c["bm25_k1.2_b0.75_rrf"], a["bm25_k1.2_b0.75_rrf"])
+    ] == [1, 2, 3]
     assert a["bm25_k2_b0.75_rrf"] == rrf(ABSENT_RANK), "a setting with no scores ranks nobody"
 
 
@@ -155,9 +190,13 @@ def test_a_verifier_ships_only_if_it_beats_the_heuristic_order_and_loses_clearly
     def row(name: str, rel: float, p: float) -> dict:
         return {"held_out": name, "ascent_ranks_vs_agent": {"relative": rel, "p": p}}
 
-    ok, why = shipping_decision([row("x", 0.02, 0.01), row("y", -0.01, 0.4)], "ascent_ranks", {"ascent_ranks": 0.04}, 0.02)
+    ok, why = shipping_decision(
+        [row("x", 0.02, 0.01), row("y", -0.01, 0.4)], "ascent_ranks", {"ascent_ranks": 0.04}, 0.02
+    )
     assert ok, why
-    ok, why = shipping_decision([row("x", 0.05, 0.01), row("y", -0.02, 0.01)], "ascent_ranks", {"ascent_ranks": 0.04}, 0.02)
+    ok, why = shipping_decision(
+        [row("x", 0.05, 0.01), row("y", -0.02, 0.01)], "ascent_ranks", {"ascent_ranks": 0.04}, 0.02
+    )
     assert not ok and "significantly worse than the heuristic order on y" in why
     ok, why = shipping_decision([row("x", 0.0, 1.0)], "ascent_ranks", {"ascent_ranks": 0.01}, 0.02)
     assert not ok and "does not beat the heuristic order" in why
@@ -189,7 +228,11 @@ def test_the_trainer_on_a_home_without_the_collections_says_so_without_a_traceba
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "evals.train_ranker", "--home", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "evals.train_ranker", "--home", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "error (no_collection): collection 'cacm' does not exist" in proc.stderr and "hint: ingest it" in proc.stderr

@@ -6,6 +6,7 @@ Each test runs its own worker on a uuid task queue with a model factory that ret
 tools as a user's job. To be mid-job deterministically a test blocks inside a scripted model
 call or a node until it releases it (never a sleep).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -43,13 +44,30 @@ def react_config(**overrides: Any) -> JobConfig:
     return JobConfig(models=models, **overrides)
 
 
-async def run_job(env, home: Path, model: ScriptedChatModel, *, mode: str = "list", budget: float = 120.0,
-                  intent: str = INTENT, collection: str = LITERATURE, config: JobConfig | None = None,
-                  during=None) -> tuple[str, dict[str, Any]]:
+async def run_job(
+    env,
+    home: Path,
+    model: ScriptedChatModel,
+    *,
+    mode: str = "list",
+    budget: float = 120.0,
+    intent: str = INTENT,
+    collection: str = LITERATURE,
+    config: JobConfig | None = None,
+    during=None,
+) -> tuple[str, dict[str, Any]]:
     queue = f"quarry-test-{uuid.uuid4().hex}"
-    async with build_worker(env.client, home=home, queue=queue, models=ModelRouter(**{MODEL.replace(":", "__"): model})):
-        inp = JobInput(job_id=new_job_id(), collection=collection, intent=intent, mode=mode, policy="react",
-                       config=replace(config or react_config(), max_seconds=budget))
+    async with build_worker(
+        env.client, home=home, queue=queue, models=ModelRouter(**{MODEL.replace(":", "__"): model})
+    ):
+        inp = JobInput(
+            job_id=new_job_id(),
+            collection=collection,
+            intent=intent,
+            mode=mode,
+            policy="react",
+            config=replace(config or react_config(), max_seconds=budget),
+        )
         handle = await submit(env.client, inp, queue=queue)
         if during is not None:
             await during(handle)
@@ -58,17 +76,28 @@ async def run_job(env, home: Path, model: ScriptedChatModel, *, mode: str = "lis
 
 def conversation(home: Path, job_id: str) -> list[Any]:
     from langchain_core.messages import messages_from_dict
+
     return messages_from_dict(JobStore(home / "jobs.sqlite").messages(job_id))
 
 
 def search_browse_read_submit(*extra_ids: str) -> list[AIMessage]:
     return [
         tool_call("search", usage(100, 20), reason="find GNN papers", query="graph neural networks molecular"),
-        tool_call("read_search_results", usage(200, 20, cached=80), reason="browse past the preview",
-                  search_id="s1", offset=6, limit=10),
+        tool_call(
+            "read_search_results",
+            usage(200, 20, cached=80),
+            reason="browse past the preview",
+            search_id="s1",
+            offset=6,
+            limit=10,
+        ),
         tool_call("read_document", usage(300, 20, cached=180), reason="check the best hit", docid="gnn01"),
-        tool_call("submit", usage(400, 30, cached=280, reasoning=10), reason="these answer it",
-                  docids=["gnn01", "gnn02", *extra_ids]),
+        tool_call(
+            "submit",
+            usage(400, 30, cached=280, reasoning=10),
+            reason="these answer it",
+            docids=["gnn01", "gnn02", *extra_ids],
+        ),
     ]
 
 
@@ -90,8 +119,11 @@ async def test_react_job_searches_browses_reads_and_submits(env, literature, qua
     # The right tool arguments reached the tools, each with its reason (trace and trajectory).
     steps = result["trajectory"]["steps"]
     assert [(s["tool"], s["reason"]) for s in steps] == [
-        ("search", "find GNN papers"), ("read_search_results", "browse past the preview"),
-        ("read_document", "check the best hit"), ("submit", "these answer it")]
+        ("search", "find GNN papers"),
+        ("read_search_results", "browse past the preview"),
+        ("read_document", "check the best hit"),
+        ("submit", "these answer it"),
+    ]
     assert steps[0]["query"] == "graph neural networks molecular" and steps[1]["offset"] == "6"
     assert result["trajectory"]["opened"] == ["gnn01"]
     # Ranks 1-5 of s1, then 6-10: the whole ranking (only the ten GNN papers match those words).
@@ -99,8 +131,13 @@ async def test_react_job_searches_browses_reads_and_submits(env, literature, qua
 
     # Token and cost totals are the scripted usage, priced by the job's table.
     u = result["usage"]
-    assert (u["input_tokens"], u["cached_input_tokens"], u["output_tokens"], u["reasoning_tokens"], u["calls"]) == \
-        (1000, 540, 90, 10, 4)
+    assert (u["input_tokens"], u["cached_input_tokens"], u["output_tokens"], u["reasoning_tokens"], u["calls"]) == (
+        1000,
+        540,
+        90,
+        10,
+        4,
+    )
     assert u["dollars"] == pytest.approx(((1000 - 540) * 2.0 + 540 * 1.0 + 90 * 8.0) / 1e6)
 
     # The conversation is in the job store, append-only: task, then (reply, tool result) × 4.
@@ -114,7 +151,7 @@ async def test_react_job_searches_browses_reads_and_submits(env, literature, qua
     systems = {c["messages"][0].content for c in model.calls}
     assert len(systems) == 1 and isinstance(model.calls[0]["messages"][0], SystemMessage)
     for k, call in enumerate(model.calls):
-        assert [m.content for m in call["messages"][1:]] == [m.content for m in msgs[:1 + 2 * k]]
+        assert [m.content for m in call["messages"][1:]] == [m.content for m in msgs[: 1 + 2 * k]]
     tools = {t["function"]["name"]: t["function"]["parameters"] for t in model.calls[0]["tools"]}
     assert set(tools) == {"search", "read_search_results", "read_document", "submit"}  # no citation graph here
     assert all("reason" in p["properties"] and "reason" in p["required"] for p in tools.values())
@@ -148,16 +185,19 @@ async def test_budget_steer_arrives_as_a_message_and_retrieval_is_refused(env, l
         assert steer_seen.wait(60), "the steer never fired"
         return tool_call("search", reason="one more look", query="message passing molecules")
 
-    model = ScriptedChatModel(script=[
-        tool_call("search", reason="first look", query="graph neural networks"),
-        second_search,
-        tool_call("search", reason="ignore the steer", query="graph networks chemistry"),
-        tool_call("submit", reason="time is up", docids=["gnn01"]),
-    ])
+    model = ScriptedChatModel(
+        script=[
+            tool_call("search", reason="first look", query="graph neural networks"),
+            second_search,
+            tool_call("search", reason="ignore the steer", query="graph networks chemistry"),
+            tool_call("submit", reason="time is up", docids=["gnn01"]),
+        ]
+    )
 
     async def during(handle) -> None:
-        progress = await poll_until(lambda: handle.query(SearchJob.progress), lambda p: p["budget"]["submit_now"],
-                                    timeout_s=budget + 10)
+        progress = await poll_until(
+            lambda: handle.query(SearchJob.progress), lambda p: p["budget"]["submit_now"], timeout_s=budget + 10
+        )
         assert progress["status"] == "running"
         steer_seen.set()
 
@@ -167,7 +207,9 @@ async def test_budget_steer_arrives_as_a_message_and_retrieval_is_refused(env, l
     assert result["status"] == "completed" and result["submitted"]["docids"] == ["gnn01"]
     msgs = conversation(quarry_home, job_id)
     kinds = [(type(m).__name__, m.content[:60]) for m in msgs]
-    steer_at = next(i for i, m in enumerate(msgs) if isinstance(m, HumanMessage) and "budget is nearly spent" in m.content)
+    steer_at = next(
+        i for i, m in enumerate(msgs) if isinstance(m, HumanMessage) and "budget is nearly spent" in m.content
+    )
     # The search issued before the steer ran; the one after it was refused with an instruction to submit.
     assert isinstance(msgs[steer_at - 1], ToolMessage) and "search_results" in msgs[steer_at - 1].content, kinds
     refusal = msgs[steer_at + 2]
@@ -176,17 +218,21 @@ async def test_budget_steer_arrives_as_a_message_and_retrieval_is_refused(env, l
 
 
 async def test_token_budget_triggers_the_same_steer(env, literature, quarry_home) -> None:
-    model = ScriptedChatModel(script=[
-        tool_call("search", usage(400, 0), reason="first", query="graph neural networks"),
-        tool_call("search", usage(400, 0), reason="second", query="molecular property prediction"),
-        tool_call("read_document", usage(100, 0), reason="after the steer", docid="gnn01"),
-        tool_call("submit", usage(50, 0), reason="done", docids=["gnn01"]),
-    ])
+    model = ScriptedChatModel(
+        script=[
+            tool_call("search", usage(400, 0), reason="first", query="graph neural networks"),
+            tool_call("search", usage(400, 0), reason="second", query="molecular property prediction"),
+            tool_call("read_document", usage(100, 0), reason="after the steer", docid="gnn01"),
+            tool_call("submit", usage(50, 0), reason="done", docids=["gnn01"]),
+        ]
+    )
     job_id, result = await run_job(env, quarry_home, model, config=react_config(max_tokens=1000))
     msgs = conversation(quarry_home, job_id)
     steers = [m.content for m in msgs if isinstance(m, HumanMessage) and "budget is nearly spent" in m.content]
-    assert steers == ["<note from=\"quarry\">The job's tokens budget is nearly spent. Do not search or read any more: "
-                      "call submit now with what you have.</note>"]
+    assert steers == [
+        '<note from="quarry">The job\'s tokens budget is nearly spent. Do not search or read any more: '
+        "call submit now with what you have.</note>"
+    ]
     assert REFUSED.format(what="tokens") in [m.content for m in msgs if isinstance(m, ToolMessage)]
     assert result["usage"]["total_tokens"] == 950 and result["status"] == "completed"
 
@@ -194,10 +240,12 @@ async def test_token_budget_triggers_the_same_steer(env, literature, quarry_home
 # -- 3. a worker killed mid-conversation --------------------------------------------------------------
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning",
-                            "ignore:coroutine .* was never awaited:RuntimeWarning")
-async def test_worker_killed_after_a_model_call_resumes_without_calling_again(env, literature, quarry_home,
-                                                                              monkeypatch) -> None:
+@pytest.mark.filterwarnings(
+    "ignore::pytest.PytestUnraisableExceptionWarning", "ignore:coroutine .* was never awaited:RuntimeWarning"
+)
+async def test_worker_killed_after_a_model_call_resumes_without_calling_again(
+    env, literature, quarry_home, monkeypatch
+) -> None:
     """The worker dies after the model answered turn 2 but before the activity completed: the new
     worker's retry finds the stored reply and does not ask the model again."""
     real_agent = react_mod.agent
@@ -255,10 +303,14 @@ async def test_failing_model_falls_back_to_the_heuristic_and_says_so(env, litera
 
 
 async def test_a_model_that_never_calls_a_tool_is_reminded_then_answered_for(env, literature, quarry_home) -> None:
-    model = ScriptedChatModel(default=AIMessage(content="I think the answer is graph networks.", usage_metadata=usage(50, 5)))
+    model = ScriptedChatModel(
+        default=AIMessage(content="I think the answer is graph networks.", usage_metadata=usage(50, 5))
+    )
     job_id, result = await run_job(env, quarry_home, model, config=react_config(models={"react_reminders": 2}))
     assert len(model.calls) == 3 and result["stop_reason"] == "no_tool_call"
-    reminders = [m for m in conversation(quarry_home, job_id) if isinstance(m, HumanMessage) and "called no tool" in m.content]
+    reminders = [
+        m for m in conversation(quarry_home, job_id) if isinstance(m, HumanMessage) and "called no tool" in m.content
+    ]
     assert len(reminders) == 2
     assert result["ranked"] and result["usage"]["calls"] == 3
 
@@ -266,13 +318,17 @@ async def test_a_model_that_never_calls_a_tool_is_reminded_then_answered_for(env
 async def test_tool_calls_written_as_text_and_bad_arguments_are_repaired(env, literature, quarry_home) -> None:
     """Small local models often write the call as JSON text, or with wrong arguments: the first is
     taken as a call, the second answered with a repair hint instead of an exception."""
-    model = ScriptedChatModel(script=[
-        AIMessage(content='{"name": "search", "arguments": {"reason": "text call", "query": "graph neural networks"}}'),
-        tool_call("read_search_results", reason="bad offset", search_id="s1", offset=0),
-        tool_call("read_document", docid="gnn02"),  # no reason: still runs
-        tool_call("no_such_tool", reason="?"),
-        tool_call("submit", reason="done", docids=["gnn02"]),
-    ])
+    model = ScriptedChatModel(
+        script=[
+            AIMessage(
+                content='{"name": "search", "arguments": {"reason": "text call", "query": "graph neural networks"}}'
+            ),
+            tool_call("read_search_results", reason="bad offset", search_id="s1", offset=0),
+            tool_call("read_document", docid="gnn02"),  # no reason: still runs
+            tool_call("no_such_tool", reason="?"),
+            tool_call("submit", reason="done", docids=["gnn02"]),
+        ]
+    )
     job_id, result = await run_job(env, quarry_home, model)
     tool_msgs = [m.content for m in conversation(quarry_home, job_id) if isinstance(m, ToolMessage)]
     assert "<search_results" in tool_msgs[0]

@@ -1,4 +1,5 @@
 """Corpus readers: the three input layouts, and validation that names every bad record by file:line."""
+
 from __future__ import annotations
 
 import re
@@ -28,9 +29,15 @@ GOOD = {"_id": "ok1", "title": "A good record", "text": "with some text"}
 def test_beir_folder_reads_documents_queries_qrels_and_citations(tmp_path: Path) -> None:
     folder = write_beir(
         tmp_path / "beir",
-        [{"_id": "d1", "title": "First", "text": "alpha", "metadata": {"year": 1999, "authors": "Ann Lee; Bo Chan",
-                                                                       "keywords": "x, y; z", "venue": "CACM"}},
-         {"_id": 2, "title": "Second", "text": "beta", "metadata": {"authors": ["Cy"], "sentences": ["s1"]}}],
+        [
+            {
+                "_id": "d1",
+                "title": "First",
+                "text": "alpha",
+                "metadata": {"year": 1999, "authors": "Ann Lee; Bo Chan", "keywords": "x, y; z", "venue": "CACM"},
+            },
+            {"_id": 2, "title": "Second", "text": "beta", "metadata": {"authors": ["Cy"], "sentences": ["s1"]}},
+        ],
         queries={"q1": "what is alpha", "q2": "beta?"},
         qrels={"test": [("q1", "d1", 1), ("q2", "2", 2)], "dev": [("q1", "2", 0)]},
         citations=[("d1", "2"), ("2", "d1")],
@@ -50,16 +57,22 @@ def test_beir_folder_reads_documents_queries_qrels_and_citations(tmp_path: Path)
 
 
 def test_jsonl_file_accepts_id_aliases_and_contents(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "c.jsonl", [
-        {"id": "a", "contents": "body a"},
-        {"docid": "b", "title": "Title b"},
-        "",  # blank lines are allowed
-        {"_id": "c", "title": "  padded  ", "text": "  t  ", "year": "2020"},
-    ])
+    path = write_jsonl(
+        tmp_path / "c.jsonl",
+        [
+            {"id": "a", "contents": "body a"},
+            {"docid": "b", "title": "Title b"},
+            "",  # blank lines are allowed
+            {"_id": "c", "title": "  padded  ", "text": "  t  ", "year": "2020"},
+        ],
+    )
     src = read_corpus(path)
     assert src.kind == "jsonl"
-    assert [(r.docid, r.title, r.text) for r in src.records] == [("a", "", "body a"), ("b", "Title b", ""),
-                                                                ("c", "padded", "t")]
+    assert [(r.docid, r.title, r.text) for r in src.records] == [
+        ("a", "", "body a"),
+        ("b", "Title b", ""),
+        ("c", "padded", "t"),
+    ]
     assert list(src.records)[2].year == 2020
 
 
@@ -82,21 +95,24 @@ def test_text_folder_uses_paths_as_ids_and_first_line_as_title(tmp_path: Path) -
 # -- validation: file:line for every problem ----------------------------------------------------
 
 
-@pytest.mark.parametrize(("bad_line", "reason"), [
-    ('{"_id": "x", "title": ', r"not valid JSON"),
-    ('{"title": "no id here"}', r"missing document id"),
-    ('{"_id": true, "title": "bool id"}', r"missing document id"),
-    ('{"_id": "x", "title": 42}', r"title must be a string"),
-    ('{"_id": "x", "title": "t", "text": ["list"]}', r"text must be a string"),
-    ('{"_id": "x", "title": "t", "metadata": {"year": "19x9"}}', r"year must be a whole number"),
-    ('{"_id": "x", "title": "t", "year": 5000}', r"year must be a whole number"),
-    ('{"_id": "x", "title": "t", "metadata": "not an object"}', r"metadata must be a JSON object"),
-    ('{"_id": "x", "title": "t", "metadata": {"authors": 7}}', r"authors must be a string or a list"),
-    ('{"_id": "x", "title": "t", "venue": 3}', r"venue must be a string"),
-    ('{"_id": "two words", "title": "t"}', r"without spaces"),
-    ('{"_id": "tab\\there", "title": "t"}', r"without spaces"),
-    ('[1, 2]', r"expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("bad_line", "reason"),
+    [
+        ('{"_id": "x", "title": ', r"not valid JSON"),
+        ('{"title": "no id here"}', r"missing document id"),
+        ('{"_id": true, "title": "bool id"}', r"missing document id"),
+        ('{"_id": "x", "title": 42}', r"title must be a string"),
+        ('{"_id": "x", "title": "t", "text": ["list"]}', r"text must be a string"),
+        ('{"_id": "x", "title": "t", "metadata": {"year": "19x9"}}', r"year must be a whole number"),
+        ('{"_id": "x", "title": "t", "year": 5000}', r"year must be a whole number"),
+        ('{"_id": "x", "title": "t", "metadata": "not an object"}', r"metadata must be a JSON object"),
+        ('{"_id": "x", "title": "t", "metadata": {"authors": 7}}', r"authors must be a string or a list"),
+        ('{"_id": "x", "title": "t", "venue": 3}', r"venue must be a string"),
+        ('{"_id": "two words", "title": "t"}', r"without spaces"),
+        ('{"_id": "tab\\there", "title": "t"}', r"without spaces"),
+        ("[1, 2]", r"expected a JSON object"),
+    ],
+)
 def test_jsonl_validation_names_file_and_line(tmp_path: Path, bad_line: str, reason: str) -> None:
     path = write_jsonl(tmp_path / "c.jsonl", [GOOD, "", bad_line])
     problems = problems_of(path)
@@ -106,8 +122,10 @@ def test_jsonl_validation_names_file_and_line(tmp_path: Path, bad_line: str, rea
 
 
 def test_empty_documents_are_skipped_with_a_warning_naming_them(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "c.jsonl", [GOOD, {"_id": "e1", "title": "  ", "text": ""},
-                                              {"_id": "e2", "metadata": {"authors": []}}])
+    path = write_jsonl(
+        tmp_path / "c.jsonl",
+        [GOOD, {"_id": "e1", "title": "  ", "text": ""}, {"_id": "e2", "metadata": {"authors": []}}],
+    )
     src = read_corpus(path)
     assert [r.docid for r in src.records] == ["ok1"]
     (warning,) = src.warnings
@@ -121,20 +139,24 @@ def test_a_corpus_of_only_empty_documents_is_rejected(tmp_path: Path) -> None:
 
 
 def test_all_problems_are_collected_in_one_pass(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "c.jsonl", [
-        {"_id": "a", "title": "t"},
-        {"_id": "b", "title": 1},
-        "not json",
-        {"_id": "a", "title": "again"},
-        {"_id": "c", "title": "fine"},
-    ])
+    path = write_jsonl(
+        tmp_path / "c.jsonl",
+        [
+            {"_id": "a", "title": "t"},
+            {"_id": "b", "title": 1},
+            "not json",
+            {"_id": "a", "title": "again"},
+            {"_id": "c", "title": "fine"},
+        ],
+    )
     problems = problems_of(path)
     assert [p.split(": ", 1)[0] for p in problems] == [f"{path}:2", f"{path}:3", f"{path}:4"]
 
 
 def test_duplicate_id_mentions_the_first_line(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "c.jsonl", [{"_id": "x", "title": "a"}, {"_id": "y", "title": "b"},
-                                              {"_id": "x", "title": "c"}])
+    path = write_jsonl(
+        tmp_path / "c.jsonl", [{"_id": "x", "title": "a"}, {"_id": "y", "title": "b"}, {"_id": "x", "title": "c"}]
+    )
     (problem,) = problems_of(path)
     assert problem.startswith(f"{path}:3: ")
     assert "duplicate" in problem and "'x'" in problem and "first at line 1" in problem
@@ -160,7 +182,9 @@ def test_latin1_text_file_is_decoded_not_rejected(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "good.md").write_text("# Good\nbody\n", encoding="utf-8")
-    (folder / "latin.txt").write_bytes("Café society\nLes élèves étudient à l'école près du théâtre.\n".encode("latin-1"))
+    (folder / "latin.txt").write_bytes(
+        "Café society\nLes élèves étudient à l'école près du théâtre.\n".encode("latin-1")
+    )
     src = read_corpus(folder)
     by_id = {r.docid: r for r in src.records}
     assert by_id["latin"].title == "Café society"
@@ -259,10 +283,15 @@ def test_citations_and_qrels_naming_unknown_documents_give_warnings(tmp_path: Pa
 
 
 def test_bad_qrels_and_queries_rows_name_file_and_line(tmp_path: Path) -> None:
-    folder = write_beir(tmp_path / "beir", [{"_id": "d1", "title": "one"}],
-                        qrels={"test": [("q1", "d1", 1), ("q1", "d1", "high")]}, citations=[])
-    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "one"}\n{"_id": "q2", "text": "  "}\n',
-                                          encoding="utf-8")
+    folder = write_beir(
+        tmp_path / "beir",
+        [{"_id": "d1", "title": "one"}],
+        qrels={"test": [("q1", "d1", 1), ("q1", "d1", "high")]},
+        citations=[],
+    )
+    (folder / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "one"}\n{"_id": "q2", "text": "  "}\n', encoding="utf-8"
+    )
     with (folder / "citations.tsv").open("a", encoding="utf-8") as fh:
         fh.write("d1\td1\textra\n")
     problems = problems_of(folder)
@@ -289,10 +318,11 @@ def test_extensionless_text_files_are_read_and_binaries_named_unsupported(tmp_pa
     folder = tmp_path / "wget-1.21"
     folder.mkdir()
     (folder / "README").write_bytes((READERS2 / "wget" / "README").read_bytes())
-    (folder / "ChangeLog").write_text("2022-06-05  Tim Rühsen  <tim.ruehsen@gmx.de>\n\n\t* src/http.c: Fix "
-                                      "an uninitialized read.\n", encoding="utf-8")
+    (folder / "ChangeLog").write_text(
+        "2022-06-05  Tim Rühsen  <tim.ruehsen@gmx.de>\n\n\t* src/http.c: Fix an uninitialized read.\n", encoding="utf-8"
+    )
     (folder / "AUTHORS").write_text("Hrvoje Nikšić\nTim Rühsen\n", encoding="utf-8")
-    (folder / "wget").write_bytes(ELF_HEAD)                       # an executable: not text
+    (folder / "wget").write_bytes(ELF_HEAD)  # an executable: not text
     (folder / "NEWS").write_bytes("Änderungen in Latin-1\n".encode("latin-1"))  # not UTF-8: not sniffed as text
     (folder / "EMPTY").write_bytes(b"")
     src = read_corpus(folder)
@@ -366,10 +396,13 @@ def test_conventional_document_names_with_a_variant_suffix_are_read_as_text(tmp_
     suffixes stay unsupported and a binary README.gz is never taken for text."""
     folder = tmp_path / "doc"
     folder.mkdir()
-    (folder / "README.md").write_text("# Git\n\nGit is a fast, scalable, distributed revision control system.\n",
-                                      encoding="utf-8")
-    (folder / "README.Debian").write_text("git for Debian\n--------------\n\nThe git-daemon-run package sets up "
-                                          "a git daemon under runit.\n", encoding="utf-8")
+    (folder / "README.md").write_text(
+        "# Git\n\nGit is a fast, scalable, distributed revision control system.\n", encoding="utf-8"
+    )
+    (folder / "README.Debian").write_text(
+        "git for Debian\n--------------\n\nThe git-daemon-run package sets up a git daemon under runit.\n",
+        encoding="utf-8",
+    )
     (folder / "ChangeLog.1").write_text("2021-01-02  Jane Roe\n\n\t* main.c: fix a leak.\n", encoding="utf-8")
     (folder / "README.gz").write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)))
     (folder / "data.log").write_text("a log line\n", encoding="utf-8")

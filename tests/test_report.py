@@ -1,5 +1,6 @@
 """Evaluation reports: recall at depth on hand-computed runs, Reciprocal Rank Fusion, the
 hybrid system, agent trajectory tiers, and `quarry eval --system a,b --report DIR`."""
+
 from __future__ import annotations
 
 import json
@@ -32,13 +33,14 @@ def ranked(*docids: str) -> dict[str, float]:
 
 
 def test_recall_at_depths_hand_computed() -> None:
-    qrels = {"q1": {"a": 1, "b": 1, "c": 1, "d": 1},  # found at ranks 1, 15 and 60; d never
-             "q2": {"x": 2, "y": 0},                 # its one relevant doc at rank 5
-             "q3": {"z": 0},                         # nothing relevant: not counted
-             "q4": {"w": 1}}                         # absent from the run: recall 0 at every depth
+    qrels = {
+        "q1": {"a": 1, "b": 1, "c": 1, "d": 1},  # found at ranks 1, 15 and 60; d never
+        "q2": {"x": 2, "y": 0},  # its one relevant doc at rank 5
+        "q3": {"z": 0},  # nothing relevant: not counted
+        "q4": {"w": 1},
+    }  # absent from the run: recall 0 at every depth
     pad = [f"n{i}" for i in range(100)]
-    run = {"q1": ranked("a", *pad[:13], "b", *pad[13:57], "c"),
-           "q2": ranked(*pad[:4], "x"), "q3": ranked("z")}
+    run = {"q1": ranked("a", *pad[:13], "b", *pad[13:57], "c"), "q2": ranked(*pad[:4], "x"), "q3": ranked("z")}
     got = recall_at_depths(qrels, run, (1, 10, 20, 50, 100))
     # q1: 1/4 at depths 1 and 10, 2/4 at 20 and 50, 3/4 at 100; q2: 0 at depth 1, then 1
     expected = {1: (0.25 + 0 + 0) / 3, 10: (0.25 + 1) / 3, 20: (0.5 + 1) / 3, 50: (0.5 + 1) / 3, 100: (0.75 + 1) / 3}
@@ -74,8 +76,10 @@ def test_one_rrf_rule_for_the_agent_and_the_evaluation() -> None:
 
 def test_trajectory_tiers() -> None:
     qrels = {"q1": {"a": 1, "b": 1, "c": 1, "d": 1, "x": 0}, "q2": {"e": 0}}
-    traj = {"q1": {"surfaced": ["a", "b", "c", "x"], "previewed": ["a", "b", "x"], "opened": ["a"], "cited": ["a", "x"]},
-            "q2": {"surfaced": ["e"], "previewed": [], "opened": [], "cited": []}}
+    traj = {
+        "q1": {"surfaced": ["a", "b", "c", "x"], "previewed": ["a", "b", "x"], "opened": ["a"], "cited": ["a", "x"]},
+        "q2": {"surfaced": ["e"], "previewed": [], "opened": [], "cited": []},
+    }
     assert trajectory_tiers(qrels, traj) == {"q1": {"surfaced": 0.75, "previewed": 0.5, "opened": 0.25, "cited": 0.25}}
 
 
@@ -98,8 +102,9 @@ class WordOverlapDense:
 
     def search(self, text: str, k: int = 1000) -> list[Hit]:
         words = set(text.lower().split())
-        scored = sorted(((d, len(words & w) / len(w)) for d, w in self.docs.items() if words & w),
-                        key=lambda p: (-p[1], p[0]))[:k]
+        scored = sorted(
+            ((d, len(words & w) / len(w)) for d, w in self.docs.items() if words & w), key=lambda p: (-p[1], p[0])
+        )[:k]
         return [Hit(d, s, i) for i, (d, s) in enumerate(scored, start=1)]
 
 
@@ -110,11 +115,16 @@ class WithDense(Collection):
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("report-home")
-    docs = [{"_id": f"z{i}", "title": f"Zebra note {i}", "text": f"zebra {filler(i, 3 + 40 * (i % 2))}"} for i in range(6)]
+    docs = [
+        {"_id": f"z{i}", "title": f"Zebra note {i}", "text": f"zebra {filler(i, 3 + 40 * (i % 2))}"} for i in range(6)
+    ]
     docs += [{"_id": f"o{i}", "title": f"Ocelot note {i}", "text": f"ocelot stripes {filler(i, 10)}"} for i in range(6)]
-    src = write_beir(tmp_path_factory.mktemp("report-src") / "beir", docs,
-                     queries={"q1": "zebra stripes", "q2": "ocelot"},
-                     qrels={"test": [("q1", "z0", 1), ("q1", "z2", 1), ("q1", "o5", 1), ("q2", "o1", 1)]})
+    src = write_beir(
+        tmp_path_factory.mktemp("report-src") / "beir",
+        docs,
+        queries={"q1": "zebra stripes", "q2": "ocelot"},
+        qrels={"test": [("q1", "z0", 1), ("q1", "z2", 1), ("q1", "o5", 1), ("q2", "o1", 1)]},
+    )
     ingest(src, "rep", home=home)
     return home
 
@@ -125,7 +135,9 @@ def test_hybrid_is_rrf_of_bm25_and_dense(home: Path) -> None:
     bm25 = [h.docid for h in col.lucene.search("zebra stripes", 1000)]
     dense = [h.docid for h in col.dense.search("zebra stripes", 1000)]
     assert hybrid.run["q1"] == pytest.approx(dict(reciprocal_rank_fusion([bm25, dense])))
-    assert evaluate(col, "dense").run["q1"] == pytest.approx({h.docid: h.score for h in col.dense.search("zebra stripes")})
+    assert evaluate(col, "dense").run["q1"] == pytest.approx(
+        {h.docid: h.score for h in col.dense.search("zebra stripes")}
+    )
 
 
 def test_report_has_table_and_plots(home: Path, tmp_path: Path) -> None:
@@ -135,8 +147,17 @@ def test_report_has_table_and_plots(home: Path, tmp_path: Path) -> None:
     # an "agent" whose run is the hybrid run reversed
     reversed_run = {q: {d: float(i) for i, d in enumerate(sorted(r, key=r.get))} for q, r in results[1].run.items()}
     qrels = col.corpus.qrels("test")
-    agent = EvalResult("rep", "agent", "test", 2, results[0].metrics, per_query(qrels, reversed_run),
-                       tmp_path / "agent.trec", {"tier_surfaced": 1.0, "tool_calls_per_query": 4.0}, reversed_run)
+    agent = EvalResult(
+        "rep",
+        "agent",
+        "test",
+        2,
+        results[0].metrics,
+        per_query(qrels, reversed_run),
+        tmp_path / "agent.trec",
+        {"tier_surfaced": 1.0, "tool_calls_per_query": 4.0},
+        reversed_run,
+    )
     best, diffs = agent_differences([*results, agent])
     assert best in ("bm25", "hybrid") and set(diffs) == {"q1", "q2"}
 
@@ -152,14 +173,40 @@ def test_report_has_table_and_plots(home: Path, tmp_path: Path) -> None:
 
 def test_cli_eval_several_systems_with_report(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("QUARRY_HOME", str(home))  # the CLI's --home exports it; undo after
-    result = CliRunner().invoke(app, ["--home", str(home), "eval", "rep", "--system", "bm25",
-                                      "--system", "bm25", "--report", str(tmp_path / "rep"), "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "--home",
+            str(home),
+            "eval",
+            "rep",
+            "--system",
+            "bm25",
+            "--system",
+            "bm25",
+            "--report",
+            str(tmp_path / "rep"),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     single = json.loads(result.stdout.strip().splitlines()[-1])
     assert single["system"] == "bm25" and "ndcg@20" in single and single["report"].endswith("report.md")
 
-    result = CliRunner().invoke(app, ["--home", str(home), "eval", "rep", "--system", "bm25,bm25-tuned",
-                                      "--report", str(tmp_path / "rep2"), "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "--home",
+            str(home),
+            "eval",
+            "rep",
+            "--system",
+            "bm25,bm25-tuned",
+            "--report",
+            str(tmp_path / "rep2"),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(data["systems"]) == {"bm25", "bm25-tuned"}
@@ -171,8 +218,9 @@ def test_cli_eval_several_systems_with_report(home: Path, tmp_path: Path, monkey
 
     text = CliRunner().invoke(app, ["--home", str(home), "eval", "rep", "--system", "bm25,bm25-tuned"])
     assert text.exit_code == 0 and "bm25-tuned" in text.stdout
-    bad = CliRunner().invoke(app, ["--home", str(home), "eval", "rep", "--system", "bm25,hybrid",
-                                   "--run", str(tmp_path / "x.trec")])
+    bad = CliRunner().invoke(
+        app, ["--home", str(home), "eval", "rep", "--system", "bm25,hybrid", "--run", str(tmp_path / "x.trec")]
+    )
     assert bad.exit_code == 2 and "(bad_option)" in bad.stderr
 
 

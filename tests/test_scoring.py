@@ -1,4 +1,5 @@
 """Evidence location, combination and feedback queries (pure functions)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,10 @@ ITEM = {"id": "c1", "kind": "topic", "text": "dense passage retrieval", "weight"
 
 
 def chunks() -> list[Chunk]:
-    return [Chunk(docid="d", chunk_no=0, line_start=1, line_end=2, text="Title about\ncooking pasta"),
-            Chunk(docid="d", chunk_no=1, line_start=3, line_end=5, text="We retrieve passages\nwith dense\nencoders")]
+    return [
+        Chunk(docid="d", chunk_no=0, line_start=1, line_end=2, text="Title about\ncooking pasta"),
+        Chunk(docid="d", chunk_no=1, line_start=3, line_end=5, text="We retrieve passages\nwith dense\nencoders"),
+    ]
 
 
 def test_lexical_evidence_picks_the_chunk_covering_most_item_words() -> None:
@@ -58,8 +61,11 @@ def test_judge_scores_each_item_by_semantic_and_relative_bm25_match() -> None:
     item_vec = np.array([1.0, 0.0])
     vecs = [(ChunkSpan(0, 1, 2), np.array([0.0, 1.0])), (ChunkSpan(1, 3, 5), np.array([0.8, 0.6]))]
     # One batch of two candidates: the same document with a strong and a weak BM25 match.
-    best, weak = HeuristicPolicy().judge(plan, [JudgeInput(rec, chunks(), 0.5, vecs, {"c1": 1.0}),
-                                                JudgeInput(rec, chunks(), 0.5, vecs, {"c1": 0.2})], {"c1": item_vec})
+    best, weak = HeuristicPolicy().judge(
+        plan,
+        [JudgeInput(rec, chunks(), 0.5, vecs, {"c1": 1.0}), JudgeInput(rec, chunks(), 0.5, vecs, {"c1": 0.2})],
+        {"c1": item_vec},
+    )
     s_best, (ev_best,) = best.score, best.evidence
     s_weak, (ev_weak,) = weak.score, weak.evidence
     assert ev_best["score"] == round((cosine_to_score(0.8) + 5.0) / 2, 3)
@@ -92,15 +98,19 @@ def test_author_and_venue_constraints_use_store_metadata() -> None:
     ok = DocRecord(docid="a", title="t", authors=("Chattergy, R.", "Pooch, U.W."), venue="sigir")
     assert violated_constraint(plan, ok) == ""
     assert "not by" in violated_constraint(plan, DocRecord(docid="b", title="t", authors=("Smith, J.",), venue="SIGIR"))
-    assert "SIGIR" in violated_constraint(plan, DocRecord(docid="c", title="t", authors=("Prieve, B. G.",), venue="CIKM"))
+    assert "SIGIR" in violated_constraint(
+        plan, DocRecord(docid="c", title="t", authors=("Prieve, B. G.",), venue="CIKM")
+    )
     soft = {"authors": ["salton"], "authors_exclusive": False}
     assert violated_constraint(soft, DocRecord(docid="d", title="t", authors=("Smith, J.",))) == ""
 
 
 def test_feedback_query_keeps_every_user_word_and_only_adds() -> None:
     core = "sparse matrix algorithms"
-    texts = ["graph partitioning for sparse matrices and elimination orderings",
-             "elimination orderings minimise fill in sparse factorisation"]
+    texts = [
+        "graph partitioning for sparse matrices and elimination orderings",
+        "elimination orderings minimise fill in sparse factorisation",
+    ]
     query = relevance_model_query(core, texts, [1.0, 1.0], n_terms=5)
     words = query.split()
     assert {"sparse", "matrix", "algorithms"} <= set(words)
@@ -137,15 +147,31 @@ def test_reflection_adds_feedback_and_leans_toward_the_weakest_requirement() -> 
     plan = make_plan("graph neural networks for molecular property prediction")
     items = [i for i in plan["checklist"] if i["kind"] != "metadata"]
     assert [i["id"] for i in items] == ["c0", "c1", "c2"]
-    top = [{"evidence": [{"item_id": "c0", "score": 4.0}, {"item_id": "c1", "score": 4.5},
-                         {"item_id": "c2", "score": 1.0}]},
-           {"evidence": [{"item_id": "c0", "score": 3.0}, {"item_id": "c1", "score": 5.0},
-                         {"item_id": "c2", "score": 2.0}]}]
+    top = [
+        {
+            "evidence": [
+                {"item_id": "c0", "score": 4.0},
+                {"item_id": "c1", "score": 4.5},
+                {"item_id": "c2", "score": 1.0},
+            ]
+        },
+        {
+            "evidence": [
+                {"item_id": "c0", "score": 3.0},
+                {"item_id": "c1", "score": 5.0},
+                {"item_id": "c2", "score": 2.0},
+            ]
+        },
+    ]
     weakest = _weakest_item({"plan": plan}, top)
     assert weakest["id"] == "c2" and weakest["text"] == "molecular property prediction"
-    best = [DocRecord(docid="a", title="Message passing for molecules", text="Graph networks predict molecular energies.")]
+    best = [
+        DocRecord(docid="a", title="Message passing for molecules", text="Graph networks predict molecular energies.")
+    ]
     feedback, leaning = HeuristicPolicy().reflect(ReflectRequest(plan, plan["core"], best, best, weakest)).queries
-    assert list(dict.fromkeys(feedback.split()))[:3] == ["graph", "neural", "networks"] and "message" in feedback.split()
+    assert (
+        list(dict.fromkeys(feedback.split()))[:3] == ["graph", "neural", "networks"] and "message" in feedback.split()
+    )
     assert leaning == f"{plan['core']} molecular property prediction"
     # The whole requirement as the weakest item adds nothing beyond the user's own query.
     only = HeuristicPolicy().reflect(ReflectRequest(plan, plan["core"], best, best, items[0])).queries
@@ -154,15 +180,31 @@ def test_reflection_adds_feedback_and_leans_toward_the_weakest_requirement() -> 
 
 def test_evidence_quotes_whole_sentences_with_their_own_lines() -> None:
     from nodes.evidence.scoring import sentence_quote, sentences
-    text = ("Background on cooking. We retrieve passages with dense\nencoders (e.g. DPR, Fig. 2) for open\n"
-            "question answering at scale. Unrelated closing remark about the weather and other things.")
+
+    text = (
+        "Background on cooking. We retrieve passages with dense\nencoders (e.g. DPR, Fig. 2) for open\n"
+        "question answering at scale. Unrelated closing remark about the weather and other things."
+    )
     chunk = Chunk(docid="d", chunk_no=1, line_start=7, line_end=9, text=text)
-    assert [text[a:b] for a, b in sentences(text)][1].endswith("for open\nquestion answering at scale."), "abbreviations do not end it"
+    assert [text[a:b] for a, b in sentences(text)][1].endswith("for open\nquestion answering at scale."), (
+        "abbreviations do not end it"
+    )
     ev = locate_evidence(ITEM, [chunk])
-    assert ev["chunk"] == "We retrieve passages with dense\nencoders (e.g. DPR, Fig. 2) for open\nquestion answering at scale."
+    assert (
+        ev["chunk"]
+        == "We retrieve passages with dense\nencoders (e.g. DPR, Fig. 2) for open\nquestion answering at scale."
+    )
     assert (ev["line_start"], ev["line_end"]) == (7, 9)
-    short, start, end = sentence_quote(Chunk(docid="d", chunk_no=0, line_start=1, line_end=2,
-                                             text="Dense retrieval.\nIt works well on many open benchmarks, as shown by several careful studies."), {"dense"})
+    short, start, end = sentence_quote(
+        Chunk(
+            docid="d",
+            chunk_no=0,
+            line_start=1,
+            line_end=2,
+            text="Dense retrieval.\nIt works well on many open benchmarks, as shown by several careful studies.",
+        ),
+        {"dense"},
+    )
     assert short.startswith("Dense retrieval.\nIt works") and (start, end) == (1, 2), "a short sentence takes the next"
 
 
@@ -171,18 +213,26 @@ def test_a_lower_cased_text_still_splits_into_sentences() -> None:
     experimental study …"): their sentences start with a small letter, and a quote is still one
     sentence, not the whole passage; abbreviations in small letters do not end one."""
     from nodes.evidence.scoring import sentences
-    text = ("experimental investigation of a wing in a slipstream . an experimental study of a wing in a "
-            "propeller slipstream was made (see fig. 3, e.g. the tip) . the results agree with theory .")
+
+    text = (
+        "experimental investigation of a wing in a slipstream . an experimental study of a wing in a "
+        "propeller slipstream was made (see fig. 3, e.g. the tip) . the results agree with theory ."
+    )
     got = [text[a:b] for a, b in sentences(text)]
-    assert got == ["experimental investigation of a wing in a slipstream .",
-                   "an experimental study of a wing in a propeller slipstream was made (see fig. 3, e.g. the tip) .",
-                   "the results agree with theory ."]
-    ev = locate_evidence({"id": "c1", "kind": "topic", "text": "results agree theory", "weight": 1.0},
-                         [Chunk(docid="d", chunk_no=1, line_start=1, line_end=1, text=text)])
+    assert got == [
+        "experimental investigation of a wing in a slipstream .",
+        "an experimental study of a wing in a propeller slipstream was made (see fig. 3, e.g. the tip) .",
+        "the results agree with theory .",
+    ]
+    ev = locate_evidence(
+        {"id": "c1", "kind": "topic", "text": "results agree theory", "weight": 1.0},
+        [Chunk(docid="d", chunk_no=1, line_start=1, line_end=1, text=text)],
+    )
     assert ev["chunk"] == "the results agree with theory ."
     cased = "We saw it. then it went on. And stopped."
-    assert [cased[a:b] for a, b in sentences(cased)] == ["We saw it. then it went on.", "And stopped."], \
+    assert [cased[a:b] for a, b in sentences(cased)] == ["We saw it. then it went on.", "And stopped."], (
         "a text with capitals keeps the case rule"
+    )
 
 
 def test_a_quote_from_a_passage_that_began_inside_a_sentence_is_that_sentence_alone() -> None:
@@ -193,15 +243,25 @@ def test_a_quote_from_a_passage_that_began_inside_a_sentence_is_that_sentence_al
     from nodes.job.results import evidence_entry
     from stores.spans import DocumentText
 
-    lines = ["a title", "the new technique was correlated with several theories which analyzed the transient thermal",
-             "stresses in idealized wing structures of high-speed aircraft . various theories were investigated",
-             "which represented the same idealized wing models ."]
-    e = {"item_id": "c1", "score": 3.0, "line_start": 3, "line_end": 4,
-         "chunk": "stresses in idealized wing structures of high-speed aircraft . various theories were investigated\n"
-                  "which represented the same idealized wing models ."}
+    lines = [
+        "a title",
+        "the new technique was correlated with several theories which analyzed the transient thermal",
+        "stresses in idealized wing structures of high-speed aircraft . various theories were investigated",
+        "which represented the same idealized wing models .",
+    ]
+    e = {
+        "item_id": "c1",
+        "score": 3.0,
+        "line_start": 3,
+        "line_end": 4,
+        "chunk": "stresses in idealized wing structures of high-speed aircraft . various theories were investigated\n"
+        "which represented the same idealized wing models .",
+    }
     entry = evidence_entry(e, {}, DocumentText.of(lines), body=(2, 4))
-    assert entry["chunk"] == ("the new technique was correlated with several theories which analyzed the transient "
-                              "thermal stresses in idealized wing structures of high-speed aircraft .")
+    assert entry["chunk"] == (
+        "the new technique was correlated with several theories which analyzed the transient "
+        "thermal stresses in idealized wing structures of high-speed aircraft ."
+    )
     assert entry["lines"] == [2, 3]
     short = "Dense retrieval. It works well on many open benchmarks, as shown by several careful studies."
     assert whole_sentences(short, 3, len(short)) == (0, len(short)), "a first sentence short when whole keeps the next"
@@ -213,30 +273,39 @@ def test_field_lists_table_rows_and_option_runs_are_one_statement_each() -> None
     statement, so a quote is one definition, not the whole list."""
     from nodes.evidence.scoring import sentences
 
-    fields = (":Number of Instances: 150 (50 in each of three classes)\n"
-              ":Number of Attributes: 4 numeric, predictive attributes and the class\n:Attribute Information:")
+    fields = (
+        ":Number of Instances: 150 (50 in each of three classes)\n"
+        ":Number of Attributes: 4 numeric, predictive attributes and the class\n:Attribute Information:"
+    )
     assert [fields[a:b] for a, b in sentences(fields)] == fields.split("\n")
-    table = ("| Option | Description | Default |\n|---|---|---|\n"
-             "| `max_cached_workflows` | How many Workflow Executions a Worker keeps in its cache | `1000` |")
+    table = (
+        "| Option | Description | Default |\n|---|---|---|\n"
+        "| `max_cached_workflows` | How many Workflow Executions a Worker keeps in its cache | `1000` |"
+    )
     assert [table[a:b] for a, b in sentences(table)] == table.split("\n")
-    listing = ("  user options for Valgrind tools that report errors:\n"
-               "    --demangle=no|yes         automatically demangle C++ names? [yes]\n"
-               "    --num-callers=<number>    show <number> callers in stack traces [12]\n"
-               "    --error-markers=<begin>,<end> add lines with begin/end markers before/after\n"
-               "                              each error output in plain text mode [none]")
+    listing = (
+        "  user options for Valgrind tools that report errors:\n"
+        "    --demangle=no|yes         automatically demangle C++ names? [yes]\n"
+        "    --num-callers=<number>    show <number> callers in stack traces [12]\n"
+        "    --error-markers=<begin>,<end> add lines with begin/end markers before/after\n"
+        "                              each error output in plain text mode [none]"
+    )
     got = [listing[a:b] for a, b in sentences(listing)]
     assert "--num-callers=<number>    show <number> callers in stack traces [12]" in got
-    assert got[-1] == ("--error-markers=<begin>,<end> add lines with begin/end markers before/after\n"
-                       "                              each error output in plain text mode [none]"), \
-        "a description's continuation line stays with its option"
+    assert got[-1] == (
+        "--error-markers=<begin>,<end> add lines with begin/end markers before/after\n"
+        "                              each error output in plain text mode [none]"
+    ), "a description's continuation line stays with its option"
 
 
 def test_an_option_named_inside_wrapped_prose_does_not_cut_the_sentence() -> None:
     """man gzip: one option name at a line start inside a sentence is prose, not a listing."""
     from nodes.evidence.scoring import sentences
 
-    text = ("In  some rare cases, the --best option gives worse compression than the\n"
-            "--fast  option would on files that are already compressed.")
+    text = (
+        "In  some rare cases, the --best option gives worse compression than the\n"
+        "--fast  option would on files that are already compressed."
+    )
     assert [text[a:b] for a, b in sentences(text)] == [text]
 
 
@@ -246,5 +315,7 @@ def test_man_page_hyphenation_is_joined_for_reading_only() -> None:
     text = "The  gzip command will only attempt to compress regular files.  In par\u2010\n       ticular, it will"
     assert display_text(text).endswith("In particular, it will")
     assert quote(text).endswith("In particular, it will")
-    assert display_text("pre\u2010 and post\u2010processing") == "pre\u2010 and post\u2010processing", "suspended hyphen"
+    assert display_text("pre\u2010 and post\u2010processing") == "pre\u2010 and post\u2010processing", (
+        "suspended hyphen"
+    )
     assert display_text("Lempel-\nZiv coding") == "Lempel- Ziv coding", "an ASCII hyphen is left as written"

@@ -1,5 +1,6 @@
 """Screens a researcher can read (issue 20 item 9): compact results, `job list` at any width and
 piped, `read` with pages and --json, and the Web UI's summary and final QuarryStatus."""
+
 from __future__ import annotations
 
 import asyncio
@@ -20,10 +21,14 @@ from quarry.cli import app
 from stores.jobs import JobStore
 from tests.drill_kit import ROOT, Worker, client_for, result_of, start
 
-RRF = ("RRF sums 1/(k+rank) over the rankings, where k = 60 is a constant that mitigates the impact of high "
-       "rankings by outlier systems; it beats Condorcet fusion on every collection we tried.")
-LONG_INTENT = ("graph neural networks for molecular property prediction published between 2015 and 2020, excluding "
-               "surveys and position papers of any kind, FINALWORD")
+RRF = (
+    "RRF sums 1/(k+rank) over the rankings, where k = 60 is a constant that mitigates the impact of high "
+    "rankings by outlier systems; it beats Condorcet fusion on every collection we tried."
+)
+LONG_INTENT = (
+    "graph neural networks for molecular property prediction published between 2015 and 2020, excluding "
+    "surveys and position papers of any kind, FINALWORD"
+)
 
 
 def cli(home: Path, *args: str):
@@ -31,16 +36,36 @@ def cli(home: Path, *args: str):
 
 
 def twenty(job_id: str) -> dict[str, Any]:
-    checklist = [{"id": "c1", "kind": "topic", "text": "reciprocal rank fusion"},
-                 {"id": "c2", "kind": "method", "text": "the constant k"}]
-    ranked = [{"docid": f"rust-book/ch17-{i:02d}-futures-and-syntax-of-async-await", "title": f"Fusion paper {i}",
-               "year": 2009, "score": 0.8 - i / 100, "rank_score": 0.03 - i / 1000, "weak": False,
-               "reason": "reciprocal rank fusion 4.0/5; the constant k 3.0/5",
-               "evidence": [{"item": "reciprocal rank fusion", "score": 4.0, "lines": [3, 4], "chunk": RRF},
-                            {"item": "the constant k", "score": 3.0, "lines": [7, 7], "chunk": f"Second quote {i}."}]}
-              for i in range(20)]
-    return {"job_id": job_id, "status": "completed", "collection": "lit", "intent": "rrf constant", "policy": "heuristic",
-            "rounds": 2, "checklist": checklist, "ranked": ranked}
+    checklist = [
+        {"id": "c1", "kind": "topic", "text": "reciprocal rank fusion"},
+        {"id": "c2", "kind": "method", "text": "the constant k"},
+    ]
+    ranked = [
+        {
+            "docid": f"rust-book/ch17-{i:02d}-futures-and-syntax-of-async-await",
+            "title": f"Fusion paper {i}",
+            "year": 2009,
+            "score": 0.8 - i / 100,
+            "rank_score": 0.03 - i / 1000,
+            "weak": False,
+            "reason": "reciprocal rank fusion 4.0/5; the constant k 3.0/5",
+            "evidence": [
+                {"item": "reciprocal rank fusion", "score": 4.0, "lines": [3, 4], "chunk": RRF},
+                {"item": "the constant k", "score": 3.0, "lines": [7, 7], "chunk": f"Second quote {i}."},
+            ],
+        }
+        for i in range(20)
+    ]
+    return {
+        "job_id": job_id,
+        "status": "completed",
+        "collection": "lit",
+        "intent": "rrf constant",
+        "policy": "heuristic",
+        "rounds": 2,
+        "checklist": checklist,
+        "ranked": ranked,
+    }
 
 
 def finished_home(tmp_path: Path) -> Path:
@@ -81,8 +106,13 @@ def test_full_shows_the_requirement_matrix_and_every_quote(tmp_path: Path) -> No
 def _on_a_terminal(home: Path, columns: int, *args: str) -> str:
     """What `quarry ARGS` prints on a pseudo-terminal COLUMNS wide (ANSI colours removed)."""
     main, child = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "quarry", "--home", str(home), *args], cwd=ROOT, stdout=child,
-                            stderr=child, env=os.environ | {"COLUMNS": str(columns), "TERM": "xterm"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "quarry", "--home", str(home), *args],
+        cwd=ROOT,
+        stdout=child,
+        stderr=child,
+        env=os.environ | {"COLUMNS": str(columns), "TERM": "xterm"},
+    )
     os.close(child)
     data = b""
     while True:
@@ -103,15 +133,20 @@ def test_job_list_gives_the_intent_the_width_left(tmp_path: Path) -> None:
     for columns in (80, 120):
         shown = _on_a_terminal(home, columns, "job", "list", "--temporal-address", "127.0.0.1:1")
         row = next(line for line in shown.splitlines() if "job-twenty" in line)
-        intent = row[row.index("graph"):].rstrip()
+        intent = row[row.index("graph") :].rstrip()
         assert intent.endswith("…") and len(intent) >= 30, (columns, row)
         assert len(row.rstrip()) <= columns
 
 
 def test_job_list_piped_prints_the_whole_intent(tmp_path: Path) -> None:
     home = finished_home(tmp_path)
-    piped = subprocess.run([sys.executable, "-m", "quarry", "--home", str(home), "job", "list", "--temporal-address",
-                            "127.0.0.1:1"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    piped = subprocess.run(
+        [sys.executable, "-m", "quarry", "--home", str(home), "job", "list", "--temporal-address", "127.0.0.1:1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     row = next(line for line in piped.stdout.splitlines() if line.startswith("job-twenty"))
     assert row.split("\t")[-1] == LONG_INTENT and row.split("\t")[:3] == ["job-twenty", "completed", "lit"]
 
@@ -153,6 +188,7 @@ def test_the_web_ui_list_shows_the_intent_and_the_final_status(home, server) -> 
         async def described():
             client = await client_for(server.address)
             return await client.get_workflow_handle(handle.id).describe()
+
         desc = asyncio.run(described())
     finally:
         worker.kill(signal.SIGTERM)
@@ -162,8 +198,10 @@ def test_the_web_ui_list_shows_the_intent_and_the_final_status(home, server) -> 
     assert desc.typed_search_attributes.get(STATUS) == result["status"] == "stopped"
 
 
-LONG_TITLE = ("Reciprocal rank fusion outperforms Condorcet and individual rank learning methods on "
-              "heterogeneous test collections")
+LONG_TITLE = (
+    "Reciprocal rank fusion outperforms Condorcet and individual rank learning methods on "
+    "heterogeneous test collections"
+)
 
 
 def _compact(width: int, result: dict[str, Any]) -> list[str]:
@@ -173,6 +211,7 @@ def _compact(width: int, result: dict[str, Any]) -> list[str]:
     from rich.console import Console
 
     from quarry.screens import ranked_lines
+
     console = Console(width=width, file=io.StringIO(), color_system=None, soft_wrap=True, emoji=False)
     for line in ranked_lines(result["ranked"], console.width):  # what render_ranked prints, compact
         console.print(line, highlight=False)
@@ -185,7 +224,7 @@ def _title_shown(lines: list[str], place: int) -> str:
     start = next(i for i, line in enumerate(lines) if re.match(rf"\s*{place}\. ", line))
     head = re.sub(r"^\s*\d+\. \S+  S \S+  \S+(\s+|$)", "", lines[start])
     shown = [head]
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if "\u201c" in line or re.match(r"\s*\d+\. ", line):
             break
         shown.append(line.strip())

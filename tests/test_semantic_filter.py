@@ -5,6 +5,7 @@ hockey page says it three times (BM25 ranks it first), the bird page once; MiniL
 the birds for "flightless seabirds penguins". A third page about the same birds never says
 "penguins" (or any other query word), so a filtered ranking must not contain it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -31,12 +32,23 @@ from tests.fakes import write_jsonl
 NAME = "penguins"
 QUERY = "flightless seabirds penguins"
 DOCS = [
-    {"_id": "birds", "title": "Emperor penguins", "text": "Emperor penguins huddle together on the Antarctic ice "
-     "to survive the polar winter, diving for fish and krill."},
-    {"_id": "hockey", "title": "Penguins hockey night", "text": "The Penguins won again: Penguins fans cheered as the "
-     "Penguins scored twice in the third period at the arena."},
-    {"_id": "nowords", "title": "Birds of the far south", "text": "Emperor birds huddle on the Antarctic ice through "
-     "the polar winter and dive for fish and krill."},
+    {
+        "_id": "birds",
+        "title": "Emperor penguins",
+        "text": "Emperor penguins huddle together on the Antarctic ice "
+        "to survive the polar winter, diving for fish and krill.",
+    },
+    {
+        "_id": "hockey",
+        "title": "Penguins hockey night",
+        "text": "The Penguins won again: Penguins fans cheered as the "
+        "Penguins scored twice in the third period at the arena.",
+    },
+    {
+        "_id": "nowords",
+        "title": "Birds of the far south",
+        "text": "Emperor birds huddle on the Antarctic ice through the polar winter and dive for fish and krill.",
+    },
     {"_id": "cars", "title": "Electric cars", "text": "Battery prices fell and electric cars sold well this year."},
 ]
 
@@ -110,13 +122,16 @@ def test_the_search_tool_says_the_ranking_is_filtered(col: Collection, fresh: Ch
     assert isinstance(lexical, SearchPage) and "filtered" not in lexical.note
 
 
-@pytest.mark.parametrize(("texts", "wanted", "limit", "expected"), [
-    (["title", "x", "penguins here", "y", "penguins and krill"], {"pengu", "krill"}, 3, [0, 2, 4]),
-    (["title", "x", "penguins here", "y", "penguins and krill"], {"pengu", "krill"}, 2, [0, 4]),
-    (["title", "a", "b"], {"pengu"}, 2, [0, 1]),  # no overlap: earlier chunks first
-    (["title"], {"pengu"}, 3, [0]),
-    ([], {"pengu"}, 3, []),
-])
+@pytest.mark.parametrize(
+    ("texts", "wanted", "limit", "expected"),
+    [
+        (["title", "x", "penguins here", "y", "penguins and krill"], {"pengu", "krill"}, 3, [0, 2, 4]),
+        (["title", "x", "penguins here", "y", "penguins and krill"], {"pengu", "krill"}, 2, [0, 4]),
+        (["title", "a", "b"], {"pengu"}, 2, [0, 1]),  # no overlap: earlier chunks first
+        (["title"], {"pengu"}, 3, [0]),
+        ([], {"pengu"}, 3, []),
+    ],
+)
 def test_pick_chunks(texts: list[str], wanted: set[str], limit: int, expected: list[int]) -> None:
     chunks = [Chunk(docid="d", chunk_no=i, line_start=i + 1, line_end=i + 1, text=t) for i, t in enumerate(texts)]
     assert pick_chunks(chunks, wanted, limit) == expected
@@ -133,8 +148,11 @@ def runtime(col: Collection) -> Iterator[NodeRuntime]:
 def run_job(job_id: str, config: JobConfig) -> dict:
     token = use_control(Control())
     try:
-        return asyncio.run(make_search_graph().compile().ainvoke(
-            initial_state(job_id, NAME, QUERY, config=config), config={"recursion_limit": 10_000}))
+        return asyncio.run(
+            make_search_graph()
+            .compile()
+            .ainvoke(initial_state(job_id, NAME, QUERY, config=config), config={"recursion_limit": 10_000})
+        )
     finally:
         reset_control(token)
 

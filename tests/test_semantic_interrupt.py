@@ -6,6 +6,7 @@ step control, set by a job stop, a cancellation or the deadline). So "the stop w
 one batch" is asserted by counting batches, never by timing: after the stop arrives during batch
 k, at most k batches are embedded in all, and every embedded batch stays cached.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -46,8 +47,14 @@ class GatedEmbedder:
     """Embeds chunk batches with hashed unit vectors, counting them; `on_batch(n)` runs after the
     n-th batch (1-based), and batch `hold_at` waits (bounded) until its step is told to stop."""
 
-    def __init__(self, *, on_batch: Callable[[int], None] = lambda n: None, hold_at: int | None = None,
-                 hold_s: float = 60.0, chunk_texts: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        on_batch: Callable[[int], None] = lambda n: None,
+        hold_at: int | None = None,
+        hold_s: float = 60.0,
+        chunk_texts: set[str] | None = None,
+    ) -> None:
         self.chunk_texts = chunk_texts  # what a chunk batch holds (else: anything but QUERY)
         self.batches: list[int] = []
         self.on_batch, self.hold_at, self.hold_s = on_batch, hold_at, hold_s
@@ -74,8 +81,10 @@ class GatedEmbedder:
 
 
 def docs(n: int = N_DOCS) -> list[dict[str, Any]]:
-    return [{"_id": f"d{i:02d}", "title": f"Paper {i}", "text": f"{WORDS} study number {i} with its own data set {i}."}
-            for i in range(n)]
+    return [
+        {"_id": f"d{i:02d}", "title": f"Paper {i}", "text": f"{WORDS} study number {i} with its own data set {i}."}
+        for i in range(n)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +106,9 @@ def all_keys(col: Collection) -> list[tuple[str, int]]:
 # -- (a) a stop during the semantic step ---------------------------------------------------------
 
 
-def test_a_job_stop_ends_the_embedding_within_one_batch_and_keeps_what_was_embedded(col: Collection, tmp_path: Path) -> None:
+def test_a_job_stop_ends_the_embedding_within_one_batch_and_keeps_what_was_embedded(
+    col: Collection, tmp_path: Path
+) -> None:
     """In-process: the local control's stop reaches the node's thread through `with_heartbeats`."""
     control = Control()
     k = 3
@@ -166,8 +177,11 @@ def test_the_deadline_stops_the_embedding_between_batches(col: Collection, tmp_p
 
 
 def test_the_deadline_and_stop_come_from_the_jobs_progress_query() -> None:
-    progress = {"status": "running", "stop_requested": False,
-                "budget": {"seconds": 40.0, "used": 10.0, "left": 30.0, "submit_now": False}}
+    progress = {
+        "status": "running",
+        "stop_requested": False,
+        "budget": {"seconds": 40.0, "used": 10.0, "left": 30.0, "submit_now": False},
+    }
     assert deadline_from(progress, scheduled_at=5000.0) == 5030.0
     assert deadline_from({"budget": {"deadline": 123.0, "seconds": 40.0, "used": 1.0}}, 5000.0) == 123.0
     assert deadline_from({"budget": {}}, 5000.0) is None
@@ -182,7 +196,8 @@ def test_the_deadline_and_stop_come_from_the_jobs_progress_query() -> None:
 
 
 async def test_job_stop_during_a_gated_semantic_step_ends_the_job_stopped_with_results(
-        env, quarry_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env, quarry_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from nodes.job.config import JobConfig
     from stores.jobs import JobStore
     from workflows.client import new_job_id, submit
@@ -200,9 +215,16 @@ async def test_job_stop_during_a_gated_semantic_step_ends_the_job_stopped_with_r
     queue = f"quarry-test-{uuid.uuid4().hex}"
     jobs = JobStore(quarry_home / "jobs.sqlite")
     async with build_worker(env.client, home=quarry_home, queue=queue):
-        handle = await submit(env.client, JobInput(
-            job_id=new_job_id(), collection=name, intent="graph neural networks for molecular property prediction",
-            config=JobConfig(max_rounds=2, semantic_batch=1, max_seconds=300)), queue=queue)
+        handle = await submit(
+            env.client,
+            JobInput(
+                job_id=new_job_id(),
+                collection=name,
+                intent="graph neural networks for molecular property prediction",
+                config=JobConfig(max_rounds=2, semantic_batch=1, max_seconds=300),
+            ),
+            queue=queue,
+        )
         assert await asyncio.to_thread(embed.reached.wait, 120), "the semantic step never started"
         step = await poll_until(lambda: asyncio.to_thread(jobs.step, handle.id), lambda s: s is not None)
         assert step["node"] == "retrieval" and step["stage"] == "embedding" and step["text"].startswith("embedding ")
@@ -221,8 +243,10 @@ async def test_job_stop_during_a_gated_semantic_step_ends_the_job_stopped_with_r
 
 
 def test_the_cli_says_what_the_semantic_page_is_and_shows_embedding_progress(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from quarry.cli import app
+
     home = tmp_path / "home"
     runner = CliRunner()
     src = write_jsonl(tmp_path / "docs.jsonl", docs(6))
@@ -231,14 +255,16 @@ def test_the_cli_says_what_the_semantic_page_is_and_shows_embedding_progress(
     monkeypatch.setattr(chunk_vectors_mod, "embed_texts", embed)
     result = runner.invoke(app, ["--home", str(home), "search", "pages", QUERY, "--channel", "semantic"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[0] == ("semantic re-scoring of the top 100 lexical hits "
-                                             "(no dense index; build one with quarry index pages --dense)")
+    assert result.stdout.splitlines()[0] == (
+        "semantic re-scoring of the top 100 lexical hits (no dense index; build one with quarry index pages --dense)"
+    )
     assert "embedding 0/6 chunks" in result.stderr and "embedding 6/6 chunks" in result.stderr
     assert result.stdout.count("docid=d") == 5, "the first page of the re-scored hits"
 
 
 async def test_the_budget_ends_a_gated_semantic_step_and_its_deadline_is_the_jobs(
-        env, quarry_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env, quarry_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A batch held until its step is told to stop: the budget (its 0.7·T steer) tells it, and the
     deadline the step derived from the job's progress query is the job's start plus its budget."""
     from nodes.job.config import JobConfig
@@ -255,9 +281,16 @@ async def test_the_budget_ends_a_gated_semantic_step_and_its_deadline_is_the_job
     monkeypatch.setattr(chunk_vectors_mod, "embed_texts", embed)
     queue = f"quarry-test-{uuid.uuid4().hex}"
     async with build_worker(env.client, home=quarry_home, queue=queue):
-        handle = await submit(env.client, JobInput(
-            job_id=new_job_id(), collection=name, intent="graph neural networks for molecular property prediction",
-            config=JobConfig(max_rounds=2, semantic_batch=1, max_seconds=budget)), queue=queue)
+        handle = await submit(
+            env.client,
+            JobInput(
+                job_id=new_job_id(),
+                collection=name,
+                intent="graph neural networks for molecular property prediction",
+                config=JobConfig(max_rounds=2, semantic_batch=1, max_seconds=budget),
+            ),
+            queue=queue,
+        )
         result = await asyncio.wait_for(handle.result(), 120)
         started = (await handle.describe()).start_time.timestamp()
     step = embed.steps[k - 1]
@@ -272,16 +305,28 @@ def test_job_progress_shows_the_running_step(capsys: pytest.CaptureFixture[str])
     the status line, so a minute of embedding reads as work, not as a hang."""
     from quarry.jobs_render import render_progress
 
-    render_progress({"job_id": "j", "status": "running", "round": 1, "node": "retrieval", "candidates": 12,
-                     "tool_calls": 3, "budget": {"used": 10, "left": 50}, "top": [],
-                     "step_detail": "embedding 320/1,200 chunks"})
+    render_progress(
+        {
+            "job_id": "j",
+            "status": "running",
+            "round": 1,
+            "node": "retrieval",
+            "candidates": 12,
+            "tool_calls": 3,
+            "budget": {"used": 10, "left": 50},
+            "top": [],
+            "step_detail": "embedding 320/1,200 chunks",
+        }
+    )
     assert "now: embedding 320/1,200 chunks" in capsys.readouterr().out
 
 
 # -- long chunks: a stop waits for one short model call, not for eight long chunks ----------------
 
-LONG = ("Message passing neural networks learn molecular properties from atoms and bonds, and this paragraph "
-        "goes on about the data set, the splits and the baselines so that the chunk is long. ")
+LONG = (
+    "Message passing neural networks learn molecular properties from atoms and bonds, and this paragraph "
+    "goes on about the data set, the splits and the baselines so that the chunk is long. "
+)
 
 
 def long_docs(n: int = 12) -> list[dict[str, Any]]:
@@ -301,7 +346,9 @@ class CountingEmbedder:
     characters embedded once `stop_after_texts` texts were done and the step was told to stop —
     the stop arriving in the middle of a model call, as a `job stop` does."""
 
-    def __init__(self, step: StepControl, stop_after_texts: int = 1, advance: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self, step: StepControl, stop_after_texts: int = 1, advance: Callable[[int], None] | None = None
+    ) -> None:
         self.step, self.stop_after = step, stop_after_texts
         self.advance = advance or (lambda chars: None)
         self.calls: list[int] = []
@@ -325,17 +372,20 @@ class CountingEmbedder:
         return np.stack(rows)
 
 
-def test_a_stop_during_long_chunks_waits_for_little_text_not_for_a_batch_of_eight(long_col: Collection,
-                                                                                  tmp_path: Path) -> None:
+def test_a_stop_during_long_chunks_waits_for_little_text_not_for_a_batch_of_eight(
+    long_col: Collection, tmp_path: Path
+) -> None:
     """The job's own batch of 8 (JobConfig.semantic_batch) with ~600-character chunks: a stop that
     comes while the first chunk is embedded lets at most two more chunks (one short model call)
     through, where a batch of eight let seven through."""
     from nodes.job.config import JobConfig
+
     step = StepControl()
     embed = CountingEmbedder(step)
     vectors = ChunkVectors(tmp_path / "long.sqlite", long_col.corpus, embed=embed)
-    semantic = FilteredSemantic(long_col.lucene, long_col.corpus, vectors, candidates=100, chunks_per_doc=1,
-                                batch=JobConfig().semantic_batch)
+    semantic = FilteredSemantic(
+        long_col.lucene, long_col.corpus, vectors, candidates=100, chunks_per_doc=1, batch=JobConfig().semantic_batch
+    )
     chunks = long_col.corpus.chunks_many(d["_id"] for d in long_docs())
     assert min(len(cs[0].text) for cs in chunks.values()) >= 500, "the chunks are long"
     with using_step(step):
@@ -352,8 +402,9 @@ def test_a_slow_pace_shrinks_the_batch_to_one_long_chunk(long_col: Collection, t
     would hold a stop for seconds: after the first timed batch each batch is one long chunk."""
     now = [0.0]
     step = StepControl()
-    embed = CountingEmbedder(step, stop_after_texts=10_000,
-                             advance=lambda chars: now.__setitem__(0, now[0] + chars / 300))
+    embed = CountingEmbedder(
+        step, stop_after_texts=10_000, advance=lambda chars: now.__setitem__(0, now[0] + chars / 300)
+    )
     vectors = ChunkVectors(tmp_path / "slow.sqlite", long_col.corpus, embed=embed, clock=lambda: now[0])
     got = vectors.embed([(d["_id"], 0) for d in long_docs()], batch=8)
     assert got.done == got.missing == len(long_docs())
@@ -362,7 +413,8 @@ def test_a_slow_pace_shrinks_the_batch_to_one_long_chunk(long_col: Collection, t
 
 
 def test_a_stop_that_comes_while_another_batch_holds_the_lock_is_honoured_before_embedding(
-        long_col: Collection, tmp_path: Path) -> None:
+    long_col: Collection, tmp_path: Path
+) -> None:
     """Two searches share the process's model: a thread waiting for the other's batch asks again
     once it may embed, so a stop that came meanwhile embeds nothing more."""
     step = StepControl()
@@ -377,8 +429,11 @@ def test_a_stop_that_comes_while_another_batch_holds_the_lock_is_honoured_before
 
     result: list[Any] = []
     with vectors._lock:  # another search's batch is being embedded
-        worker = threading.Thread(target=lambda: result.append(
-            vectors.embed([(d["_id"], 0) for d in long_docs()], batch=8, should_stop=should_stop)))
+        worker = threading.Thread(
+            target=lambda: result.append(
+                vectors.embed([(d["_id"], 0) for d in long_docs()], batch=8, should_stop=should_stop)
+            )
+        )
         worker.start()
         assert asked.wait(60), "the embedding loop never asked whether to stop"
         step.stop("stopped")  # `job stop` arrives while the thread waits for the model

@@ -1,5 +1,6 @@
 """Drills on the stores: huge documents, writers racing readers, two writers, a worker that
 outlives an ingest. Nothing may be lost silently and no reader may see a mix of versions."""
+
 from __future__ import annotations
 
 import threading
@@ -24,8 +25,10 @@ def test_a_huge_document_is_refused_with_its_reason(tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "big.jsonl", [*topic_docs(3), big])
     with pytest.raises(IngestError) as info:
         ingest(src, "huge", home=tmp_path / "home")
-    assert info.value.problems == [f"{src}:4: document 'huge' has {len(big['title']) + len(big['text'].strip()):,} characters; Quarry indexes "
-                                   f"documents of up to {MAX_DOCUMENT_CHARS:,} characters: split it into several documents"]
+    assert info.value.problems == [
+        f"{src}:4: document 'huge' has {len(big['title']) + len(big['text'].strip()):,} characters; Quarry indexes "
+        f"documents of up to {MAX_DOCUMENT_CHARS:,} characters: split it into several documents"
+    ]
     assert not collection_paths("huge", tmp_path / "home").corpus_db.exists()
 
 
@@ -98,7 +101,9 @@ def test_a_running_worker_sees_a_new_version_and_a_job_keeps_its_own(tmp_path: P
     job = {"collection": "live", "collection_version": first.version, "job_id": "j", "stats": {}}
     assert [h.docid for h in rt.collection(job).lucene.search("retrieval")] == ["a1"]
     ingest(write_jsonl(tmp_path / "b.jsonl", [{"_id": "b1", "title": "beta retrieval"}]), "live", home=home)
-    assert [h.docid for h in rt.collection("live").lucene.search("retrieval")] == ["b1"], "new jobs read the new version"
+    assert [h.docid for h in rt.collection("live").lucene.search("retrieval")] == ["b1"], (
+        "new jobs read the new version"
+    )
     assert [h.docid for h in rt.collection(job).lucene.search("retrieval")] == ["a1"], "a running job keeps its version"
     tools = rt.tools({"collection": "live", "job_id": "j2", "stats": {}})
     assert tools.session.corpus.get_many(["a1", "b1"]).keys() == {"b1"}

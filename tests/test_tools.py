@@ -1,4 +1,5 @@
 """The agent-facing tools (nodes.tools.corpus.ToolSession) over a real, Lucene-indexed collection."""
+
 from __future__ import annotations
 
 import re
@@ -94,11 +95,21 @@ def test_overlong_query_is_cut_with_a_note(tools: ToolSession) -> None:
     assert page.total == SHARED_TOPIC_DOCS
 
 
-@pytest.mark.parametrize("query", [
-    "title:(a AND", "*", '"', "the of and", "\x00\x1b[2J", "поиск документов", "استرجاع", "检索系统",
-    pytest.param("".join(chr(0x4E00 + i) for i in range(2000)), id="2000-distinct-ideographs"),
-    pytest.param("retrieval \ud83d", id="lone-surrogate"),  # a truncated emoji in a JSON tool call
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "title:(a AND",
+        "*",
+        '"',
+        "the of and",
+        "\x00\x1b[2J",
+        "поиск документов",
+        "استرجاع",
+        "检索系统",
+        pytest.param("".join(chr(0x4E00 + i) for i in range(2000)), id="2000-distinct-ideographs"),
+        pytest.param("retrieval \ud83d", id="lone-surrogate"),  # a truncated emoji in a JSON tool call
+    ],
+)
 def test_search_never_raises(tools: ToolSession, shared_collection, query: str) -> None:
     """Hostile text gives a page: ranks 1..n of the direct Lucene ranking of the query (its words
     as a bag; none of these matches a document except "retrieval"), or one repairable tool error."""
@@ -110,8 +121,9 @@ def test_search_never_raises(tools: ToolSession, shared_collection, query: str) 
     assert isinstance(result, SearchPage), result
     direct = shared_collection.lucene.search(result.query, 1000)
     assert result.total == len(direct) and result.offset == 1
-    assert [(h.rank, h.docid, h.score) for h in result.hits] == \
-        [(i, h.docid, round(h.score, 4)) for i, h in enumerate(direct[:5], start=1)]
+    assert [(h.rank, h.docid, h.score) for h in result.hits] == [
+        (i, h.docid, round(h.score, 4)) for i, h in enumerate(direct[:5], start=1)
+    ]
     assert all(shared_collection.corpus.get(h.docid).title == h.title for h in result.hits)
     assert tools.cache.get(result.search_id) is not None and tools.trajectory.surfaced == {h.docid for h in direct}
     assert result.total == (SHARED_TOPIC_DOCS if "retrieval" in query else 0), result.total
@@ -166,13 +178,26 @@ def test_cache_evicts_the_least_recently_used_search(shared_collection) -> None:
     tool_error(tools.read_search_results("test", ids[1], 1, 5), "unknown_search_id")  # evicted instead
 
 
-@pytest.mark.parametrize(("offset", "limit", "code"), [
-    (0, 10, "bad_offset"), (-3, 10, "bad_offset"), ("abc", 10, "bad_offset"), (True, 10, "bad_offset"),
-    (None, 10, "bad_offset"), (6.5, 10, "bad_offset"), ("", 10, "bad_offset"),
-    (6, None, "bad_limit"), (6, 0, "bad_limit"), (6, -1, "bad_limit"), (6, "ten", "bad_limit"),
-    (6, False, "bad_limit"), (6, [10], "bad_limit"),
-    (SHARED_TOPIC_DOCS + 1, 10, "offset_past_end"), (10_000, 10, "offset_past_end"),
-])
+@pytest.mark.parametrize(
+    ("offset", "limit", "code"),
+    [
+        (0, 10, "bad_offset"),
+        (-3, 10, "bad_offset"),
+        ("abc", 10, "bad_offset"),
+        (True, 10, "bad_offset"),
+        (None, 10, "bad_offset"),
+        (6.5, 10, "bad_offset"),
+        ("", 10, "bad_offset"),
+        (6, None, "bad_limit"),
+        (6, 0, "bad_limit"),
+        (6, -1, "bad_limit"),
+        (6, "ten", "bad_limit"),
+        (6, False, "bad_limit"),
+        (6, [10], "bad_limit"),
+        (SHARED_TOPIC_DOCS + 1, 10, "offset_past_end"),
+        (10_000, 10, "offset_past_end"),
+    ],
+)
 def test_bad_paging_arguments(tools: ToolSession, offset, limit, code: str) -> None:
     sid = search_page(tools).search_id
     err = tool_error(tools.read_search_results("test", sid, offset, limit), code)
@@ -215,14 +240,27 @@ def test_read_document_limit_is_capped(tools: ToolSession) -> None:
     assert len(page.lines) == 302 and f"limit capped at {READ_LIMIT_MAX}" in page.note
 
 
-@pytest.mark.parametrize(("docid", "offset", "limit", "code"), [
-    ("nope", 1, 200, "unknown_docid"), ("", 1, 200, "unknown_docid"), (None, 1, 200, "unknown_docid"),
-    (123, 1, 200, "unknown_docid"), (["long1"], 1, 200, "unknown_docid"), ("LONG1", 1, 200, "unknown_docid"),
-    ("long1", 303, 200, "offset_past_end"), ("long1", 0, 200, "bad_offset"), ("long1", -1, 200, "bad_offset"),
-    ("long1", "x", 200, "bad_offset"), ("long1", True, 200, "bad_offset"), ("long1", None, 200, "bad_offset"),
-    ("long1", 1, 0, "bad_limit"), ("long1", 1, "all", "bad_limit"), ("long1", 1, None, "bad_limit"),
-    ("long1", 1, True, "bad_limit"),
-])
+@pytest.mark.parametrize(
+    ("docid", "offset", "limit", "code"),
+    [
+        ("nope", 1, 200, "unknown_docid"),
+        ("", 1, 200, "unknown_docid"),
+        (None, 1, 200, "unknown_docid"),
+        (123, 1, 200, "unknown_docid"),
+        (["long1"], 1, 200, "unknown_docid"),
+        ("LONG1", 1, 200, "unknown_docid"),
+        ("long1", 303, 200, "offset_past_end"),
+        ("long1", 0, 200, "bad_offset"),
+        ("long1", -1, 200, "bad_offset"),
+        ("long1", "x", 200, "bad_offset"),
+        ("long1", True, 200, "bad_offset"),
+        ("long1", None, 200, "bad_offset"),
+        ("long1", 1, 0, "bad_limit"),
+        ("long1", 1, "all", "bad_limit"),
+        ("long1", 1, None, "bad_limit"),
+        ("long1", 1, True, "bad_limit"),
+    ],
+)
 def test_bad_read_document_arguments(tools: ToolSession, docid, offset, limit, code: str) -> None:
     err = tool_error(tools.read_document("test", docid, offset, limit), code)
     if code == "offset_past_end":

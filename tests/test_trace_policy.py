@@ -7,6 +7,7 @@ background, and tests/drill_worker.py where a job must be held at a known point)
 OpenTelemetry SDK and OTLP/HTTP exporter, and an OTLP collector stand-in — a loopback HTTP server
 started here that decodes `/v1/traces` with opentelemetry-proto, as a backend would.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,6 +45,7 @@ _KINDS = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCE
 
 
 # -- the OTLP collector stand-in --------------------------------------------------------------------
+
 
 def _any_value(value: Any) -> Any:
     """An OTLP AnyValue as a Python value."""
@@ -97,17 +99,25 @@ class Collector:
             resource = {kv.key: _any_value(kv.value) for kv in rs.resource.attributes}
             for ss in rs.scope_spans:
                 for span in ss.spans:
-                    found.append({
-                        "service": resource.get("service.name"), "name": span.name, "kind": _KINDS[span.kind],
-                        "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
-                        "parent_span_id": span.parent_span_id.hex() or None,
-                        "start_ns": span.start_time_unix_nano, "end_ns": span.end_time_unix_nano,
-                        "attributes": {kv.key: _any_value(kv.value) for kv in span.attributes},
-                        "status": {0: "UNSET", 1: "OK", 2: "ERROR"}[span.status.code],
-                        "status_message": span.status.message,
-                        "events": [{"name": e.name, "attributes": {kv.key: _any_value(kv.value) for kv in e.attributes}}
-                                   for e in span.events],
-                    })
+                    found.append(
+                        {
+                            "service": resource.get("service.name"),
+                            "name": span.name,
+                            "kind": _KINDS[span.kind],
+                            "trace_id": span.trace_id.hex(),
+                            "span_id": span.span_id.hex(),
+                            "parent_span_id": span.parent_span_id.hex() or None,
+                            "start_ns": span.start_time_unix_nano,
+                            "end_ns": span.end_time_unix_nano,
+                            "attributes": {kv.key: _any_value(kv.value) for kv in span.attributes},
+                            "status": {0: "UNSET", 1: "OK", 2: "ERROR"}[span.status.code],
+                            "status_message": span.status.message,
+                            "events": [
+                                {"name": e.name, "attributes": {kv.key: _any_value(kv.value) for kv in e.attributes}}
+                                for e in span.events
+                            ],
+                        }
+                    )
         with self.lock:
             self.spans.extend(found)
 
@@ -136,6 +146,7 @@ def texts_of(span: dict[str, Any]) -> list[str]:
         elif isinstance(value, dict):
             for v in value.values():
                 walk(v)
+
     walk(span["attributes"])
     for event in span.get("events", []):
         walk(event["attributes"])
@@ -153,11 +164,11 @@ def content_markers(result: dict[str, Any]) -> list[str]:
 
 
 def leaks(spans: list[dict[str, Any]], markers: list[str]) -> list[tuple[str, str]]:
-    return [(s["name"], text[:120]) for s in spans for text in texts_of(s)
-            if any(m in text.lower() for m in markers)]
+    return [(s["name"], text[:120]) for s in spans for text in texts_of(s) if any(m in text.lower() for m in markers)]
 
 
 # -- fixtures --------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def collector():
@@ -169,13 +180,22 @@ def collector():
 def _env(home: Path, server: Server, collector: Collector, **extra: str) -> dict[str, str]:
     """A user's shell: this home, this server, OTLP to the stand-in (batches sent every 100 ms)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    return env | {"QUARRY_HOME": str(home), "QUARRY_TEMPORAL_ADDRESS": server.address,
-                  "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"} | extra
+    return (
+        env
+        | {
+            "QUARRY_HOME": str(home),
+            "QUARRY_TEMPORAL_ADDRESS": server.address,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "100",
+        }
+        | extra
+    )
 
 
 def _quarry(env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "quarry", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "quarry", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _run_json(env: dict[str, str], intent: str) -> tuple[dict[str, Any], str]:
@@ -197,9 +217,11 @@ def _trace_id(home: Path, job_id: str) -> str:
 def _wait_for_job_spans(collector: Collector, trace_id: str, client: bool = True) -> list[dict[str, Any]]:
     """The job's spans once the worker's last ones (the agent span, RunWorkflow) and, for a job
     submitted by `quarry run`, the CLI's have arrived."""
+
     def complete() -> bool:
         names = {s["name"] for s in collector.trace(trace_id)}
         return {"invoke_agent quarry", "RunWorkflow:SearchJob"} <= names and (not client or "quarry run" in names)
+
     wait_for(complete, "the job's spans to reach the collector", OTLP_WAIT_S)
     return collector.trace(trace_id)
 
@@ -237,6 +259,7 @@ def cli_runs(home: Path, server: Server, collector: Collector) -> dict[str, Any]
 
 # -- content policy over every span kind -------------------------------------------------------------
 
+
 def _kinds(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The job's spans by kind: tool, store, node, agent, Temporal's worker spans, client spans."""
     attrs = lambda s: s["attributes"]  # noqa: E731
@@ -266,6 +289,7 @@ def test_by_default_no_span_of_any_kind_exports_content(cli_runs) -> None:
 
 def test_by_default_the_local_trace_file_keeps_the_content(cli_runs, home: Path) -> None:
     from observability import load_spans, traces_dir
+
     local = load_spans(traces_dir(home), cli_runs["default_trace"])
     agent = next(s for s in local if s["name"] == "invoke_agent quarry")
     assert agent["attributes"]["input.value"] == INTENT
@@ -286,12 +310,18 @@ def test_with_capture_true_the_content_is_exported(cli_runs) -> None:
 def test_every_attribute_key_of_a_real_job_is_classified(cli_runs) -> None:
     """The audit stays complete: a key nobody classified as content or metadata fails here."""
     keys = {k for key in ("default", "captured") for s in cli_runs[f"{key}_spans"] for k in s["attributes"]}
-    keys |= {k for key in ("default", "captured") for s in cli_runs[f"{key}_spans"]
-             for e in s["events"] for k in e["attributes"]}
+    keys |= {
+        k
+        for key in ("default", "captured")
+        for s in cli_runs[f"{key}_spans"]
+        for e in s["events"]
+        for k in e["attributes"]
+    }
     assert {k for k in keys if not is_classified(k)} == set()
 
 
 # -- polls are not traces ----------------------------------------------------------------------------
+
 
 def test_watching_and_polling_a_job_make_no_traces_of_their_own(cli_runs, home: Path) -> None:
     """`run --wait` polled the job every second until it ended, and `job progress` ran POLLS times
@@ -311,6 +341,7 @@ def test_watching_and_polling_a_job_make_no_traces_of_their_own(cli_runs, home: 
 
 # -- the worker's exporter settings ---------------------------------------------------------------------
 
+
 def test_a_worker_with_other_exporter_settings_is_named(cli_runs, collector: Collector) -> None:
     stale = cli_runs["stale_stderr"]
     assert "warning: the running worker exports traces to " + collector.endpoint in stale, stale[-1500:]
@@ -323,8 +354,11 @@ def test_a_worker_with_other_exporter_settings_is_named(cli_runs, collector: Col
 
 def test_the_recorded_settings_hold_no_secret_and_name_a_worker_without_otlp(tmp_path: Path) -> None:
     from observability.exporter_settings import record_worker_settings, worker_settings_note
-    worker_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://user:pw@otel.example:4318/base?token=abc",
-                  "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Basic c2VjcmV0LWhlYWRlcg=="}
+
+    worker_env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "https://user:pw@otel.example:4318/base?token=abc",
+        "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Basic c2VjcmV0LWhlYWRlcg==",
+    }
     record_worker_settings(tmp_path, worker_env)
     record = (tmp_path / "run" / "worker.otel").read_text()
     assert "pw" not in record and "token" not in record and "c2VjcmV0" not in record, record
@@ -359,14 +393,34 @@ def held_job(home: Path, server: Server, collector: Collector, tmp_path_factory)
     queue = f"trace-{uuid.uuid4().hex[:8]}"
     env = _env(home, server, collector)
     log = home / f"drill-worker-{queue}.log"
-    script = [tool_call_response("search", {"reason": REACT_REASON, "query": REACT_QUERY}, 900, 30, call_id="c0"),
-              tool_call_response("submit", {"reason": "these answer it", "docids": ["gnn02"]}, 1500, 20, call_id="c1")]
+    script = [
+        tool_call_response("search", {"reason": REACT_REASON, "query": REACT_QUERY}, 900, 30, call_id="c0"),
+        tool_call_response("submit", {"reason": "these answer it", "docids": ["gnn02"]}, 1500, 20, call_id="c1"),
+    ]
     out: dict[str, Any] = {}
     with StandinServer(script) as standin:
         worker_env = env | {"OPENAI_BASE_URL": standin.base_url, "NO_PROXY": "127.0.0.1", "OPENAI_API_KEY": API_KEY}
-        proc = subprocess.Popen([sys.executable, "-m", "tests.drill_worker", "--home", str(home), "--address",
-                                 server.address, "--queue", queue, "--gate", str(gate.folder), "--hold-warm-up",
-                                 str(warm)], cwd=ROOT, env=worker_env, stdout=open(log, "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115 - the worker writes to it until stopped
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.drill_worker",
+                "--home",
+                str(home),
+                "--address",
+                server.address,
+                "--queue",
+                queue,
+                "--gate",
+                str(gate.folder),
+                "--hold-warm-up",
+                str(warm),
+            ],
+            cwd=ROOT,
+            env=worker_env,
+            stdout=open(log, "ab"),  # noqa: SIM115 - the worker writes to it until stopped
+            stderr=subprocess.STDOUT,
+        )
         try:
             wait_for(lambda: (warm / "warming").exists() or proc.poll() is not None, "the warm-up to start")
             out["submitted_ns"] = time.time_ns()
@@ -385,8 +439,17 @@ def held_job(home: Path, server: Server, collector: Collector, tmp_path_factory)
             out["result"] = result_of(handle)
             out["job_id"] = handle.id
             from nodes.job.config import JobConfig, ModelSettings
-            react = asyncio.run(start(server.address, queue, intent=INTENT, tracing=True, policy="react",
-                                      config=JobConfig(models=ModelSettings(model="openai:standin-model"))))
+
+            react = asyncio.run(
+                start(
+                    server.address,
+                    queue,
+                    intent=INTENT,
+                    tracing=True,
+                    policy="react",
+                    config=JobConfig(models=ModelSettings(model="openai:standin-model")),
+                )
+            )
             out["react"] = result_of(react)
         finally:
             gate.release()
@@ -408,6 +471,7 @@ def test_progress_polls_of_a_running_job_make_no_traces(held_job, collector: Col
 
 def test_the_agent_span_starts_when_the_job_runs_not_when_it_was_submitted(held_job, home: Path) -> None:
     from observability import load_spans, traces_dir
+
     spans = load_spans(traces_dir(home), held_job["trace_id"])
     agent = next(s for s in spans if s["name"] == "invoke_agent quarry")
     runs = [s for s in spans if s["name"].startswith("RunWorkflow:")]
@@ -427,6 +491,7 @@ def test_a_react_jobs_chat_spans_export_no_content_and_no_key_by_default(held_jo
     """The LLM span kind from a real worker: `chat` spans with usage reach the collector without
     the conversation, the tool calls' arguments or the reason; the worker's API key is nowhere."""
     from observability import load_spans, traces_dir
+
     spans = held_job["react_spans"]
     chats = [s for s in spans if s["name"] == "chat openai:standin-model"]
     assert len(chats) == 2 and all(c["attributes"]["openinference.span.kind"] == "LLM" for c in chats)
@@ -436,15 +501,21 @@ def test_a_react_jobs_chat_spans_export_no_content_and_no_key_by_default(held_jo
     local = load_spans(traces_dir(home), held_job["react_trace"])
     assert any(REACT_REASON in json.dumps(s) for s in local), "the local file keeps the conversation"
     assert API_KEY not in json.dumps(spans) and API_KEY not in json.dumps(local)
-    unknown = {k for s in spans for k in [*s["attributes"], *(k for e in s["events"] for k in e["attributes"])]
-               if not is_classified(k)}
+    unknown = {
+        k
+        for s in spans
+        for k in [*s["attributes"], *(k for e in s["events"] for k in e["attributes"])]
+        if not is_classified(k)
+    }
     assert not unknown, "every key a ReAct job's spans carry is classified"
 
 
 # -- the chat span, and error text, in process through the real exporter ----------------------------------
 
+
 def _provider(tmp_path: Path, collector: Collector, capture: str | None):
     from observability.setup import build_provider
+
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint} | ({CAPTURE_ENV: capture} if capture else {})
     return build_provider("quarry-test", tmp_path, env=env)
 
@@ -473,13 +544,21 @@ def test_chat_and_error_spans_obey_the_policy(tmp_path: Path, collector: Collect
 
     with tracer.start_as_current_span("job") as root:
         trace_id = current_trace_id()
-        invoke(FakeListChatModel(responses=[reply]), [HumanMessage(secret_prompt)], spec="fake:model",
-               purpose="test", prices={})
+        invoke(
+            FakeListChatModel(responses=[reply]),
+            [HumanMessage(secret_prompt)],
+            spec="fake:model",
+            purpose="test",
+            prices={},
+        )
         with pytest.raises(ModelError):
-            invoke(Failing(responses=["x"]), [HumanMessage(secret_prompt)], spec="fake:model", purpose="test",
-                   prices={})
-        with pytest.raises(ValueError), tool_span("search", tracer=tracer, query=secret_prompt,
-                                                  arguments={"query": secret_prompt}):
+            invoke(
+                Failing(responses=["x"]), [HumanMessage(secret_prompt)], spec="fake:model", purpose="test", prices={}
+            )
+        with (
+            pytest.raises(ValueError),
+            tool_span("search", tracer=tracer, query=secret_prompt, arguments={"query": secret_prompt}),
+        ):
             raise ValueError(f"no document matches {secret_prompt}")
         root.set_attribute("quarry.job_id", "job-x")
     assert provider.force_flush(10_000)
@@ -521,10 +600,19 @@ def test_a_query_span_is_never_sampled_and_other_spans_are(tmp_path: Path, colle
 def test_the_policy_changes_only_content() -> None:
     """The policy changes nothing but content: names, ids, counts and statuses pass as they are."""
     from observability import content_policy
-    attrs = {"quarry.hits": 3, "quarry.job_id": "job-1", "retrieval.documents.0.document.id": "gnn01",
-             "quarry.query": "graph nets", "input.value": "graph nets"}
-    assert content_policy.attributes(attrs, keep=False) == {"quarry.hits": 3, "quarry.job_id": "job-1",
-                                                             "retrieval.documents.0.document.id": "gnn01"}
+
+    attrs = {
+        "quarry.hits": 3,
+        "quarry.job_id": "job-1",
+        "retrieval.documents.0.document.id": "gnn01",
+        "quarry.query": "graph nets",
+        "input.value": "graph nets",
+    }
+    assert content_policy.attributes(attrs, keep=False) == {
+        "quarry.hits": 3,
+        "quarry.job_id": "job-1",
+        "retrieval.documents.0.document.id": "gnn01",
+    }
     assert content_policy.attributes(attrs, keep=True) == attrs
 
 
@@ -534,12 +622,14 @@ def test_the_agent_span_identity_carries_the_run_start(tmp_path: Path) -> None:
     from observability import get_tracer, load_spans
     from observability.agent_span import AgentTrace, emit_agent_span, new_agent_trace, with_run_start
     from observability.setup import build_provider
+
     ref = new_agent_trace()
     ran = AgentTrace.from_dict(with_run_start(ref.to_dict(), ref.start_ns / 1e9 + 25.0))
     assert with_run_start(None, 1.0) is None and ran.span_start_ns > ref.start_ns == ref.span_start_ns
     provider = build_provider("quarry-test", tmp_path, env={})
-    emit_agent_span(ran, job_id="job-r", intent="x", output={"ranked": ["d1"]}, status="completed",
-                    tracer=get_tracer(provider))
+    emit_agent_span(
+        ran, job_id="job-r", intent="x", output={"ranked": ["d1"]}, status="completed", tracer=get_tracer(provider)
+    )
     provider.shutdown()
     (agent,) = load_spans(tmp_path / "traces", ref.trace_id)
     assert agent["start_ns"] == ran.run_start_ns and agent["span_id"] == ref.span_id

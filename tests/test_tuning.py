@@ -1,5 +1,6 @@
 """BM25 tuning: the grid search on a tiny judged collection, the tie rule, the stored setting,
 the length-based default, and `quarry tune` on the command line."""
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,10 @@ def length_sensitive_docs() -> list[dict]:
     docs = []
     for word in ("zebra", "ocelot"):
         docs += [{"_id": f"{word}-short{i}", "title": f"Note {i}", "text": f"{word} {filler(i, 4)}"} for i in range(4)]
-        docs += [{"_id": f"{word}-long{i}", "title": f"Page {i}", "text": f"{word} {filler(i, 150)} {word} {word}"}
-                 for i in range(4)]
+        docs += [
+            {"_id": f"{word}-long{i}", "title": f"Page {i}", "text": f"{word} {filler(i, 150)} {word} {word}"}
+            for i in range(4)
+        ]
     return docs + [{"_id": f"other{i}", "title": f"Other {i}", "text": filler(i + 9, 30)} for i in range(6)]
 
 
@@ -41,16 +44,23 @@ def qrels_for(words: tuple[str, ...]) -> dict[str, list[tuple[str, str, int]]]:
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory: pytest.TempPathFactory) -> Collection:
     home = tmp_path_factory.mktemp("tune-home")
-    src = write_beir(tmp_path_factory.mktemp("tune-src") / "beir", length_sensitive_docs(),
-                     queries={"q-zebra": "zebra", "q-ocelot": "ocelot"}, qrels=qrels_for(("zebra", "ocelot")))
+    src = write_beir(
+        tmp_path_factory.mktemp("tune-src") / "beir",
+        length_sensitive_docs(),
+        queries={"q-zebra": "zebra", "q-ocelot": "ocelot"},
+        qrels=qrels_for(("zebra", "ocelot")),
+    )
     ingest(src, "tunable", home=home)
     return Collection("tunable", home=home)
 
 
 def index_files(folder: Path) -> dict[str, tuple[int, int, str]]:
     """(size, mtime, sha256) of every index file except the metadata."""
-    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(folder.iterdir()) if p.is_file() and p.name != META_FILE}
+    return {
+        p.name: (p.stat().st_size, p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.name != META_FILE
+    }
 
 
 # -- the choice rule (pure) -------------------------------------------------------------------------
@@ -60,12 +70,18 @@ def cell(k1: float, b: float, ndcg: float, map_: float) -> GridCell:
     return GridCell(k1, b, {"ndcg@20": ndcg, "map": map_})
 
 
-@pytest.mark.parametrize("cells, expected", [
-    ([cell(0.9, 0.4, 0.40, 0.30), cell(2.0, 0.4, 0.50, 0.10)], (2.0, 0.4)),                 # nDCG@20 first
-    ([cell(0.9, 0.4, 0.50, 0.30), cell(2.0, 0.4, 0.50, 0.35)], (2.0, 0.4)),                 # tie → MAP
-    ([cell(3.0, 0.4, 0.50, 0.30), cell(1.2, 0.9, 0.50, 0.30), cell(2.0, 0.1, 0.50, 0.30)], (1.2, 0.9)),  # → smaller k1
-    ([cell(1.2, 0.9, 0.50, 0.30), cell(1.2, 0.3, 0.50, 0.30)], (1.2, 0.3)),                 # → then smaller b
-])
+@pytest.mark.parametrize(
+    "cells, expected",
+    [
+        ([cell(0.9, 0.4, 0.40, 0.30), cell(2.0, 0.4, 0.50, 0.10)], (2.0, 0.4)),  # nDCG@20 first
+        ([cell(0.9, 0.4, 0.50, 0.30), cell(2.0, 0.4, 0.50, 0.35)], (2.0, 0.4)),  # tie → MAP
+        (
+            [cell(3.0, 0.4, 0.50, 0.30), cell(1.2, 0.9, 0.50, 0.30), cell(2.0, 0.1, 0.50, 0.30)],
+            (1.2, 0.9),
+        ),  # → smaller k1
+        ([cell(1.2, 0.9, 0.50, 0.30), cell(1.2, 0.3, 0.50, 0.30)], (1.2, 0.3)),  # → then smaller b
+    ],
+)
 def test_pick_best(cells: list[GridCell], expected: tuple[float, float]) -> None:
     best = pick_best(cells)
     assert (best.k1, best.b) == expected
@@ -145,14 +161,16 @@ def test_dense_without_an_index_is_a_clear_error(judged: Collection) -> None:
 
 def test_tune_without_qrels_stores_the_length_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("QUARRY_HOME", str(tmp_path / "home"))  # the CLI's --home exports it; undo after
-    src = write_jsonl(tmp_path / "long.jsonl", [{"_id": f"d{i}", "title": f"Doc {i}", "text": filler(i, 600)}
-                                                 for i in range(5)])
+    src = write_jsonl(
+        tmp_path / "long.jsonl", [{"_id": f"d{i}", "title": f"Doc {i}", "text": filler(i, 600)} for i in range(5)]
+    )
     ingest(src, "unjudged", home=tmp_path / "home")
     shown = CliRunner().invoke(app, ["--home", str(tmp_path / "home"), "tune", "unjudged", "--json"])
     assert shown.exit_code == 0 and json.loads(shown.stdout.strip().splitlines()[-1])["applied"] is False
     col = Collection("unjudged", home=tmp_path / "home")
-    assert (IndexMeta.load(col.paths.lucene_dir).k1, IndexMeta.load(col.paths.lucene_dir).b) == (0.9, 0.4), \
+    assert (IndexMeta.load(col.paths.lucene_dir).k1, IndexMeta.load(col.paths.lucene_dir).b) == (0.9, 0.4), (
         "without --apply nothing is stored"
+    )
     result = CliRunner().invoke(app, ["--home", str(tmp_path / "home"), "tune", "unjudged", "--json", "--apply"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout.strip().splitlines()[-1])
@@ -198,6 +216,7 @@ def test_each_fold_uses_the_setting_best_on_the_other_folds() -> None:
     def rank(text: str, k1: float, b: float) -> dict[str, float]:
         calls.append((text, k1))
         return {f"rel-{text}": 1.0} if k1 == good[text] else {"junk": 1.0}
+
     run, folds = cross_validate(qids, texts, qrels, rank, k=5, grid=((1.0, 2.0), (0.0,)))
     for fold in folds:
         evens = sum(1 for q in fold.train if good[q] == 1.0)

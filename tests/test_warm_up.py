@@ -1,4 +1,5 @@
 """A worker's warm-up (`NodeRuntime.warm`): what it opens, and what it leaves for the jobs."""
+
 from __future__ import annotations
 
 import shutil

@@ -10,6 +10,7 @@ cancelled, so a stopped worker or a hard budget stop does not wait 30 s for it.
 Budgets use small real budgets: time skipping (`start_time_skipping_v2`) only skips while no
 activity is outstanding, and a budget test needs a node activity in flight when the timers fire.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -113,10 +114,12 @@ def first_call(call_no: int, state: Any) -> bool:
     return call_no == 0
 
 
-async def start_job(client: Client, queue: str, *, collection: str = LITERATURE, intent: str = INTENT,
-                    **options: Any) -> WorkflowHandle:
-    return await submit(client, JobInput(job_id=new_job_id(), collection=collection, intent=intent, **options),
-                        queue=queue)
+async def start_job(
+    client: Client, queue: str, *, collection: str = LITERATURE, intent: str = INTENT, **options: Any
+) -> WorkflowHandle:
+    return await submit(
+        client, JobInput(job_id=new_job_id(), collection=collection, intent=intent, **options), queue=queue
+    )
 
 
 async def result_of(handle: WorkflowHandle) -> dict[str, Any]:
@@ -162,8 +165,9 @@ async def test_job_completes_through_temporal(baseline, literature, quarry_home:
     assert set(records) == {r["docid"] for r in ranked}
     for r in ranked:
         assert 2015 <= r["year"] <= 2020 and "survey" not in r["title"].lower()
-        assert r["evidence"] and all(1 <= e["lines"][0] <= e["lines"][1] <= len(literature.corpus.lines(r["docid"]))
-                                     for e in r["evidence"])
+        assert r["evidence"] and all(
+            1 <= e["lines"][0] <= e["lines"][1] <= len(literature.corpus.lines(r["docid"])) for e in r["evidence"]
+        )
 
     stored = JobStore(quarry_home / "jobs.sqlite").get(handle.id)
     assert stored["status"] == "completed" and stored["result"] == result
@@ -257,13 +261,19 @@ async def test_steer_update_adds_an_exclusion(env, baseline, literature, quarry_
     assert not any("benchmark" in q for q in result["queries"]), "an exclusion is never searched for"
 
 
-async def test_year_steering_is_refused_when_the_store_has_no_years(env, literature, quarry_home, queue, gate,
-                                                                   tmp_path: Path) -> None:
+async def test_year_steering_is_refused_when_the_store_has_no_years(
+    env, literature, quarry_home, queue, gate, tmp_path: Path
+) -> None:
     from stores.collection import ingest
     from tests.fakes import search_docs, write_jsonl
 
-    ingest(write_jsonl(tmp_path / "noyears.jsonl", [{k: v for k, v in d.items() if k != "metadata"}
-                                                     for d in search_docs()]), "wf-noyears", home=quarry_home)
+    ingest(
+        write_jsonl(
+            tmp_path / "noyears.jsonl", [{k: v for k, v in d.items() if k != "metadata"} for d in search_docs()]
+        ),
+        "wf-noyears",
+        home=quarry_home,
+    )
     held = gate(first_call)
     async with build_worker(env.client, home=quarry_home, queue=queue):
         handle = await start_job(env.client, queue, collection="wf-noyears")
@@ -289,8 +299,9 @@ async def test_budget_submit_now_steer_answers_early(env, literature, quarry_hom
         began = time.monotonic()
         handle = await start_job(env.client, queue, config=JobConfig(max_seconds=budget))
         await held.wait_entered()
-        progress = await poll_until(lambda: handle.query(SearchJob.progress), lambda p: p["budget"]["submit_now"],
-                                    timeout_s=budget + 10)
+        progress = await poll_until(
+            lambda: handle.query(SearchJob.progress), lambda p: p["budget"]["submit_now"], timeout_s=budget + 10
+        )
         assert progress["status"] == "running" and progress["node"] == "retrieval"
         assert time.monotonic() - began >= 0.7 * budget - 0.5
         held.release()
@@ -330,10 +341,12 @@ async def test_budget_hard_stop_answers_from_best_state(env, literature, quarry_
 # Evicting a running workflow from a stopped worker's cache leaves LangGraph's `astream` generator
 # to be finalised by the garbage collector outside any event loop, which Python reports as an
 # "Exception ignored" (unraisable) message; collected here so it is attributed to this test.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning",
-                            "ignore:coroutine .* was never awaited:RuntimeWarning")
-async def test_worker_killed_mid_job_resumes_with_same_result(env, baseline, literature, quarry_home, queue,
-                                                              gate) -> None:
+@pytest.mark.filterwarnings(
+    "ignore::pytest.PytestUnraisableExceptionWarning", "ignore:coroutine .* was never awaited:RuntimeWarning"
+)
+async def test_worker_killed_mid_job_resumes_with_same_result(
+    env, baseline, literature, quarry_home, queue, gate
+) -> None:
     held = gate(first_call)
     first = build_worker(env.client, home=quarry_home, queue=queue)
     running = asyncio.create_task(first.run())
@@ -385,13 +398,19 @@ async def test_missing_collection_fails_fast_with_a_named_error(env, literature,
     await assert_replays(handle)
     events = [e async for e in handle.fetch_history_events()]
     # The node's activity failed with an ApplicationError typed by the code, carrying the record.
-    failed = [e.activity_task_failed_event_attributes.failure for e in events
-              if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED]
+    failed = [
+        e.activity_task_failed_event_attributes.failure
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+    ]
     assert failed and all(f.application_failure_info.type == "no_collection" for f in failed)
     assert all(f.application_failure_info.non_retryable for f in failed)
     # Non-retryable: every activity ran exactly once.
-    attempts = [e.activity_task_started_event_attributes.attempt for e in events
-                if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
+    attempts = [
+        e.activity_task_started_event_attributes.attempt
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
     assert attempts and set(attempts) == {1}
 
 
@@ -408,8 +427,10 @@ async def test_history_stays_small_because_the_pool_is_kept_by_reference(baselin
     # Only the finished result itself (returned by the last activity and by the workflow) is big.
     result_bytes = len(json.dumps(result))
     big = [(size, kind) for size, kind in sizes if size > 16_000]
-    assert {kind for _, kind in big} <= {EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
-                                         EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED}, big
+    assert {kind for _, kind in big} <= {
+        EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+    }, big
     assert len(big) <= 2 and all(size < 2 * result_bytes for size, _ in big)
     assert total < 200_000, f"{total} bytes of history for {result['rounds']} rounds"
     evidence = result["ranked"][0]["evidence"][0]["chunk"]
@@ -420,7 +441,8 @@ async def test_history_stays_small_because_the_pool_is_kept_by_reference(baselin
 
 
 async def test_two_runs_give_byte_identical_ranked_lists_and_name_what_they_came_from(
-        env, baseline, literature, quarry_home, queue) -> None:
+    env, baseline, literature, quarry_home, queue
+) -> None:
     """The same heuristic job on the same collection ranks byte for byte the same, and its
     manifest names the corpus hash, BM25 parameters and analyzer, code and policy."""
     async with build_worker(env.client, home=quarry_home, queue=queue):
@@ -434,7 +456,7 @@ async def test_two_runs_give_byte_identical_ranked_lists_and_name_what_they_came
     assert manifest["collection_version"] == literature.version
     assert manifest["bm25"]["k1"] == literature.lucene.meta.k1 and "Analyzer" in manifest["bm25"]["analyzer"]
     assert manifest["policy"] == "heuristic" and manifest["model"] is None and manifest["prompts"] == {}
-    shipped = load_verifier_file()   # the learned verifier orders the list when one is shipped, by name and hash
+    shipped = load_verifier_file()  # the learned verifier orders the list when one is shipped, by name and hash
     assert manifest["ranker"] == (f"{shipped['name']}@{shipped['sha256']}" if shipped else HEURISTIC_ORDER)
     assert manifest["code_version"].startswith("0.1.0")
 
@@ -487,8 +509,10 @@ class ControlProbe:
         seen = [current_control().answer_reason()]
         token = use_control(self.control)
         try:
+
             async def node() -> bool:  # a graph task, created after the install
                 return current_control() is self.control
+
             seen += [current_control().answer_reason(), str(await asyncio.create_task(node()))]
         finally:
             reset_control(token)

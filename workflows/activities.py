@@ -1,4 +1,5 @@
 """Activities outside the graph: checkpoints, the final write, and answering after a hard stop."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,13 @@ def react_steps(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in messages:
         for call in (row.get("data", {}).get("tool_calls") or []) if row.get("type") == "ai" else []:
             args = call.get("args") or {}
-            steps.append({"tool": str(call.get("name", ""))[:60], "reason": str(args.get("reason", ""))[:300],
-                          **{k: str(args[k])[:200] for k in ("query", "search_id", "docid", "offset") if k in args}})
+            steps.append(
+                {
+                    "tool": str(call.get("name", ""))[:60],
+                    "reason": str(args.get("reason", ""))[:300],
+                    **{k: str(args[k])[:200] for k in ("query", "search_id", "docid", "offset") if k in args},
+                }
+            )
     return steps
 
 
@@ -41,15 +47,24 @@ def answer_from_state(state: dict[str, Any]) -> None:
     calling a model (the budget is spent, or the graph could not go on); it waits in the job
     store for `finish_job`."""
     done = spec_of(state).result_builder()(state, use_model=False)
-    runtime().jobs.save_draft(state["job_id"], done.result | {
-        "fallbacks": done.state_update.get("fallbacks", state.get("fallbacks", []))})
+    runtime().jobs.save_draft(
+        state["job_id"], done.result | {"fallbacks": done.state_update.get("fallbacks", state.get("fallbacks", []))}
+    )
 
 
 def _empty_result(state: dict[str, Any]) -> dict[str, Any]:
     """What a job that could not answer at all (e.g. its collection is gone) reports."""
-    return {"job_id": state.get("job_id"), "collection": state.get("collection"), "intent": state.get("intent"),
-            "mode": state.get("mode", "list"), "policy": state.get("policy", DEFAULT_POLICY), "ranked": [], "run": [],
-            "cited": [], "rounds": state.get("round", 0)}
+    return {
+        "job_id": state.get("job_id"),
+        "collection": state.get("collection"),
+        "intent": state.get("intent"),
+        "mode": state.get("mode", "list"),
+        "policy": state.get("policy", DEFAULT_POLICY),
+        "ranked": [],
+        "run": [],
+        "cited": [],
+        "rounds": state.get("round", 0),
+    }
 
 
 def stored_error(error: dict[str, Any] | str | None) -> dict[str, str] | str | None:
@@ -64,8 +79,13 @@ def stored_error(error: dict[str, Any] | str | None) -> dict[str, str] | str | N
 
 @activity.defn
 @beating
-def finish_job(state: dict[str, Any], status: str, error: dict[str, Any] | str | None, stop_reason: str,
-               trace: dict[str, Any] | None = None) -> dict[str, Any]:
+def finish_job(
+    state: dict[str, Any],
+    status: str,
+    error: dict[str, Any] | str | None,
+    stop_reason: str,
+    trace: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Complete the stored result with status, trajectory tiers, stats and usage, and store it for
     good; `stop_reason` fills in why the job answered when the graph did not say (stop, clock);
     `error` is a failed job's `{code, message, hint}`. Then emit the job's `invoke_agent` span
@@ -76,8 +96,12 @@ def finish_job(state: dict[str, Any], status: str, error: dict[str, Any] | str |
     if not result.get("stop_reason"):
         result["stop_reason"] = stop_reason
     surfaced = jobs.surfaced(state["job_id"])
-    trajectory = {"surfaced": len(surfaced), "previewed": state.get("previewed", []),
-                  "opened": state.get("opened", []), "cited": result.get("cited", [])}
+    trajectory = {
+        "surfaced": len(surfaced),
+        "previewed": state.get("previewed", []),
+        "opened": state.get("opened", []),
+        "cited": result.get("cited", []),
+    }
     spec = spec_of(state)
     if spec.conversation:
         trajectory["steps"] = react_steps(jobs.messages(state["job_id"]))
@@ -96,10 +120,17 @@ def finish_job(state: dict[str, Any], status: str, error: dict[str, Any] | str |
     ref = AgentTrace.from_dict(trace)
     if ref is not None:
         jobs.set_trace(state["job_id"], ref.trace_id)  # jobs submitted without the CLI get their trace too
-        emit_agent_span(ref, job_id=state["job_id"], intent=str(state.get("intent", "")),
-                        output={"answer": final.get("answer") or "", "ranked": [r.get("docid") for r in final.get("ranked", [])]},
-                        status=status, error=error_line(final.get("error")) or None,
-                        attributes={"quarry.collection": str(state.get("collection", "")),
-                                    "quarry.policy": spec.name,
-                                    "quarry.rounds": int(state.get("round", 0) or 0)})
+        emit_agent_span(
+            ref,
+            job_id=state["job_id"],
+            intent=str(state.get("intent", "")),
+            output={"answer": final.get("answer") or "", "ranked": [r.get("docid") for r in final.get("ranked", [])]},
+            status=status,
+            error=error_line(final.get("error")) or None,
+            attributes={
+                "quarry.collection": str(state.get("collection", "")),
+                "quarry.policy": spec.name,
+                "quarry.rounds": int(state.get("round", 0) or 0),
+            },
+        )
     return final

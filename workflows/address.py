@@ -11,6 +11,7 @@ without the user exporting anything, so the address is resolved, in this order:
    checked against the process's identity by `workflows.dev_server.server_record`);
 4. the default 127.0.0.1:7233.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,9 +38,11 @@ def resolve_address(home: Path | None = None) -> Resolved:
     if explicit:
         return Resolved(explicit, f"{ENV} or --temporal-address")
     from stores.home import quarry_home
+
     home = Path(home) if home is not None else quarry_home()
     if (home / "run" / "temporal-server.json").is_file():
         from workflows.dev_server import server_record
+
         record = server_record(home)  # None (and the record removed) unless that very process runs
         if record is not None:
             return Resolved(record.address, f"the server this home started ({home / 'run' / 'temporal-server.json'})")

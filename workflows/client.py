@@ -1,4 +1,5 @@
 """Client side: connect (with tracing), submit jobs, and talk to running jobs."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,8 +23,13 @@ AGENT_TRACE_MEMO = "quarry_agent_trace"  # the job's invoke_agent span identity,
 STARTING_UP_WAIT_S = 30.0  # a dev server that just (re)started answers "not healthy yet" for a few seconds
 
 
-async def connect(address: str | None = None, namespace: str | None = None, *, tracing: bool = True,
-                  starting_up_wait_s: float = STARTING_UP_WAIT_S) -> Client:
+async def connect(
+    address: str | None = None,
+    namespace: str | None = None,
+    *,
+    tracing: bool = True,
+    starting_up_wait_s: float = STARTING_UP_WAIT_S,
+) -> Client:
     """Connect to the server. A server that is listening but cannot be connected to yet (a dev
     server answers "Frontend is not healthy yet" for a second or two after a restart) is waited
     for, up to `starting_up_wait_s`; when nothing listens, or the wait is over, the failure is
@@ -31,9 +37,11 @@ async def connect(address: str | None = None, namespace: str | None = None, *, t
     no_server). Whether something listens is asked of the port, never read from the message."""
     from workflows.dev_server import reachable
     from workflows.rpc_errors import ServerUnreachable
+
     plugins = []
     if tracing:
         from observability import temporal_plugin
+
         plugins.append(temporal_plugin())
     target = address or temporal_address()
     deadline = time.monotonic() + starting_up_wait_s
@@ -63,6 +71,7 @@ async def submit(client: Client, inp: JobInput, queue: str | None = None) -> Wor
     inp = migrated(inp)  # a caller still naming budget_seconds: the budget goes in the config
     check_job_input(inp)
     from observability.agent_span import AgentTrace, new_agent_trace, under_agent
+
     if inp.trace is None:
         inp = replace(inp, trace=new_agent_trace().to_dict())
     with under_agent(AgentTrace.from_dict(inp.trace)):
@@ -80,11 +89,15 @@ def ui_summary(intent: str) -> str:
     limit, control characters made visible and Markdown escaped (the UI renders the summary as
     Markdown, so `[x](y)` or `**` in an intent must show as written)."""
     from stores.errors import printable
+
     text = " ".join(printable(intent).split())
     room = SUMMARY_CHARS
     while True:
-        cut = text if len(text) <= room else (text[:room + 1].rsplit(" ", 1)[0].rstrip(" ,;:") if " " in text[:room + 1]
-                                              else text[:room])
+        cut = (
+            text
+            if len(text) <= room
+            else (text[: room + 1].rsplit(" ", 1)[0].rstrip(" ,;:") if " " in text[: room + 1] else text[:room])
+        )
         shown = _MARKDOWN.sub(r"\\\1", cut) + ("…" if len(cut) < len(text) else "")
         if len(shown.encode()) <= SUMMARY_BYTES:
             return shown
@@ -94,14 +107,26 @@ def ui_summary(intent: str) -> str:
 async def _start(client: Client, inp: JobInput, queue: str | None) -> WorkflowHandle:
     summary = ui_summary(inp.intent)
     from stores.errors import printable
+
     intent = _MARKDOWN.sub(r"\\\1", printable(inp.intent[:2000]))
-    details = f"**intent**: {intent}\n\n**collection**: {inp.collection} · **mode**: {inp.mode} · " \
-              f"**policy**: {inp.policy} · **budget**: {inp.config.max_seconds:g} s"
-    common: dict[str, Any] = dict(id=inp.job_id, task_queue=queue or task_queue(), static_summary=summary,
-                                  static_details=details, memo={AGENT_TRACE_MEMO: inp.trace} if inp.trace else None)
+    details = (
+        f"**intent**: {intent}\n\n**collection**: {inp.collection} · **mode**: {inp.mode} · "
+        f"**policy**: {inp.policy} · **budget**: {inp.config.max_seconds:g} s"
+    )
+    common: dict[str, Any] = dict(
+        id=inp.job_id,
+        task_queue=queue or task_queue(),
+        static_summary=summary,
+        static_details=details,
+        memo={AGENT_TRACE_MEMO: inp.trace} if inp.trace else None,
+    )
     try:
-        return await client.start_workflow(SearchJob.run, replace(inp, indexed=True), **common,
-                                           search_attributes=TypedSearchAttributes(initial_attributes(inp)))
+        return await client.start_workflow(
+            SearchJob.run,
+            replace(inp, indexed=True),
+            **common,
+            search_attributes=TypedSearchAttributes(initial_attributes(inp)),
+        )
     except RPCError as err:
         # A server without Quarry's search attributes refuses them as an invalid argument; any other
         # invalid argument is refused again below, without them, and raised from there.

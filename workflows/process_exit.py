@@ -5,6 +5,7 @@ Every program — the `quarry` command, each evals/ and bench/ script, a drill's
 `run_script` (or `leave` directly). Its own module in `workflows/` because the way it leaves exists
 for the Temporal SDK's sake (see `leave`), and because process exit is no store's business.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

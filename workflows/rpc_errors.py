@@ -9,6 +9,7 @@ A connection that cannot be made at all is a RuntimeError from the SDK's bridge,
 `workflows.client.connect` raises it as `ServerUnreachable` (still a RuntimeError), so it is known
 by its type. The messages and hints are the ones the command line prints.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -37,6 +38,7 @@ def _address(address: str | None) -> str:
     if address:
         return address
     from workflows.shared import temporal_address
+
     return temporal_address()
 
 
@@ -53,14 +55,23 @@ def no_worker(message: str, job_id: str | None) -> QuarryError:
     invite a second worker); otherwise say how to start one."""
     from stores.home import quarry_home
     from workflows.warmup import warming_message
+
     if (warming := warming_message(quarry_home())) is not None:
-        return QuarryError("worker_warming_up", warming,
-                           f"follow it: quarry job watch {job_id}" if job_id else "try again in a few seconds")
+        return QuarryError(
+            "worker_warming_up",
+            warming,
+            f"follow it: quarry job watch {job_id}" if job_id else "try again in a few seconds",
+        )
     return QuarryError("no_worker", message, "start one: quarry worker (quarry run starts one in the background)")
 
 
-def quarry_error(err: RPCError | RuntimeError | RPCTimeoutOrCancelledError, job_id: str | None = None, *,
-                 address: str | None = None, source: str | None = None) -> QuarryError:
+def quarry_error(
+    err: RPCError | RuntimeError | RPCTimeoutOrCancelledError,
+    job_id: str | None = None,
+    *,
+    address: str | None = None,
+    source: str | None = None,
+) -> QuarryError:
     """A Temporal failure about job `job_id` (None: no particular job) as one QuarryError saying
     what to do, chosen by the error's type and gRPC status code — the message text decides nothing:
 
@@ -82,30 +93,49 @@ def quarry_error(err: RPCError | RuntimeError | RPCTimeoutOrCancelledError, job_
     if isinstance(err, RPCTimeoutOrCancelledError):
         return no_worker(f"no worker answered for {what} in time", job_id)
     if not isinstance(err, RPCError):
-        return QuarryError("temporal_error", f"the Temporal client failed for {what}: {str(err)[:300]}",
-                           "check `quarry server` / --temporal-address and try again")
+        return QuarryError(
+            "temporal_error",
+            f"the Temporal client failed for {what}: {str(err)[:300]}",
+            "check `quarry server` / --temporal-address and try again",
+        )
     text = err.message or str(err)
     status = err.status
     if status == RPCStatusCode.NOT_FOUND:
         if NAMESPACE_NOT_FOUND in _detail_types(err):
             from workflows.shared import temporal_namespace
-            return QuarryError("unknown_namespace",
-                               f"the Temporal server at {_address(address)} has no namespace {temporal_namespace()!r}",
-                               "set QUARRY_TEMPORAL_NAMESPACE to one it has, or use the server `quarry server` starts")
-        return QuarryError("unknown_job", f"{what} is not known to the Temporal server at {_address(address)}",
-                           "list jobs with: quarry job list (is --temporal-address the server it ran on?)")
+
+            return QuarryError(
+                "unknown_namespace",
+                f"the Temporal server at {_address(address)} has no namespace {temporal_namespace()!r}",
+                "set QUARRY_TEMPORAL_NAMESPACE to one it has, or use the server `quarry server` starts",
+            )
+        return QuarryError(
+            "unknown_job",
+            f"{what} is not known to the Temporal server at {_address(address)}",
+            "list jobs with: quarry job list (is --temporal-address the server it ran on?)",
+        )
     if status == RPCStatusCode.ALREADY_EXISTS:
-        return QuarryError("job_exists", f"{what} already exists on the Temporal server at {_address(address)}",
-                           f"see it: quarry job result {job_id or 'JOB_ID'}; a new job gets a new id (quarry run)")
+        return QuarryError(
+            "job_exists",
+            f"{what} already exists on the Temporal server at {_address(address)}",
+            f"see it: quarry job result {job_id or 'JOB_ID'}; a new job gets a new id (quarry run)",
+        )
     if status == RPCStatusCode.FAILED_PRECONDITION:
-        return QuarryError("job_finished", f"{what} has already finished",
-                           f"see its result: quarry job result {job_id or 'JOB_ID'}")
+        return QuarryError(
+            "job_finished", f"{what} has already finished", f"see its result: quarry job result {job_id or 'JOB_ID'}"
+        )
     if status == RPCStatusCode.INVALID_ARGUMENT:
-        return QuarryError("bad_request", f"Temporal refused the request for {what} as invalid: {text[:300]}",
-                           "check the job id and the options given; this home's jobs: quarry job list")
+        return QuarryError(
+            "bad_request",
+            f"Temporal refused the request for {what} as invalid: {text[:300]}",
+            "check the job id and the options given; this home's jobs: quarry job list",
+        )
     if status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
         return no_worker(f"no worker answered for {what}: {text[:200]}", job_id)
     if status == RPCStatusCode.UNAVAILABLE:
         return QuarryError("no_server", f"cannot reach Temporal at {_address(address)}: {text[:200]}", SERVER_HINT)
-    return QuarryError("temporal_error", f"Temporal refused the request for {what}: {text[:300]}",
-                       "check `quarry server` / --temporal-address and try again")
+    return QuarryError(
+        "temporal_error",
+        f"Temporal refused the request for {what}: {text[:300]}",
+        "check `quarry server` / --temporal-address and try again",
+    )

@@ -4,6 +4,7 @@ The embedded dev server registers them at start (workflows.dev_server.SEARCH_ATT
 client sets the first values when it starts a job and the workflow updates round and status as
 the job goes (only when the start succeeded with them: `JobInput.indexed`).
 """
+
 from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey, SearchAttributePair
@@ -15,5 +16,9 @@ ROUND = SearchAttributeKey.for_int("QuarryRound")
 
 
 def initial_attributes(inp) -> list[SearchAttributePair]:
-    return [SearchAttributePair(COLLECTION, inp.collection), SearchAttributePair(POLICY, inp.policy),
-            SearchAttributePair(STATUS, "running"), SearchAttributePair(ROUND, 0)]
+    return [
+        SearchAttributePair(COLLECTION, inp.collection),
+        SearchAttributePair(POLICY, inp.policy),
+        SearchAttributePair(STATUS, "running"),
+        SearchAttributePair(ROUND, 0),
+    ]

@@ -10,6 +10,7 @@ result (status "failed", its error `{code, message, hint}`) and then ends *Faile
 typed by its code (workflows.job_failure). The graph reads the workflow's `Control` (stop, submit-now, steering,
 pause) from graphs.control, where `_drive` installs it for the graph it runs.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -68,20 +69,37 @@ def failure_of(exc: BaseException, job_id: str = "JOB_ID") -> dict[str, str]:
         chain.append(current)
         current = current.__cause__
     for err in chain:
-        if isinstance(err, ApplicationError) and err.details and isinstance(err.details[0], dict) \
-                and err.details[0].get("code"):
+        if (
+            isinstance(err, ApplicationError)
+            and err.details
+            and isinstance(err.details[0], dict)
+            and err.details[0].get("code")
+        ):
             record = err.details[0]
-            return {"code": str(record["code"]), "message": str(record.get("message") or err.message),
-                    "hint": str(record.get("hint") or "")}
+            return {
+                "code": str(record["code"]),
+                "message": str(record.get("message") or err.message),
+                "hint": str(record.get("hint") or ""),
+            }
     root = chain[-1]
     if isinstance(root, StepTimeoutError):
-        return {"code": "activity_timeout", "message": f"a step of the job timed out ({root.type.name.lower()})"
-                if root.type is not None else "a step of the job timed out",
-                "hint": f"a worker stalled or died mid-step; run the job again: quarry job rerun {job_id}"}
-    text = f"{root.type}: {root.message}" if isinstance(root, ApplicationError) and root.type \
+        return {
+            "code": "activity_timeout",
+            "message": f"a step of the job timed out ({root.type.name.lower()})"
+            if root.type is not None
+            else "a step of the job timed out",
+            "hint": f"a worker stalled or died mid-step; run the job again: quarry job rerun {job_id}",
+        }
+    text = (
+        f"{root.type}: {root.message}"
+        if isinstance(root, ApplicationError) and root.type
         else f"{type(root).__name__}: {root}"
-    return {"code": "internal_error", "message": text,
-            "hint": f"not an input problem: see the worker's log; its last checkpoint: quarry job show {job_id}"}
+    )
+    return {
+        "code": "internal_error",
+        "message": text,
+        "hint": f"not an input problem: see the worker's log; its last checkpoint: quarry job show {job_id}",
+    }
 
 
 @workflow.defn
@@ -104,21 +122,33 @@ class SearchJob:
         usage = Usage.from_dict(self.state.get("usage"))
         which, share = budget_used(self.state) if self.state else ("", 0.0)
         return {
-            "job_id": self.state.get("job_id"), "status": self.status, "policy": self.state.get("policy", DEFAULT_POLICY),
-            "round": self.state.get("round", 0), "steps": self.state.get("steps", 0),
-            "node": self.state.get("node", "start"), "candidates": int((self.state.get("pool") or {}).get("size", 0)),
+            "job_id": self.state.get("job_id"),
+            "status": self.status,
+            "policy": self.state.get("policy", DEFAULT_POLICY),
+            "round": self.state.get("round", 0),
+            "steps": self.state.get("steps", 0),
+            "node": self.state.get("node", "start"),
+            "candidates": int((self.state.get("pool") or {}).get("size", 0)),
             "top": top,
-            "budget": {"seconds": self.budget_s, "used": round(used, 1), "left": round(max(0.0, self.budget_s - used), 1),
-                       "deadline": (self.started_at + self.budget_s) if self.started_at else None,
-                       "submit_now": self.control.submit_now or bool(self.state.get("steered")),
-                       "max_tokens": cfg.max_tokens, "max_dollars": cfg.max_dollars,
-                       "model_budget": which, "model_budget_used": round(share, 4)},
+            "budget": {
+                "seconds": self.budget_s,
+                "used": round(used, 1),
+                "left": round(max(0.0, self.budget_s - used), 1),
+                "deadline": (self.started_at + self.budget_s) if self.started_at else None,
+                "submit_now": self.control.submit_now or bool(self.state.get("steered")),
+                "max_tokens": cfg.max_tokens,
+                "max_dollars": cfg.max_dollars,
+                "model_budget": which,
+                "model_budget_used": round(share, 4),
+            },
             "usage": usage.to_dict(),
             "fallbacks": list(self.state.get("fallbacks", [])),
             "tool_calls": self.state.get("stats", {}).get("tool_calls", 0),
             # The latest round's searches, readable (for `quarry job watch`).
-            "searches": [{"round": s.get("round"), "channel": s.get("channel"), "query": s.get("label") or s.get("query", "")}
-                         for s in self.state.get("searches", [])[-6:]],
+            "searches": [
+                {"round": s.get("round"), "channel": s.get("channel"), "query": s.get("label") or s.get("query", "")}
+                for s in self.state.get("searches", [])[-6:]
+            ],
             "stop_requested": self.control.stop_requested,
             # Steering notes not yet taken by the graph: a long step inside a node ends early for them.
             "steering_pending": len(self.control.pending_steering),
@@ -155,10 +185,18 @@ class SearchJob:
             self.status = "failed"
             self.indexed = inp.indexed
             self._index(status=self.status)  # the Web UI's QuarryStatus column says it failed
-            self.state = {"job_id": inp.job_id, "collection": str(inp.collection)[:100], "intent": str(inp.intent)[:500],
-                          "mode": inp.mode, "policy": inp.policy}
-            final = await workflow.execute_activity(finish_job, args=[self.state, "failed", error_record(err),
-                                                                      "bad_input", inp.trace], **quick_activity_options())
+            self.state = {
+                "job_id": inp.job_id,
+                "collection": str(inp.collection)[:100],
+                "intent": str(inp.intent)[:500],
+                "mode": inp.mode,
+                "policy": inp.policy,
+            }
+            final = await workflow.execute_activity(
+                finish_job,
+                args=[self.state, "failed", error_record(err), "bad_input", inp.trace],
+                **quick_activity_options(),
+            )
             return self._failed(final)
         now = workflow.now().timestamp()
         self.started_at = inp.started_at or now
@@ -168,8 +206,9 @@ class SearchJob:
         self.control.submit_now = self.control.submit_now or inp.steer_fired
         self.control.pending_steering = list(inp.pending_steering or []) + self.control.pending_steering
         mode = cast(Mode, inp.mode)  # one of MODES: check_job_input accepted it
-        self.state = inp.state or dict(initial_state(inp.job_id, inp.collection, inp.intent, mode=mode,
-                                                     policy=inp.policy, config=inp.config))
+        self.state = inp.state or dict(
+            initial_state(inp.job_id, inp.collection, inp.intent, mode=mode, policy=inp.policy, config=inp.config)
+        )
         steer_task = asyncio.create_task(self._submit_now_at(self.started_at + STEER_FRACTION * self.budget_s))
         self.indexed = inp.indexed
         drive = asyncio.create_task(self._drive(self.state, graph_for(inp.policy)))
@@ -193,11 +232,22 @@ class SearchJob:
         answered = self.state.get("node") == "answer" and bool((self.state.get("result") or {}).get("ready"))
         if self.status == "running" and not answered:
             # The graph paused for continue-as-new: carry the state, the budget and the flags over.
-            workflow.continue_as_new(JobInput(
-                job_id=inp.job_id, collection=inp.collection, intent=inp.intent, mode=inp.mode, policy=inp.policy,
-                config=inp.config, started_at=self.started_at,
-                steer_fired=self.control.submit_now, state=self.state, pending_steering=self.control.pending_steering,
-                indexed=inp.indexed, trace=inp.trace))
+            workflow.continue_as_new(
+                JobInput(
+                    job_id=inp.job_id,
+                    collection=inp.collection,
+                    intent=inp.intent,
+                    mode=inp.mode,
+                    policy=inp.policy,
+                    config=inp.config,
+                    started_at=self.started_at,
+                    steer_fired=self.control.submit_now,
+                    state=self.state,
+                    pending_steering=self.control.pending_steering,
+                    indexed=inp.indexed,
+                    trace=inp.trace,
+                )
+            )
         if not answered:
             try:  # the result of the best state so far waits in the job store
                 await workflow.execute_activity(answer_from_state, self.state, **quick_activity_options())
@@ -210,8 +260,11 @@ class SearchJob:
             self.status = "stopped" if self.control.stop_requested else "completed"
         self._index(status=self.status)
         # The agent span starts when the job started running here, not when it was submitted.
-        final = await workflow.execute_activity(finish_job, args=[self.state, self.status, error, reason,
-                                                                  with_run_start(inp.trace, self.started_at)], **quick_activity_options())
+        final = await workflow.execute_activity(
+            finish_job,
+            args=[self.state, self.status, error, reason, with_run_start(inp.trace, self.started_at)],
+            **quick_activity_options(),
+        )
         if self.status == "cancelled":
             raise asyncio.CancelledError("cancelled by request; the best result so far is in the job store")
         if self.status == "failed":
@@ -262,7 +315,10 @@ class SearchJob:
     async def _stream(self, state: dict[str, Any], graph_name: str) -> None:
         app = graph(graph_name).compile()
         cfg = config_of(state)
-        run_config: RunnableConfig = {"recursion_limit": RECURSION_LIMIT, "max_concurrency": max(1, cfg.models.judge_concurrency)}
+        run_config: RunnableConfig = {
+            "recursion_limit": RECURSION_LIMIT,
+            "max_concurrency": max(1, cfg.models.judge_concurrency),
+        }
         async for value in app.astream(state, config=run_config, stream_mode="values"):
             if int(value.get("round", 0)) != int(self.state.get("round", 0)):
                 self._index(round_no=int(value.get("round", 0)))

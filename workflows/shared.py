@@ -1,4 +1,5 @@
 """Names and the one input dataclass shared by client, worker, workflow and activities."""
+
 from __future__ import annotations
 
 import hashlib
@@ -21,6 +22,7 @@ def temporal_address(home: Path | None = None) -> str:
     QUARRY_TEMPORAL_ADDRESS, else the running server this home recorded, else the default
     (one rule, `workflows.address.resolve_address`, so `quarry run --port P` is not forgotten)."""
     from workflows.address import temporal_address as resolved
+
     return resolved(home)
 
 
@@ -34,6 +36,7 @@ def task_queue(home: Path | None = None) -> str:
     if os.environ.get("QUARRY_TASK_QUEUE"):
         return os.environ["QUARRY_TASK_QUEUE"]
     from stores.home import quarry_home
+
     digest = hashlib.sha1(str((home or quarry_home()).resolve()).encode()).hexdigest()[:10]
     return f"{TASK_QUEUE_DEFAULT}-{digest}"
 

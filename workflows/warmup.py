@@ -4,9 +4,10 @@ A worker opens its indexes and models before it polls (14–25 s on a laptop): a
 meanwhile waits, and a query to it (`quarry job progress`) times out. Without this, the CLI then
 said "no worker answered … start one: quarry worker", inviting a second worker. So the worker
 writes QUARRY_HOME/run/warming-<pid>.json (its identity, as the process records of
-`workflows.dev_server` keep it, and when it began) before warming up and removes it once it
+`workflows.background_processes` keep it, and when it began) before warming up and removes it once it
 polls; a command that gets no answer reads it, trusting it only while that very process runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,8 @@ def _path(home: Path, pid: int) -> Path:
 
 def mark_warming(home: Path) -> Path:
     """Record that this process is warming up (atomic: a reader sees all of it or nothing)."""
-    from workflows.dev_server import identity
+    from workflows.background_processes import identity
+
     run = Path(home) / "run"
     run.mkdir(mode=0o700, parents=True, exist_ok=True)
     pid = os.getpid()
@@ -44,7 +46,8 @@ def warming_for(home: Path) -> float | None:
     """Seconds the longest-warming live worker of this home has been warming up, or None when no
     live worker is (a status left by a process that is gone, or whose pid now runs another
     process, is removed)."""
-    from workflows.dev_server import record_alive
+    from workflows.background_processes import record_alive
+
     longest: float | None = None
     run = Path(home) / "run"
     for path in run.glob("warming-*.json") if run.is_dir() else ():

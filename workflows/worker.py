@@ -1,4 +1,5 @@
 """The Quarry worker: the SearchJob workflow, the graph's node activities and our own activities."""
+
 from __future__ import annotations
 
 import asyncio
@@ -31,8 +32,14 @@ def graphs() -> dict:
     return {name: build() for name, build in graph_builders().items()}
 
 
-def build_worker(client: Client, *, home: Path | None = None, queue: str | None = None,
-                 max_concurrent_activities: int = 8, models: ModelFactory | None = None) -> Worker:
+def build_worker(
+    client: Client,
+    *,
+    home: Path | None = None,
+    queue: str | None = None,
+    max_concurrent_activities: int = 8,
+    models: ModelFactory | None = None,
+) -> Worker:
     """A worker for one QUARRY_HOME; `models` builds chat models (default: LangChain's
     `init_chat_model` through `nodes.llm.models`)."""
     configure_runtime(NodeRuntime(home, models=models))
@@ -84,8 +91,9 @@ async def run_until_signalled(worker: Worker) -> bool:
     return True
 
 
-async def serve(client: Client, *, home: Path | None = None, queue: str | None = None,
-                say: Callable[[str], None] = print) -> bool:
+async def serve(
+    client: Client, *, home: Path | None = None, queue: str | None = None, say: Callable[[str], None] = print
+) -> bool:
     """What `quarry worker` does: build the worker, warm it up (`NodeRuntime.warm`) before it
     polls — a job's budget starts when a worker picks it up, so start-up is not spent from the
     first job's budget — then run until signalled (see `run_until_signalled`). A signal during
@@ -93,6 +101,7 @@ async def serve(client: Client, *, home: Path | None = None, queue: str | None =
     and skipped (the jobs then open what they need, and report what they cannot)."""
     from stores.home import ensure_home
     from workflows.warmup import clear_warming, mark_warming
+
     own_home = ensure_home(home)  # 0700 (the job store and traces it writes hold intents and documents)
     worker = build_worker(client, home=home, queue=queue)
     # Its own thread, not the loop's default executor, which asyncio.run would wait for on a stop.

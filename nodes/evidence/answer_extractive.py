@@ -14,6 +14,7 @@ that sentence then comes first. Otherwise it stays empty. No
 confidence is claimed: nothing here is calibrated, so the confidence is None ("not estimated"),
 never a made-up percentage (issue 20, item 4).
 """
+
 from __future__ import annotations
 
 import math
@@ -42,16 +43,25 @@ EXACT_MIN_COVERAGE = 0.6
 # … and those question words must stand together: within this many words before the value's
 # window ("k1=25 … at the default 0.9/0.4 … near k1=2" is not a statement of the default k1).
 EXACT_SPAN_WORDS = 8
-EXTRACTIVE_NOTE = ("(Extractive answer: the sentences above are quoted from the top documents as they stand, "
-                   "selected by the words they share with the question; no model wrote or checked an answer.)")
-NO_ANSWER = ("No sentence of the top documents shares the question's content words. (Extractive answer: "
-             "no model was used.)")
+EXTRACTIVE_NOTE = (
+    "(Extractive answer: the sentences above are quoted from the top documents as they stand, "
+    "selected by the words they share with the question; no model wrote or checked an answer.)"
+)
+NO_ANSWER = (
+    "No sentence of the top documents shares the question's content words. (Extractive answer: no model was used.)"
+)
 
-_QUANTITY_ASKED = re.compile(r"\b(?:how (?:many|much|long|large|big|often|old|far|fast)|what (?:number|percentage|size)|"
-                             r"value|default|number of|version|port|size|limit|count|timeout|year|when|"
-                             r"constant|threshold|maximum|minimum|max|min)\b", re.IGNORECASE)
-_NAME_ASKED = re.compile(r"^\s*(?:who|whom|which (?:person|author|company|tool|library|program|command))\b|"
-                         r"\bwhat is the name\b|\bnamed?\b", re.IGNORECASE)
+_QUANTITY_ASKED = re.compile(
+    r"\b(?:how (?:many|much|long|large|big|often|old|far|fast)|what (?:number|percentage|size)|"
+    r"value|default|number of|version|port|size|limit|count|timeout|year|when|"
+    r"constant|threshold|maximum|minimum|max|min)\b",
+    re.IGNORECASE,
+)
+_NAME_ASKED = re.compile(
+    r"^\s*(?:who|whom|which (?:person|author|company|tool|library|program|command))\b|"
+    r"\bwhat is the name\b|\bnamed?\b",
+    re.IGNORECASE,
+)
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?:\s?(?:%|[kKMGT]?[bB]\b|ms\b|s\b|px\b|°\w?|[kKmM]\b))?")
 _LITERAL = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|'([^'\n]{1,60})'|“([^”\n]{1,60})”")
 _NAME = re.compile(r"[A-Z][\w'’.-]*(?:(?:\s+|,\s*|\s+and\s+)[A-Z][\w'’.-]*)*")
@@ -117,8 +127,12 @@ def candidate_sentences(docs: Sequence[Any]) -> list[tuple[int, str, str]]:
     return out
 
 
-def select_sentences(question: str, docs: Sequence[Any], weights: Mapping[str, float] | None = None,
-                     limit: int = JobConfig.answer_sentences) -> list[tuple[float, str, str]]:
+def select_sentences(
+    question: str,
+    docs: Sequence[Any],
+    weights: Mapping[str, float] | None = None,
+    limit: int = JobConfig.answer_sentences,
+) -> list[tuple[float, str, str]]:
     """The best `limit` sentences answering `question`, as (score, docid, sentence), best first."""
     wanted = question_stems(question)
     titles = {doc.docid: doc.title for doc in docs}
@@ -192,7 +206,7 @@ def value_and_cover(question: str, sentence: str, title: str = "") -> tuple[str,
         return "", 0.0
     cover = len(near | (stems(title) & set(wanted))) / len(wanted)
     window_end = tokens[min(len(tokens) - 1, last + EXACT_WINDOW_WORDS)].end()
-    tail = sentence[tokens[last].end():window_end]
+    tail = sentence[tokens[last].end() : window_end]
     if _QUANTITY_ASKED.search(question):
         literal = _LITERAL.search(tail)
         if literal:
@@ -202,15 +216,19 @@ def value_and_cover(question: str, sentence: str, title: str = "") -> tuple[str,
             return number.group().strip(), cover
     if _NAME_ASKED.search(question):
         asked = {t.lower() for t in _TOKEN.findall(question)}
-        for match in _NAME.finditer(sentence[tokens[last].end():]):
+        for match in _NAME.finditer(sentence[tokens[last].end() :]):
             name = match.group().rstrip(".,")
             if name and not {t.lower() for t in _TOKEN.findall(name)} & asked:
                 return name, cover
     return "", 0.0
 
 
-def extractive_answer(question: str, docs: Sequence[Any], weights: Mapping[str, float] | None = None,
-                      limit: int = JobConfig.answer_sentences) -> tuple[str, str, bool]:
+def extractive_answer(
+    question: str,
+    docs: Sequence[Any],
+    weights: Mapping[str, float] | None = None,
+    limit: int = JobConfig.answer_sentences,
+) -> tuple[str, str, bool]:
     """(explanation, exact answer, insufficient evidence): the selected sentences, each cited as
     `[docid]`, followed by the note that the answer is extractive."""
     chosen = select_sentences(question, docs, weights, limit)
@@ -221,8 +239,9 @@ def extractive_answer(question: str, docs: Sequence[Any], weights: Mapping[str, 
     return " ".join([*parts, EXTRACTIVE_NOTE]), exact, False
 
 
-def answering_first(question: str, chosen: list[tuple[float, str, str]],
-                    docs: Sequence[Any]) -> tuple[list[tuple[float, str, str]], str]:
+def answering_first(
+    question: str, chosen: list[tuple[float, str, str]], docs: Sequence[Any]
+) -> tuple[list[tuple[float, str, str]], str]:
     """The selected sentences with the one that states the asked value moved to the front, and
     that value; unchanged and '' when none does. Of several, the one whose value the question's
     words (its document's title counting) name best, the earlier on ties. Word overlap alone
@@ -239,4 +258,4 @@ def answering_first(question: str, chosen: list[tuple[float, str, str]],
     if best is None:
         return chosen, ""
     n = best[1]
-    return [chosen[n], *chosen[:n], *chosen[n + 1:]], best[2]
+    return [chosen[n], *chosen[:n], *chosen[n + 1 :]], best[2]

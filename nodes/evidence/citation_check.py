@@ -7,6 +7,7 @@ whose embedding is close to the sentence's. A failing citation is removed from t
 counted; it never appears as a source. The sentence of the supporting passage that backs the claim becomes the
 reference shown beside each valid citation, with its line range.
 """
+
 from __future__ import annotations
 
 import re
@@ -39,7 +40,7 @@ Similarity = Callable[[str, str], float | None]
 
 @dataclass
 class CheckedAnswer:
-    text: str                                 # the explanation with failing citations removed
+    text: str  # the explanation with failing citations removed
     cited: list[str] = field(default_factory=list)
     references: list[dict] = field(default_factory=list)
     checked: int = 0
@@ -57,9 +58,14 @@ class CheckedAnswer:
         return round(len(self.removed) / self.checked, 4) if self.checked else 0.0
 
     def stats(self) -> dict:
-        out = {"checked": self.checked, "valid": self.checked - len(self.removed), "removed": self.removed,
-               "hallucination_rate": self.hallucination_rate, "sentences": self.sentences,
-               "supported_sentences": self.supported}
+        out = {
+            "checked": self.checked,
+            "valid": self.checked - len(self.removed),
+            "removed": self.removed,
+            "hallucination_rate": self.hallucination_rate,
+            "sentences": self.sentences,
+            "supported_sentences": self.supported,
+        }
         return out | ({"on_question_sentences": self.on_question} if self.on_question is not None else {})
 
 
@@ -77,11 +83,13 @@ def _without_citations(sentence: str) -> str:
 def _own_citations_removed(sentence: str, allowed: set[str]) -> str:
     """`_without_citations` for quoted text: only brackets citing allowed ids are citations; the
     others ("levels [1-19]", a Markdown link's text) are the document's own words and stay."""
+
     def cites(m: re.Match[str]) -> bool:
         return all(d in allowed for d in _ids(m.group(1))) and bool(_ids(m.group(1)))
 
-    text = _CITATION_BEFORE_MARK.sub(lambda m: "" if all(cites(c) for c in _CITATION.finditer(m.group()))
-                                     else m.group(), sentence)
+    text = _CITATION_BEFORE_MARK.sub(
+        lambda m: "" if all(cites(c) for c in _CITATION.finditer(m.group())) else m.group(), sentence
+    )
     return " ".join(_CITATION.sub(lambda m: " " if cites(m) else m.group(), text).split())
 
 
@@ -117,9 +125,16 @@ def _on_question(asked: set[str], claim: str, cited: Sequence[str], titles: Mapp
     return own >= QUESTION_SHARE / 2 * len(asked) and len(asked & (stems(claim) | named)) >= QUESTION_SHARE * len(asked)
 
 
-def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str, Sequence[Chunk]],
-                    titles: Mapping[str, str] | None = None, similarity: Similarity | None = None,
-                    question: str = "", quoted_text: bool = False) -> CheckedAnswer:
+def check_citations(
+    explanation: str,
+    *,
+    allowed: set[str],
+    chunks: Mapping[str, Sequence[Chunk]],
+    titles: Mapping[str, str] | None = None,
+    similarity: Similarity | None = None,
+    question: str = "",
+    quoted_text: bool = False,
+) -> CheckedAnswer:
     """Validate each `[docid]` against the documents the job opened (`allowed`, with their
     quotable `chunks`); return the cleaned text, the valid citations and what was removed. With
     the `question`, also count the supported sentences that share its content words.
@@ -137,21 +152,30 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
         claim = _own_citations_removed(sentence, allowed) if quoted_text else _without_citations(sentence)
         wanted = {stem(t) for t in query_terms(claim)}  # the claim's content words, as prefix stems
         valid: list[str] = []
-        marks = [m for m in _CITATION.finditer(sentence)
-                 if not quoted_text or (_ids(m.group(1)) and all(d in allowed for d in _ids(m.group(1))))]
+        marks = [
+            m
+            for m in _CITATION.finditer(sentence)
+            if not quoted_text or (_ids(m.group(1)) and all(d in allowed for d in _ids(m.group(1))))
+        ]
         for m in marks:
             for docid in _ids(m.group(1)):
                 out.checked += 1
                 if docid not in allowed:
-                    out.removed.append({"docid": docid[:200], "sentence": claim[:300],
-                                        "reason": "not a document this job opened"})
+                    out.removed.append(
+                        {"docid": docid[:200], "sentence": claim[:300], "reason": "not a document this job opened"}
+                    )
                     continue
                 coverage, chunk = _support(wanted, chunks.get(docid, ()))
                 cosine = similarity(claim, docid) if similarity is not None and coverage < MIN_COVERAGE else None
                 if coverage < MIN_COVERAGE and (cosine is None or cosine < MIN_COSINE):
-                    out.removed.append({"docid": docid, "sentence": claim[:300],
-                                        "reason": f"the document does not support this sentence (word coverage {coverage:.2f}"
-                                                  + (f", cosine {cosine:.2f})" if cosine is not None else ")")})
+                    out.removed.append(
+                        {
+                            "docid": docid,
+                            "sentence": claim[:300],
+                            "reason": f"the document does not support this sentence (word coverage {coverage:.2f}"
+                            + (f", cosine {cosine:.2f})" if cosine is not None else ")"),
+                        }
+                    )
                     continue
                 if docid not in valid:
                     valid.append(docid)
@@ -161,8 +185,14 @@ def check_citations(explanation: str, *, allowed: set[str], chunks: Mapping[str,
                     # The passage's sentence that backs the claim, not the passage from its first
                     # character (a passage boundary falls anywhere in a sentence).
                     said, first, last = sentence_quote(ref, wanted)
-                    out.references.append({"docid": docid, "title": (titles or {}).get(docid, ""),
-                                           "lines": [first, last], "quote": quote(said)})
+                    out.references.append(
+                        {
+                            "docid": docid,
+                            "title": (titles or {}).get(docid, ""),
+                            "lines": [first, last],
+                            "quote": quote(said),
+                        }
+                    )
         if marks:
             out.sentences += 1
             if valid:

@@ -4,6 +4,7 @@ Pure functions (no I/O, deterministic) so they run anywhere — inside activitie
 workflow for steering, and in table-driven tests. The user's own words are always kept:
 queries only ever add terms.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,29 +14,51 @@ from nodes.tools.excerpts import query_terms
 
 _DASH = r"(?:-|–|—|to|until|through)"
 _YEAR = r"((?:1[5-9]|20)\d\d)"
-_RANGE = re.compile(rf"\b(?:from\s+|between\s+)?{_YEAR}\s*{_DASH}\s*{_YEAR}\b|\bbetween\s+{_YEAR}\s+and\s+{_YEAR}\b", re.I)
+_RANGE = re.compile(
+    rf"\b(?:from\s+|between\s+)?{_YEAR}\s*{_DASH}\s*{_YEAR}\b|\bbetween\s+{_YEAR}\s+and\s+{_YEAR}\b", re.I
+)
 _AFTER = re.compile(rf"\b(after|since|from|post|later than|newer than|not before)\s+{_YEAR}\b", re.I)
 _BEFORE = re.compile(rf"\b(before|until|prior to|earlier than|older than|up to|not after)\s+{_YEAR}\b", re.I)
 _IN_YEAR = re.compile(rf"\b(?:in|published in|from the year)\s+{_YEAR}\b", re.I)
 # Conservative on purpose: "not" only counts at the start of a clause ("…, not surveys",
 # "but not X"), since "do not use" inside a sentence is part of the topic, not an exclusion.
-_EXCLUDE = re.compile(r"(?:(?:^|(?<=[,;(]))\s*(?:and\s+|but\s+)?not\s+|\bbut\s+not\s+|\bexclud(?:e|ing)\s+|\bexcept(?:\s+for)?\s+)([^,;.()]+)", re.I)
+_EXCLUDE = re.compile(
+    r"(?:(?:^|(?<=[,;(]))\s*(?:and\s+|but\s+)?not\s+|\bbut\s+not\s+|\bexclud(?:e|ing)\s+|\bexcept(?:\s+for)?\s+)([^,;.()]+)",
+    re.I,
+)
 _NAME = r"[A-Z][\w'\-]*\.?(?:,?\s+(?:[A-Z][\w'\-]*\.?|[A-Z]\.(?:\s?[A-Z]\.)*))*"
 _AUTHOR_CUE = re.compile(
     rf"\b(?:(?:written|authored|co-authored|published)\s+(?:either\s+)?by|(?:articles|papers|publications|works)\s+"
-    rf"(?:written\s+)?(?:either\s+)?by)\s+({_NAME}(?:\s*(?:,|\bor\b|\band\b)\s*{_NAME})*)(\s+(?:or|and)\s+others)?")
-_VENUE_CUE = re.compile(r"\b(?:published in|appeared in|appearing in|presented at|in the proceedings of|venue:?)\s+"
-                        r"(?:the\s+)?([A-Z][\w&\-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w&\-]*)*)")
+    rf"(?:written\s+)?(?:either\s+)?by)\s+({_NAME}(?:\s*(?:,|\bor\b|\band\b)\s*{_NAME})*)(\s+(?:or|and)\s+others)?"
+)
+_VENUE_CUE = re.compile(
+    r"\b(?:published in|appeared in|appearing in|presented at|in the proceedings of|venue:?)\s+"
+    r"(?:the\s+)?([A-Z][\w&\-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w&\-]*)*)"
+)
 _SPLIT = re.compile(r"[,;]|\s+(?:for|using|with|via|based on|applied to|across)\s+", re.I)
 _METHOD_CUE = re.compile(r"\b(?:using|with|via|based on)\s*$", re.I)
 _MAX_ITEMS = 6
 # Adverbial and filler phrases that qualify a neighbouring requirement but state none of their own.
 # Cut off as a piece ("EventEmitter maximum listeners, by default" → "by default"), one became a
 # requirement whose only content word, "default", matched an unrelated sentence 5.0/5.
-FILLER_PHRASES = ("by default", "in general", "in practice", "in particular", "for example", "for instance",
-                  "at least", "at most", "e.g.", "i.e.", "etc.", "generally", "usually", "typically", "also")
-_FILLER = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(p) for p in FILLER_PHRASES) + r")(?!\w)",
-                     re.IGNORECASE)
+FILLER_PHRASES = (
+    "by default",
+    "in general",
+    "in practice",
+    "in particular",
+    "for example",
+    "for instance",
+    "at least",
+    "at most",
+    "e.g.",
+    "i.e.",
+    "etc.",
+    "generally",
+    "usually",
+    "typically",
+    "also",
+)
+_FILLER = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(p) for p in FILLER_PHRASES) + r")(?!\w)", re.IGNORECASE)
 
 
 def parse_years(text: str) -> tuple[int | None, int | None, str]:
@@ -45,7 +68,7 @@ def parse_years(text: str) -> tuple[int | None, int | None, str]:
     if m:
         a, b = [int(g) for g in m.groups() if g]
         year_min, year_max = min(a, b), max(a, b)
-        text = text[:m.start()] + " " + text[m.end():]
+        text = text[: m.start()] + " " + text[m.end() :]
     for m in list(_AFTER.finditer(text)):
         word, year = m.group(1).lower(), int(m.group(2))
         year_min = year if word in ("since", "from", "not before") else year + 1
@@ -58,7 +81,7 @@ def parse_years(text: str) -> tuple[int | None, int | None, str]:
         m = _IN_YEAR.search(text)
         if m:
             year_min = year_max = int(m.group(1))
-            text = text[:m.start()] + " " + text[m.end():]
+            text = text[: m.start()] + " " + text[m.end() :]
     return year_min, year_max, " ".join(text.split())
 
 
@@ -133,7 +156,7 @@ def split_requirements(core: str) -> tuple[list[str], list[str]]:
     for m in _SPLIT.finditer(core):
         if any(a < m.start() < b for a, b in spans):
             continue
-        pieces.append(core[start:m.start()])
+        pieces.append(core[start : m.start()])
         cues.append(m.group(0))
         start = m.end()
     pieces.append(core[start:])
@@ -171,8 +194,12 @@ def _items_from_core(core: str) -> list[ChecklistItem]:
         if not query_terms(piece):
             continue
         cue = cues[i - 1].strip().lower() if i > 0 and i - 1 < len(cues) else ""
-        kind: ChecklistKind = "topic" if not items else ("method" if cue in ("using", "with", "via", "based on") else "application")
-        items.append(ChecklistItem(id=f"c{len(items) + 1}", kind=kind, text=piece, weight=1.0 if kind == "topic" else 0.8))
+        kind: ChecklistKind = (
+            "topic" if not items else ("method" if cue in ("using", "with", "via", "based on") else "application")
+        )
+        items.append(
+            ChecklistItem(id=f"c{len(items) + 1}", kind=kind, text=piece, weight=1.0 if kind == "topic" else 0.8)
+        )
         if len(items) >= _MAX_ITEMS:
             break
     if not items and query_terms(core):
@@ -194,29 +221,55 @@ def make_plan(intent: str, steering: list[str] | None = None, *, years: bool = T
     exclusions, core = parse_exclusions(rest)
     checklist = _items_from_core(core)
     for note in steering or []:
-        checklist, exclusions, year_min, year_max = apply_steering(checklist, exclusions, year_min, year_max, note,
-                                                                   years=years)
+        checklist, exclusions, year_min, year_max = apply_steering(
+            checklist, exclusions, year_min, year_max, note, years=years
+        )
     if year_min is not None or year_max is not None:
         span = f"{year_min or '…'}–{year_max or '…'}"
         checklist.append(ChecklistItem(id="y", kind="metadata", text=f"published {span}", weight=0.0))
     for n, phrase in enumerate(exclusions, start=1):
         checklist.append(ChecklistItem(id=f"x{n}", kind="exclusion", text=f"not {phrase}", weight=0.0))
-    return Plan(key_terms=query_terms(intent), core=core or intent, checklist=checklist, year_min=year_min,
-                year_max=year_max, exclusions=exclusions, version=1 + len(steering or []))
+    return Plan(
+        key_terms=query_terms(intent),
+        core=core or intent,
+        checklist=checklist,
+        year_min=year_min,
+        year_max=year_max,
+        exclusions=exclusions,
+        version=1 + len(steering or []),
+    )
 
 
-def apply_steering(checklist: list[ChecklistItem], exclusions: list[str], year_min: int | None,
-                   year_max: int | None, note: str, *, years: bool = True):
+def apply_steering(
+    checklist: list[ChecklistItem],
+    exclusions: list[str],
+    year_min: int | None,
+    year_max: int | None,
+    note: str,
+    *,
+    years: bool = True,
+):
     """Fold one steering note into the plan parts: a requirement, an exclusion or a year range
     (only when the store knows publication years)."""
     y_min, y_max, rest = parse_years(note) if years else (None, None, note)
     new_excl, rest = parse_exclusions(rest)
     checklist = [i for i in checklist if i["kind"] not in ("metadata", "exclusion")]
     if query_terms(rest):
-        checklist = [*checklist, ChecklistItem(id=f"s{len(checklist) + 1}", kind="application" if checklist else "topic",
-                                                text=rest, weight=0.8 if checklist else 1.0)]
-    return (checklist, exclusions + new_excl, y_min if y_min is not None else year_min,
-            y_max if y_max is not None else year_max)
+        checklist = [
+            *checklist,
+            ChecklistItem(
+                id=f"s{len(checklist) + 1}",
+                kind="application" if checklist else "topic",
+                text=rest,
+                weight=0.8 if checklist else 1.0,
+            ),
+        ]
+    return (
+        checklist,
+        exclusions + new_excl,
+        y_min if y_min is not None else year_min,
+        y_max if y_max is not None else year_max,
+    )
 
 
 def validate_steering(note: object, *, years: bool = True) -> str:
@@ -229,11 +282,15 @@ def validate_steering(note: object, *, years: bool = True) -> str:
         raise ValueError("steering text is longer than 500 characters; state one requirement at a time")
     y_min, y_max, rest = parse_years(note)
     if not years and (y_min is not None or y_max is not None):
-        raise ValueError(f"this collection's documents have no publication year, so {note!r} cannot filter by year; "
-                         "steer with a requirement or an exclusion instead")
+        raise ValueError(
+            f"this collection's documents have no publication year, so {note!r} cannot filter by year; "
+            "steer with a requirement or an exclusion instead"
+        )
     excl, rest = parse_exclusions(rest)
     if not query_terms(rest) and not excl and y_min is None and y_max is None:
-        raise ValueError(f"no requirement found in {note!r}; use content words, 'not X', or a year range like 2019-2023")
+        raise ValueError(
+            f"no requirement found in {note!r}; use content words, 'not X', or a year range like 2019-2023"
+        )
     return note
 
 

@@ -13,6 +13,7 @@ store metadata and text, not guessed.
 Sentence splitting, quote spans and stems are `nodes.evidence.sentences`; the names callers took from here
 (`sentences`, `quote`, `stem`, …) are re-exported.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -91,8 +92,8 @@ def locate_evidence(item: ChecklistItem, chunks: Sequence[Chunk], title: str = "
             continue
         if seek != wanted:
             whole = quote_span(chunk.text, wanted, header, in_fence) or span
-            match = max(match, coverage(wanted, chunk.text[whole[0]:whole[1]]))
-        quoted = chunk.text[span[0]:span[1]]
+            match = max(match, coverage(wanted, chunk.text[whole[0] : whole[1]]))
+        quoted = chunk.text[span[0] : span[1]]
         key = (coverage(seek, quoted), coverage(wanted, quoted), coverage(wanted, chunk.text))
         match = max(match, key[1])
         if best is None or key > best[0]:
@@ -101,8 +102,13 @@ def locate_evidence(item: ChecklistItem, chunks: Sequence[Chunk], title: str = "
         return Evidence(item_id=item["id"], score=0.0, chunk=" ".join(title.split()), line_start=1, line_end=1)
     _, chunk, (a, b) = best
     first = chunk.line_start + chunk.text.count("\n", 0, a)
-    return Evidence(item_id=item["id"], score=round(5.0 * match, 3), chunk=chunk.text[a:b], line_start=first,
-                    line_end=first + chunk.text.count("\n", a, b))
+    return Evidence(
+        item_id=item["id"],
+        score=round(5.0 * match, 3),
+        chunk=chunk.text[a:b],
+        line_start=first,
+        line_end=first + chunk.text.count("\n", a, b),
+    )
 
 
 # MiniLM cosine between a requirement and a passage: ~0.2 is unrelated text, ~0.7 a paraphrase.
@@ -114,8 +120,9 @@ def cosine_to_score(cosine: float) -> float:
     return round(5.0 * min(1.0, max(0.0, (cosine - COSINE_FLOOR) / (COSINE_CEIL - COSINE_FLOOR))), 3)
 
 
-def locate_evidence_dense(item: ChecklistItem, item_vec, chunk_vecs, chunks: Sequence[Chunk], top_m: int = 1,
-                          title: str = "") -> list[Evidence]:
+def locate_evidence_dense(
+    item: ChecklistItem, item_vec, chunk_vecs, chunks: Sequence[Chunk], top_m: int = 1, title: str = ""
+) -> list[Evidence]:
     """The `top_m` chunks most similar to the item (cosine of unit vectors) that have a quotable
     sentence, with line ranges.
 
@@ -139,8 +146,11 @@ def locate_evidence_dense(item: ChecklistItem, item_vec, chunk_vecs, chunks: Seq
         chunk = by_no.get(span.chunk_no)
         # The store's chunk gives the quote and its lines (it may hold less than the embedded span);
         # a chunk with nothing quotable (a code listing, a footer) is passed over.
-        where = (quote_span(chunk.text, wanted, header_title(chunk, title), fenced.get(chunk.chunk_no, False))
-                 if chunk else None)
+        where = (
+            quote_span(chunk.text, wanted, header_title(chunk, title), fenced.get(chunk.chunk_no, False))
+            if chunk
+            else None
+        )
         if chunk is not None and where is None:
             continue
         if chunk is not None and where is not None:
@@ -149,15 +159,18 @@ def locate_evidence_dense(item: ChecklistItem, item_vec, chunk_vecs, chunks: Seq
             text, end = chunk.text[a:b], start + chunk.text.count("\n", a, b)
         else:
             text, start, end = "", span.line_start, span.line_end
-        out.append(Evidence(item_id=item["id"], score=cosine_to_score(float(sims[idx])), chunk=text,
-                            line_start=start, line_end=end))
+        out.append(
+            Evidence(
+                item_id=item["id"], score=cosine_to_score(float(sims[idx])), chunk=text, line_start=start, line_end=end
+            )
+        )
     return out
 
 
 def violated_constraint(plan: Plan, rec: DocRecord) -> str:
     """A reason the document fails a hard constraint, or ''."""
     y_min, y_max = plan.get("year_min"), plan.get("year_max")
-    if (y_min is not None or y_max is not None):
+    if y_min is not None or y_max is not None:
         if rec.year is None:
             return "year unknown but the intent requires a year range"
         if y_min is not None and rec.year < y_min:
@@ -189,8 +202,15 @@ def combine(item_scores: Iterable[tuple[float, float]], p: float) -> float:
     return round((mean_c + p) / 6.0, 6)
 
 
-def relevance_model_query(core: str, texts: Sequence[str], doc_weights: Sequence[float], *, n_terms: int = 10,
-                          original_weight: float = 0.5, max_repeat: int = 10) -> str:
+def relevance_model_query(
+    core: str,
+    texts: Sequence[str],
+    doc_weights: Sequence[float],
+    *,
+    n_terms: int = 10,
+    original_weight: float = 0.5,
+    max_repeat: int = 10,
+) -> str:
     """An RM3-style feedback query written as plain words (Pi-Serini/Anserini's RM3, offline).
 
     P(t|R) = sum_d w_d * tf(t, d) / |d| over the feedback documents; the query mixes the

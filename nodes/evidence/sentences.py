@@ -6,6 +6,7 @@ Split from `nodes.evidence.scoring` because these are text rules, used by answer
 results as well as by scoring; `nodes.evidence.scoring` keeps what turns a quote into an item score, the
 combined score, hard constraints and the feedback query.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,23 +19,29 @@ from stores.records import Chunk
 
 WORD = re.compile(r"\w+", re.UNICODE)
 EVIDENCE_CHARS = 300
-QUOTE_MIN_CHARS = 80      # a shorter best sentence is quoted with the sentences after it …
-QUOTE_MAX_CHARS = 600     # … up to this; a single sentence longer than SENTENCE_CAP is cut at a word
+QUOTE_MIN_CHARS = 80  # a shorter best sentence is quoted with the sentences after it …
+QUOTE_MAX_CHARS = 600  # … up to this; a single sentence longer than SENTENCE_CAP is cut at a word
 SENTENCE_CAP = 1000
 # A sentence: from a non-space to a terminator (optionally closed by quotes or brackets) that is
 # followed by whitespace, or to a blank line, or to a line that starts a bulleted list item ("- ",
 # "* ", "• ": each item is its own statement, a list is not one run-on sentence), or to the end.
-_SENTENCE = re.compile(r"\S.*?(?:[.!?][\"')\]]*(?=\s+[A-Z0-9\"'(\[])|(?=\n[ \t]*\n)|(?=\n[ \t]*[-*+•][ \t]+\S)|\Z)",
-                       re.S)
+_SENTENCE = re.compile(
+    r"\S.*?(?:[.!?][\"')\]]*(?=\s+[A-Z0-9\"'(\[])|(?=\n[ \t]*\n)|(?=\n[ \t]*[-*+•][ \t]+\S)|\Z)", re.S
+)
 # Endings that are abbreviations, not sentence ends ("e.g.", "Fig.", "et al.", an initial "J.").
-_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|et al|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|No|Dr|Mr|Mrs|Ms|Prof|Inc|Ltd|approx)|"
-                           r"\b[A-Z])\.$")
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:e\.g|i\.e|et al|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|No|Dr|Mr|Mrs|Ms|Prof|Inc|Ltd|approx)|"
+    r"\b[A-Z])\.$"
+)
 # A text with no capital letter at all (a lower-cased corpus, as Cranfield's) marks no sentence
 # start by case: there any word may start a sentence, and abbreviations are known in any case.
-_SENTENCE_CASELESS = re.compile(r"\S.*?(?:[.!?][\"')\]]*(?=\s+[\w\"'(\[])|(?=\n[ \t]*\n)|(?=\n[ \t]*[-*+•][ \t]+\S)|\Z)",
-                                re.S)
-_ABBREVIATION_CASELESS = re.compile(r"\b(?:e\.g|i\.e|et al|etc|vs|cf|fig|figs|eq|eqs|sec|no|dr|mr|mrs|ms|prof|inc|ltd|"
-                                    r"approx)\.$")
+_SENTENCE_CASELESS = re.compile(
+    r"\S.*?(?:[.!?][\"')\]]*(?=\s+[\w\"'(\[])|(?=\n[ \t]*\n)|(?=\n[ \t]*[-*+•][ \t]+\S)|\Z)", re.S
+)
+_ABBREVIATION_CASELESS = re.compile(
+    r"\b(?:e\.g|i\.e|et al|etc|vs|cf|fig|figs|eq|eqs|sec|no|dr|mr|mrs|ms|prof|inc|ltd|"
+    r"approx)\.$"
+)
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 # Rendered man pages hyphenate a word at a line end with U+2010 ("connec‐\n tions"): shown with
 # whitespace collapsed that reads "connec‐ tions". A U+2010 after a letter, then whitespace (a
@@ -67,7 +74,11 @@ def sentences(text: str, cased: bool | None = None) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for m in pattern.finditer(text):
         end = m.start() + len(m.group().rstrip())
-        if out and abbreviation.search(text[out[-1][0]:out[-1][1]]) and not _PARAGRAPH.search(text, out[-1][1], m.start()):
+        if (
+            out
+            and abbreviation.search(text[out[-1][0] : out[-1][1]])
+            and not _PARAGRAPH.search(text, out[-1][1], m.start())
+        ):
             out[-1] = (out[-1][0], end)
         else:
             out.append((m.start(), end))
@@ -115,7 +126,7 @@ def whole_sentences(text: str, start: int, end: int, floor: int = 0, ceiling: in
     touching = [(lo + a, lo + b) for a, b in sentences(window, cased) if lo + a < end and lo + b > start]
     if not touching:
         return start, end
-    trimmed = touching[0][0] + lead_trim(text[touching[0][0]:touching[0][1]])
+    trimmed = touching[0][0] + lead_trim(text[touching[0][0] : touching[0][1]])
     if trimmed <= start:  # a heading glued to the quote's sentence stays out of it
         touching[0] = (trimmed, touching[0][1])
     new_start, new_end = min(start, touching[0][0]), max(end, touching[-1][1])
@@ -161,9 +172,15 @@ def quote_span(text: str, wanted: set[str], title: str = "", fenced: bool = Fals
     first = max(range(len(ok)), key=lambda i: (scores[i], -i))
     start, end = ok[first]
     allowed = set(ok)
-    for a, b in spans[spans.index(next(s for s in spans if s[1] == end)) + 1:]:
-        if end - start >= QUOTE_MIN_CHARS or b - start > QUOTE_MAX_CHARS or _PARAGRAPH.search(text, end, a) \
-                or (a, b) not in allowed or _definition_at(text, start) or _definition_at(text, a):
+    for a, b in spans[spans.index(next(s for s in spans if s[1] == end)) + 1 :]:
+        if (
+            end - start >= QUOTE_MIN_CHARS
+            or b - start > QUOTE_MAX_CHARS
+            or _PARAGRAPH.search(text, end, a)
+            or (a, b) not in allowed
+            or _definition_at(text, start)
+            or _definition_at(text, a)
+        ):
             break
         end = b
     if end - start > SENTENCE_CAP:
@@ -175,7 +192,7 @@ def quote_span(text: str, wanted: set[str], title: str = "", fenced: bool = Fals
 def _definition_at(text: str, start: int) -> bool:
     """Whether the line of `text` from `start` is a definition (`nodes.evidence.quotable.definition_line`)."""
     end = text.find("\n", start)
-    return definition_line(text[start:end if end >= 0 else len(text)])
+    return definition_line(text[start : end if end >= 0 else len(text)])
 
 
 def header_title(chunk: Chunk, title: str) -> str:
@@ -193,7 +210,7 @@ def sentence_quote(chunk: Chunk, wanted: set[str], title: str = "") -> tuple[str
     span = quote_span(text, wanted, header_title(chunk, title))
     if span is None:
         spans = sentences(text) or [(0, len(text))]
-        start, end = max(spans, key=lambda sp: (len(wanted & stems(text[sp[0]:sp[1]])), -sp[0]))
+        start, end = max(spans, key=lambda sp: (len(wanted & stems(text[sp[0] : sp[1]])), -sp[0]))
         if end - start > SENTENCE_CAP:
             cut = text.rfind(" ", start, start + SENTENCE_CAP)
             end = cut if cut > start else start + SENTENCE_CAP

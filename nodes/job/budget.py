@@ -4,6 +4,7 @@ At `STEER_FRACTION` of either budget the job is steered to submit now, exactly a
 at 0.7·T; when a budget is spent no further model call is made and the job answers from what it
 has. Pure functions of the state, so routers in the workflow can call them deterministically.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -9,6 +9,7 @@ never written again; tests/test_one_config.py fails on a copy.
 
 Nothing secret ever goes in here: API keys stay in the worker's environment.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -38,20 +39,20 @@ class ToolLimits:
     the hints in their results name them (nodes.tools.results). The same for every job (a model's
     tool schemas are fixed), so they are not part of a job's JobConfig."""
 
-    depth: int = 1000              # a search's ranking, cached behind its search_id
-    preview: int = 5               # ranks a search shows (1..preview); paging starts after them
-    page_limit: int = 10           # ranks read_search_results shows by default …
-    page_limit_max: int = 50       # … and at most
-    read_limit: int = 200          # lines read_document shows by default …
-    read_limit_max: int = 500      # … and at most
-    citation_limit: int = 10       # documents expand_citations shows by default …
-    citation_limit_max: int = 50   # … and at most
-    cache_size: int = 32           # rankings a session keeps (least recently used dropped first)
-    query_chars: int = 20_000      # a query is searched cut to this many characters
+    depth: int = 1000  # a search's ranking, cached behind its search_id
+    preview: int = 5  # ranks a search shows (1..preview); paging starts after them
+    page_limit: int = 10  # ranks read_search_results shows by default …
+    page_limit_max: int = 50  # … and at most
+    read_limit: int = 200  # lines read_document shows by default …
+    read_limit_max: int = 500  # … and at most
+    citation_limit: int = 10  # documents expand_citations shows by default …
+    citation_limit_max: int = 50  # … and at most
+    cache_size: int = 32  # rankings a session keeps (least recently used dropped first)
+    query_chars: int = 20_000  # a query is searched cut to this many characters
     # Lengths a model's arguments are cut to after validation (nodes.tools.clipped: the schema shows no
     # maxLength, so grammar-constrained servers are not slowed by it).
     reason_chars: int = 500
-    query_arg_chars: int = 2000        # a model's query (the tools accept query_chars, e.g. from a shell)
+    query_arg_chars: int = 2000  # a model's query (the tools accept query_chars, e.g. from a shell)
     search_id_chars: int = 40
     docid_chars: int = 200
     submit_docids: int = 100
@@ -73,11 +74,11 @@ class JobBounds:
     (quarry.job_options and workflows.job_input check the budgets; the command line's options take
     their bounds here)."""
 
-    max_rounds: int = 20                  # --rounds at most
-    min_output_tokens: int = 16           # --max-output-tokens at least
-    max_tokens: int = 10**12              # a token budget above this is a typo, not a limit
-    max_dollars: float = 1_000_000.0      # a per-job dollar budget above this, the same
-    min_seconds: float = 1.0              # --budget at least (a wall-clock budget in seconds) …
+    max_rounds: int = 20  # --rounds at most
+    min_output_tokens: int = 16  # --max-output-tokens at least
+    max_tokens: int = 10**12  # a token budget above this is a typo, not a limit
+    max_dollars: float = 1_000_000.0  # a per-job dollar budget above this, the same
+    min_seconds: float = 1.0  # --budget at least (a wall-clock budget in seconds) …
     max_seconds: float = 7 * 24 * 3600.0  # … and at most a week: longer is surely a typo (inf, 1e20)
 
 
@@ -128,11 +129,11 @@ class ModelSettings:
 class JobConfig:
     max_rounds: int = 3
     max_tool_calls: int = 400
-    pool_depth: int = 100        # each ranking's top enters the candidate pool
-    citation_pool: int = 100     # neighbours taken from citation expansion
-    verify_top: int = 100        # candidates read and scored per round
-    max_ranked: int = 20         # documents shown with evidence
-    run_depth: int = 1000        # the deep run (evaluation)
+    pool_depth: int = 100  # each ranking's top enters the candidate pool
+    citation_pool: int = 100  # neighbours taken from citation expansion
+    verify_top: int = 100  # candidates read and scored per round
+    max_ranked: int = 20  # documents shown with evidence
+    run_depth: int = 1000  # the deep run (evaluation)
     # The semantic channel of a collection without a (current) dense index: MiniLM re-scores the
     # lexical channel's top `semantic_candidates` for the same query, embedding (and caching) up to
     # `semantic_chunks` chunks of each on demand (nodes.rounds.semantic_filter). 0 turns it off: lexical only.
@@ -143,7 +144,7 @@ class JobConfig:
     # short chunks/s on two cores but only 4-6/s on long (256-token) ones, and throughput hardly
     # depends on the batch size then; a batch of 8 keeps a stop's wait near 2 s.
     semantic_batch: int = 8
-    verifier: bool = True        # order the answer with the shipped learned verifier when there is one
+    verifier: bool = True  # order the answer with the shipped learned verifier when there is one
     # The answer without a model (extractive): sentences it quotes at most, and how deep the
     # collection is searched to count a question word's documents for its IDF weight.
     answer_sentences: int = 4
@@ -153,8 +154,8 @@ class JobConfig:
     # the job to submit at STEER_FRACTION of it and stop it at 1.0 (workflows.search_job); accepted
     # between JobBounds.min_seconds and max_seconds.
     max_seconds: float = 300.0
-    max_tokens: int | None = None      # token budget over all model calls (steer at 0.7, stop at 1.0)
-    max_dollars: float | None = None   # dollar budget, the same way
+    max_tokens: int | None = None  # token budget over all model calls (steer at 0.7, stop at 1.0)
+    max_dollars: float | None = None  # dollar budget, the same way
     prices: dict[str, Price] = field(default_factory=dict)  # model spec -> price
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,10 +169,13 @@ class JobConfig:
         models = raw.pop("models", None) or {}
         prices = raw.pop("prices", None) or {}
         model_known = {f.name for f in fields(ModelSettings)}
-        return cls(**{k: v for k, v in raw.items() if k in known},
-                   models=models if isinstance(models, ModelSettings)
-                   else ModelSettings(**{k: v for k, v in dict(models).items() if k in model_known}),
-                   prices={k: (v if isinstance(v, Price) else Price(**dict(v))) for k, v in dict(prices).items()})
+        return cls(
+            **{k: v for k, v in raw.items() if k in known},
+            models=models
+            if isinstance(models, ModelSettings)
+            else ModelSettings(**{k: v for k, v in dict(models).items() if k in model_known}),
+            prices={k: (v if isinstance(v, Price) else Price(**dict(v))) for k, v in dict(prices).items()},
+        )
 
 
 def config_of(state: Mapping[str, Any]) -> JobConfig:

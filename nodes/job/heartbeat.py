@@ -14,6 +14,7 @@ through the call's step control (nodes.job.step_control), which a long loop chec
 The loop's progress goes into the heartbeat details and the job store (`JobStore.step`, read by
 `job progress`), at most every PROGRESS_EVERY_S.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,10 +37,10 @@ from stores.errors import QuarryError, disk_full, error_record
 log = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_S = 5.0
-POLL_EVERY_S = 1.0       # how often a running long step's job is asked whether to stop
-PROGRESS_EVERY_S = 1.0   # job-store progress writes at most this often (and at the end)
+POLL_EVERY_S = 1.0  # how often a running long step's job is asked whether to stop
+PROGRESS_EVERY_S = 1.0  # job-store progress writes at most this often (and at the end)
 QUERY_TIMEOUT_S = 5.0
-CANCEL_GRACE_S = 30.0    # a cancelled node's thread gets this long to end its batch and save it
+CANCEL_GRACE_S = 30.0  # a cancelled node's thread gets this long to end its batch and save it
 
 
 # QuarryError codes a later attempt can fix by itself (a server that is not up yet, a lock another
@@ -57,15 +58,19 @@ def application_error(exc: BaseException) -> ApplicationError | None:
     err = exc if isinstance(exc, QuarryError) else disk_full(exc)
     if err is None:
         return None
-    return ApplicationError(err.message, error_record(err),
-                            type=err.code, non_retryable=err.code not in RETRYABLE_CODES)
+    return ApplicationError(
+        err.message, error_record(err), type=err.code, non_retryable=err.code not in RETRYABLE_CODES
+    )
 
 
 def _in_node_span(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a node body inside its `node {name}` span (job id and round from its state or task)."""
     first = args[0] if args and isinstance(args[0], dict) else {}
-    with node_span(getattr(fn, "__name__", "node"), job_id=first.get("job_id"),
-                   round_no=first.get("round") if isinstance(first.get("round"), int) else None):
+    with node_span(
+        getattr(fn, "__name__", "node"),
+        job_id=first.get("job_id"),
+        round_no=first.get("round") if isinstance(first.get("round"), int) else None,
+    ):
         return fn(*args)
 
 
@@ -108,9 +113,10 @@ async def _job_progress() -> dict[str, Any] | None:
 
     info = activity.info()
     client = activity.client()
-    req = QueryWorkflowRequest(namespace=client.namespace,
-                               execution=WorkflowExecution(workflow_id=info.workflow_id or "",
-                                                           run_id=info.workflow_run_id or ""))
+    req = QueryWorkflowRequest(
+        namespace=client.namespace,
+        execution=WorkflowExecution(workflow_id=info.workflow_id or "", run_id=info.workflow_run_id or ""),
+    )
     req.query.query_type = "progress"
     resp = await client.workflow_service.query_workflow(req, retry=False, timeout=timedelta(seconds=QUERY_TIMEOUT_S))
     if resp.HasField("query_rejected") or not resp.query_result.payloads:
@@ -132,6 +138,7 @@ class _Watcher:
             return
         if not self.in_activity:
             from graphs.control import current_control
+
             reason = current_control().answer_reason()
             if reason:
                 self.step.stop(reason)
@@ -169,6 +176,7 @@ def _progress_sink(fn: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[s
         last[0] = now
         try:
             from nodes.job.runtime import runtime
+
             runtime().jobs.set_step(job_id, node, stage, done, total)
         except Exception as exc:  # progress is a courtesy; it never fails the node
             log.debug("step progress not written: %s", exc)
@@ -180,6 +188,7 @@ def _clear_progress(args: tuple[Any, ...]) -> None:
     first = args[0] if args and isinstance(args[0], dict) else {}
     try:
         from nodes.job.runtime import runtime
+
         runtime().jobs.clear_step(str(first.get("job_id")))
     except Exception as exc:
         log.debug("step progress not cleared: %s", exc)
@@ -232,6 +241,7 @@ def beating(fn: Callable[..., Any]) -> Callable[..., Any]:
     worker killed while it held one was noticed only at its 60 s start-to-close timeout, and the
     job waited that long (issue 21's two-workers drill). Outside an activity it just runs. In an
     activity a QuarryError leaves as its ApplicationError (`application_error`)."""
+
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         if not activity.in_activity():
@@ -259,6 +269,7 @@ def beating(fn: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             done.set()
             side.join()
+
     return run
 
 

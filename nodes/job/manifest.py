@@ -3,6 +3,7 @@
 Prompts are data beside their nodes (`*_prompts.py`); their hash is over every module-level
 string of those modules, so editing any prompt changes it and nothing else does.
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,8 +16,12 @@ from nodes.policy.registry import PolicySpec
 from nodes.react import prompts as react_prompts
 
 # Named as results have always named them (the modules moved into subpackages; the keys did not).
-PROMPT_MODULES = {"answer_prompts": answer_prompts, "librarian_prompts": librarian_prompts,
-                  "navigator_prompts": navigator_prompts, "react_prompts": react_prompts}
+PROMPT_MODULES = {
+    "answer_prompts": answer_prompts,
+    "librarian_prompts": librarian_prompts,
+    "navigator_prompts": navigator_prompts,
+    "react_prompts": react_prompts,
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -31,6 +36,10 @@ def prompt_hashes() -> dict[str, str]:
 def policy_manifest(policy: PolicySpec, config: JobConfig, ranker: str) -> dict[str, Any]:
     """Policy name, prompt hashes (only where a model reads them), models, and the final-order rule."""
     uses_models = policy.uses_models
-    return {"policy": policy.name, "prompts": prompt_hashes() if uses_models else {},
-            "model": config.models.model if uses_models else None,
-            "judge_model": config.models.judge() if uses_models else None, "ranker": ranker}
+    return {
+        "policy": policy.name,
+        "prompts": prompt_hashes() if uses_models else {},
+        "model": config.models.model if uses_models else None,
+        "judge_model": config.models.judge() if uses_models else None,
+        "ranker": ranker,
+    }

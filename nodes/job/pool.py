@@ -6,6 +6,7 @@ reference (`pool.seq`) plus counts and the current top ten; each node that chang
 the next snapshot under a number derived from its input state, so a retried or resumed activity
 rewrites the same snapshot and every reader sees the pool its input state names.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -27,6 +28,11 @@ def store_pool(jobs: Any, state: Mapping[str, Any], candidates: Mapping[str, Can
     seq = int((state.get("pool") or {}).get("seq", 0)) + 1
     jobs.save_pool(state["job_id"], seq, dict(candidates))
     ranked = ranked_candidates(candidates)
-    return {"pool": {"seq": seq, "size": len(candidates),
-                     "verified": sum(1 for c in candidates.values() if c.get("verified_version"))},
-            "top": [{"docid": c["docid"], "score": round(c.get("score", 0.0), 4)} for c in ranked[:TOP]]}
+    return {
+        "pool": {
+            "seq": seq,
+            "size": len(candidates),
+            "verified": sum(1 for c in candidates.values() if c.get("verified_version")),
+        },
+        "top": [{"docid": c["docid"], "score": round(c.get("score", 0.0), 4)} for c in ranked[:TOP]],
+    }

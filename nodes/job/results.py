@@ -4,6 +4,7 @@ Every docid placed in a result comes from a store: the candidate pool, a cached 
 model's submission filtered to what the job's searches returned. Answers pass through the
 citation check before they are shown.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,8 +27,14 @@ def _quotes(doc: DocumentText, spans: list[dict]) -> list[dict]:
     for s in spans:
         a, b = doc.line_range(s["line_start"], s["line_end"])
         text = doc.text[a:b]
-        out.append({"lines": [s["line_start"], s["line_end"]], "score": s["score"], "chunk": quote(text),
-                    **(_provenance(doc.span(a, b), text) if text else {})})
+        out.append(
+            {
+                "lines": [s["line_start"], s["line_end"]],
+                "score": s["score"],
+                "chunk": quote(text),
+                **(_provenance(doc.span(a, b), text) if text else {}),
+            }
+        )
     return out
 
 
@@ -39,15 +46,24 @@ def _provenance(where: Span, text: str, page_of: Any = None) -> dict[str, Any]:
     return out
 
 
-def evidence_entry(e: Mapping[str, Any], items: dict[str, Any], doc: DocumentText, page_of: Any = None,
-                   body: tuple[int, int] | None = None) -> dict[str, Any]:
+def evidence_entry(
+    e: Mapping[str, Any],
+    items: dict[str, Any],
+    doc: DocumentText,
+    page_of: Any = None,
+    body: tuple[int, int] | None = None,
+) -> dict[str, Any]:
     """One requirement's evidence as results show it: `chunk` (the quote, whitespace collapsed,
     for reading) and exact provenance — `quote` is `read_span(docid, *chars)` byte for byte.
     `body` is the (first, last) line of the document's text, which sentences stay within."""
     text = e["chunk"]
     where = (doc.find_exact(text, e["line_start"]) or doc.find_loose(text)) if text and doc.lines else None
-    entry = {"item": items.get(e["item_id"], {}).get("text", e["item_id"]), "score": e["score"],
-             "chunk": display_text(text), "lines": [e["line_start"], e["line_end"]]}
+    entry = {
+        "item": items.get(e["item_id"], {}).get("text", e["item_id"]),
+        "score": e["score"],
+        "chunk": display_text(text),
+        "lines": [e["line_start"], e["line_end"]],
+    }
     if where is not None:
         floor, ceiling = doc.line_range(*(body or (1, len(doc.lines))))
         a, b = whole_sentences(doc.text, where.char_start, where.char_end, floor, ceiling)  # passages may cut sentences
@@ -70,7 +86,10 @@ def ranked_entry(cand: Candidate, rec: Any, plan: Plan, corpus: Any, policy: Pol
     doc = DocumentText.of(corpus.lines(cand["docid"]) or [])
     pages = (lambda line: page_of_line(rec, line)) if getattr(rec, "page_starts", None) else None
     return {
-        "docid": cand["docid"], "title": rec.title, "year": rec.year, "score": round(cand.get("score", 0.0), 4),
+        "docid": cand["docid"],
+        "title": rec.title,
+        "year": rec.year,
+        "score": round(cand.get("score", 0.0), 4),
         "rank_score": round(cand.get("rank_score", cand.get("fused", 0.0)), 6),
         "weak": not evidence or max(e["score"] for e in evidence) < WEAK_BELOW,
         "evidence": [evidence_entry(e, items, doc, pages, body_lines(rec)) for e in evidence],
@@ -93,7 +112,7 @@ def passing(order: Sequence[str], plan: Plan, corpus: Any, limit: int) -> list[s
     """The first `limit` ids of `order` that the store holds and that pass the hard constraints."""
     out: list[str] = []
     for start in range(0, len(order), max(limit, 1) * 2):
-        part = order[start:start + max(limit, 1) * 2]
+        part = order[start : start + max(limit, 1) * 2]
         records = corpus.get_many(part)
         out += [d for d in part if d in records and not violated_constraint(plan, records[d])]
         if len(out) >= limit:
@@ -132,8 +151,9 @@ def answer_docs(ranked: Sequence[dict[str, Any]], corpus: Any, limit: int, chars
     return docs
 
 
-def checked_answer(draft: AnswerDraft, *, opened: set[str], corpus: Any, similarity=None,
-                   question: str = "") -> tuple[dict, CheckedAnswer]:
+def checked_answer(
+    draft: AnswerDraft, *, opened: set[str], corpus: Any, similarity=None, question: str = ""
+) -> tuple[dict, CheckedAnswer]:
     """The answer as results carry it, after every citation was checked against what the job read
     (and, given the `question`, how many cited sentences share its words). An extractive answer
     has `confidence` None (not estimated) and `method` "extractive"; a model's answer keeps its
@@ -141,11 +161,19 @@ def checked_answer(draft: AnswerDraft, *, opened: set[str], corpus: Any, similar
     wanted = [d for d in cited_ids(draft.explanation) if d in opened]
     records = corpus.get_many(wanted) if wanted else {}
     chunks = {d: quotable_chunks(r, corpus.chunks(d)) for d, r in records.items()}
-    checked = check_citations(draft.explanation, allowed=set(records), chunks=chunks,
-                              titles={d: r.title for d, r in records.items()}, similarity=similarity,
-                              question=question, quoted_text=draft.method == "extractive")
-    answer = {"explanation": checked.text, "exact_answer": draft.exact_answer,
-              "confidence": None if draft.confidence is None else int(draft.confidence),
-              "insufficient_evidence": bool(draft.insufficient_evidence)}
+    checked = check_citations(
+        draft.explanation,
+        allowed=set(records),
+        chunks=chunks,
+        titles={d: r.title for d, r in records.items()},
+        similarity=similarity,
+        question=question,
+        quoted_text=draft.method == "extractive",
+    )
+    answer = {
+        "explanation": checked.text,
+        "exact_answer": draft.exact_answer,
+        "confidence": None if draft.confidence is None else int(draft.confidence),
+        "insufficient_evidence": bool(draft.insufficient_evidence),
+    }
     return answer | ({"method": draft.method} if draft.method else {}), checked
-

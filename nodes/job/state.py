@@ -8,6 +8,7 @@ referenced by search_id and by message count.
 It lives in `nodes/` because nodes read and write it; `graphs/` wires nodes over it and so
 depends on it, never the other way round.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -50,7 +51,7 @@ class Evidence(TypedDict):
     line_start: int
     line_end: int
     also: NotRequired[list[dict[str, Any]]]  # the next-best chunks: line_start, line_end, cosine score
-    judged_by: NotRequired[str]              # the librarian model that scored this item, if any
+    judged_by: NotRequired[str]  # the librarian model that scored this item, if any
 
 
 class Candidate(TypedDict, total=False):
@@ -81,12 +82,12 @@ class JobState(TypedDict, total=False):
     intent: str
     mode: Mode
     policy: str
-    config: dict[str, Any]          # nodes.job.config.JobConfig as JSON
+    config: dict[str, Any]  # nodes.job.config.JobConfig as JSON
     plan: Plan
     queries: list[Any]
     searches: list[dict[str, Any]]
-    pool: dict[str, int]            # the candidate pool by reference: {"seq", "size", "verified"} (nodes.job.pool)
-    top: list[dict[str, Any]]       # its current top ten (docid, score), for progress
+    pool: dict[str, int]  # the candidate pool by reference: {"seq", "size", "verified"} (nodes.job.pool)
+    top: list[dict[str, Any]]  # its current top ten (docid, score), for progress
     librarian_tasks: list[dict[str, Any]]  # the next librarian batches (llm policy), small
     judgements: Annotated[list[dict[str, Any]], merge_judgements]
     round: int
@@ -98,7 +99,7 @@ class JobState(TypedDict, total=False):
     previewed: list[str]
     opened: list[str]
     stats: dict[str, int]
-    usage: dict[str, Any]           # model usage totals (nodes.job.usage.Usage as JSON)
+    usage: dict[str, Any]  # model usage totals (nodes.job.usage.Usage as JSON)
     fallbacks: list[dict[str, str]]  # model steps that fell back to the heuristic, and why
     # ReAct: the conversation is in the job store; state holds its length and what is pending.
     conversation: int

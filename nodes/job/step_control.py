@@ -12,6 +12,7 @@ measured pace, not by a count of chunks that may each be long). `report()` passe
 The current step is a context variable: `asyncio.to_thread` copies it into the node's thread, and
 code outside any wrapper (the command line, a test) gets a step that never stops by itself.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -42,10 +43,10 @@ def reason_text(reason: str) -> str:
 class StepControl:
     """One node call's stop flag, deadline and progress sink (thread-safe: one writer per field)."""
 
-    deadline: float | None = None            # wall-clock seconds (`clock()`) after which the step stops
+    deadline: float | None = None  # wall-clock seconds (`clock()`) after which the step stops
     on_progress: ProgressSink | None = None  # (stage, done, total)
     clock: Callable[[], float] = time.time
-    active: bool = False                     # a long loop has started (the wrapper polls the job only then)
+    active: bool = False  # a long loop has started (the wrapper polls the job only then)
     progress_text: str = ""
     _reason: str = ""
     _event: threading.Event = field(default_factory=threading.Event)

@@ -5,6 +5,7 @@ tokens, with `input_token_details.cache_read` (prompt-cache hits) and
 `output_token_details.reasoning`. Dollars come from a price table (per million tokens) that the
 job carries in its configuration; a model without a price costs 0 and is reported as unpriced.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -80,10 +81,16 @@ class Usage:
             mine = by_model.setdefault(name, {})
             for key, value in row.items():
                 mine[key] = round(mine.get(key, 0) + value, 8)
-        return Usage(self.input_tokens + other.input_tokens, self.cached_input_tokens + other.cached_input_tokens,
-                     self.output_tokens + other.output_tokens, self.reasoning_tokens + other.reasoning_tokens,
-                     self.calls + other.calls, round(self.dollars + other.dollars, 8), by_model,
-                     sorted(set(self.unpriced) | set(other.unpriced)))
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.calls + other.calls,
+            round(self.dollars + other.dollars, 8),
+            by_model,
+            sorted(set(self.unpriced) | set(other.unpriced)),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"total_tokens": self.total_tokens}
@@ -112,10 +119,24 @@ def usage_from_metadata(meta: Mapping[str, Any] | None, model: str, prices: Mapp
     dollars = 0.0
     if price is not None:
         dollars = ((inp - cached) * price.input + cached * price.cached_input + out * price.output) / 1e6
-    row = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out, "reasoning_tokens": reasoning,
-           "calls": 1, "dollars": round(dollars, 8)}
-    return Usage(inp, cached, out, reasoning, 1, round(dollars, 8), {model: row},
-                 [] if price is not None or model.split(":", 1)[0] in LOCAL_PROVIDERS else [model])
+    row = {
+        "input_tokens": inp,
+        "cached_input_tokens": cached,
+        "output_tokens": out,
+        "reasoning_tokens": reasoning,
+        "calls": 1,
+        "dollars": round(dollars, 8),
+    }
+    return Usage(
+        inp,
+        cached,
+        out,
+        reasoning,
+        1,
+        round(dollars, 8),
+        {model: row},
+        [] if price is not None or model.split(":", 1)[0] in LOCAL_PROVIDERS else [model],
+    )
 
 
 LOCAL_PROVIDERS = ("ollama",)

@@ -3,6 +3,7 @@
 The answer has an Explanation with [docid] citations, an Exact Answer and a Confidence; every
 citation is checked afterwards against the text of the document it names.
 """
+
 from __future__ import annotations
 
 from typing import Annotated

@@ -8,6 +8,7 @@
   as text by models that ignore tools, and sends one repair turn with the validation error
   before giving up — the caller then falls back to the heuristic decision.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,15 +61,28 @@ def _where(model: Any, spec: str) -> str:
         return "its endpoint"
 
 
-def invoke(model: Any, messages: Sequence[Any], *, spec: str, purpose: str, prices: Mapping[str, Price],
-           job_id: str | None = None, tools: Sequence[Any] | None = None, tool_choice: str | None = None) -> ModelReply:
+def invoke(
+    model: Any,
+    messages: Sequence[Any],
+    *,
+    spec: str,
+    purpose: str,
+    prices: Mapping[str, Price],
+    job_id: str | None = None,
+    tools: Sequence[Any] | None = None,
+    tool_choice: str | None = None,
+) -> ModelReply:
     """One model call (tools bound if given), traced as `chat {spec}` with token usage."""
     provider: dict[str, Any] = {"gen_ai.provider.name": spec.split(":", 1)[0]}  # not a Python name: passed by **
     with llm_span(spec, job_id=job_id, purpose=purpose, **provider) as span:
         bound = model
         if tools:
             try:
-                bound = model.bind_tools(list(tools), tool_choice=tool_choice) if tool_choice else model.bind_tools(list(tools))
+                bound = (
+                    model.bind_tools(list(tools), tool_choice=tool_choice)
+                    if tool_choice
+                    else model.bind_tools(list(tools))
+                )
             except (NotImplementedError, TypeError, ValueError):
                 bound = model.bind_tools(list(tools)) if tool_choice else model
         try:
@@ -80,8 +94,12 @@ def invoke(model: Any, messages: Sequence[Any], *, spec: str, purpose: str, pric
         message = _without_secrets(message)
         usage = usage_from_metadata(getattr(message, "usage_metadata", None), spec, prices)
         record_usage(span, usage.input_tokens, usage.output_tokens)
-        record_model_messages(span, [(getattr(m, "type", "user"), m.content) for m in messages if hasattr(m, "content")],
-                              message.content, getattr(message, "tool_calls", None))
+        record_model_messages(
+            span,
+            [(getattr(m, "type", "user"), m.content) for m in messages if hasattr(m, "content")],
+            message.content,
+            getattr(message, "tool_calls", None),
+        )
         span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_input_tokens)
         span.set_attribute("quarry.usage.reasoning_tokens", usage.reasoning_tokens)
         span.set_attribute("quarry.usage.dollars", usage.dollars)
@@ -125,7 +143,11 @@ def parse_structured(message: Any, schema: type[T]) -> tuple[T | None, str]:
         try:
             obj = json.loads(raw) if isinstance(raw, str) else raw
             # Some models wrap the arguments: {"name": "PlanOut", "arguments": {...}}.
-            if isinstance(obj, dict) and set(obj) >= {"name"} and isinstance(obj.get("arguments", obj.get("parameters")), dict):
+            if (
+                isinstance(obj, dict)
+                and set(obj) >= {"name"}
+                and isinstance(obj.get("arguments", obj.get("parameters")), dict)
+            ):
                 obj = obj.get("arguments", obj.get("parameters"))
             return schema.model_validate(obj), ""
         except (ValueError, TypeError, ValidationError) as exc:  # json.JSONDecodeError is a ValueError
@@ -147,21 +169,41 @@ def _repair_turn(message: Any, error: str, name: str) -> list[Any]:
     raws = _candidates(message, name)
     said = raws[0] if raws else getattr(message, "content", "")
     said = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False, default=str)
-    return [AIMessage(content=(said or "(empty reply)")[:2000]),
-            HumanMessage(content=f"That was not valid: {error}. Call {name} again with arguments that match its "
-                                 "schema exactly.")]
+    return [
+        AIMessage(content=(said or "(empty reply)")[:2000]),
+        HumanMessage(
+            content=f"That was not valid: {error}. Call {name} again with arguments that match its schema exactly."
+        ),
+    ]
 
 
-def structured(model: Any, messages: Sequence[Any], schema: type[T], *, spec: str, purpose: str,
-               prices: Mapping[str, Price], job_id: str | None = None, repairs: int = 1) -> Structured[T]:
+def structured(
+    model: Any,
+    messages: Sequence[Any],
+    schema: type[T],
+    *,
+    spec: str,
+    purpose: str,
+    prices: Mapping[str, Price],
+    job_id: str | None = None,
+    repairs: int = 1,
+) -> Structured[T]:
     """A validated `schema` value from the model, repaired at most `repairs` times; `value` is
     None when it never validated (the caller falls back). Raises ModelError if a call fails."""
     convo = list(messages)
     usage = Usage()
     error = ""
     for attempt in range(repairs + 1):
-        reply = invoke(model, convo, spec=spec, purpose=purpose, prices=prices, job_id=job_id,
-                       tools=[schema], tool_choice=schema.__name__)
+        reply = invoke(
+            model,
+            convo,
+            spec=spec,
+            purpose=purpose,
+            prices=prices,
+            job_id=job_id,
+            tools=[schema],
+            tool_choice=schema.__name__,
+        )
         usage = usage.add(reply.usage)
         value, error = parse_structured(reply.message, schema)
         if value is not None:

@@ -10,6 +10,7 @@ an overall relevance p — `nodes.llm.policy`). A quote that cannot be found in 
 evidence: that item keeps its heuristic score and passage. `fold_judgements` (pure, runs in the
 workflow) then recombines S = (mean c_i + p) / 6 for every judged candidate.
 """
+
 from __future__ import annotations
 
 from typing import Any, cast
@@ -56,18 +57,32 @@ def librarian_tasks(state: JobState, candidates: dict[str, Any]) -> list[dict[st
     """The batches to judge this round: the best verified candidates."""
     cfg = config_of(state)
     top = [c for c in ranked_candidates(candidates) if c.get("verified_version") and not c.get("excluded")]
-    top = top[:cfg.models.judge_top]
+    top = top[: cfg.models.judge_top]
     size = max(1, cfg.models.judge_batch_size)
     tasks = []
     for no, start in enumerate(range(0, len(top), size)):
-        cands = [LibrarianCandidate(docid=c["docid"], p=c.get("p", 0.0),
-                                    spans=[(e["item_id"], e["line_start"], e["line_end"]) for e in c.get("evidence", [])])
-                 for c in top[start:start + size]]
-        tasks.append(LibrarianTask(job_id=state["job_id"], policy=state.get("policy", LLM.name), collection=state["collection"],
-                                   collection_version=state.get("collection_version"), intent=state["intent"],
-                                   config=state.get("config", {}), plan=dict(state.get("plan", {})),
-                                   round=int(state.get("round", 0)), batch=no,
-                                   candidates=cands).model_dump())
+        cands = [
+            LibrarianCandidate(
+                docid=c["docid"],
+                p=c.get("p", 0.0),
+                spans=[(e["item_id"], e["line_start"], e["line_end"]) for e in c.get("evidence", [])],
+            )
+            for c in top[start : start + size]
+        ]
+        tasks.append(
+            LibrarianTask(
+                job_id=state["job_id"],
+                policy=state.get("policy", LLM.name),
+                collection=state["collection"],
+                collection_version=state.get("collection_version"),
+                intent=state["intent"],
+                config=state.get("config", {}),
+                plan=dict(state.get("plan", {})),
+                round=int(state.get("round", 0)),
+                batch=no,
+                candidates=cands,
+            ).model_dump()
+        )
     return tasks
 
 
@@ -119,29 +134,61 @@ def judged_items(judged: Any, lines: list[str], item_ids: set[str]) -> list[Evid
         if item.score > 0 and where is None:
             continue  # a score without a quote found in the document is not evidence
         # The evidence quotes the document's own text at that place, not the model's copy of it.
-        text = "\n".join(lines)[where.char_start:where.char_end][:SENTENCE_CAP] if where else ""
-        scored[item.item_id] = Evidence(item_id=item.item_id, score=float(item.score), chunk=text,
-                                        line_start=where.line_start if where else 0,
-                                        line_end=where.line_end if where else 0)
+        text = "\n".join(lines)[where.char_start : where.char_end][:SENTENCE_CAP] if where else ""
+        scored[item.item_id] = Evidence(
+            item_id=item.item_id,
+            score=float(item.score),
+            chunk=text,
+            line_start=where.line_start if where else 0,
+            line_end=where.line_end if where else 0,
+        )
     return list(scored.values())
 
 
 def librarian(task: dict[str, Any]) -> dict[str, Any]:
     """Judge one batch with the job's policy (activity); on failure, the heuristic judgement stands."""
     t = LibrarianTask.model_validate(task)
-    where = {"job_id": t.job_id, "policy": t.policy, "collection": t.collection,
-             "collection_version": t.collection_version, "config": t.config}
+    where = {
+        "job_id": t.job_id,
+        "policy": t.policy,
+        "collection": t.collection,
+        "collection_version": t.collection_version,
+        "config": t.config,
+    }
     rt = runtime()
     corpus = rt.collection(where).corpus
     located = [Located(c.docid, c.p, c.spans, corpus.lines(c.docid) or []) for c in t.candidates]
-    decision = rt.policy(where).judge(JudgeRequest(cast(Plan, t.plan), located=located, intent=t.intent,
-                                                   label=f"librarian batch {t.batch}"))
-    docs = [{"docid": j.docid, "p": j.p, "items": {e["item_id"]: {"score": e["score"], "chunk": e["chunk"],
-                                                                  "line_start": e["line_start"], "line_end": e["line_end"]}
-                                                   for e in j.evidence}}
-            for j in decision.judgements]
-    return {"judgements": [{"round": t.round, "batch": t.batch, "model": decision.judged_by,
-                            "usage": decision.usage.to_dict(), "fallback": decision.fallback, "docs": docs}]}
+    decision = rt.policy(where).judge(
+        JudgeRequest(cast(Plan, t.plan), located=located, intent=t.intent, label=f"librarian batch {t.batch}")
+    )
+    docs = [
+        {
+            "docid": j.docid,
+            "p": j.p,
+            "items": {
+                e["item_id"]: {
+                    "score": e["score"],
+                    "chunk": e["chunk"],
+                    "line_start": e["line_start"],
+                    "line_end": e["line_end"],
+                }
+                for e in j.evidence
+            },
+        }
+        for j in decision.judgements
+    ]
+    return {
+        "judgements": [
+            {
+                "round": t.round,
+                "batch": t.batch,
+                "model": decision.judged_by,
+                "usage": decision.usage.to_dict(),
+                "fallback": decision.fallback,
+                "docs": docs,
+            }
+        ]
+    }
 
 
 def fold_judgements(state: JobState) -> dict[str, Any]:
@@ -167,12 +214,28 @@ def fold_judgements(state: JobState) -> dict[str, Any]:
                 if got is not None:
                     ev = {**ev, "score": got["score"], "judged_by": entry.get("model", "")}
                     if got["chunk"]:
-                        ev |= {"chunk": got["chunk"], "line_start": got["line_start"], "line_end": got["line_end"],
-                               "also": []}
+                        ev |= {
+                            "chunk": got["chunk"],
+                            "line_start": got["line_start"],
+                            "line_end": got["line_end"],
+                            "also": [],
+                        }
                 evidence.append(ev)
             weights = {i["id"]: i["weight"] for i in items}
             score = combine(((e["score"], weights.get(e["item_id"], 0.0)) for e in evidence), float(doc["p"]))
-            cand.update({"evidence": evidence, "p": float(doc["p"]), "judged": entry.get("model", ""),
-                         "score": 0.0 if cand.get("excluded") else score})
-    return {**store_pool(jobs, state, candidates), "judgements": [{"reset": True}], "librarian_tasks": [],
-            "usage": usage.to_dict(), "fallbacks": fallbacks, "node": "librarians"}
+            cand.update(
+                {
+                    "evidence": evidence,
+                    "p": float(doc["p"]),
+                    "judged": entry.get("model", ""),
+                    "score": 0.0 if cand.get("excluded") else score,
+                }
+            )
+    return {
+        **store_pool(jobs, state, candidates),
+        "judgements": [{"reset": True}],
+        "librarian_tasks": [],
+        "usage": usage.to_dict(),
+        "fallbacks": fallbacks,
+        "node": "librarians",
+    }

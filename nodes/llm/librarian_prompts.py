@@ -4,6 +4,7 @@ Each item gets 0-5 with a quote copied from the document; an overall relevance p
 completes the judgement (S = (mean c_i + p) / 6, as for the heuristic). A quote that is not in
 the document is not accepted as evidence.
 """
+
 from __future__ import annotations
 
 from typing import Annotated

@@ -10,6 +10,7 @@ Credentials are read from the environment by the provider clients and never copi
 else. `check_endpoint` is the fast pre-flight the command line runs before submitting a job, so
 an endpoint that is down fails in seconds with its address named, not minutes into a job.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,14 +42,19 @@ class ModelSpec:
     @classmethod
     def parse(cls, text: str | None) -> ModelSpec:
         if not text or ":" not in text or not text.split(":", 1)[1].strip():
-            raise QuarryError("bad_model", f"model {text!r} is not PROVIDER:NAME",
-                              f"e.g. --model openai:gpt-4o-mini; providers: {', '.join(PROVIDERS)}")
+            raise QuarryError(
+                "bad_model",
+                f"model {text!r} is not PROVIDER:NAME",
+                f"e.g. --model openai:gpt-4o-mini; providers: {', '.join(PROVIDERS)}",
+            )
         provider, name = text.split(":", 1)
         provider = provider.strip().lower()
         if provider not in PROVIDERS:
-            raise QuarryError("bad_model", f"unknown model provider {provider!r} in {text!r}",
-                              f"use one of {', '.join(PROVIDERS)} (any OpenAI-compatible server is openai: "
-                              "with OPENAI_BASE_URL)")
+            raise QuarryError(
+                "bad_model",
+                f"unknown model provider {provider!r} in {text!r}",
+                f"use one of {', '.join(PROVIDERS)} (any OpenAI-compatible server is openai: with OPENAI_BASE_URL)",
+            )
         return cls(provider, name.strip())
 
     def __str__(self) -> str:
@@ -60,7 +66,9 @@ def endpoint(spec: ModelSpec) -> str:
     if spec.provider == "openai":
         return os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or "https://api.openai.com/v1"
     if spec.provider == "anthropic":
-        return os.environ.get("ANTHROPIC_BASE_URL") or os.environ.get("ANTHROPIC_API_URL") or "https://api.anthropic.com"
+        return (
+            os.environ.get("ANTHROPIC_BASE_URL") or os.environ.get("ANTHROPIC_API_URL") or "https://api.anthropic.com"
+        )
     host = os.environ.get("OLLAMA_HOST") or "http://127.0.0.1:11434"
     return host if "://" in host else f"http://{host}"
 
@@ -87,8 +95,11 @@ def make_chat_model(model: str, settings: ModelSettings) -> BaseChatModel:
     elif spec.provider == "anthropic":
         kwargs |= {"timeout": settings.timeout_s, "max_retries": 0}
     else:
-        kwargs = {"temperature": settings.temperature, "num_predict": settings.max_output_tokens,
-                  "client_kwargs": {"timeout": settings.timeout_s}}
+        kwargs = {
+            "temperature": settings.temperature,
+            "num_predict": settings.max_output_tokens,
+            "client_kwargs": {"timeout": settings.timeout_s},
+        }
     return init_chat_model(spec.name, model_provider=spec.provider, **kwargs)
 
 
@@ -97,22 +108,37 @@ def check_endpoint(model: str, timeout_s: float = 3.0) -> str:
     API, or nothing listening at its address. Returns the endpoint checked."""
     spec = ModelSpec.parse(model)
     url = endpoint(spec)
-    if spec.provider == "openai" and not os.environ.get("OPENAI_API_KEY") and urlparse(url).hostname == "api.openai.com":
-        raise QuarryError("no_api_key", f"OPENAI_API_KEY is not set for {spec} at {url}",
-                          "export OPENAI_API_KEY=…, or point OPENAI_BASE_URL at an OpenAI-compatible server")
+    if (
+        spec.provider == "openai"
+        and not os.environ.get("OPENAI_API_KEY")
+        and urlparse(url).hostname == "api.openai.com"
+    ):
+        raise QuarryError(
+            "no_api_key",
+            f"OPENAI_API_KEY is not set for {spec} at {url}",
+            "export OPENAI_API_KEY=…, or point OPENAI_BASE_URL at an OpenAI-compatible server",
+        )
     if spec.provider == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
-        raise QuarryError("no_api_key", f"ANTHROPIC_API_KEY is not set for {spec} at {url}", "export ANTHROPIC_API_KEY=…")
+        raise QuarryError(
+            "no_api_key", f"ANTHROPIC_API_KEY is not set for {spec} at {url}", "export ANTHROPIC_API_KEY=…"
+        )
     parsed = urlparse(url)
     host = parsed.hostname
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     if not host:
-        raise QuarryError("bad_endpoint", f"the endpoint {url!r} for {spec} is not a URL",
-                          "set it like OPENAI_BASE_URL=http://127.0.0.1:8000/v1")
+        raise QuarryError(
+            "bad_endpoint",
+            f"the endpoint {url!r} for {spec} is not a URL",
+            "set it like OPENAI_BASE_URL=http://127.0.0.1:8000/v1",
+        )
     try:
         with socket.create_connection((host, port), timeout=timeout_s):
             pass
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise QuarryError("endpoint_down", f"cannot reach the model endpoint {url} for {spec}: {reason}",
-                          "start the model server, or check OPENAI_BASE_URL / ANTHROPIC_BASE_URL / OLLAMA_HOST") from None
+        raise QuarryError(
+            "endpoint_down",
+            f"cannot reach the model endpoint {url} for {spec}: {reason}",
+            "start the model server, or check OPENAI_BASE_URL / ANTHROPIC_BASE_URL / OLLAMA_HOST",
+        ) from None
     return url

@@ -3,6 +3,7 @@
 Prompts are logic-free constants with XML-tagged placeholders; outputs are pydantic models the
 model must fill (validated, repaired once, else the heuristic plan stands).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -64,5 +65,7 @@ class ReflectOut(BaseModel):
     """The navigator's reflection on the scored evidence: stop, or what to search next."""
 
     done: bool = Field(False, description="True if the current top already satisfies the checklist.")
-    queries: Annotated[list[str], clip(3)] = Field(default_factory=list, description="New keyword queries, 3-8 words each.")
+    queries: Annotated[list[str], clip(3)] = Field(
+        default_factory=list, description="New keyword queries, 3-8 words each."
+    )
     new_items: Annotated[list[ChecklistItemOut], clip(2)] = Field(default_factory=list)

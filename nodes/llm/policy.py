@@ -8,6 +8,7 @@ parsed from the intent stay), and so a failed step has its fallback at hand: a c
 raises on early attempts (Temporal retries the activity) and falls back on the last one; output
 that does not validate after one repair falls back at once. Decisions record why they fell back.
 """
+
 from __future__ import annotations
 
 import functools
@@ -71,8 +72,15 @@ class LLMPolicy(HeuristicPolicy):
         from langchain_core.messages import HumanMessage, SystemMessage
 
         model = self.rt.model(spec or "", self.cfg.models)
-        return structured(model, [SystemMessage(content=system), HumanMessage(content=prompt)], schema,
-                          spec=spec or "", purpose=purpose, prices=self.cfg.prices, job_id=self.job_id)
+        return structured(
+            model,
+            [SystemMessage(content=system), HumanMessage(content=prompt)],
+            schema,
+            spec=spec or "",
+            purpose=purpose,
+            prices=self.cfg.prices,
+            job_id=self.job_id,
+        )
 
     def _step(self, fallback: D, run: Callable[[], D]) -> D:
         """`run()`, or `fallback` (with the reason set) when the model call failed on the last attempt."""
@@ -89,15 +97,25 @@ class LLMPolicy(HeuristicPolicy):
         base = super().plan(req)
 
         def run() -> PlanDecision:
-            out = self.ask(self.cfg.models.model, "navigator plan", NAVIGATOR_SYSTEM, PLAN.format(
-                intent=neutralise(req.intent), steering=neutralise("\n".join(req.steering)) or "(none)",
-                channels=", ".join(self.channels), years="yes" if req.years_known else "no"), PlanOut)
+            out = self.ask(
+                self.cfg.models.model,
+                "navigator plan",
+                NAVIGATOR_SYSTEM,
+                PLAN.format(
+                    intent=neutralise(req.intent),
+                    steering=neutralise("\n".join(req.steering)) or "(none)",
+                    channels=", ".join(self.channels),
+                    years="yes" if req.years_known else "no",
+                ),
+                PlanOut,
+            )
             if out.value is None:
                 return replace(base, usage=out.usage, fallback=out.error)
             plan = merge_plan(base.plan, out.value, req.years_known)
             core = base.plan.get("core") or req.intent
             queries = list(dict.fromkeys([*base.queries, *(additive_query(core, q) for q in out.value.queries)]))
-            return PlanDecision(plan, queries[:1 + MAX_MODEL_QUERIES], out.usage)
+            return PlanDecision(plan, queries[: 1 + MAX_MODEL_QUERIES], out.usage)
+
         return self._step(base, run)
 
     def judge(self, req: JudgeRequest) -> JudgeDecision:  # type: ignore[override]
@@ -114,8 +132,11 @@ class LLMPolicy(HeuristicPolicy):
 
         def run() -> JudgeDecision:
             docs = "\n".join(shown_document(c, self.cfg.models.judge_chars) for c in req.located)
-            prompt = JUDGE.format(intent=neutralise(req.intent), documents=docs,
-                                  checklist="\n".join(f"{i['id']}: {neutralise(i['text'])}" for i in items))
+            prompt = JUDGE.format(
+                intent=neutralise(req.intent),
+                documents=docs,
+                checklist="\n".join(f"{i['id']}: {neutralise(i['text'])}" for i in items),
+            )
             out = self.ask(spec, req.label, LIBRARIAN_SYSTEM, prompt, JudgementsOut)
             if out.value is None:
                 return replace(base, usage=out.usage, fallback=out.error)
@@ -128,22 +149,36 @@ class LLMPolicy(HeuristicPolicy):
                 scored = judged_items(judged, list(lines_of.pop(judged.docid)), item_ids)
                 judgements.append(Judgement(0.0, scored, docid=judged.docid, p=round(judged.p, 4)))
             return replace(base, judgements=judgements, usage=out.usage)
+
         return self._step(base, run)
 
     def reflect(self, req: ReflectRequest) -> ReflectDecision:
         base = super().reflect(req)
 
         def run() -> ReflectDecision:
-            out = self.ask(self.cfg.models.model, "navigator reflect", NAVIGATOR_SYSTEM, REFLECT.format(
-                intent=neutralise(req.intent), checklist=checklist_lines(req.plan), searched=neutralise("\n".join(f"- {q}" for q in req.searched if q)) or "(none)",
-                evidence=neutralise(evidence_lines(req.plan, req.scored))), ReflectOut)
+            out = self.ask(
+                self.cfg.models.model,
+                "navigator reflect",
+                NAVIGATOR_SYSTEM,
+                REFLECT.format(
+                    intent=neutralise(req.intent),
+                    checklist=checklist_lines(req.plan),
+                    searched=neutralise("\n".join(f"- {q}" for q in req.searched if q)) or "(none)",
+                    evidence=neutralise(evidence_lines(req.plan, req.scored)),
+                ),
+                ReflectOut,
+            )
             if out.value is None:
                 return replace(base, usage=out.usage, fallback=out.error)
             core = req.plan.get("core") or req.intent
-            queries = [q for q in dict.fromkeys(additive_query(core, q) for q in out.value.queries[:MAX_MODEL_QUERIES])
-                       if q != core]
+            queries = [
+                q
+                for q in dict.fromkeys(additive_query(core, q) for q in out.value.queries[:MAX_MODEL_QUERIES])
+                if q != core
+            ]
             plan = with_new_items(req.plan, out.value.new_items) if out.value.new_items else None
             return ReflectDecision(queries, plan, out.value.done and not queries, out.usage)
+
         return self._step(base, run)
 
     def answer(self, req: AnswerRequest) -> AnswerDecision:
@@ -152,16 +187,29 @@ class LLMPolicy(HeuristicPolicy):
             return base
 
         def run() -> AnswerDecision:
-            docs = "\n".join(data_block("document", "\n".join(f"lines {p.line_start}-{p.line_end}: {p.text}"
-                                                             for p in d.passages), docid=d.docid, title=d.title)
-                             for d in req.docs)
-            out = self.ask(self.cfg.models.model, "answer", ANSWER_SYSTEM,
-                           ANSWER.format(intent=neutralise(req.intent), documents=docs), AnswerOut)
+            docs = "\n".join(
+                data_block(
+                    "document",
+                    "\n".join(f"lines {p.line_start}-{p.line_end}: {p.text}" for p in d.passages),
+                    docid=d.docid,
+                    title=d.title,
+                )
+                for d in req.docs
+            )
+            out = self.ask(
+                self.cfg.models.model,
+                "answer",
+                ANSWER_SYSTEM,
+                ANSWER.format(intent=neutralise(req.intent), documents=docs),
+                AnswerOut,
+            )
             if out.value is None:
                 return replace(base, usage=out.usage, fallback=out.error)
             v = out.value
-            return AnswerDecision(AnswerDraft(v.explanation, v.exact_answer, v.confidence, v.insufficient_evidence),
-                                  out.usage)
+            return AnswerDecision(
+                AnswerDraft(v.explanation, v.exact_answer, v.confidence, v.insufficient_evidence), out.usage
+            )
+
         return self._step(base, run)
 
 
@@ -176,8 +224,11 @@ def evidence_lines(plan: Plan, scored) -> str:
     items = {i["id"]: i for i in plan.get("checklist", [])}
     rows = []
     for cand in list(scored)[:8]:
-        parts = [f"{e['item_id']}={e['score']:.1f} \"{' '.join(e.get('chunk', '').split())[:160]}\""
-                 for e in cand.get("evidence", []) if e["item_id"] in items]
+        parts = [
+            f'{e["item_id"]}={e["score"]:.1f} "{" ".join(e.get("chunk", "").split())[:160]}"'
+            for e in cand.get("evidence", [])
+            if e["item_id"] in items
+        ]
         rows.append(f"- docid={cand['docid']} S={cand.get('score', 0):.2f}: " + "; ".join(parts))
     return "\n".join(rows) or "(no document scored yet)"
 
@@ -195,8 +246,11 @@ def merge_plan(base: Plan, out: PlanOut, years_known: bool) -> Plan:
         text = " ".join(item.text.split())
         if item.kind in SCORED_KINDS and text.lower() not in seen and len(items) < MAX_MODEL_ITEMS + 1:
             seen.add(text.lower())
-            items.append(ChecklistItem(id=f"m{len(items)}", kind=item.kind, text=text,
-                                       weight=1.0 if item.kind == "topic" else 0.8))
+            items.append(
+                ChecklistItem(
+                    id=f"m{len(items)}", kind=item.kind, text=text, weight=1.0 if item.kind == "topic" else 0.8
+                )
+            )
         elif item.kind == "exclusion":
             phrase = text[4:] if text.lower().startswith("not ") else text
             if phrase.lower() not in {e.lower() for e in exclusions}:
@@ -208,12 +262,20 @@ def merge_plan(base: Plan, out: PlanOut, years_known: bool) -> Plan:
         items = [i for i in base["checklist"] if i["kind"] in SCORED_KINDS]
     constraints = [i for i in base.get("checklist", []) if i["kind"] == "metadata" and i["id"] != "y"]
     if year_min is not None or year_max is not None:
-        constraints.append(ChecklistItem(id="y", kind="metadata", text=f"published {year_min or '…'}–{year_max or '…'}",
-                                         weight=0.0))
-    constraints += [ChecklistItem(id=f"x{n}", kind="exclusion", text=f"not {p}", weight=0.0)
-                    for n, p in enumerate(exclusions, start=1)]
-    return {**base, "checklist": items + constraints, "exclusions": exclusions, "year_min": year_min,
-            "year_max": year_max}
+        constraints.append(
+            ChecklistItem(id="y", kind="metadata", text=f"published {year_min or '…'}–{year_max or '…'}", weight=0.0)
+        )
+    constraints += [
+        ChecklistItem(id=f"x{n}", kind="exclusion", text=f"not {p}", weight=0.0)
+        for n, p in enumerate(exclusions, start=1)
+    ]
+    return {
+        **base,
+        "checklist": items + constraints,
+        "exclusions": exclusions,
+        "year_min": year_min,
+        "year_max": year_max,
+    }
 
 
 def with_new_items(plan: Plan, new_items) -> Plan:

@@ -5,6 +5,7 @@ It plans by `nodes.evidence.planning`, judges by the evidence rules of `nodes.ev
 over the best documents) and answers extractively. The `llm` policy subclasses it and falls back to
 it step by step; the `react` policy uses it to attach evidence.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -54,8 +55,12 @@ class HeuristicPolicy:
         plan = make_plan(req.intent, list(req.steering), years=req.years_known)
         return PlanDecision(plan, first_queries(plan, req.intent))
 
-    def judge(self, req: JudgeRequest | Plan, batch: Sequence[JudgeInput] | None = None,
-              item_vecs: Mapping[str, Any] | None = None) -> Any:
+    def judge(
+        self,
+        req: JudgeRequest | Plan,
+        batch: Sequence[JudgeInput] | None = None,
+        item_vecs: Mapping[str, Any] | None = None,
+    ) -> Any:
         """The rule's judgement of each candidate of `req.batch` (a second look adds nothing to
         the rule's first one: its decision is empty). Called the old way, `judge(plan, batch,
         item_vecs)`, it returns the list of judgements (kept for callers written before requests)."""
@@ -63,8 +68,9 @@ class HeuristicPolicy:
             return self.rule_judgements(req, batch or (), item_vecs)
         return JudgeDecision(self.rule_judgements(req.plan, req.batch, req.item_vecs) if req.batch else [])
 
-    def rule_judgements(self, plan: Plan, batch: Sequence[JudgeInput],
-                        item_vecs: Mapping[str, Any] | None = None) -> list[Judgement]:
+    def rule_judgements(
+        self, plan: Plan, batch: Sequence[JudgeInput], item_vecs: Mapping[str, Any] | None = None
+    ) -> list[Judgement]:
         return [self._judge_one(plan, c, item_vecs) for c in batch]
 
     def _judge_one(self, plan: Plan, cand: JudgeInput, item_vecs: Mapping[str, Any] | None) -> Judgement:
@@ -77,9 +83,18 @@ class HeuristicPolicy:
                 # BM25 weighs rare words and repeats where plain word coverage counts "method"
                 # like "Gaussian" (CACM nDCG@20 0.594 → 0.610; scifact-train 0.725 → 0.733).
                 lexical["score"] = round(5.0 * cand.item_lexical[item["id"]], 3)
-            dense = (locate_evidence_dense(item, item_vecs[item["id"]], cand.chunk_vecs, cand.chunks, top_m=EVIDENCE_CHUNKS,
-                                           title=cand.rec.title)
-                     if item_vecs and cand.chunk_vecs and item["id"] in item_vecs else [])
+            dense = (
+                locate_evidence_dense(
+                    item,
+                    item_vecs[item["id"]],
+                    cand.chunk_vecs,
+                    cand.chunks,
+                    top_m=EVIDENCE_CHUNKS,
+                    title=cand.rec.title,
+                )
+                if item_vecs and cand.chunk_vecs and item["id"] in item_vecs
+                else []
+            )
             # With embeddings, the semantic match decides where the evidence is and half the score.
             if dense:
                 best = dense[0]
@@ -92,10 +107,17 @@ class HeuristicPolicy:
                 seek = unshown_words(item, cand.rec.title)
                 if lexical["chunk"] and coverage(seek, lexical["chunk"]) > coverage(seek, best["chunk"]):
                     others = [best.copy(), *others]
-                    best.update({"chunk": lexical["chunk"], "line_start": lexical["line_start"], "line_end": lexical["line_end"]})
+                    best.update(
+                        {
+                            "chunk": lexical["chunk"],
+                            "line_start": lexical["line_start"],
+                            "line_end": lexical["line_end"],
+                        }
+                    )
                 # The runners-up are kept as line ranges (their text stays in the store, not in state).
-                best["also"] = [{"line_start": e["line_start"], "line_end": e["line_end"], "score": e["score"]}
-                                for e in others]
+                best["also"] = [
+                    {"line_start": e["line_start"], "line_end": e["line_end"], "score": e["score"]} for e in others
+                ]
                 evidence.append(best)
             else:
                 evidence.append(lexical)

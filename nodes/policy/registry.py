@@ -18,6 +18,7 @@ import heavily — the policy class (LangChain for `llm`), the result builder (`
 resolved on first use; the graph is a registered graph *name*, which `graphs.state` maps to its
 builder. Nothing here is nondeterministic, so Temporal workflow code may import it.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -29,7 +30,7 @@ from stores.errors import QuarryError
 
 # The graphs a policy can run on (graphs.state maps each name to its builder).
 SEARCH_GRAPH = "quarry-search"  # navigator → retrieval → verification → reflection → answer
-REACT_GRAPH = "quarry-react"    # agent ⇄ tools → finish
+REACT_GRAPH = "quarry-react"  # agent ⇄ tools → finish
 
 # Command-line options a policy may take beyond the common ones (PolicySpec.options).
 MODEL_OPTIONS = ("model", "max_tokens", "max_dollars")
@@ -46,19 +47,19 @@ class PolicySpec:
     """One policy, as the rest of Quarry sees it."""
 
     name: str
-    help: str                   # what it is, in a few words (the --policy help)
-    graph: str                  # the registered graph it runs on (SEARCH_GRAPH, REACT_GRAPH)
-    graph_builder: str = ""     # "module:function" building that graph when it is a new one (the built-in
+    help: str  # what it is, in a few words (the --policy help)
+    graph: str  # the registered graph it runs on (SEARCH_GRAPH, REACT_GRAPH)
+    graph_builder: str = ""  # "module:function" building that graph when it is a new one (the built-in
     #                             graphs' builders are graphs.state.GRAPH_BUILDERS)
-    policy: str                 # "module:Class" of its decisions (nodes.policy.seam.Policy; `Class.for_job(rt, state)`)
-    result: str                 # "module:function" building its result: `(state, *, use_model) -> Answered`
-    order: str                  # "module:CONSTANT": the label of its final order (the manifest's ranker)
-    order_help: str             # what the rank column of its results means
-    uses_models: bool = False   # calls chat models: needs --model; its manifest names prompts and models
+    policy: str  # "module:Class" of its decisions (nodes.policy.seam.Policy; `Class.for_job(rt, state)`)
+    result: str  # "module:function" building its result: `(state, *, use_model) -> Answered`
+    order: str  # "module:CONSTANT": the label of its final order (the manifest's ranker)
+    order_help: str  # what the rank column of its results means
+    uses_models: bool = False  # calls chat models: needs --model; its manifest names prompts and models
     options: tuple[str, ...] = ()  # command-line options beyond the common ones (MODEL_OPTIONS, "judge_model")
-    second_look: bool = False   # its judge looks again at the best verified candidates, in batches the
+    second_look: bool = False  # its judge looks again at the best verified candidates, in batches the
     #                             graph fans out (nodes.llm.librarian); verification plans the batches
-    verifier: bool = False      # the shipped learned verifier (trained on this policy's scores) may reorder
+    verifier: bool = False  # the shipped learned verifier (trained on this policy's scores) may reorder
     conversation: bool = False  # keeps a model conversation whose tool calls are the trajectory's steps
 
     def takes(self, option: str) -> bool:
@@ -169,22 +170,72 @@ POLICIES: Sequence[str] = _Names()
 _RULE_ORDER = "nodes.ranking.ranker:HEURISTIC_ORDER"
 _RULE_ORDER_HELP = "reciprocal-rank fusion of the verification score S and the retrieval score"
 
-HEURISTIC = register(PolicySpec(
-    name="heuristic", help="offline default", graph=SEARCH_GRAPH, policy="nodes.policy.heuristic:HeuristicPolicy",
-    result="nodes.rounds.answer:build_result", order=_RULE_ORDER, order_help=_RULE_ORDER_HELP, verifier=True))
-LLM = register(PolicySpec(
-    name="llm", help="models in the round graph", graph=SEARCH_GRAPH, policy="nodes.llm.policy:LLMPolicy",
-    result="nodes.rounds.answer:build_result", order=_RULE_ORDER, order_help=_RULE_ORDER_HELP, uses_models=True,
-    options=(*MODEL_OPTIONS, "judge_model"), second_look=True))
-REACT = register(PolicySpec(
-    name="react", help="one model driving the tools", graph=REACT_GRAPH, policy="nodes.policy.heuristic:HeuristicPolicy",
-    result="nodes.react.finish:build_react_result", order="nodes.ranking.ranker:REACT_ORDER",
-    order_help="the model's order, then the job's fused rankings", uses_models=True, options=MODEL_OPTIONS,
-    conversation=True))
+HEURISTIC = register(
+    PolicySpec(
+        name="heuristic",
+        help="offline default",
+        graph=SEARCH_GRAPH,
+        policy="nodes.policy.heuristic:HeuristicPolicy",
+        result="nodes.rounds.answer:build_result",
+        order=_RULE_ORDER,
+        order_help=_RULE_ORDER_HELP,
+        verifier=True,
+    )
+)
+LLM = register(
+    PolicySpec(
+        name="llm",
+        help="models in the round graph",
+        graph=SEARCH_GRAPH,
+        policy="nodes.llm.policy:LLMPolicy",
+        result="nodes.rounds.answer:build_result",
+        order=_RULE_ORDER,
+        order_help=_RULE_ORDER_HELP,
+        uses_models=True,
+        options=(*MODEL_OPTIONS, "judge_model"),
+        second_look=True,
+    )
+)
+REACT = register(
+    PolicySpec(
+        name="react",
+        help="one model driving the tools",
+        graph=REACT_GRAPH,
+        policy="nodes.policy.heuristic:HeuristicPolicy",
+        result="nodes.react.finish:build_react_result",
+        order="nodes.ranking.ranker:REACT_ORDER",
+        order_help="the model's order, then the job's fused rankings",
+        uses_models=True,
+        options=MODEL_OPTIONS,
+        conversation=True,
+    )
+)
 
 BUILT_IN = frozenset(names())
 DEFAULT_POLICY = HEURISTIC.name
 
-__all__ = ["BUILT_IN", "DEFAULT_POLICY", "HEURISTIC", "LLM", "MODEL_OPTIONS", "POLICIES", "REACT", "REACT_GRAPH",
-           "SEARCH_GRAPH", "PolicySpec", "check", "display_spec", "find", "find_or_default", "model_policies", "names", "policy_help",
-           "register", "resolve", "spec_of", "specs", "taking", "unregister"]
+__all__ = [
+    "BUILT_IN",
+    "DEFAULT_POLICY",
+    "HEURISTIC",
+    "LLM",
+    "MODEL_OPTIONS",
+    "POLICIES",
+    "REACT",
+    "REACT_GRAPH",
+    "SEARCH_GRAPH",
+    "PolicySpec",
+    "check",
+    "display_spec",
+    "find",
+    "find_or_default",
+    "model_policies",
+    "names",
+    "policy_help",
+    "register",
+    "resolve",
+    "spec_of",
+    "specs",
+    "taking",
+    "unregister",
+]

@@ -12,6 +12,7 @@ evidence) — the `llm` policy's librarians. The heuristic policy (`nodes.policy
 this one per step. The `react` policy runs its own graph and uses this policy only to attach
 evidence. Which class a job's policy is comes from its spec in `nodes.policy.registry`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -110,14 +111,14 @@ class ReflectRequest:
     pool: Sequence[DocRecord]
     weakest: ChecklistItem | None
     scored: Sequence[Candidate] = ()  # the current top, with evidence (what a model reflects on)
-    searched: Sequence[str] = ()      # the queries run so far
+    searched: Sequence[str] = ()  # the queries run so far
 
 
 @dataclass
 class ReflectDecision:
     queries: list[str]
     plan: Plan | None = None  # a refined plan (new checklist items), or None to keep it
-    done: bool = False        # the navigator judged the current top complete: no further round
+    done: bool = False  # the navigator judged the current top complete: no further round
     usage: Usage = field(default_factory=Usage)
     fallback: str = ""
 
@@ -151,9 +152,9 @@ class AnswerRequest:
 class AnswerDraft:
     explanation: str
     exact_answer: str = ""
-    confidence: int | None = 0      # None: not estimated (an extractive answer claims none)
+    confidence: int | None = 0  # None: not estimated (an extractive answer claims none)
     insufficient_evidence: bool = False
-    method: str = ""                # "extractive" for an answer of quoted sentences (no model)
+    method: str = ""  # "extractive" for an answer of quoted sentences (no model)
 
 
 @dataclass

@@ -4,6 +4,7 @@ Ranking policy, so it lives with the rankers; the index store (`stores.lucene`) 
 whatever k1/b it is given (its own defaults are Anserini's, `DEFAULT_K1`/`DEFAULT_B`).
 Callers: `evals/tuning.py` (untuned collections) and `bench/bench_scale.py`.
 """
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,8 @@ import math
 __all__ = ["LONG_DOC_PARAMS", "LONG_DOC_TOKENS", "SHORT_DOC_PARAMS", "SHORT_DOC_TOKENS", "default_bm25_params"]
 
 # Anchors of `default_bm25_params`, from ../shared/DESIGN.md (see its docstring).
-SHORT_DOC_TOKENS, SHORT_DOC_PARAMS = 50.0, (2.0, 0.4)     # CACM-like records: ~55 words
-LONG_DOC_TOKENS, LONG_DOC_PARAMS = 5000.0, (20.0, 1.0)    # BrowseComp-Plus-like web pages
+SHORT_DOC_TOKENS, SHORT_DOC_PARAMS = 50.0, (2.0, 0.4)  # CACM-like records: ~55 words
+LONG_DOC_TOKENS, LONG_DOC_PARAMS = 5000.0, (20.0, 1.0)  # BrowseComp-Plus-like web pages
 
 
 def default_bm25_params(avg_doc_tokens: float) -> tuple[float, float]:

@@ -5,6 +5,7 @@ PageRank) belong to `stores.citations.CitationGraph`; the formula combining them
 weights are ranking policy and live here. Results use the store's conventions: `(docid, score)`
 sorted by `(-score, docid)`, scores rounded, seeds never returned, cut to `limit` (None = all).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -13,20 +14,22 @@ from stores.citations import CitationGraph, Scored, ranked, seed_ids, seed_weigh
 
 __all__ = ["LINK_BONUS", "PPR_ALPHA", "SHARED_BONUS", "expand", "ppr"]
 
-PPR_ALPHA = 0.85      # PageRank damping: the walk restarts at the seeds with probability 1 - alpha
-LINK_BONUS = 0.01     # expand(): per unit of seed weight, for a direct link to or from that seed
+PPR_ALPHA = 0.85  # PageRank damping: the walk restarts at the seeds with probability 1 - alpha
+LINK_BONUS = 0.01  # expand(): per unit of seed weight, for a direct link to or from that seed
 SHARED_BONUS = 0.005  # expand(): per unit of seed weight, times co-citation + coupling cosine
 
 
-def ppr(graph: CitationGraph, seeds: list[str] | Mapping[str, float], limit: int | None = None,
-        alpha: float = PPR_ALPHA) -> Scored:
+def ppr(
+    graph: CitationGraph, seeds: list[str] | Mapping[str, float], limit: int | None = None, alpha: float = PPR_ALPHA
+) -> Scored:
     """Personalised PageRank from `seeds` (a list, or docid → weight), seeds excluded
     (`CitationGraph.ppr` with this module's damping)."""
     return graph.ppr(seeds, limit, alpha=alpha)
 
 
-def expand(graph: CitationGraph, seeds: list[str] | Mapping[str, float], limit: int | None = None,
-           alpha: float = PPR_ALPHA) -> Scored:
+def expand(
+    graph: CitationGraph, seeds: list[str] | Mapping[str, float], limit: int | None = None, alpha: float = PPR_ALPHA
+) -> Scored:
     """Citation expansion of a set of scored seeds, for the retrieval node.
 
     With w_s the seed weights normalised to sum 1 (non-positive weights dropped; seeds

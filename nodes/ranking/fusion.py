@@ -4,6 +4,7 @@
 `reciprocal_rank_fusion` fuses whole rankings (evaluation systems such as `hybrid`). Both use
 1-based ranks and k=60, so the same inputs give the same scores.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -18,8 +19,9 @@ def rrf_score(ranks: Mapping[str, int], weights: Mapping[str, float] | None = No
     return sum(weights.get(rid, 1.0) / (k + rank) for rid, rank in ranks.items())
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None,
-                           k: int = RRF_K) -> list[tuple[str, float]]:
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = RRF_K
+) -> list[tuple[str, float]]:
     """Fuse ranked docid lists (best first) into one `[(docid, score)]`, best first.
 
     A document missing from a ranking gets nothing from it; a docid repeated within one ranking

@@ -15,6 +15,7 @@ across collections where a raw score's scale does not. A `Verifier` (weights tra
 unverified candidates after them as before. Without a verifier the rule in
 `nodes.job.state.ranked_candidates` stands.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,18 +25,41 @@ from typing import Any
 
 from nodes.job.state import Candidate, ranked_candidates
 
-ALT_BM25 = ((1.2, 0.75), (2.0, 0.75), (4.0, 0.75))   # (k1, b) of the alternative lexical rankings
-RANK_FEATURES = ("lex0_rrf", "sem0_rrf", "feedback_rrf", "s_rrf", "evmax_rrf",
-                 *(f"bm25_k{k1:g}_b{b:g}_rrf" for k1, b in ALT_BM25))
-FEATURES = ("fused_rel", "p", "S", "ev_min", "ev_mean", "ev_max", "ev_coverage", "lex_best_inv", "sem_best_inv",
-            "cit_best_inv", "meta_hit", "n_rankings", "heur_rank_inv", "s_rank_inv", "fused_rank_inv", "cites_top",
-            "log_len", *RANK_FEATURES)
-RRF_K = 60          # the reciprocal-rank offset, as in the job's fusion (nodes.ranking.fusion)
+ALT_BM25 = ((1.2, 0.75), (2.0, 0.75), (4.0, 0.75))  # (k1, b) of the alternative lexical rankings
+RANK_FEATURES = (
+    "lex0_rrf",
+    "sem0_rrf",
+    "feedback_rrf",
+    "s_rrf",
+    "evmax_rrf",
+    *(f"bm25_k{k1:g}_b{b:g}_rrf" for k1, b in ALT_BM25),
+)
+FEATURES = (
+    "fused_rel",
+    "p",
+    "S",
+    "ev_min",
+    "ev_mean",
+    "ev_max",
+    "ev_coverage",
+    "lex_best_inv",
+    "sem_best_inv",
+    "cit_best_inv",
+    "meta_hit",
+    "n_rankings",
+    "heur_rank_inv",
+    "s_rank_inv",
+    "fused_rank_inv",
+    "cites_top",
+    "log_len",
+    *RANK_FEATURES,
+)
+RRF_K = 60  # the reciprocal-rank offset, as in the job's fusion (nodes.ranking.fusion)
 ABSENT_RANK = 1001  # a document a ranking does not hold ranks just past a full-depth ranking
-HEURISTIC_ORDER = "heuristic rule (RRF of S and retrieval)"   # the final order without a verifier
+HEURISTIC_ORDER = "heuristic rule (RRF of S and retrieval)"  # the final order without a verifier
 REACT_ORDER = "the model's submission, then the job's fused rankings"
-MET = 3.0        # an item counts as covered from this evidence score (0–5) on
-TOP_LINKS = 10   # citation links are counted to the current top ten
+MET = 3.0  # an item counts as covered from this evidence score (0–5) on
+TOP_LINKS = 10  # citation links are counted to the current top ten
 
 
 def _inv(rank: int | None) -> float:
@@ -86,15 +110,27 @@ def rank_features(pool: Mapping[str, Candidate], context: RankContext | None) ->
     for k1, b in ALT_BM25:
         scores = (ctx.alt_bm25 or {}).get((k1, b))
         alt[f"bm25_k{k1:g}_b{b:g}_rrf"] = _rank_within({d: scores.get(d, 0.0) for d in pool}) if scores else {}
-    return {d: {"lex0_rrf": _rrf(lex.get(d)), "sem0_rrf": _rrf(sem.get(d)), "feedback_rrf": _rrf(feedback.get(d)),
-                "s_rrf": _rrf(by_s[d]), "evmax_rrf": _rrf(by_evmax[d]),
-                **{name: _rrf(ranks.get(d)) for name, ranks in alt.items()}} for d in pool}
+    return {
+        d: {
+            "lex0_rrf": _rrf(lex.get(d)),
+            "sem0_rrf": _rrf(sem.get(d)),
+            "feedback_rrf": _rrf(feedback.get(d)),
+            "s_rrf": _rrf(by_s[d]),
+            "evmax_rrf": _rrf(by_evmax[d]),
+            **{name: _rrf(ranks.get(d)) for name, ranks in alt.items()},
+        }
+        for d in pool
+    }
 
 
-def candidate_features(cands: Sequence[Candidate], channel_of: Mapping[str, str], *,
-                       neighbours: Mapping[str, set[str]] | None = None,
-                       lengths: Mapping[str, int] | None = None,
-                       context: RankContext | None = None) -> dict[str, list[float]]:
+def candidate_features(
+    cands: Sequence[Candidate],
+    channel_of: Mapping[str, str],
+    *,
+    neighbours: Mapping[str, set[str]] | None = None,
+    lengths: Mapping[str, int] | None = None,
+    context: RankContext | None = None,
+) -> dict[str, list[float]]:
     """Features of each verified, not excluded candidate (docid → vector in FEATURES order)."""
     pool = {c["docid"]: c for c in cands if c.get("verified_version") and not c.get("excluded")}
     if not pool:
@@ -120,15 +156,24 @@ def candidate_features(cands: Sequence[Candidate], channel_of: Mapping[str, str]
         links = len((neighbours or {}).get(docid, set()) & (top - {docid}))
         length = (lengths or {}).get(docid, 0)
         values = {
-            "fused_rel": cand.get("fused", 0.0) / best_fused, "p": cand.get("p", 0.0), "S": cand.get("score", 0.0),
-            "ev_min": min(scores, default=0.0) / 5, "ev_mean": (sum(scores) / len(scores) / 5) if scores else 0.0,
+            "fused_rel": cand.get("fused", 0.0) / best_fused,
+            "p": cand.get("p", 0.0),
+            "S": cand.get("score", 0.0),
+            "ev_min": min(scores, default=0.0) / 5,
+            "ev_mean": (sum(scores) / len(scores) / 5) if scores else 0.0,
             "ev_max": max(scores, default=0.0) / 5,
             "ev_coverage": (sum(s >= MET for s in scores) / len(scores)) if scores else 0.0,
-            "lex_best_inv": _inv(best["lexical"]), "sem_best_inv": _inv(best["semantic"]),
-            "cit_best_inv": _inv(best["citations"]), "meta_hit": 1.0 if best["metadata"] else 0.0,
-            "n_rankings": float(len(cand.get("ranks", {}))), "heur_rank_inv": _inv(h_rank[docid]),
-            "s_rank_inv": _inv(s_rank[docid]), "fused_rank_inv": _inv(f_rank[docid]), "cites_top": float(links),
-            "log_len": math.log1p(length), **ranked[docid],
+            "lex_best_inv": _inv(best["lexical"]),
+            "sem_best_inv": _inv(best["semantic"]),
+            "cit_best_inv": _inv(best["citations"]),
+            "meta_hit": 1.0 if best["metadata"] else 0.0,
+            "n_rankings": float(len(cand.get("ranks", {}))),
+            "heur_rank_inv": _inv(h_rank[docid]),
+            "s_rank_inv": _inv(s_rank[docid]),
+            "fused_rank_inv": _inv(f_rank[docid]),
+            "cites_top": float(links),
+            "log_len": math.log1p(length),
+            **ranked[docid],
         }
         out[docid] = [float(values[name]) for name in FEATURES]
     return out
@@ -150,30 +195,46 @@ class Verifier:
         unknown = [f for f in raw["features"] if f not in FEATURES]
         if unknown:
             raise ValueError(f"verifier {raw.get('name')!r} was trained on other features: {', '.join(unknown)}")
-        return cls(str(raw["name"]), tuple(raw["features"]), tuple(map(float, raw["mean"])),
-                   tuple(map(float, raw["scale"])), tuple(map(float, raw["weights"])), float(raw["bias"]))
+        return cls(
+            str(raw["name"]),
+            tuple(raw["features"]),
+            tuple(map(float, raw["mean"])),
+            tuple(map(float, raw["scale"])),
+            tuple(map(float, raw["weights"])),
+            float(raw["bias"]),
+        )
 
     def score(self, vector: Sequence[float]) -> float:
         """The score of one candidate's full feature vector (in FEATURES order); a verifier may
         use a subset of the features."""
         values = [vector[FEATURES.index(f)] for f in self.features]
-        return self.bias + sum(w * (x - m) / (s or 1.0) for w, x, m, s in zip(self.weights, values, self.mean, self.scale, strict=False))
+        return self.bias + sum(
+            w * (x - m) / (s or 1.0) for w, x, m, s in zip(self.weights, values, self.mean, self.scale, strict=False)
+        )
 
 
-def final_order(candidates: Mapping[str, Candidate], channel_of: Mapping[str, str], verifier: Verifier | None, *,
-                neighbours: Mapping[str, set[str]] | None = None,
-                lengths: Mapping[str, int] | None = None,
-                context: RankContext | None = None) -> list[Candidate]:
+def final_order(
+    candidates: Mapping[str, Candidate],
+    channel_of: Mapping[str, str],
+    verifier: Verifier | None,
+    *,
+    neighbours: Mapping[str, set[str]] | None = None,
+    lengths: Mapping[str, int] | None = None,
+    context: RankContext | None = None,
+) -> list[Candidate]:
     """The answer's order: verified candidates by the verifier's score (ties by the heuristic
     order), then the rest as `ranked_candidates` orders them; `ranked_candidates` without one."""
     heuristic = ranked_candidates(candidates)
     if verifier is None:
         return heuristic
-    feats = candidate_features(list(candidates.values()), channel_of, neighbours=neighbours, lengths=lengths,
-                               context=context)
+    feats = candidate_features(
+        list(candidates.values()), channel_of, neighbours=neighbours, lengths=lengths, context=context
+    )
     position = {c["docid"]: i for i, c in enumerate(heuristic)}
     score = {d: verifier.score(vector) for d, vector in feats.items()}
-    scored = sorted((c for c in heuristic if c["docid"] in score), key=lambda c: (-score[c["docid"]], position[c["docid"]]))
+    scored = sorted(
+        (c for c in heuristic if c["docid"] in score), key=lambda c: (-score[c["docid"]], position[c["docid"]])
+    )
     rest = [c for c in heuristic if c["docid"] not in score]
     ordered: list[Candidate] = [{**c, "rank_score": round(score[c["docid"]], 6)} for c in scored]
     return ordered + rest

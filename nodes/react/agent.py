@@ -9,6 +9,7 @@ conversation grows. Both nodes are idempotent by position:
 - `tools` writes each tool result at a fixed position after the reply it answers.
 The prompt is a stable prefix (system prompt, tool schemas, the task) plus an append-only tail.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,11 +65,13 @@ def task_message(state: JobState) -> str:
 
 def _as_messages(rows: list[dict[str, Any]]) -> list[Any]:
     from langchain_core.messages import messages_from_dict
+
     return messages_from_dict(rows)
 
 
 def _as_row(message: Any) -> dict[str, Any]:
     from langchain_core.messages import message_to_dict
+
     return message_to_dict(message)
 
 
@@ -132,20 +135,33 @@ def agent(state: JobState) -> dict[str, Any]:
         model = rt.model(model_spec, cfg.models)
         try:
             channels = rt.channels(state)
-            made = invoke(model, [SystemMessage(content=system_prompt(channels)), *history], spec=model_spec,
-                          purpose="react", prices=cfg.prices, job_id=job_id, tools=tool_definitions(channels))
+            made = invoke(
+                model,
+                [SystemMessage(content=system_prompt(channels)), *history],
+                spec=model_spec,
+                purpose="react",
+                prices=cfg.prices,
+                job_id=job_id,
+                tools=tool_definitions(channels),
+            )
         except ModelError as exc:
             if not final_attempt(MODEL_ATTEMPTS):
                 raise
-            return update | {"conversation": seq, "turn": {"tool_calls": 0, "submit": False, "failed": True},
-                             "fallbacks": add_fallback(state, "react agent", str(exc))}
+            return update | {
+                "conversation": seq,
+                "turn": {"tool_calls": 0, "submit": False, "failed": True},
+                "fallbacks": add_fallback(state, "react agent", str(exc)),
+            }
         reply = _normalised_reply(made.message, seq)
         usage = made.usage
         jobs.put_message(job_id, seq, _as_row(reply))
     calls = list(reply.tool_calls or []) + list(reply.invalid_tool_calls or [])
     total = Usage.from_dict(state.get("usage")).add(usage)
-    return update | {"conversation": seq + 1, "usage": total.to_dict(),
-                     "turn": {"tool_calls": len(calls), "submit": any(c.get("name") == "submit" for c in calls)}}
+    return update | {
+        "conversation": seq + 1,
+        "usage": total.to_dict(),
+        "turn": {"tool_calls": len(calls), "submit": any(c.get("name") == "submit" for c in calls)},
+    }
 
 
 def tools(state: JobState) -> dict[str, Any]:
@@ -167,8 +183,12 @@ def tools(state: JobState) -> dict[str, Any]:
     for call in list(reply.tool_calls or []) + list(reply.invalid_tool_calls or []):
         name = call.get("name") or ""
         if call in (reply.invalid_tool_calls or []):
-            content = ToolError(tool=name or "?", code="bad_arguments", message="the tool call was malformed JSON",
-                                hint="send the arguments as one JSON object matching the tool's schema").render()
+            content = ToolError(
+                tool=name or "?",
+                code="bad_arguments",
+                message="the tool call was malformed JSON",
+                hint="send the arguments as one JSON object matching the tool's schema",
+            ).render()
         elif steered and name in RETRIEVAL_TOOLS:
             content = REFUSED.format(what=steered)
         else:
@@ -185,13 +205,22 @@ def tools(state: JobState) -> dict[str, Any]:
                 elif isinstance(result, DocumentPage) and result.docid not in opened:
                     opened.append(result.docid)
                 content = tool_result_for_model(result)
-        jobs.put_message(job_id, seq, _as_row(ToolMessage(content=content, tool_call_id=call.get("id") or f"call-{seq}",
-                                                          name=name[:60] or "unknown")))
+        jobs.put_message(
+            job_id,
+            seq,
+            _as_row(
+                ToolMessage(content=content, tool_call_id=call.get("id") or f"call-{seq}", name=name[:60] or "unknown")
+            ),
+        )
         seq += 1
     previewed += [d for d in sorted(jt.session.trajectory.previewed) if d not in previewed]
-    update: dict[str, Any] = {"conversation": seq, "previewed": previewed, "opened": opened, "node": "tools",
-                              "stats": bump(state.get("stats", {}), tool_calls=jt.calls, searches=searches,
-                                            reads=jt.calls - searches)}
+    update: dict[str, Any] = {
+        "conversation": seq,
+        "previewed": previewed,
+        "opened": opened,
+        "node": "tools",
+        "stats": bump(state.get("stats", {}), tool_calls=jt.calls, searches=searches, reads=jt.calls - searches),
+    }
     if submitted is not None:
         update["submitted"] = submitted
     return update
@@ -202,7 +231,14 @@ def _submission(args: SubmitArgs, surfaced: set[str]) -> tuple[dict[str, Any], s
     ids = list(dict.fromkeys(d.strip() for d in args.docids if d.strip()))
     kept = [d for d in ids if d in surfaced]
     dropped = [d for d in ids if d not in surfaced]
-    sub = {"docids": kept, "dropped": dropped[:50], "explanation": args.explanation, "exact_answer": args.exact_answer,
-           "confidence": args.confidence, "insufficient_evidence": args.insufficient_evidence, "reason": args.reason}
+    sub = {
+        "docids": kept,
+        "dropped": dropped[:50],
+        "explanation": args.explanation,
+        "exact_answer": args.exact_answer,
+        "confidence": args.confidence,
+        "insufficient_evidence": args.insufficient_evidence,
+        "reason": args.reason,
+    }
     note = DROPPED.format(ids=", ".join(dropped[:10])) if dropped else ""
     return sub, SUBMITTED.format(n=len(kept), dropped=note)

@@ -9,6 +9,7 @@
   submitted) the heuristic answers from the same documents, and the result says so.
 - A model that failed before any search still gets a result: one search with the user's words.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,59 +37,100 @@ def build_react_result(state: JobState, *, use_model: bool = True) -> Answered:
     corpus = col.corpus
     jt = rt.tools(state)
     heuristic = HeuristicPolicy()
-    plan = make_plan(state["intent"], [s["text"] for s in state.get("steering", [])],
-                     years=corpus.year_span() is not None)
+    plan = make_plan(
+        state["intent"], [s["text"] for s in state.get("steering", [])], years=corpus.year_span() is not None
+    )
     sub = state.get("submitted") or {}
     update: dict[str, Any] = {}
     fallbacks = list(state.get("fallbacks", []))
     search_ids = rt.jobs.ranking_ids(state["job_id"])
     if not search_ids:
-        page = jt.search("fallback: the model ran no search, so the user's words are searched", plan.get("core") or state["intent"])
+        page = jt.search(
+            "fallback: the model ran no search, so the user's words are searched", plan.get("core") or state["intent"]
+        )
         if isinstance(page, SearchPage):
             search_ids = [page.search_id]
-        fallbacks = add_fallback({"fallbacks": fallbacks}, "react search", "the model made no search; searched the intent")
+        fallbacks = add_fallback(
+            {"fallbacks": fallbacks}, "react search", "the model made no search; searched the intent"
+        )
         update["stats"] = bump(state.get("stats", {}), tool_calls=jt.calls, searches=1)
     submitted = [d for d in sub.get("docids", [])]
     order = submitted + fused_rankings(jt, [(s, 1.0) for s in sorted(search_ids)], set(submitted))
     run = passing(order, plan, corpus, cfg.run_depth)
-    top = run[:cfg.max_ranked]
+    top = run[: cfg.max_ranked]
     with jt.store_call("get_documents", "corpus", arguments={"documents": len(top)}):
         records = corpus.get_many(top)
     items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
     item_vecs, chunk_vecs = semantic_inputs(jt, rt.dense(state), items, top)
     lexical = item_lexical_scores(col.lucene, items, top, jt)
     n = max(len(top), 1)
-    batch = [JudgeInput(records[d], quotable_chunks(records[d], corpus.chunks(d)), round(1.0 - r / n, 6),
-                        chunk_vecs.get(d), {i: s[d] for i, s in lexical.items()}) for r, d in enumerate(top)]
+    batch = [
+        JudgeInput(
+            records[d],
+            quotable_chunks(records[d], corpus.chunks(d)),
+            round(1.0 - r / n, 6),
+            chunk_vecs.get(d),
+            {i: s[d] for i, s in lexical.items()},
+        )
+        for r, d in enumerate(top)
+    ]
     # Ordered by the model's submission, then the job's fused rankings: the rank score is that
     # order's reciprocal rank (1/(60 + rank)), the scale the round graph's fusion uses.
-    cands = [Candidate(docid=inp.rec.docid, p=inp.p, score=j.score, evidence=j.evidence, excluded=j.excluded,
-                       verified_version=1, rank_score=round(1.0 / (60 + r), 6))
-             for r, (inp, j) in enumerate(zip(batch, heuristic.judge(JudgeRequest(plan, batch, item_vecs)).judgements,
-                                              strict=True), start=1)]
+    cands = [
+        Candidate(
+            docid=inp.rec.docid,
+            p=inp.p,
+            score=j.score,
+            evidence=j.evidence,
+            excluded=j.excluded,
+            verified_version=1,
+            rank_score=round(1.0 / (60 + r), 6),
+        )
+        for r, (inp, j) in enumerate(
+            zip(batch, heuristic.judge(JudgeRequest(plan, batch, item_vecs)).judgements, strict=True), start=1
+        )
+    ]
     ranked = [ranked_entry(c, records[c["docid"]], plan, corpus, heuristic) for c in cands]
     result: dict[str, Any] = {
-        "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
-        "mode": state.get("mode", "list"), "policy": state.get("policy", REACT.name), "ranked": ranked, "run": run,
-        "checklist": plan.get("checklist", []), "stop_reason": _stop_reason(state, cfg),
-        "rounds": int(state.get("steps", 0)), "queries": [r for r in _queries(rt, state, search_ids)],
+        "job_id": state["job_id"],
+        "collection": state["collection"],
+        "intent": state["intent"],
+        "mode": state.get("mode", "list"),
+        "policy": state.get("policy", REACT.name),
+        "ranked": ranked,
+        "run": run,
+        "checklist": plan.get("checklist", []),
+        "stop_reason": _stop_reason(state, cfg),
+        "rounds": int(state.get("steps", 0)),
+        "queries": [r for r in _queries(rt, state, search_ids)],
         "submitted": {"docids": submitted, "dropped": sub.get("dropped", [])} if sub else None,
         "cited": [r["docid"] for r in ranked],
     }
     if state.get("mode") == "answer":
         opened = set(state.get("opened", []))
         if sub.get("explanation"):
-            draft = AnswerDraft(sub["explanation"], sub.get("exact_answer", ""), int(sub.get("confidence", 0)),
-                                bool(sub.get("insufficient_evidence", False)))
+            draft = AnswerDraft(
+                sub["explanation"],
+                sub.get("exact_answer", ""),
+                int(sub.get("confidence", 0)),
+                bool(sub.get("insufficient_evidence", False)),
+            )
         else:
             # The heuristic answers from the documents Quarry itself just read for their evidence.
-            draft = heuristic.answer(AnswerRequest(state["intent"], plan, answer_docs(
-                ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars))).draft
+            draft = heuristic.answer(
+                AnswerRequest(
+                    state["intent"], plan, answer_docs(ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars)
+                )
+            ).draft
             opened |= set(top)
             fallbacks = add_fallback({"fallbacks": fallbacks}, "answer", "the model submitted no answer")
         answer, checked = checked_answer(draft, opened=opened, corpus=corpus, similarity=rt.similarity(state))
-        result |= {"answer": answer, "references": checked.references, "citations": checked.stats(),
-                   "cited": checked.cited}
+        result |= {
+            "answer": answer,
+            "references": checked.references,
+            "citations": checked.stats(),
+            "cited": checked.cited,
+        }
     if fallbacks != list(state.get("fallbacks", [])):
         update["fallbacks"] = fallbacks
     return Answered(result, update)

@@ -4,6 +4,7 @@ Every docid in the output comes from the job's candidate pool or its cached rank
 only ever hold ids a store returned; in answer mode every citation is checked against the text
 of a document the job opened, and failing ones are removed and counted.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -41,8 +42,11 @@ def ranker_inputs(rt: Any, state: JobState, candidates: dict[str, Any]) -> Ranke
     and semantic search, and the others) and their BM25 scores under `ALT_BM25`."""
     col = rt.collection(state)
     verified = [d for d, c in candidates.items() if c.get("verified_version") and not c.get("excluded")]
-    neighbours = {d: {n for n, _ in col.citations.references(d)} | {n for n, _ in col.citations.cited_by(d)}
-                  for d in verified} if len(col.citations) else {}
+    neighbours = (
+        {d: {n for n, _ in col.citations.references(d)} | {n for n, _ in col.citations.cited_by(d)} for d in verified}
+        if len(col.citations)
+        else {}
+    )
     lengths = {d: len(r.text) for d, r in col.corpus.get_many(verified).items()}
     searches = [s for s in state.get("searches", []) if str(s.get("search_id", "")).startswith("s")]
     channel_of = {s["search_id"]: s["channel"] for s in state.get("searches", []) if s.get("search_id")}
@@ -54,12 +58,19 @@ def ranker_inputs(rt: Any, state: JobState, candidates: dict[str, Any]) -> Ranke
         ranking = tools.ranking(search["search_id"]) if search else None
         return tuple(ranking.docids) if ranking else ()
 
-    others = [docids(s) for s in searches if s is not first["lexical"] and s is not first["semantic"]
-              and s.get("query") != intent_query]
-    alt = {(k1, b): col.lucene.score_documents(intent_query, verified, k1=k1, b=b) for k1, b in ALT_BM25} \
-        if intent_query and verified else {}
-    return RankerInputs(channel_of, neighbours, lengths,
-                        RankContext(docids(first["lexical"]), docids(first["semantic"]), others, alt))
+    others = [
+        docids(s)
+        for s in searches
+        if s is not first["lexical"] and s is not first["semantic"] and s.get("query") != intent_query
+    ]
+    alt = (
+        {(k1, b): col.lucene.score_documents(intent_query, verified, k1=k1, b=b) for k1, b in ALT_BM25}
+        if intent_query and verified
+        else {}
+    )
+    return RankerInputs(
+        channel_of, neighbours, lengths, RankContext(docids(first["lexical"]), docids(first["semantic"]), others, alt)
+    )
 
 
 def question_idf(tools: Any, col: Any, question: str, depth: int) -> dict[str, float] | None:
@@ -97,42 +108,78 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     verifier = rt.verifier() if cfg.verifier and spec_of(state).verifier else None
     if verifier is not None:
         inputs = ranker_inputs(rt, state, candidates)
-        pool = final_order(candidates, inputs.channel_of, verifier, neighbours=inputs.neighbours,
-                           lengths=inputs.lengths, context=inputs.context)
+        pool = final_order(
+            candidates,
+            inputs.channel_of,
+            verifier,
+            neighbours=inputs.neighbours,
+            lengths=inputs.lengths,
+            context=inputs.context,
+        )
     else:
         pool = ranked_candidates(candidates)
-    records = corpus.get_many([c["docid"] for c in pool[:cfg.run_depth]])
+    records = corpus.get_many([c["docid"] for c in pool[: cfg.run_depth]])
     # Hard constraints hold for every output, verified or not (after an early stop, candidates
     # from the last retrieval may not have been verified yet).
-    ranked_all = [c for c in pool[:cfg.run_depth] if c["docid"] in records
-                  and not violated_constraint(plan, records[c["docid"]])]
-    ranked = [ranked_entry(c, records[c["docid"]], plan, corpus, policy) for c in ranked_all[:cfg.max_ranked]]
+    ranked_all = [
+        c for c in pool[: cfg.run_depth] if c["docid"] in records and not violated_constraint(plan, records[c["docid"]])
+    ]
+    ranked = [ranked_entry(c, records[c["docid"]], plan, corpus, policy) for c in ranked_all[: cfg.max_ranked]]
     # The deep run (for evaluation): verified order first, then the rest of the pool by fusion,
     # then what the job's full-depth rankings hold beyond the pool, fused the same way.
     run = [c["docid"] for c in ranked_all]
     if len(run) < cfg.run_depth:
-        searches = [(s["search_id"], s.get("weight", 1.0)) for s in state.get("searches", [])
-                    if str(s.get("search_id", "")).startswith("s")]
+        searches = [
+            (s["search_id"], s.get("weight", 1.0))
+            for s in state.get("searches", [])
+            if str(s.get("search_id", "")).startswith("s")
+        ]
         beyond = fused_rankings(rt.tools(state), searches, set(candidates))
         run += passing(beyond, plan, corpus, cfg.run_depth - len(run))
     result: dict[str, Any] = {
-        "job_id": state["job_id"], "collection": state["collection"], "intent": state["intent"],
-        "mode": state.get("mode", "list"), "policy": state.get("policy", DEFAULT_POLICY), "ranked": ranked, "run": run,
-        "checklist": plan.get("checklist", []), "stop_reason": state.get("stop_reason", ""),
+        "job_id": state["job_id"],
+        "collection": state["collection"],
+        "intent": state["intent"],
+        "mode": state.get("mode", "list"),
+        "policy": state.get("policy", DEFAULT_POLICY),
+        "ranked": ranked,
+        "run": run,
+        "checklist": plan.get("checklist", []),
+        "stop_reason": state.get("stop_reason", ""),
         "rounds": state.get("round", 0),
-        "queries": list(dict.fromkeys(s.get("label") or s["query"] for s in state.get("searches", []) if s.get("label") or s["query"])),
+        "queries": list(
+            dict.fromkeys(
+                s.get("label") or s["query"] for s in state.get("searches", []) if s.get("label") or s["query"]
+            )
+        ),
         "cited": [r["docid"] for r in ranked],
         "ranker": rt.verifier_version if verifier is not None else HEURISTIC_ORDER,
     }
     update: dict[str, Any] = {}
     if state.get("mode") == "answer":
         weights = question_idf(rt.tools(state), rt.collection(state), state["intent"], cfg.idf_depth)
-        decision = policy.answer(AnswerRequest(state["intent"], plan, answer_docs(
-            ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars), weights, cfg.answer_sentences))
-        answer, checked = checked_answer(decision.draft, opened=set(state.get("opened", [])), corpus=corpus,
-                                         similarity=rt.similarity(state), question=state["intent"])
-        result |= {"answer": answer, "references": checked.references, "citations": checked.stats(),
-                   "cited": checked.cited}
+        decision = policy.answer(
+            AnswerRequest(
+                state["intent"],
+                plan,
+                answer_docs(ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars),
+                weights,
+                cfg.answer_sentences,
+            )
+        )
+        answer, checked = checked_answer(
+            decision.draft,
+            opened=set(state.get("opened", [])),
+            corpus=corpus,
+            similarity=rt.similarity(state),
+            question=state["intent"],
+        )
+        result |= {
+            "answer": answer,
+            "references": checked.references,
+            "citations": checked.stats(),
+            "cited": checked.cited,
+        }
         update = model_step_update(state, "answer", decision.usage, decision.fallback)
     return Answered(result, update)
 

@@ -1,4 +1,5 @@
 """Navigator node: intent → plan (checklist, constraints) and the first round's queries."""
+
 from __future__ import annotations
 
 from nodes.evidence.planning import parse_authors, parse_venue
@@ -28,8 +29,13 @@ def _with_metadata_constraints(plan: dict, intent: str, corpus) -> dict:
         checklist.append({"id": "a", "kind": "metadata", "text": "by " + " or ".join(names), "weight": 0.0})
     if venue:
         checklist.append({"id": "v", "kind": "metadata", "text": f"published in {venue}", "weight": 0.0})
-    return {**plan, "checklist": checklist, "authors": authors, "authors_exclusive": exclusive and bool(authors),
-            "venue": venue}
+    return {
+        **plan,
+        "checklist": checklist,
+        "authors": authors,
+        "authors_exclusive": exclusive and bool(authors),
+        "venue": venue,
+    }
 
 
 def navigator(state: JobState) -> dict:
@@ -41,12 +47,21 @@ def navigator(state: JobState) -> dict:
     years_known = corpus.year_span() is not None
     decision = policy.plan(PlanRequest(state["intent"], tuple(notes), years_known))
     # Round one asks every query channel the collection offers with the user's own words.
-    queries = [{"text": t, "channel": ch, "weight": USER_WORDS_WEIGHT} for t in decision.queries
-               for ch in ("lexical", "semantic") if ch in channels]
+    queries = [
+        {"text": t, "channel": ch, "weight": USER_WORDS_WEIGHT}
+        for t in decision.queries
+        for ch in ("lexical", "semantic")
+        if ch in channels
+    ]
     plan = _with_metadata_constraints({**decision.plan, "years_known": years_known}, state["intent"], corpus)
     if plan.get("authors"):
         # Author names are metadata, not indexed text: ask the store for their papers directly.
         queries.append({"text": "", "channel": "metadata", "weight": USER_WORDS_WEIGHT, "authors": plan["authors"]})
-    return {"plan": plan, "queries": queries, "round": 1, "node": "navigator",
-            "collection_version": rt.collection(state).version,
-            **model_step_update(state, "navigator", decision.usage, decision.fallback)}
+    return {
+        "plan": plan,
+        "queries": queries,
+        "round": 1,
+        "node": "navigator",
+        "collection_version": rt.collection(state).version,
+        **model_step_update(state, "navigator", decision.usage, decision.fallback),
+    }

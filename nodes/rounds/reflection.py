@@ -3,6 +3,7 @@
 A round is worth it while it brings new documents into the top ten; the next queries add
 relevance-feedback terms from the best-verified documents and weight the weakest checklist item.
 """
+
 from __future__ import annotations
 
 from nodes.job.config import config_of
@@ -26,9 +27,11 @@ def _weakest_item(state: JobState, top: list[Candidate]) -> ChecklistItem | None
     items = [i for i in state.get("plan", {}).get("checklist", []) if i["kind"] in SCORED_KINDS]
     if not items or not top:
         return None
+
     def mean_score(item_id: str) -> float:
         vals = [e["score"] for c in top for e in c.get("evidence", []) if e["item_id"] == item_id]
         return sum(vals) / len(vals) if vals else 0.0
+
     return min(items, key=lambda i: (mean_score(i["id"]), i["id"]))
 
 
@@ -58,8 +61,17 @@ def _reflect(state: JobState) -> dict:
     best = [records[d] for d in top_ids[:8] if d in records]
     pool = [records[c["docid"]] for c in ranked[:60] if c["docid"] in records]
     done = {s.get("key", s["query"]) for s in state.get("searches", [])}
-    decision = policy.reflect(ReflectRequest(state["plan"], state["intent"], best, pool, _weakest_item(state, top), top,
-                                             [s["query"] for s in state.get("searches", [])]))
+    decision = policy.reflect(
+        ReflectRequest(
+            state["plan"],
+            state["intent"],
+            best,
+            pool,
+            _weakest_item(state, top),
+            top,
+            [s["query"] for s in state.get("searches", [])],
+        )
+    )
     update |= model_step_update(state, "reflection", decision.usage, decision.fallback)
     if decision.plan is not None:
         update["plan"] = decision.plan

@@ -6,6 +6,7 @@ candidates, nodes.rounds.semantic_filter, and the search's label says so) and `c
 expansion from seed documents). Every ranking's top `pool_depth` (nodes.job.config) enters the pool, fused by
 weighted Reciprocal Rank Fusion (k=60); deep rankings stay in the job store behind search_ids.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -70,17 +71,26 @@ def retrieval(state: JobState) -> dict:
         if key in done:
             continue
         done.add(key)
-        entry = {"query": q.get("text", ""), "channel": q["channel"], "weight": q["weight"], "round": round_no,
-                 "key": key, "label": query_label(q, filtered if q["channel"] == "semantic" else None)}
+        entry = {
+            "query": q.get("text", ""),
+            "channel": q["channel"],
+            "weight": q["weight"],
+            "round": round_no,
+            "key": key,
+            "label": query_label(q, filtered if q["channel"] == "semantic" else None),
+        }
         if q["channel"] == "semantic" and filtered:
             entry["filtered_to"] = filtered  # the semantic ranking covers only this many BM25 hits
         if q["channel"] == "metadata":
-            ranked = tools.find_by_metadata(f"round {round_no}: documents by the requested authors", q.get("authors", []))
+            ranked = tools.find_by_metadata(
+                f"round {round_no}: documents by the requested authors", q.get("authors", [])
+            )
             entry |= {"search_id": f"m{round_no}", "total": len(ranked), "authors": q.get("authors", [])}
         elif q["channel"] == "citations":
             n_cite += 1
-            hits = tools.expand_seeds(f"round {round_no}: neighbours of the best-verified documents",
-                                      q.get("seeds", []), cfg.citation_pool)
+            hits = tools.expand_seeds(
+                f"round {round_no}: neighbours of the best-verified documents", q.get("seeds", []), cfg.citation_pool
+            )
             ranked = [d for d, _ in hits]
             entry |= {"search_id": f"c{round_no}.{n_cite}", "total": len(ranked), "seeds": q.get("seeds", [])}
         else:
@@ -92,12 +102,15 @@ def retrieval(state: JobState) -> dict:
             entry |= {"search_id": page.search_id, "total": page.total}
             run = semantic.last if q["channel"] == "semantic" and isinstance(semantic, FilteredSemantic) else None
             if run is not None and run.stopped:  # a stop or the deadline cut the embedding short: say so
-                entry |= {"partial": run.partial_note(), "stopped": run.stopped,
-                          "label": entry["label"] + f" (partial: {run.scored} of {run.candidates} re-scored)"}
+                entry |= {
+                    "partial": run.partial_note(),
+                    "stopped": run.stopped,
+                    "label": entry["label"] + f" (partial: {run.scored} of {run.candidates} re-scored)",
+                }
             previewed.extend(h.docid for h in page.hits if h.docid not in seen_preview)
             seen_preview.update(h.docid for h in page.hits)
             ranking = tools.ranking(page.search_id)
-            ranked = list(ranking.docids[:cfg.pool_depth]) if ranking else []
+            ranked = list(ranking.docids[: cfg.pool_depth]) if ranking else []
         searches.append(entry)
         for docid in ranked:
             candidates.setdefault(docid, Candidate(docid=docid, ranks={}, fused=0.0, score=0.0))
@@ -109,12 +122,20 @@ def retrieval(state: JobState) -> dict:
     # Rankings behind a search_id ("s…") are reloaded at full depth; citation ("c…") and metadata
     # ("m…") lists are short and live in the candidates' ranks.
     deep = {sid: _rank_map(tools, sid) for sid in weights if sid.startswith("s")}
-    deep |= citation_ranks | {sid: {d: r for d, r in ((c["docid"], c.get("ranks", {}).get(sid)) for c in candidates.values()) if r}
-                              for sid in weights if not sid.startswith("s") and sid not in citation_ranks}
+    deep |= citation_ranks | {
+        sid: {d: r for d, r in ((c["docid"], c.get("ranks", {}).get(sid)) for c in candidates.values()) if r}
+        for sid in weights
+        if not sid.startswith("s") and sid not in citation_ranks
+    }
     for cand in candidates.values():
         ranks = {sid: rm[cand["docid"]] for sid, rm in deep.items() if cand["docid"] in rm}
         cand["ranks"] = ranks
         cand["fused"] = round(rrf_score(ranks, weights), 8)
-    return {**store_pool(rt.jobs, state, candidates), "searches": searches, "previewed": previewed, "queries": [],
-            "stats": bump(state.get("stats", {}), tool_calls=tools.calls, searches=n_search, citations=n_cite),
-            "node": "retrieval"}
+    return {
+        **store_pool(rt.jobs, state, candidates),
+        "searches": searches,
+        "previewed": previewed,
+        "queries": [],
+        "stats": bump(state.get("stats", {}), tool_calls=tools.calls, searches=n_search, citations=n_cite),
+        "node": "retrieval",
+    }

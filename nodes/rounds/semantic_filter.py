@@ -15,6 +15,7 @@ Embedding a hundred long documents' chunks takes a minute on two cores, so it ru
 budget steer, the job's deadline or a cancellation ends it between batches, the documents with a
 vector are ranked and the note says the ranking is partial; every embedded batch stays cached.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,20 +38,30 @@ class ChunkSource(Protocol):
 
 
 class ChunkScorer(Protocol):
-    def score_chunks(self, text: str, chunks: Mapping[str, Iterable[int]], *, batch: int = ...,
-                     should_stop: Callable[[], str] | None = ...,
-                     progress: Callable[[int, int], None] | None = ...) -> tuple[dict[str, float], Any]: ...
+    def score_chunks(
+        self,
+        text: str,
+        chunks: Mapping[str, Iterable[int]],
+        *,
+        batch: int = ...,
+        should_stop: Callable[[], str] | None = ...,
+        progress: Callable[[int, int], None] | None = ...,
+    ) -> tuple[dict[str, float], Any]: ...
 
 
 def what_it_is(candidates: int, collection: str = "NAME") -> str:
     """The one line saying what this channel is (search pages, the command line)."""
-    return (f"semantic re-scoring of the top {candidates} lexical hits "
-            f"(no dense index; build one with quarry index {collection} --dense)")
+    return (
+        f"semantic re-scoring of the top {candidates} lexical hits "
+        f"(no dense index; build one with quarry index {collection} --dense)"
+    )
 
 
 def filtered_note(candidates: int) -> str:
-    return (what_it_is(candidates) + f": the ranking is filtered to lexical candidates, MiniLM re-scored the top "
-            f"{candidates} BM25 hits, so a document without a query word is not found")
+    return (
+        what_it_is(candidates) + f": the ranking is filtered to lexical candidates, MiniLM re-scored the top "
+        f"{candidates} BM25 hits, so a document without a query word is not found"
+    )
 
 
 @dataclass(frozen=True)
@@ -68,9 +79,11 @@ class SemanticRun:
         """'' for a complete ranking, else what the partial ranking covers and why."""
         if not self.stopped:
             return ""
-        return (f"partial: embedding stopped after {self.embedded} of {self.missing} chunks because "
-                f"{reason_text(self.stopped)}; {self.scored} of {self.candidates} lexical hits were re-scored "
-                "and ranked (the embedded chunks are kept for the next search)")
+        return (
+            f"partial: embedding stopped after {self.embedded} of {self.missing} chunks because "
+            f"{reason_text(self.stopped)}; {self.scored} of {self.candidates} lexical hits were re-scored "
+            "and ranked (the embedded chunks are kept for the next search)"
+        )
 
 
 def stem_pattern(wanted: set[str]) -> re.Pattern[str] | None:
@@ -78,8 +91,9 @@ def stem_pattern(wanted: set[str]) -> re.Pattern[str] | None:
     a scan of a hundred long documents' chunks takes milliseconds, stemming each word ~0.5 s."""
     if not wanted:
         return None
-    return re.compile(r"\b(" + "|".join(sorted(map(re.escape, wanted), key=lambda w: (-len(w), w))) + ")",
-                      re.IGNORECASE)
+    return re.compile(
+        r"\b(" + "|".join(sorted(map(re.escape, wanted), key=lambda w: (-len(w), w))) + ")", re.IGNORECASE
+    )
 
 
 def pick_chunks(chunks: Sequence[Chunk], wanted: set[str], limit: int) -> list[int]:
@@ -94,14 +108,22 @@ def pick_chunks(chunks: Sequence[Chunk], wanted: set[str], limit: int) -> list[i
         return len({m.lower() for m in pattern.findall(chunk.text)}) if pattern else 0
 
     best = sorted(rest, key=lambda c: (-overlap(c), c.chunk_no))
-    return sorted([first.chunk_no, *(c.chunk_no for c in best[:limit - 1])])
+    return sorted([first.chunk_no, *(c.chunk_no for c in best[: limit - 1])])
 
 
 class FilteredSemantic:
     """A semantic `ranking(text, k)` over the lexical channel's top `candidates` (a tools.Searcher)."""
 
-    def __init__(self, lexical: LexicalRanking, corpus: ChunkSource, vectors: ChunkScorer, *,
-                 candidates: int, chunks_per_doc: int, batch: int | None = None) -> None:
+    def __init__(
+        self,
+        lexical: LexicalRanking,
+        corpus: ChunkSource,
+        vectors: ChunkScorer,
+        *,
+        candidates: int,
+        chunks_per_doc: int,
+        batch: int | None = None,
+    ) -> None:
         self.lexical, self.corpus, self.vectors = lexical, corpus, vectors
         self.candidates, self.chunks_per_doc = int(candidates), int(chunks_per_doc)
         self.batch = int(batch or JobConfig().semantic_batch)
@@ -123,9 +145,19 @@ class FilteredSemantic:
         wanted = stems(text)
         chosen = {d: pick_chunks(chunks[d], wanted, self.chunks_per_doc) for d in docids if d in chunks}
         step = current_step()
-        scores, got = self.vectors.score_chunks(text, chosen, batch=self.batch, should_stop=step.why,
-                                                progress=lambda done, total: step.report("embedding", done, total))
-        ranked = sorted(((d, s) for d, s in scores.items() if d in chosen), key=lambda p: (-p[1], p[0]))[:int(k)]
-        self.last = SemanticRun(candidates=len(chosen), scored=len(ranked), embedded=int(getattr(got, "done", 0)),
-                                missing=int(getattr(got, "missing", 0)), stopped=str(getattr(got, "stopped", "")))
+        scores, got = self.vectors.score_chunks(
+            text,
+            chosen,
+            batch=self.batch,
+            should_stop=step.why,
+            progress=lambda done, total: step.report("embedding", done, total),
+        )
+        ranked = sorted(((d, s) for d, s in scores.items() if d in chosen), key=lambda p: (-p[1], p[0]))[: int(k)]
+        self.last = SemanticRun(
+            candidates=len(chosen),
+            scored=len(ranked),
+            embedded=int(getattr(got, "done", 0)),
+            missing=int(getattr(got, "missing", 0)),
+            stopped=str(getattr(got, "stopped", "")),
+        )
         return tuple(d for d, _ in ranked), tuple(s for _, s in ranked)

@@ -6,6 +6,7 @@ requirement, a year range or an exclusion), while what the navigator checked aga
 (author and venue constraints) and the items a model navigator wrote are kept. Only the positive
 part of a note is searched: "not benchmarks" must never become a search for "benchmarks".
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -27,13 +28,21 @@ def fold_steering(state: Mapping[str, Any], notes: Sequence[Mapping[str, Any]]) 
     """The state update that applies `notes` (steering records with a `text`) and starts a new round."""
     steering = [*state.get("steering", []), *notes]
     before = state.get("plan", {})
-    plan: dict[str, Any] = dict(make_plan(state["intent"], [s["text"] for s in steering],
-                                          years=before.get("years_known", True)))
+    plan: dict[str, Any] = dict(
+        make_plan(state["intent"], [s["text"] for s in steering], years=before.get("years_known", True))
+    )
     kept = {k: before[k] for k in KEPT_FIELDS if k in before}
     keep_items = [i for i in before.get("checklist", []) if _kept_item(i)]
     plan = {**plan, **kept, "checklist": plan["checklist"] + keep_items}
     core = plan.get("core") or state["intent"]
     positive = [parse_exclusions(parse_years(s["text"])[2])[1] for s in notes]
     queries = [f"{core} {p}" for p in positive if query_terms(p)] or [core]
-    return {"plan": plan, "steering": steering, "queries": queries, "stop_reason": "",
-            "round": int(state.get("round", 1)) + 1, "top_ids": [], "node": "steer"}
+    return {
+        "plan": plan,
+        "steering": steering,
+        "queries": queries,
+        "stop_reason": "",
+        "round": int(state.get("round", 1)) + 1,
+        "top_ids": [],
+        "node": "steer",
+    }

@@ -3,6 +3,7 @@
 S = (mean_i c_i + p) / 6 with p the candidate's retrieval strength relative to the pool's best;
 hard constraints (years, exclusions) zero a candidate and record why.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -18,13 +19,20 @@ from nodes.policy.seam import SCORED_KINDS, JudgeInput, JudgeRequest
 from stores.records import quotable_chunks
 
 
-def item_lexical_scores(lucene, items: Sequence[ChecklistItem], docids: list[str], tools=None) -> dict[str, dict[str, float]]:
+def item_lexical_scores(
+    lucene, items: Sequence[ChecklistItem], docids: list[str], tools=None
+) -> dict[str, dict[str, float]]:
     """Per checklist item, each candidate's BM25 score for the item's words relative to the
     best candidate's (0–1): how strongly a document states that requirement, on a scale that
     does not depend on the collection's score range. With `tools`, the Lucene calls are traced."""
     out: dict[str, dict[str, float]] = {}
-    span = tools.store_call("score_documents", "lucene", arguments={"items": [i["text"] for i in items],
-                                                                    "documents": len(docids)}) if tools else nullcontext()
+    span = (
+        tools.store_call(
+            "score_documents", "lucene", arguments={"items": [i["text"] for i in items], "documents": len(docids)}
+        )
+        if tools
+        else nullcontext()
+    )
     with span:
         for item in items:
             raw = lucene.score_documents(item["text"], docids)
@@ -38,7 +46,9 @@ def semantic_inputs(tools, dense, items: Sequence[ChecklistItem], docids: list[s
     (None, {}) without a dense index."""
     if dense is None:
         return None, {}
-    with tools.store_call("embed_and_fetch_vectors", "chroma", arguments={"items": len(items), "documents": len(docids)}):
+    with tools.store_call(
+        "embed_and_fetch_vectors", "chroma", arguments={"items": len(items), "documents": len(docids)}
+    ):
         return {i["id"]: dense.embed_query(i["text"]) for i in items}, dense.chunk_vectors(docids)
 
 
@@ -49,7 +59,7 @@ def verification(state: JobState) -> dict:
     plan = state.get("plan", {})
     version = plan.get("version", 1)
     candidates = load_pool(rt.jobs, state)
-    pool = sorted(candidates.values(), key=lambda c: (-c.get("fused", 0.0), c["docid"]))[:config_of(state).verify_top]
+    pool = sorted(candidates.values(), key=lambda c: (-c.get("fused", 0.0), c["docid"]))[: config_of(state).verify_top]
     best_fused = pool[0]["fused"] if pool else 1.0
     opened = list(state.get("opened", []))
     opened_set = set(opened)
@@ -72,16 +82,34 @@ def verification(state: JobState) -> dict:
         if rec is None:
             continue
         p = round(cand["fused"] / best_fused, 6) if best_fused else 0.0
-        batch.append(JudgeInput(rec, quotable_chunks(rec, chunks[docid]), p, chunk_vecs.get(docid),
-                                {i: s[docid] for i, s in lexical.items()}))
+        batch.append(
+            JudgeInput(
+                rec,
+                quotable_chunks(rec, chunks[docid]),
+                p,
+                chunk_vecs.get(docid),
+                {i: s[docid] for i, s in lexical.items()},
+            )
+        )
     decision = policy.judge(JudgeRequest(plan, batch, item_vecs, intent=state.get("intent", "")))
     for inp, judged in zip(batch, decision.judgements, strict=True):
-        candidates[inp.rec.docid].update({"p": inp.p, "score": judged.score, "evidence": judged.evidence,
-                                          "excluded": judged.excluded, "verified_version": version,
-                                          "judged": decision.judged_by})
+        candidates[inp.rec.docid].update(
+            {
+                "p": inp.p,
+                "score": judged.score,
+                "evidence": judged.evidence,
+                "excluded": judged.excluded,
+                "verified_version": version,
+                "judged": decision.judged_by,
+            }
+        )
     update = store_pool(rt.jobs, state, candidates)
     update |= model_step_update(state, "verification", decision.usage, decision.fallback)
     if spec_of(state).second_look:  # the second look's batches, planned here so the router stays small
         update["librarian_tasks"] = librarian_tasks(state, candidates)
-    return {**update, "opened": opened, "node": "verification",
-            "stats": bump(state.get("stats", {}), tool_calls=tools.calls, reads=tools.calls)}
+    return {
+        **update,
+        "opened": opened,
+        "node": "verification",
+        "stats": bump(state.get("stats", {}), tool_calls=tools.calls, reads=tools.calls),
+    }

@@ -6,6 +6,7 @@ A `maxLength` or `maxItems` in a schema sent to a model is expanded by grammar-c
 `n` after validation, so the schema the model sees stays plain and what Quarry stores stays bounded.
 (Metadata inside `Annotated`, not a function returning a type, so type checkers read the field.)
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,6 +16,8 @@ from pydantic import AfterValidator
 
 def clip(limit: int) -> AfterValidator:
     """Cut a string or a list to `limit` after validation (the schema shows no limit)."""
+
     def cut(value: Any) -> Any:
         return value[:limit]
+
     return AfterValidator(cut)

@@ -3,6 +3,7 @@
 Matching is by word prefix (the first 4+ letters of each query word), a light stand-in for
 the Lucene stemmer that avoids a JVM round trip per preview; stopwords never anchor a snippet.
 """
+
 from __future__ import annotations
 
 import re

@@ -2,7 +2,7 @@
 
 Its own module because the cache is the state a search session shares across calls and across
 processes: `search` fills it, `read_search_results` pages it without searching again
-(`nodes.tools.corpus`), and the job runtime (`nodes.job.runtime.StoredRankingCache`) persists it
+(`nodes.tools.corpus`), and the job runtime (`nodes.job.traced_tools.StoredRankingCache`) persists it
 in the job store so a retried or resumed node sees the same search_ids. Its capacity is
 `nodes.job.config.TOOL_LIMITS.cache_size`.
 """

@@ -4,6 +4,7 @@ Results are a union — `SearchPage | DocumentPage | CitationPage | ToolError` �
 `match` on the type instead of parsing strings; `render()` is what goes into a model context.
 The page sizes and directions its hints name are the tools' own (nodes.job.config.TOOL_LIMITS).
 """
+
 from __future__ import annotations
 
 import shlex
@@ -36,8 +37,10 @@ class SearchPage(BaseModel):
         """The page as text; with `collection`, hints name the `quarry` commands (for a person at
         the command line) instead of the agent's tool calls."""
         if self.total == 0:
-            return (f"[search_id={self.search_id}] no results for {self.query!r}. "
-                    "Hint: use other or fewer words; the query is a bag of words, operators have no effect.")
+            return (
+                f"[search_id={self.search_id}] no results for {self.query!r}. "
+                "Hint: use other or fewer words; the query is a bag of words, operators have no effect."
+            )
         last = self.offset + len(self.hits) - 1
         out = [f"[search_id={self.search_id}] {self.total} results for {self.query!r}; ranks {self.offset}–{last}:"]
         for h in self.hits:
@@ -47,13 +50,17 @@ class SearchPage(BaseModel):
         if self.note:
             out.append(f"Note: {self.note}")
         if last < self.total and collection:
-            out.append(f"More: quarry search {collection} {shlex.quote(self.query)} --offset {last + 1} "
-                       f"--limit {LIMITS.page_limit}; "
-                       f"read one: quarry read {collection} DOCID")
+            out.append(
+                f"More: quarry search {collection} {shlex.quote(self.query)} --offset {last + 1} "
+                f"--limit {LIMITS.page_limit}; "
+                f"read one: quarry read {collection} DOCID"
+            )
         elif last < self.total:
-            out.append(f"Hint: read_search_results(search_id=\"{self.search_id}\", offset={last + 1}, "
-                       f"limit={LIMITS.page_limit}) "
-                       "shows the next ranks without searching again; read_document(docid=…) reads a document.")
+            out.append(
+                f'Hint: read_search_results(search_id="{self.search_id}", offset={last + 1}, '
+                f"limit={LIMITS.page_limit}) "
+                "shows the next ranks without searching again; read_document(docid=…) reads a document."
+            )
         else:
             out.append("End of this ranking.")
         return "\n".join(out)
@@ -81,7 +88,7 @@ class DocumentPage(BaseModel):
         if self.last_line < self.total_lines and collection:
             out.append(f"More: quarry read {collection} {shlex.quote(self.docid)} --offset {self.last_line + 1}")
         elif self.last_line < self.total_lines:
-            out.append(f"Hint: read_document(docid=\"{self.docid}\", offset={self.last_line + 1}) continues.")
+            out.append(f'Hint: read_document(docid="{self.docid}", offset={self.last_line + 1}) continues.')
         else:
             out.append("End of document.")
         return "\n".join(out)
@@ -105,8 +112,11 @@ class CitationPage(BaseModel):
     def render(self) -> str:
         head = f"[citations of docid={self.docid} direction={self.direction}]"
         if self.total == 0:
-            return (f"{head} no documents for {self.title!r}." + (f"\nNote: {self.note}" if self.note else "")
-                    + '\nHint: try direction="both" or "ppr", or search(query=…) with words from the document.')
+            return (
+                f"{head} no documents for {self.title!r}."
+                + (f"\nNote: {self.note}" if self.note else "")
+                + '\nHint: try direction="both" or "ppr", or search(query=…) with words from the document.'
+            )
         out = [f"{head} {self.total} documents for {self.title!r}; ranks 1–{len(self.hits)}:"]
         for h in self.hits:
             tag = f" [{h.relation}]" if self.direction == "both" and h.relation else ""
@@ -115,11 +125,15 @@ class CitationPage(BaseModel):
                 out.append(f"   {h.excerpt}")
         if self.note:
             out.append(f"Note: {self.note}")
-        more = (f'expand_citations(docid="{self.docid}", direction="{self.direction}", limit=…) shows up to '
-                f'{LIMITS.citation_limit_max}; '
-                if len(self.hits) < self.total else "")
-        out.append(f"Hint: {more}read_document(docid=…) reads a document; other directions: "
-                   f"{', '.join(CITATION_DIRECTIONS)}.")
+        more = (
+            f'expand_citations(docid="{self.docid}", direction="{self.direction}", limit=…) shows up to '
+            f"{LIMITS.citation_limit_max}; "
+            if len(self.hits) < self.total
+            else ""
+        )
+        out.append(
+            f"Hint: {more}read_document(docid=…) reads a document; other directions: {', '.join(CITATION_DIRECTIONS)}."
+        )
         return "\n".join(out)
 
 

@@ -1,0 +1,152 @@
+"""`quarry job cancel | terminate | stop | steer | rerun`: the commands that act on a job — a
+cancellation, termination, signal or update sent to its workflow on Temporal (and recorded in the
+job store), or the same job submitted again. They live apart from the commands that only read a
+job (quarry.cli_job_inspect) so each module stays one concern."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Annotated
+
+import typer
+
+from nodes.job.config import JobConfig
+from nodes.policy.registry import DEFAULT_POLICY
+from quarry import temporal_access as temporal
+from quarry.console import fail, out, safe
+from quarry.job_records import close_terminated_trace, known_job, refuse_finished, store
+from quarry.submit import submit_job
+from quarry.temporal_access import AddressOpt
+from stores.errors import QuarryError
+from stores.jobs import FINAL
+from workflows.job_input import check_text
+from workflows.rpc_errors import no_worker
+
+commands = typer.Typer()
+
+
+@commands.command("cancel")
+def job_cancel(job_id: str, address: AddressOpt = None) -> None:
+    """Cancel a job: it stops now, keeps its best result so far and ends as cancelled."""
+    refuse_finished(job_id)
+
+    async def main():
+        client = await temporal.client(address)
+        await client.get_workflow_handle(job_id).cancel()
+
+    temporal.run(main(), job_id, address)
+    out.print(
+        f"cancel sent to {safe(job_id)}; its best result so far: quarry job result {safe(job_id)} --wait",
+        highlight=False,
+    )
+
+
+@commands.command("terminate")
+def job_terminate(
+    job_id: str,
+    reason: Annotated[str, typer.Option(help="Recorded with the job")] = "terminated by the user",
+    address: AddressOpt = None,
+) -> None:
+    """Terminate a job at once (no result is built; its last checkpoint stays in the job store)."""
+    refuse_finished(job_id)
+    from workflows.client import terminate_job  # lazy: temporalio's client costs over a second of start-up
+
+    async def main():
+        client = await temporal.client(address)
+        return await terminate_job(client, job_id, reason[:300])
+
+    trace = temporal.run(main(), job_id, address)
+    row = known_job(job_id)
+    marked = store().mark(job_id, "terminated", reason[:300]) if row else True
+    if trace and marked:
+        close_terminated_trace(trace, job_id, row, reason[:300])
+    out.print(f"{safe(job_id)} terminated", highlight=False)
+
+
+@commands.command("stop")
+def job_stop(job_id: str, address: AddressOpt = None) -> None:
+    """Ask a job to answer now with what it has."""
+    row = known_job(job_id)
+    if row and row["status"] in FINAL:
+        fail(
+            QuarryError(
+                "job_finished",
+                f"job {job_id} has already finished ({row['status']})",
+                f"see its result: quarry job result {job_id}",
+            )
+        )
+
+    async def main():
+        client = await temporal.client(address)
+        await client.get_workflow_handle(job_id).signal("stop")
+
+    temporal.run(main(), job_id, address)
+    out.print(f"stop sent to {safe(job_id)}; it answers at its next step", highlight=False)
+
+
+@commands.command("steer")
+def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
+    """Add a requirement or exclusion to a running job (e.g. "not surveys", "2019-2023")."""
+    # lazy: temporalio's client costs ~170 ms of start-up
+    from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+
+    row = known_job(job_id)
+    try:
+        text = check_text(text, "steering text", 500)
+        if row and row["status"] in FINAL:
+            raise QuarryError(
+                "job_finished",
+                f"job {job_id} has already finished ({row['status']})",
+                "start a new job with the added requirement",
+            )
+    except QuarryError as err:
+        fail(err)
+
+    async def main():
+        client = await temporal.client(address)
+        try:
+            return await client.get_workflow_handle(job_id).execute_update(
+                "steer", text, rpc_timeout=timedelta(seconds=10)
+            )
+        except WorkflowUpdateRPCTimeoutOrCancelledError:
+            raise no_worker(f"no worker answered the steering of job {job_id} within 10 s", job_id) from None
+        except WorkflowUpdateFailedError as err:
+            cause = getattr(err, "cause", None)
+            raise QuarryError(
+                "steer_rejected",
+                f"steering rejected: {getattr(cause, 'message', None) or cause or err}",
+                'phrase one requirement, e.g. "must use hospital data" or "not surveys"',
+            ) from None
+
+    accepted = temporal.run(main(), job_id, address)
+    # The steer is applied by now: printing must not fail (a retry would steer twice), so the
+    # accepted text goes through `safe` — `[/z]` or an escape sequence in it is shown as written.
+    out.print(
+        f"accepted: {safe(repr(accepted['accepted']))} (applies from round {safe(accepted['applies_from_round'])})",
+        highlight=False,
+    )
+
+
+@commands.command("rerun")
+def job_rerun(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = False, address: AddressOpt = None) -> None:
+    """Run a job again with the same collection, intent, mode, policy, budget and configuration."""
+    try:
+        row = store().get(job_id)
+    except QuarryError as err:
+        fail(err)
+    params = row.get("params") or {}
+    state = row.get("state") or {}
+    config = JobConfig.from_dict(params.get("config") or state.get("config"))
+    if params.get("budget_seconds") is not None:  # a job submitted before the budget moved into the config
+        config = replace(config, max_seconds=float(params["budget_seconds"]))
+    submit_job(
+        row["collection"],
+        row["intent"],
+        mode=params.get("mode", state.get("mode", "list")),
+        policy=params.get("policy", state.get("policy", DEFAULT_POLICY)),
+        config=config,
+        wait=wait,
+        json_out=False,
+        address=address,
+    )
