@@ -18,8 +18,9 @@ from stores.additions import read_additions, refuse_replacing_other_files
 from stores.collection import Collection, IngestReport, apply_delta
 from stores.collection_versions import index_meta
 from stores.errors import QuarryError
-from stores.incremental import delta_fingerprint, diff, removal
+from stores.incremental import Delta, delta_fingerprint, diff, removal
 from stores.locks import writer_lock
+from stores.lucene import IndexMeta
 from stores.readers import ProgressFn
 from stores.versions import tidy
 
@@ -64,20 +65,7 @@ def add(
         )
         if delta.empty:
             return report
-        old_fp = col.corpus.fingerprint
-        embedded, notes = apply_delta(
-            col.paths,
-            name,
-            delta,
-            old_fp,
-            delta_fingerprint(old_fp, delta),
-            src=None,
-            build_lucene=has_index,
-            k1=None,
-            b=None,
-            previous=previous,
-            progress=progress,
-        )
+        embedded, notes = _apply(col, name, delta, previous, has_index, progress)
     return replace(report, embedded=embedded, warnings=[*report.warnings, *notes])
 
 
@@ -101,20 +89,7 @@ def remove(
             )
         previous, has_index = index_meta(col.paths)
         delta = removal(hashes, docids)
-        old_fp = col.corpus.fingerprint
-        embedded, notes = apply_delta(
-            col.paths,
-            name,
-            delta,
-            old_fp,
-            delta_fingerprint(old_fp, delta),
-            src=None,
-            build_lucene=has_index,
-            k1=None,
-            b=None,
-            previous=previous,
-            progress=progress,
-        )
+        embedded, notes = _apply(col, name, delta, previous, has_index, progress)
     return IngestReport(
         name,
         delta.kept,
@@ -127,4 +102,24 @@ def remove(
         removed=len(delta.removed),
         kept=delta.kept,
         embedded=embedded,
+    )
+
+
+def _apply(
+    col: Collection, name: str, delta: Delta, previous: IndexMeta | None, has_index: bool, progress: ProgressFn | None
+) -> tuple[int | None, list[str]]:
+    """An edit's delta as the collection's next version, its BM25 settings carried over."""
+    old_fp = col.corpus.fingerprint
+    return apply_delta(
+        col.paths,
+        name,
+        delta,
+        old_fp,
+        delta_fingerprint(old_fp, delta),
+        src=None,
+        build_lucene=has_index,
+        k1=None,
+        b=None,
+        previous=previous,
+        progress=progress,
     )
