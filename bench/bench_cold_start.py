@@ -26,6 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.finished import finished
 from bench.slices import DEFAULT_DATASETS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,8 +66,7 @@ async def one_trial(client, home: Path, address: str, intent: str) -> dict:
                 JobInput(job_id=f"cold-{uuid.uuid4().hex[:8]}", collection=COLLECTION, intent=intent),
                 queue=queue,
             )
-            result = await asyncio.wait_for(handle.result(), 600)
-            assert result["status"] == "completed", result.get("error")
+            await finished(handle, 600)
             times.append(time.perf_counter() - began)
     finally:
         proc.terminate()

@@ -26,6 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.finished import finished
 from bench.slices import DEFAULT_DATASETS
 from workflows.process_exit import run_script
 
@@ -67,7 +68,7 @@ async def durable(env, queue: str, name: str, intent: str) -> tuple[float, int, 
     handle = await submit(
         env.client, JobInput(job_id=f"bench-{uuid.uuid4().hex[:8]}", collection=name, intent=intent), queue=queue
     )
-    result = await handle.result()
+    result = await finished(handle)
     elapsed = time.perf_counter() - began
     history = await handle.fetch_history()
     return elapsed, sum(e.ByteSize() for e in history.events), int(result["rounds"])
@@ -141,7 +142,7 @@ def worker_peak_rss(home: Path, name: str, queries: list[str]) -> dict:
                         JobInput(job_id=f"rss-{uuid.uuid4().hex[:8]}", collection=name, intent=q),
                         queue=queue,
                     )
-                    await asyncio.wait_for(handle.result(), 600)
+                    await finished(handle, 600)
                 hwm_kb = next(
                     int(line.split()[1])
                     for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()

@@ -25,6 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.finished import finished
 from workflows.process_exit import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,7 +110,7 @@ async def durable(env, home: Path, turns: int) -> tuple[float, int]:
         )
         began = time.perf_counter()
         handle = await submit(env.client, inp, queue=queue)
-        result = await handle.result()
+        result = await finished(handle)
         elapsed = time.perf_counter() - began
         history = await handle.fetch_history()
     assert result["submitted"]["docids"] == ["dpr-2020"]

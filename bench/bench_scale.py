@@ -136,7 +136,7 @@ def timed(fn: Callable[[], T]) -> tuple[T, float]:
 
 
 def run_graph(job_id: str, intent: str, config) -> dict[str, Any]:
-    """One heuristic job in-process, as evals/train_ranker.py `_collect_one` runs it."""
+    """One heuristic job in-process, as evals/train_ranker.py `collect_one` runs it."""
     import asyncio
 
     from graphs.control import Control, reset_control, use_control

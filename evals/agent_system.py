@@ -31,13 +31,14 @@ from nodes.job.config import JobConfig
 from nodes.job.usage import Usage
 from nodes.llm.models import ModelFactory, make_chat_model
 from nodes.policy.registry import DEFAULT_POLICY, model_policies
+from nodes.tools.bm25_setting import FixedBM25
 from stores.collection import Collection
 from stores.jobs import JobStore
 
 CONCURRENCY = 4
 TIERS = ("surfaced", "previewed", "opened", "cited")
 # The agent systems: `agent` is the default policy, and each model policy is a system of its name.
-POLICY_OF = {"agent": DEFAULT_POLICY} | {name: name for name in model_policies()}
+POLICY_OF = {"agent": DEFAULT_POLICY, "agent-self": DEFAULT_POLICY} | {name: name for name in model_policies()}
 
 
 @dataclass
@@ -126,14 +127,16 @@ async def _run_jobs(
     return results
 
 
-def held_out_verifier(collection: str, options: AgentOptions) -> AgentOptions:
+def held_out_verifier(collection: str, options: AgentOptions, own_verifier: bool = False) -> AgentOptions:
     """Options that never score a collection with a verifier trained on its own judgements: the
     shipped verifier is switched off (heuristic order) for the collections it was trained on,
-    which is said on stderr; its held-out figures are in docs/eval/ranker.md."""
+    which is said on stderr; its held-out figures are in docs/eval/ranker.md. A job whose
+    self-tuned profile fitted its own verifier (`own_verifier`, on pseudo-queries, never the
+    qrels) keeps it."""
     from stores.verifier_file import load_verifier_file
 
     shipped = load_verifier_file()
-    if not (options.config.verifier and shipped and collection in shipped.get("trained_on", [])):
+    if own_verifier or not (options.config.verifier and shipped and collection in shipped.get("trained_on", [])):
         return options
     print(
         f"note: the shipped verifier {shipped['name']} was trained on {collection}'s judgements; the agent is "
@@ -157,12 +160,19 @@ def agent_runs(
     trajectory, usage, grades of answers)."""
     options = options or AgentOptions()
     home = col.paths.root.parent.parent
-    options = held_out_verifier(col.name, options)
+    profile = None
+    if options.config.profile == "self":
+        from evals.self_tuning import self_profile
+
+        profile = self_profile(col, tune_if_missing=False)
+    options = held_out_verifier(col.name, options, own_verifier=bool(profile and profile.verifier))
     grader = options.grader_spec()
     answers = {q: a for q, a in (answers or {}).items() if q in texts} if grader else {}
     modes = {q: "answer" if q in answers else "list" for q in texts}
     results = asyncio.run(_run_jobs(col, texts, modes, home, POLICY_OF[system], options, on_done))
     jobs = JobStore(home / "jobs.sqlite")
+    # The deep run goes on past the job's list with BM25 at the setting the job searched with.
+    lexical = FixedBM25(col.lucene, profile.k1, profile.b) if profile else col.lucene
     runs: dict[str, list[tuple[str, float]]] = {}
     trajectories: dict[str, dict[str, list[str]]] = {}
     unknown = outputs = tool_calls = checked = removed = fallbacks = 0
@@ -179,7 +189,7 @@ def agent_runs(
         }
         order = list(res.get("run", []))
         seen = set(order)
-        order += [h.docid for h in col.lucene.search(texts[qid], depth) if h.docid not in seen]
+        order += [h.docid for h in lexical.search(texts[qid], depth) if h.docid not in seen]
         order = order[:depth]
         outputs += len(order)
         unknown += sum(1 for d in order if not col.corpus.has(d))

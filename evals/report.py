@@ -16,7 +16,7 @@ import pytrec_eval
 
 from evals.metrics import BASE_METRICS, Qrels, Run
 from evals.plots import per_query_differences, recall_curves
-from evals.runner import AGENT_SYSTEMS, EvalResult
+from evals.runner import AGENT_SYSTEMS, SELF_SYSTEMS, EvalResult
 from evals.significance import ALPHA, RESAMPLES, SEED, compare
 from stores.collection import Collection
 
@@ -55,6 +55,7 @@ COLUMNS = {
     "map": "mean average precision over the whole run",
     "mean_latency_s": "wall seconds per query, after one warm-up query (agent systems: per job, jobs run 4 at a time)",
     "k1": "BM25 k1 used (bm25 and hybrid: Anserini's default 0.9 unless given)",
+    "semantic_weight": "hybrid-self: the semantic channel's RRF weight against the lexical one's 1",
     "b": "BM25 b used (default 0.4)",
     "tuning": "how bm25-tuned chose k1/b without the reported queries",
     "tuning_s": "seconds spent tuning",
@@ -134,6 +135,34 @@ def significance_section(results: Sequence[EvalResult], metric: str) -> list[str
             f"{100 * c.relative:+.1f}% | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.4f} |"
         )
     return out
+
+
+def self_tuned_section(results: Sequence[EvalResult], metric: str) -> list[str]:
+    """Each self-tuned system against its default counterpart, and `agent-self` against `hybrid`
+    (paired, as above): what tuning on the collection's own documents bought."""
+    by_name = {r.system: r for r in results}
+    pairs = [(s, s.removesuffix("-self")) for s in SELF_SYSTEMS if s in by_name and s.removesuffix("-self") in by_name]
+    if "agent-self" in by_name and "hybrid" in by_name:
+        pairs.append(("agent-self", "hybrid"))
+    rows = [c for a, b in pairs if (c := compare(a, by_name[a].per_query, b, by_name[b].per_query, metric)) is not None]
+    if not rows:
+        return []
+    out = [
+        f"## Self-tuned against default ({metric})",
+        "",
+        "The `*-self` systems use settings chosen on pseudo-queries made from the collection's documents "
+        "(`quarry tune NAME --self`; its qrels are never read). Paired as above; * marks p < "
+        f"{ALPHA}.",
+        "",
+        f"| system | against | {metric} | Δ | relative | 95% CI of Δ | p |",
+        "|---|---|---:|---:|---:|---|---:|",
+    ]
+    for c in rows:
+        out.append(
+            f"| {c.system} | {c.baseline} | {c.system_mean:.4f} | {c.diff:+.4f}{' *' if c.significant else ''} | "
+            f"{100 * c.relative:+.1f}% | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.4f} |"
+        )
+    return [*out, ""]
 
 
 def tuning_section(results: Sequence[EvalResult]) -> list[str]:
@@ -225,7 +254,8 @@ def write_report(
         f"Split `{first.split}`, {first.queries} judged queries, "
         f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. Metrics by pytrec_eval. "
         "`bm25` and `hybrid` use Anserini's default BM25 (k1 0.9, b 0.4); `bm25-tuned` chooses k1/b without "
-        "the queries it is scored on (see below); the agent systems use the parameters stored with the index "
+        "the queries it is scored on (see below); `bm25-self` and `hybrid-self` use the collection's self-tuned "
+        "profile, chosen on pseudo-queries made from its documents (no qrels read); the agent systems use the parameters stored with the index "
         f"(k1 {col.lucene.meta.k1:g}, b {col.lucene.meta.b:g}).",
         "",
         "## Metrics",
@@ -234,6 +264,7 @@ def write_report(
         "",
         *significance_section(results, metric),
         "",
+        *self_tuned_section(results, metric),
         *tuning_section(results),
         "## Columns",
         "",

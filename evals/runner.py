@@ -2,17 +2,19 @@
 
 Systems are plain functions `query text -> [(docid, score)]`; the runner runs the judged
 queries (threads: one Lucene searcher is safe to share), writes a TREC run and scores it with
-pytrec_eval. Systems: `bm25` (stored or given k1/b), `bm25-tuned` (the setting `quarry tune`
-chose), `dense` (MiniLM chunk vectors), `hybrid` (RRF of bm25 and dense) and `agent` (durable
-search jobs, see agent_system.py).
+pytrec_eval. Systems: `bm25` (stored or given k1/b), `bm25-tuned` (k1/b cross-validated on the
+judged queries), `bm25-self` and `hybrid-self` (the self-tuned profile, chosen on pseudo-queries),
+`dense` (MiniLM chunk vectors), `hybrid` (RRF of bm25 and dense) and `agent` (durable search jobs,
+see agent_system.py).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +32,11 @@ if TYPE_CHECKING:
 
 RankFn = Callable[[str], list[tuple[str, float]]]
 # Durable jobs: `agent` (the default policy) and one system per model policy (evals.agent_system).
-AGENT_SYSTEMS = ("agent", *model_policies())
-SYSTEMS = ("bm25", "bm25-tuned", "dense", "hybrid", *AGENT_SYSTEMS)
+# `*-self`: the collection's self-tuned profile (evals.self_tuning: pseudo-queries, no qrels read);
+# `agent-self` is the default policy's jobs with `--profile self`.
+AGENT_SYSTEMS = ("agent", "agent-self", *model_policies())
+SELF_SYSTEMS = ("bm25-self", "hybrid-self", "agent-self")
+SYSTEMS = ("bm25", "bm25-tuned", "bm25-self", "dense", "hybrid", "hybrid-self", *AGENT_SYSTEMS)
 
 
 @dataclass
@@ -122,9 +127,20 @@ def baseline_params(k1: float | None, b: float | None) -> tuple[float, float]:
     return (DEFAULT_K1 if k1 is None else float(k1)), (DEFAULT_B if b is None else float(b))
 
 
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 def system_ranker(col: Collection, system: str, k1: float | None, b: float | None, depth: int) -> RankFn:
     lucene = col.lucene
     k1, b = baseline_params(k1, b)
+    semantic_weight = 1.0
+    if system in SELF_SYSTEMS:
+        from evals.self_tuning import self_profile  # lazy: pseudo-queries load the sentence splitter
+
+        profile = self_profile(col, note=_stderr)
+        k1, b, system = profile.k1, profile.b, system.removesuffix("-self")
+        semantic_weight = profile.semantic_weight or 1.0
     if system == "bm25":
         return lambda text: [(h.docid, h.score) for h in lucene.search(text, depth, k1=k1, b=b)]
     if system == "dense":
@@ -136,14 +152,20 @@ def system_ranker(col: Collection, system: str, k1: float | None, b: float | Non
         def fused(text: str) -> list[tuple[str, float]]:
             lexical = [h.docid for h in lucene.search(text, depth, k1=k1, b=b)]
             semantic = [h.docid for h in dense.search(text, depth)]
-            return reciprocal_rank_fusion([lexical, semantic])[:depth]
+            return reciprocal_rank_fusion([lexical, semantic], [1.0, semantic_weight])[:depth]
 
         return fused
     raise QuarryError("bad_system", f"unknown system {system!r}", f"choose one of: {', '.join(SYSTEMS)}")
 
 
-def _bm25_setting(system: str, k1: float | None, b: float | None) -> dict[str, float]:
-    """The BM25 k1/b a system's run used (recorded with its metrics)."""
+def _bm25_setting(col: Collection, system: str, k1: float | None, b: float | None) -> dict[str, float]:
+    """The BM25 k1/b (and semantic weight) a system's run used (recorded with its metrics)."""
+    if system in ("bm25-self", "hybrid-self"):
+        from evals.self_tuning import self_profile
+
+        profile = self_profile(col, tune_if_missing=False)
+        weight = {"semantic_weight": profile.semantic_weight or 1.0} if system == "hybrid-self" else {}
+        return {"k1": profile.k1, "b": profile.b} | weight
     if system not in ("bm25", "hybrid"):
         return {}
     k1, b = baseline_params(k1, b)
@@ -218,20 +240,20 @@ def evaluate(
     split, qids, texts, qrels = judged_queries(col, split, limit_queries)
     _ = col.lucene  # open (and validate) before fanning out to threads
     if system in AGENT_SYSTEMS:
-        if system != "agent" and not (agent and agent.config.models.model):
+        if system not in ("agent", "agent-self") and not (agent and agent.config.models.model):
             raise QuarryError(
                 "no_model",
                 f"--system {system} needs a model",
                 "add --model PROVIDER:NAME, e.g. --model openai:gpt-4o-mini",
             )
         return _evaluate_agent(col, system, split, qids, texts, qrels, run_file, on_query, agent)
+    if system in ("bm25-tuned", *SELF_SYSTEMS) and (k1 is not None or b is not None):
+        raise QuarryError(
+            "bad_option",
+            f"{system} chooses its own k1/b; --k1/--b apply to bm25 and hybrid",
+            "drop --k1/--b, or use --system bm25 --k1 K --b B",
+        )
     if system == "bm25-tuned":
-        if k1 is not None or b is not None:
-            raise QuarryError(
-                "bad_option",
-                "bm25-tuned chooses its own k1/b; --k1/--b apply to bm25 and hybrid",
-                "drop --k1/--b, or use --system bm25 --k1 K --b B",
-            )
         return _evaluate_tuned(col, split, qids, texts, qrels, depth, threads, run_file, on_query)
     rank = system_ranker(col, system, k1, b, depth)
     rank(texts[qids[0]])  # warm-up (JVM JIT, caches, the embedding model): not part of any latency
@@ -252,7 +274,7 @@ def evaluate(
     judged = {q: qrels[q] for q in qids}
     path = run_file or col.paths.runs_dir / f"{system}-{split}.trec"
     write_run(path, run, f"quarry-{system}")
-    extras: dict[str, float] = {"mean_latency_s": round(elapsed / len(qids), 4)} | _bm25_setting(system, k1, b)
+    extras: dict[str, float] = {"mean_latency_s": round(elapsed / len(qids), 4)} | _bm25_setting(col, system, k1, b)
     return EvalResult(
         col.name, system, split, len(qids), mean_metrics(judged, run), per_query(judged, run), path, extras, run
     )
@@ -271,6 +293,15 @@ def _evaluate_agent(
 ) -> EvalResult:
     from evals.agent_system import TIERS, agent_runs, graded_rows, trajectory_tiers
 
+    bm25 = {"k1": col.lucene.meta.k1, "b": col.lucene.meta.b}  # the index's stored parameters
+    if system == "agent-self":
+        from evals.agent_system import AgentOptions
+        from evals.self_tuning import self_profile
+
+        profile = self_profile(col, note=_stderr)  # tuned now (not applied) when missing
+        options = options or AgentOptions()
+        options = replace(options, config=replace(options.config, profile="self"))
+        bm25 = {"k1": profile.k1, "b": profile.b, "semantic_weight": profile.semantic_weight or 1.0}
     started = time.perf_counter()
     ranked, stats = agent_runs(
         col, {q: texts[q] for q in qids}, system=system, options=options, answers=col.corpus.answers(), on_done=on_query
@@ -291,10 +322,9 @@ def _evaluate_agent(
         "hallucination_rate": stats["hallucination_rate"],
         "tool_calls_per_query": stats["tool_calls_per_query"],
         "mean_latency_s": round(elapsed / max(len(qids), 1), 4),
-        "k1": col.lucene.meta.k1,
-        "b": col.lucene.meta.b,
-    }  # the index's stored parameters
-    if system != "agent":
+        **bm25,
+    }
+    if system not in ("agent", "agent-self"):
         extras |= {
             k: stats[k]
             for k in ("tokens_per_query", "dollars_per_query", "fallbacks_per_query", "citation_hallucination_rate")

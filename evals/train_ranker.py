@@ -47,7 +47,9 @@ REPORT = REPO / "docs" / "eval" / "ranker.md"
 NOTES_HEADING = "## What this says"
 
 
-def _collect_one(rt, col: Collection, qid: str, text: str) -> dict[str, Any]:
+def collect_one(rt, col: Collection, qid: str, text: str, config: Any = None) -> dict[str, Any]:
+    """One heuristic job in-process on `text` (with `config`, a JobConfig, else the defaults): its
+    run and its verified candidates' features, exactly as its answer step hands them to a verifier."""
     from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
@@ -63,7 +65,7 @@ def _collect_one(rt, col: Collection, qid: str, text: str) -> dict[str, Any]:
             asyncio.run(
                 make_search_graph()
                 .compile()
-                .ainvoke(initial_state(job_id, col.name, text), config={"recursion_limit": 10_000})
+                .ainvoke(initial_state(job_id, col.name, text, config=config), config={"recursion_limit": 10_000})
             ),
         )
     finally:
@@ -96,7 +98,7 @@ def collect(home: Path, name: str, refresh: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
     rows = []
     for n, qid in enumerate(qids, start=1):
-        rows.append(_collect_one(rt, col, qid, texts[qid]))
+        rows.append(collect_one(rt, col, qid, texts[qid]))
         if n % 50 == 0:
             print(f"  {name}: {n}/{len(qids)} queries, {time.perf_counter() - started:.0f} s", flush=True)
     configure_runtime(None)

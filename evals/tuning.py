@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -119,6 +120,30 @@ def _home(col: Collection) -> Path:
     return col.paths.root.parent.parent
 
 
+def grid_runs(
+    index: LuceneIndex,
+    texts: Mapping[str, str],
+    settings: Sequence[tuple[float, float]],
+    depth: int,
+    threads: int = 2,
+    progress: ProgressFn | None = None,
+) -> dict[tuple[float, float], dict[str, dict[str, float]]]:
+    """The run (query id → docid → score) of every (k1, b) setting over the same queries: the one
+    search loop behind the judged grid search and self-tuning on pseudo-queries."""
+    runs: dict[tuple[float, float], dict[str, dict[str, float]]] = {}
+    qids = list(texts)
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        for n, (k1, b) in enumerate(settings, start=1):
+
+            def rank(qid: str, k1: float = k1, b: float = b) -> dict[str, float]:
+                return {h.docid: h.score for h in index.search(texts[qid], depth, k1=k1, b=b)}
+
+            runs[(k1, b)] = dict(zip(qids, pool.map(rank, qids), strict=True))
+            if progress:
+                progress("settings", n, len(settings))
+    return runs
+
+
 def grid_search(
     col: Collection,
     split: str | None = None,
@@ -139,24 +164,16 @@ def grid_search(
     if any(k < 0 for k in k1_grid) or any(not 0 <= b <= 1 for b in b_grid):
         raise QuarryError("bad_grid", "k1 must be ≥ 0 and b within [0, 1]", "fix the grid values")
     split, qids, texts, qrels = judged_queries(col, split, limit_queries)
-    judged = {q: qrels[q] for q in qids}
     index: LuceneIndex = col.lucene
     stored = (index.meta.k1, index.meta.b)
     settings = [(k1, b) for k1 in k1_grid for b in b_grid]
     if stored not in settings:
         settings.append(stored)
     started = time.perf_counter()
-    scored: dict[tuple[float, float], GridCell] = {}
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        for n, (k1, b) in enumerate(settings, start=1):
-
-            def rank(qid: str, k1: float = k1, b: float = b) -> dict[str, float]:
-                return {h.docid: h.score for h in index.search(texts[qid], depth, k1=k1, b=b)}
-
-            run = dict(zip(qids, pool.map(rank, qids), strict=True))
-            scored[(k1, b)] = GridCell(k1, b, mean_metrics(judged, run))
-            if progress:
-                progress("settings", n, len(settings))
+    scored = {
+        s: GridCell(*s, mean_metrics({q: qrels[q] for q in qids}, run))
+        for s, run in grid_runs(index, {q: texts[q] for q in qids}, settings, depth, threads, progress).items()
+    }
     cells = tuple(scored[(k1, b)] for k1 in k1_grid for b in b_grid)
     best, baseline = pick_best(cells), scored[stored]
     runs = col.paths.runs_dir
@@ -318,6 +335,7 @@ __all__ = [
     "TuneResult",
     "apply_default_params",
     "average_doc_tokens",
+    "grid_runs",
     "grid_search",
     "load_tuned",
     "pick_best",

@@ -14,6 +14,7 @@ from quarry.console import console, fail, out, print_json, progress_bar, safe
 from quarry.embedding_progress import embedding_progress
 from stores.errors import QuarryError
 from stores.home import list_collections
+from stores.profiles import ProfileStatus, profile_path, profile_status
 
 commands = typer.Typer()
 
@@ -228,10 +229,34 @@ def check_bm25(k1: float | None, b: float | None) -> None:
 
 @commands.command("collections")
 def collections_cmd(json_out: JsonOpt = False) -> None:
-    """List ingested collections."""
+    """List ingested collections, with each one's self-tuned profile (`quarry tune NAME --self`)."""
     names = list(list_collections())
+    statuses: dict[str, ProfileStatus] = {}
+    errors: dict[str, QuarryError] = {}
+    for name in names:
+        try:
+            col = open_collection(name)
+            if profile_path(col.paths).is_file():  # hashing the documents only when there is a profile
+                status = profile_status(col.paths, name, col.corpus.hashes())
+                if status is not None:
+                    statuses[name] = status
+        except QuarryError as err:
+            errors[name] = err
     if json_out:
-        print_json({"collections": names})
+        profiles: dict[str, Any] = {
+            n: st.profile.model_dump(include={"k1", "b", "semantic_weight", "applied"})
+            | {"changed_share": round(st.changed_share, 3), "stale": st.stale}
+            for n, st in statuses.items()
+        }
+        profiles |= {n: {"error": e.message, "hint": e.hint} for n, e in errors.items()}
+        print_json({"collections": names, "profiles": profiles})
         return
     for name in names:
-        out.print(safe(name), highlight=False)
+        if name in errors:
+            out.print(f"{safe(name)}  [red]{safe(errors[name].message)}[/] ({safe(errors[name].hint)})")
+        elif name in statuses:
+            st = statuses[name]
+            hint = f"  [yellow]run: quarry tune {safe(name)} --self[/]" if st.stale else ""
+            out.print(f"{safe(name)}  self-tuned {safe(st.describe())}{hint}")
+        else:
+            out.print(safe(name), highlight=False)

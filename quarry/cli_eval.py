@@ -29,8 +29,10 @@ def eval_cmd(
     system: Annotated[
         list[str] | None,
         typer.Option(
-            help="bm25, bm25-tuned, dense, hybrid, agent (heuristic jobs on a local dev server), llm or react "
-            "(model jobs; need --model); repeat or comma-separate for several, e.g. bm25,hybrid,agent"
+            help="bm25, bm25-tuned, bm25-self, dense, hybrid, hybrid-self, agent (heuristic jobs on a local dev "
+            "server), llm or react (model jobs; need --model); repeat or comma-separate for several, e.g. "
+            "bm25,hybrid,agent. *-self use the collection's self-tuned profile (quarry tune NAME --self; tuned "
+            "on pseudo-queries when missing)"
         ),
     ] = None,
     split: Annotated[str | None, typer.Option(help="qrels split (default: test, else the only one)")] = None,
@@ -173,11 +175,35 @@ def tune(
         ),
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False,
+    self_tuned: Annotated[
+        bool,
+        typer.Option(
+            "--self",
+            help="Tune on pseudo-queries made from the documents (titles, sentences, citations), never on qrels: "
+            "BM25 k1/b and the semantic channel's weight, kept as the collection's self-tuned profile",
+        ),
+    ] = False,
+    queries: Annotated[
+        int | None, typer.Option(min=10, max=5000, help="--self: pseudo-queries to make (default: a few hundred)")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="--self: seed of the pseudo-query sample (fixed by default)")] = None,
+    verifier: Annotated[
+        bool,
+        typer.Option(
+            help="--self: also fit the collection's own verifier on the agent's candidates for the pseudo-queries "
+            "(runs one job in-process per query it uses)"
+        ),
+    ] = True,
 ) -> None:
-    """Grid-search BM25 k1/b by nDCG@20 and show the best (default rule without qrels); --apply stores it."""
+    """Grid-search BM25 k1/b by nDCG@20 and show the best (default rule without qrels); --apply stores it.
+    With --self, tune on the collection's own documents instead of its judgements."""
     from evals.tuning import DefaultParams  # lazy: the grid search costs ~0.6 s of start-up
     from evals.tuning import tune as run_tune
 
+    if self_tuned:
+        if split is not None:
+            fail(QuarryError("bad_option", "--self never reads qrels, so --split does not apply", "drop --split"))
+        return _tune_self(name, apply=apply, json_out=json_out, queries=queries, seed=seed, verifier=verifier)
     try:
         col = open_collection(name)
         with progress_bar(console.is_terminal) as progress:
@@ -208,3 +234,52 @@ def tune(
         "  (the setting stored before)"
     )
     out.print(f"heatmap   {safe(result.heatmap)}", highlight=False)
+
+
+def _tune_self(
+    name: str, *, apply: bool, json_out: bool, queries: int | None, seed: int | None, verifier: bool
+) -> None:
+    from evals.pseudo_queries import DEFAULT_QUERIES, DEFAULT_SEED  # lazy, as above (the tuner's own defaults)
+    from evals.self_tuning import self_tune
+
+    try:
+        col = open_collection(name)
+        with progress_bar(console.is_terminal) as progress:
+            result = self_tune(
+                col,
+                apply=apply,
+                verifier=verifier,
+                progress=progress,
+                queries=DEFAULT_QUERIES if queries is None else queries,
+                seed=DEFAULT_SEED if seed is None else seed,
+            )
+    except QuarryError as err:
+        fail(err)
+    p = result.profile
+    if json_out:
+        print_json(p.model_dump(exclude={"sample"}) | {"profile_file": str(result.profile_file)})
+        return
+    stored = "applied: jobs and tools use it" if apply else "not applied: add --apply for jobs to use it"
+    out.print(
+        f"self-tuned [bold]{safe(name)}[/] on {p.queries} pseudo-queries (seed {p.seed}, no qrels read, "
+        f"{p.seconds:.0f} s): {safe(p.brief())} ({stored})"
+    )
+    out.print(f"pseudo-query nDCG@20  {p.pseudo_default:.4f} at the stored setting → {p.pseudo_chosen:.4f}")
+    table = Table(title="what each kind of pseudo-query alone would choose")
+    for column in ("kind", "queries", "k1", "b", "semantic ×", "nDCG@20 stored → own"):
+        table.add_column(column, justify="left" if column == "kind" else "right")
+    for kind, c in p.kinds.items():
+        weight = "–" if c.semantic_weight is None else f"{c.semantic_weight:g}"
+        table.add_row(
+            kind, str(c.queries), f"{c.k1:g}", f"{c.b:g}", weight, f"{c.ndcg_default:.4f} → {c.ndcg_chosen:.4f}"
+        )
+    out.print(table)
+    if p.verifier_pseudo:
+        v = p.verifier_pseudo
+        kept = "kept" if p.verifier else "not kept: the heuristic order was as good"
+        out.print(
+            f"verifier  fitted on the agent's candidates for {v['queries']:.0f} pseudo-queries: nDCG@20 "
+            f"{v['heuristic']:.4f} heuristic order → {v['verifier']:.4f} ({kept})"
+        )
+    out.print(f"profile   {safe(result.profile_file)}", highlight=False)
+    out.print(f"queries   {safe(result.queries_file)}", highlight=False)

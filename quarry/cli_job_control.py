@@ -150,3 +150,39 @@ def job_rerun(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = False
         json_out=False,
         address=address,
     )
+
+
+def mark_document(job_id: str, docid: str, relevant: bool) -> tuple[str, str]:
+    """Keep a researcher's mark on one document of a job's collection (stores.judgements), for
+    self-tuning to learn from; (collection, docid) as stored. Only documents the collection holds."""
+    from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
+    from stores.judgements import Judgement, JudgementStore, judgements_path
+
+    row = store().get(job_id)
+    col = Collection(row["collection"])
+    if not col.corpus.has(docid):
+        raise QuarryError(
+            "unknown_docid",
+            f"{docid!r} is not a document of collection {row['collection']!r}",
+            f"give a docid from the job's result: quarry job result {job_id}",
+        )
+    mark = Judgement(job_id, row["intent"], docid, "user", 1.0 if relevant else 0.0)
+    JudgementStore(judgements_path(col.paths)).record([mark])
+    return row["collection"], docid
+
+
+@commands.command("mark")
+def job_mark(
+    job_id: str, docid: str, label: Annotated[str, typer.Argument(metavar="relevant|not", help="relevant, or not")]
+) -> None:
+    """Mark a document relevant or not for a job's intent; `quarry tune NAME --self` learns from marks."""
+    try:
+        if label not in ("relevant", "not"):
+            raise QuarryError("bad_label", f"unknown mark {label!r}", "mark a document relevant or not")
+        collection, docid = mark_document(job_id, docid, label == "relevant")
+    except QuarryError as err:
+        fail(err)
+    out.print(
+        f"marked {safe(docid)} {label} for job {safe(job_id)}; quarry tune {safe(collection)} --self learns from it",
+        highlight=False,
+    )

@@ -4,6 +4,7 @@ through `quarry.submit`)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +15,7 @@ from nodes.policy.registry import DEFAULT_POLICY, policy_help
 from quarry import temporal_access as temporal
 from quarry.console import console, fail, out, safe
 from quarry.infrastructure import say_note
-from quarry.job_options import job_config
+from quarry.job_options import check_profile, job_config
 from quarry.submit import submit_job
 from quarry.temporal_access import AddressOpt
 from stores.errors import QuarryError
@@ -117,6 +118,13 @@ def run(
     max_output_tokens: Annotated[
         int, typer.Option(min=JOB_BOUNDS.min_output_tokens, help="Longest reply a model may write per call")
     ] = DEFAULTS.models.max_output_tokens,
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="Search settings: auto (the self-tuned profile once `quarry tune NAME --self --apply` made it the "
+            "default), self (the self-tuned profile, applied or not) or default (ignore it)"
+        ),
+    ] = DEFAULTS.profile,
     wait: Annotated[bool, typer.Option("--wait", help="Wait for the result")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Result as JSON on the last line")] = False,
     port: Annotated[
@@ -150,7 +158,9 @@ def run(
             prices=prices,
             max_output_tokens=max_output_tokens,
         )
-        _ = Collection(name).lucene  # clear error now rather than a failed job later
+        col = Collection(name)
+        _ = col.lucene  # clear error now rather than a failed job later
+        config = replace(config, profile=check_profile(col, profile))
     except QuarryError as err:
         fail(err)
     submit_job(

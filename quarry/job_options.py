@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import cast
 
 from pydantic import ValidationError
 
-from nodes.job.config import JOB_BOUNDS, JobConfig, ModelSettings, Price
+from nodes.job.config import JOB_BOUNDS, SEARCH_PROFILES, JobConfig, ModelSettings, Price, SearchProfile
 from stores.errors import QuarryError
 
 
@@ -184,3 +185,16 @@ def _jsonable(value: object) -> bool:
         return True
     except (TypeError, ValueError):
         return False
+
+
+def check_profile(col, choice: str) -> SearchProfile:
+    """`--profile` as the job will use it; `self` without a usable self-tuned profile is refused
+    now, with the command that makes one, rather than as a failed job (nodes.job.profile_choice)."""
+    from nodes.job.profile_choice import resolve_profile
+    from stores.profiles import profile_status
+
+    if choice not in SEARCH_PROFILES:
+        raise QuarryError("bad_option", f"unknown --profile {choice!r}", f"choose one of: {', '.join(SEARCH_PROFILES)}")
+    if choice == "self":
+        resolve_profile(col.name, choice, profile_status(col.paths, col.name, col.corpus.hashes()))
+    return cast(SearchProfile, choice)

@@ -18,6 +18,7 @@ from temporalio.api.enums.v1 import EventType
 
 from nodes.job.config import JobConfig, ModelSettings, Price
 from nodes.ranking.ranker import HEURISTIC_ORDER
+from stores.judgements import JudgementStore, judgements_path
 from tests.conftest import LITERATURE
 from tests.fakes import ModelRouter, ScriptedChatModel, structured_reply, usage
 from workflows.client import new_job_id, submit
@@ -149,6 +150,12 @@ async def test_llm_policy_plans_judges_in_parallel_batches_and_answers_with_chec
         held = " ".join(literature.corpus.lines(r["docid"])[first - 1 : last])
         assert TRUE_QUOTE in " ".join(held.lower().split()), "the line range holds the quote"
     assert "zzz-not-in-batch" not in result["run"]
+    # Every librarian judgement is kept with the collection for self-tuning (stores.judgements).
+    kept = [j for j in JudgementStore(judgements_path(literature.paths)).all() if j.job_id == result["job_id"]]
+    assert sorted((j.docid, j.relevance, j.judge, j.source) for j in kept) == sorted(
+        (r["docid"], 0.9 if r["docid"].startswith("gnn") else 0.1, JUDGE, "model") for r in judged
+    )
+    assert {j.intent for j in kept} == {INTENT}
 
     # The answer: one valid citation, one unsupported sentence, one document never opened.
     answer, cites = result["answer"], result["citations"]

@@ -212,6 +212,8 @@ def test_evaluation_never_scores_a_collection_with_a_verifier_trained_on_it(monk
     assert held_out_verifier("cacm", AgentOptions()).config.verifier is False
     assert "trained on cacm" in capsys.readouterr().err
     assert held_out_verifier("unseen", AgentOptions()).config.verifier is True
+    # A self-tuned profile's own verifier was fitted on pseudo-queries, never on the qrels: it stays.
+    assert held_out_verifier("cacm", AgentOptions(), own_verifier=True).config.verifier is True
     monkeypatch.setattr(vf, "load_verifier_file", lambda: None)
     assert held_out_verifier("cacm", AgentOptions()).config.verifier is True
 

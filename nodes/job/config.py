@@ -31,6 +31,10 @@ STEER_FRACTION = 0.7
 CitationDirection = Literal["references", "cited_by", "both", "co_cited", "coupled", "ppr"]
 CITATION_DIRECTIONS: tuple[str, ...] = get_args(CitationDirection)
 
+# Which search settings a job uses (JobConfig.profile), declared once for the job and the command line.
+SearchProfile = Literal["auto", "self", "default"]
+SEARCH_PROFILES: tuple[str, ...] = get_args(SearchProfile)
+
 
 @dataclass(frozen=True)
 class ToolLimits:
@@ -145,6 +149,10 @@ class JobConfig:
     # depends on the batch size then; a batch of 8 keeps a stop's wait near 2 s.
     semantic_batch: int = 8
     verifier: bool = True  # order the answer with the shipped learned verifier when there is one
+    # Search settings (BM25 k1/b, the semantic channel's weight): `auto` uses the collection's
+    # self-tuned profile when `quarry tune NAME --self --apply` made it the default and it is not
+    # stale, `self` requires that profile (applied or not), `default` ignores it (nodes.job.runtime).
+    profile: SearchProfile = "auto"
     # The answer without a model (extractive): sentences it quotes at most, and how deep the
     # collection is searched to count a question word's documents for its IDF weight.
     answer_sentences: int = 4

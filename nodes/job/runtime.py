@@ -15,18 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from nodes.job.config import JobConfig, ModelSettings, config_of
+from nodes.job.profile_choice import DEFAULT_PROFILE, resolve_profile
 from nodes.job.state import JobState
 from nodes.job.traced_tools import JobTools, StoredRankingCache
 from nodes.llm.models import ModelFactory, make_chat_model
 from nodes.policy.registry import spec_of
 from nodes.policy.seam import Policy
 from nodes.rounds.semantic_filter import FilteredSemantic
+from nodes.tools.bm25_setting import FixedBM25
 from nodes.tools.corpus import ToolSession
 from stores.collection import Collection
 from stores.embedder import model_available
 from stores.errors import QuarryError
 from stores.home import collection_paths, quarry_home
 from stores.jobs import JobStore
+from stores.judgements import Judgement, JudgementStore, judgements_path
+from stores.profiles import ProfileStatus, profile_path, profile_status
 
 # Words of a collection's first document that the worker searches for once before it polls.
 WARM_QUERY_WORDS = 24
@@ -49,6 +53,7 @@ class NodeRuntime:
         self.models: ModelFactory = models or make_chat_model
         self._collections: dict[tuple[str, str | None], Collection] = {}
         self._models: dict[tuple, Any] = {}
+        self._profiles: dict[tuple[str, str | None, int], ProfileStatus | None] = {}
         self._lock = threading.Lock()
 
     def model(self, spec: str, settings: ModelSettings) -> Any:
@@ -124,11 +129,47 @@ class NodeRuntime:
             opened.append("verifier")
         return opened
 
+    def search_profile(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """The search settings of this job: `{"name": "default"}`, or the collection's self-tuned
+        profile as `{"name": "self", "k1", "b", "semantic_weight", "tuned_at"}` (JobConfig.profile
+        says which). The navigator keeps it in the job's state, so every step of a job searches
+        alike even if the profile is tuned again meanwhile."""
+        if state.get("profile"):
+            return dict(state["profile"])
+        choice = config_of(state).profile
+        if choice == "default":
+            return dict(DEFAULT_PROFILE)
+        col = self.collection(state)
+        return resolve_profile(col.name, choice, self._profile_status(col))
+
+    def _profile_status(self, col: Collection) -> ProfileStatus | None:
+        """The collection's profile status, re-read when the profile file changes (hashing the
+        documents once per version and file, not once per job)."""
+        path = profile_path(col.paths)
+        try:
+            stamp = path.stat().st_mtime_ns
+        except OSError:
+            return None
+        key = (col.name, col.version, stamp)
+        with self._lock:
+            if key in self._profiles:
+                return self._profiles[key]
+        status = profile_status(col.paths, col.name, col.corpus.hashes())
+        with self._lock:
+            self._profiles[key] = status
+        return status
+
+    def lexical(self, state: Mapping[str, Any]) -> Any:
+        """The BM25 searcher of this job: the index, at the profile's k1/b when it has its own."""
+        col = self.collection(state)
+        profile = self.search_profile(state)
+        return FixedBM25(col.lucene, profile["k1"], profile["b"]) if "k1" in profile else col.lucene
+
     def tools(self, state: JobState) -> JobTools:
         col = self.collection(state)
         counter = iter(range(int(state.get("stats", {}).get("searches", 0)) + 1, 10**9))
         session = ToolSession(
-            col.lucene,
+            self.lexical(state),
             col.corpus,
             cache=StoredRankingCache(self.jobs, state["job_id"]),
             new_search_id=lambda: f"s{next(counter)}",
@@ -156,7 +197,7 @@ class NodeRuntime:
             return None
         col = self.collection(where)
         return FilteredSemantic(
-            col.lucene,
+            self.lexical(where) if isinstance(where, Mapping) else col.lucene,
             col.corpus,
             col.chunk_vectors,
             candidates=cfg.semantic_candidates,
@@ -203,6 +244,28 @@ class NodeRuntime:
                 self._verifier, self.verifier_version = None, None
         return self._verifier
 
+    def record_judgements(self, state: Mapping[str, Any], judged: list[tuple[str, float, str]]) -> None:
+        """Keep a job's model judgements `(docid, p, model)` with its collection (stores.judgements)."""
+        if judged:
+            col = self.collection(state)
+            JudgementStore(judgements_path(col.paths)).record(
+                Judgement(state["job_id"], state["intent"], docid, "model", p, model) for docid, p, model in judged
+            )
+
+    def verifier_for(self, state: Mapping[str, Any]) -> tuple[Any, str | None]:
+        """The verifier that orders this job's answer and its name for the result: the one its
+        self-tuned profile fitted on the collection's pseudo-queries, else the shipped one."""
+        own = self.search_profile(state).get("verifier")
+        if own:
+            from nodes.ranking.ranker import Verifier
+
+            try:
+                verifier = Verifier.from_dict(own)
+                return verifier, f"{verifier.name} (self-tuned)"
+            except (KeyError, ValueError, TypeError):
+                pass  # a profile from another feature set: the shipped verifier stands
+        return self.verifier(), getattr(self, "verifier_version", None)
+
     def manifest(self, state: Mapping[str, Any], ranker: str) -> dict[str, Any]:
         """What the job's result was computed from: collection data and index parameters, code,
         policy, prompts and models (stores.manifest + nodes.job.manifest)."""
@@ -214,7 +277,11 @@ class NodeRuntime:
             data = collection_manifest(self.collection(state))
         except QuarryError as err:  # the collection is gone: say so rather than fail the finish
             data = {"collection": state.get("collection"), "error": err.code}
-        return data | policy_manifest(spec_of(state), config_of(state), ranker)
+        try:  # the settings it searched with; the profile's verifier is named by `ranker`
+            profile = {k: v for k, v in self.search_profile(state).items() if k != "verifier"}
+        except QuarryError as err:  # a profile required but gone before the first step: say so
+            profile = {"name": config_of(state).profile, "error": err.code}
+        return data | policy_manifest(spec_of(state), config_of(state), ranker) | {"profile": profile}
 
     def policy(self, state: Mapping[str, Any]) -> Policy:
         """The job's decision maker: the class its policy's spec names (`nodes.policy.registry`; the

@@ -79,6 +79,7 @@ class JobState(TypedDict, total=False):
     job_id: str
     collection: str
     collection_version: str | None  # the version the job pinned at its start (nodes.job.runtime)
+    profile: dict[str, Any]  # the search settings it pinned then (NodeRuntime.search_profile)
     intent: str
     mode: Mode
     policy: str

@@ -231,6 +231,18 @@ def fold_judgements(state: JobState) -> dict[str, Any]:
                     "score": 0.0 if cand.get("excluded") else score,
                 }
             )
+    # Kept with the collection (stores.judgements) for self-tuning to learn from; a batch answered
+    # by the heuristic after a model failure is not a model's judgement.
+    runtime().record_judgements(
+        state,
+        [
+            (doc["docid"], float(doc["p"]), str(entry.get("model", "")))
+            for entry in state.get("judgements", [])
+            if entry.get("model") and not entry.get("fallback")
+            for doc in entry.get("docs", [])
+            if doc["docid"] in candidates
+        ],
+    )
     return {
         **store_pool(jobs, state, candidates),
         "judgements": [{"reset": True}],

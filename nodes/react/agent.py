@@ -125,6 +125,8 @@ def agent(state: JobState) -> dict[str, Any]:
     update: dict[str, Any] = {"pending_notes": [], "node": "agent", "steps": int(state.get("steps", 0)) + 1}
     if "collection_version" not in state:  # the job's first turn pins the collection version it reads
         update["collection_version"] = rt.collection(state).version
+    if "profile" not in state:  # … and the search settings
+        update["profile"] = rt.search_profile(state)
     stored = jobs.message(job_id, seq)
     model_spec = cfg.models.model or ""
     if stored is not None and stored.get("type") == "ai":

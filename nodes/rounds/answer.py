@@ -105,7 +105,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     candidates = load_pool(rt.jobs, state)
     # The verifier was trained on the heuristic policy's scores; a model policy's librarians score
     # on their own scale, so its order stays the rule's.
-    verifier = rt.verifier() if cfg.verifier and spec_of(state).verifier else None
+    verifier, verifier_name = rt.verifier_for(state) if cfg.verifier and spec_of(state).verifier else (None, None)
     if verifier is not None:
         inputs = ranker_inputs(rt, state, candidates)
         pool = final_order(
@@ -153,7 +153,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
             )
         ),
         "cited": [r["docid"] for r in ranked],
-        "ranker": rt.verifier_version if verifier is not None else HEURISTIC_ORDER,
+        "ranker": verifier_name if verifier is not None else HEURISTIC_ORDER,
     }
     update: dict[str, Any] = {}
     if state.get("mode") == "answer":

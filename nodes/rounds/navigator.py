@@ -46,9 +46,12 @@ def navigator(state: JobState) -> dict:
     corpus = rt.collection(state).corpus
     years_known = corpus.year_span() is not None
     decision = policy.plan(PlanRequest(state["intent"], tuple(notes), years_known))
-    # Round one asks every query channel the collection offers with the user's own words.
+    # Round one asks every query channel the collection offers with the user's own words; a
+    # self-tuned profile sets the semantic channel's weight against the lexical one's.
+    profile = rt.search_profile(state)
+    weights = {"lexical": USER_WORDS_WEIGHT, "semantic": USER_WORDS_WEIGHT * (profile.get("semantic_weight") or 1.0)}
     queries = [
-        {"text": t, "channel": ch, "weight": USER_WORDS_WEIGHT}
+        {"text": t, "channel": ch, "weight": weights[ch]}
         for t in decision.queries
         for ch in ("lexical", "semantic")
         if ch in channels
@@ -63,5 +66,6 @@ def navigator(state: JobState) -> dict:
         "round": 1,
         "node": "navigator",
         "collection_version": rt.collection(state).version,
+        "profile": profile,
         **model_step_update(state, "navigator", decision.usage, decision.fallback),
     }
