@@ -28,10 +28,36 @@ def open_collection(name: str) -> Any:
 JsonOpt = Annotated[bool, typer.Option("--json", help="The outcome as one JSON object on the last line")]
 
 
-def _report_json(report) -> None:
+SelfTuneOpt = Annotated[
+    bool,
+    typer.Option(
+        "--self-tune",
+        envvar="QUARRY_SELF_TUNE",
+        help="Afterwards, tune the collection on its own documents and apply it (quarry tune NAME --self --apply); "
+        "QUARRY_SELF_TUNE=1 makes it the setting for every ingest and add",
+    ),
+]
+
+
+def _self_tune_after(name: str, report: Any, enabled: bool) -> dict[str, Any]:
+    """`--self-tune`: the collection tuned on pseudo-queries and the profile applied, after a
+    change (an unchanged collection keeps its profile); what is printed, as JSON."""
+    if not enabled or report.unchanged:
+        return {}
+    from evals.self_tuning import self_tune  # lazy: pseudo-queries and the tuner load on demand
+
+    try:
+        with progress_bar(console.is_terminal) as progress:
+            profile = self_tune(open_collection(name), apply=True, progress=progress).profile
+    except QuarryError as err:
+        fail(err)
+    return {"self_profile": profile.model_dump(include={"k1", "b", "semantic_weight", "queries", "seconds"})}
+
+
+def _report_json(report, extra: dict[str, Any] | None = None) -> None:
     """An ingest/add/remove report as JSON: every count, the skipped and unsupported files, the
     warnings and the summary line (warnings and skipped files stay on stderr as well)."""
-    print_json(asdict(report) | {"summary": report.summary()})
+    print_json(asdict(report) | {"summary": report.summary()} | (extra or {}))
 
 
 _SHOWN = 20  # skipped and unsupported files listed by name before "… and N more"
@@ -80,19 +106,23 @@ def ingest(
         typer.Option("--strict", help="Reject the whole input if any file is bad (default: skip it and report it)"),
     ] = False,
     json_out: JsonOpt = False,
+    self_tune: SelfTuneOpt = False,
 ) -> None:
     """Validate and store a corpus, then build its BM25 index; into an existing collection only
     what changed is applied."""
     from stores.collection import ingest as run_ingest  # lazy: the collection store costs ~100 ms
 
+    if self_tune and no_index:
+        fail(QuarryError("bad_option", "--self-tune needs the BM25 index", "drop --no-index or --self-tune"))
     try:
         with progress_bar(console.is_terminal) as progress:
             report = run_ingest(path, name, build_lucene=not no_index, force=force, strict=strict, progress=progress)
     except QuarryError as err:
         fail(err)
+    tuned = _self_tune_after(name, report, self_tune)
     if json_out:
         _print_warnings(report)
-        _report_json(report)
+        _report_json(report, tuned)
         return
     if report.unchanged:
         _print_warnings(report)
@@ -106,6 +136,17 @@ def ingest(
         + f", qrels splits: {safe(', '.join(report.splits)) or 'none'}"
         + ("; BM25 index built" if report.indexed else "")
     )
+    _print_tuned(name, tuned)
+
+
+def _print_tuned(name: str, tuned: dict[str, Any]) -> None:
+    if tuned:
+        p = tuned["self_profile"]
+        sem = "" if p["semantic_weight"] is None else f", semantic ×{p['semantic_weight']:g}"
+        out.print(
+            f"self-tuned [bold]{safe(name)}[/] on {p['queries']} pseudo-queries in {p['seconds']:.0f} s and applied: "
+            f"k1 {p['k1']:g} b {p['b']:g}{sem}"
+        )
 
 
 @commands.command()
@@ -123,6 +164,7 @@ def add(
         ),
     ] = None,
     json_out: JsonOpt = False,
+    self_tune: SelfTuneOpt = False,
 ) -> None:
     """Add or update documents in a collection; only their chunks are indexed and embedded.
     A file whose id is already another file's document is refused, naming both."""
@@ -133,12 +175,16 @@ def add(
             report = run_add(name, list(paths), root=root, strict=strict, progress=progress)
     except QuarryError as err:
         fail(err)
+    tuned = _self_tune_after(name, report, self_tune)
     _show_change(
         report,
         json_out,
         f"collection [bold]{safe(name)}[/]: {report.documents} documents"
         + ("" if report.unchanged else "; BM25 index updated" if report.indexed else ""),
+        tuned,
     )
+    if not json_out:
+        _print_tuned(name, tuned)
 
 
 @commands.command()
@@ -158,11 +204,11 @@ def remove(
     _show_change(report, json_out, f"collection [bold]{safe(name)}[/]: {report.documents} documents")
 
 
-def _show_change(report: Any, json_out: bool, summary: str) -> None:
+def _show_change(report: Any, json_out: bool, summary: str, extra: dict[str, Any] | None = None) -> None:
     """What `add` and `remove` print: the report as JSON, or its changes and a summary line."""
     if json_out:
         _print_warnings(report)
-        _report_json(report)
+        _report_json(report, extra)
         return
     _print_changes(report)
     out.print(summary)

@@ -379,3 +379,26 @@ def test_marks_reach_the_tuner_and_unknown_documents_are_refused(col: Collection
     assert [(j.docid, j.source, j.relevance) for j in stored] == [("fl01", "user", 1.0), ("fl02", "user", 0.0)]
     p = self_tune(col, queries=20, seed=3, **GRID).profile
     assert p.kinds["judged"].queries == 1 and p.queries == 21
+
+
+def test_ingest_and_add_can_self_tune_after_the_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("evals.self_verifier.fit_self_verifier", lambda *a, **k: (None, {}))  # tested above
+    home = str(tmp_path / "home")
+    runner = CliRunner()
+    src = judged_source(tmp_path / "src")
+    done = runner.invoke(app, ["--home", home, "ingest", str(src), "--name", "tuned", "--self-tune", "--json"])
+    assert done.exit_code == 0, done.output
+    shown = json.loads(done.stdout.strip().splitlines()[-1])["self_profile"]
+    col = Collection("tuned", home=tmp_path / "home")
+    stored = read_profile(col.paths, "tuned")
+    assert stored is not None and stored.applied and (shown["k1"], shown["b"]) == (stored.k1, stored.b)
+    assert (col.lucene.meta.k1, col.lucene.meta.b) == (stored.k1, stored.b)
+    note = tmp_path / "note.md"
+    note.write_text("# Federated learning across hospitals\n\nHospitals train one model without sharing scans.\n")
+    monkeypatch.setenv("QUARRY_SELF_TUNE", "1")  # the setting: every change is followed by a tuning
+    added = runner.invoke(app, ["--home", home, "add", "tuned", str(note)])
+    assert added.exit_code == 0 and "self-tuned" in added.stdout and "applied" in added.stdout
+    again = read_profile(Collection("tuned", home=tmp_path / "home").paths, "tuned")
+    assert again is not None and again.document_count == stored.document_count + 1
+    refused = runner.invoke(app, ["--home", home, "ingest", str(src), "--name", "x", "--self-tune", "--no-index"])
+    assert refused.exit_code != 0 and "--self-tune needs the BM25 index" in refused.output
