@@ -343,7 +343,14 @@ def test_job_tools_trace_expand_citations(col: Collection, tmp_path: Path, monke
     runtime = rt.NodeRuntime(home=tmp_path)
     # a stand-in for the collection: it has no Lucene index, and expand_citations needs none
     runtime._collections[("cites", None)] = SimpleNamespace(
-        lucene=NoSearch(), corpus=col.corpus, citations=col.citations, dense=None, chunk_vectors=None
+        lucene=NoSearch(),
+        corpus=col.corpus,
+        citations=col.citations,
+        dense=None,
+        chunk_vectors=None,
+        name="cites",
+        paths=col.paths,  # where a self-tuned profile would be (there is none: the default settings)
+        version=None,
     )
     job = runtime.tools({"collection": "cites", "job_id": "j1"})
     assert job.session.citations is col.citations
