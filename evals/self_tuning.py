@@ -186,13 +186,9 @@ def self_profile(
     if status is not None and not status.stale:
         return status.profile
     if not tune_if_missing:
-        raise QuarryError(
-            "no_profile" if status is None else "stale_profile",
-            f"{col.name!r} has no self-tuned profile"
-            if status is None
-            else f"the self-tuned profile of {col.name!r} is stale (~{status.changed_share:.0%} of documents changed)",
-            f"run: quarry tune {col.name} --self",
-        )
+        from nodes.job.profile_choice import resolve_profile
+
+        resolve_profile(col.name, "self", status)  # raises the one no_profile / stale_profile error
     if note:
         note(f"self-tuning {col.name} on pseudo-queries (no qrels read)…")
     return self_tune(col).profile

@@ -388,3 +388,22 @@ def copied_pdf_pages(
     doc.close()
     template.close()
     return path
+
+
+def run_search_graph(job_id: str, collection: str, intent: str, config: Any) -> dict[str, Any]:
+    """The heuristic round graph run in-process on one job (the runtime configured by the caller)."""
+    import asyncio
+
+    from graphs.control import Control, reset_control, use_control
+    from graphs.search_graph import make_search_graph
+    from graphs.state import initial_state
+
+    token = use_control(Control())
+    try:
+        return asyncio.run(
+            make_search_graph()
+            .compile()
+            .ainvoke(initial_state(job_id, collection, intent, config=config), config={"recursion_limit": 10_000})
+        )
+    finally:
+        reset_control(token)

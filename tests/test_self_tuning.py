@@ -3,7 +3,6 @@ profile (carried over, stale, applied), the `*-self` evaluation systems and `qua
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -15,9 +14,6 @@ from typer.testing import CliRunner
 from evals.pseudo_queries import KINDS, from_judgements, generate, sentence_query
 from evals.runner import evaluate
 from evals.self_tuning import self_profile, self_tune
-from graphs.control import Control, reset_control, use_control
-from graphs.search_graph import make_search_graph
-from graphs.state import initial_state
 from nodes.job.config import JobConfig
 from nodes.job.profile_choice import resolve_profile
 from nodes.job.runtime import NodeRuntime, configure_runtime
@@ -30,7 +26,7 @@ from stores.jobs import JobStore
 from stores.judgements import Judgement, JudgementStore, judgements_path
 from stores.lucene import IndexMeta
 from stores.profiles import SelfProfile, documents_signature, profile_status, read_profile, save_profile
-from tests.fakes import search_docs, write_beir
+from tests.fakes import run_search_graph, search_docs, write_beir
 
 # Small, and without the verifier's jobs: the behaviour, not the figures (one test fits a verifier).
 GRID = {"k1_grid": (0.9, 2.0), "b_grid": (0.4, 0.9), "verifier": False}
@@ -267,18 +263,7 @@ def hand_profile(col: Collection, *, applied: bool, verifier: dict | None = None
 
 
 def run_graph(job_id: str, config: JobConfig) -> dict:
-    token = use_control(Control())
-    try:
-        return asyncio.run(
-            make_search_graph()
-            .compile()
-            .ainvoke(
-                initial_state(job_id, "selfish", "graph neural networks for molecules", config=config),
-                config={"recursion_limit": 10_000},
-            )
-        )
-    finally:
-        reset_control(token)
+    return run_search_graph(job_id, "selfish", "graph neural networks for molecules", config)
 
 
 @pytest.fixture()

@@ -8,16 +8,12 @@ the birds for "flightless seabirds penguins". A third page about the same birds 
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from graphs.control import Control, reset_control, use_control
-from graphs.search_graph import make_search_graph
-from graphs.state import initial_state
 from nodes.job.config import JobConfig
 from nodes.job.runtime import NodeRuntime, configure_runtime
 from nodes.rounds.semantic_filter import FilteredSemantic, pick_chunks
@@ -27,7 +23,7 @@ from stores.chunk_vectors import ChunkVectors
 from stores.collection import Collection, ingest
 from stores.errors import QuarryError
 from stores.records import Chunk
-from tests.fakes import write_jsonl
+from tests.fakes import run_search_graph, write_jsonl
 
 NAME = "penguins"
 QUERY = "flightless seabirds penguins"
@@ -146,15 +142,7 @@ def runtime(col: Collection) -> Iterator[NodeRuntime]:
 
 
 def run_job(job_id: str, config: JobConfig) -> dict:
-    token = use_control(Control())
-    try:
-        return asyncio.run(
-            make_search_graph()
-            .compile()
-            .ainvoke(initial_state(job_id, NAME, QUERY, config=config), config={"recursion_limit": 10_000})
-        )
-    finally:
-        reset_control(token)
+    return run_search_graph(job_id, NAME, QUERY, config)
 
 
 def test_a_job_without_a_dense_index_searches_both_channels(runtime: NodeRuntime) -> None:
