@@ -6,7 +6,10 @@ of the BM25 grid on them (the same search loop as the judged grid search, evals.
 then — when the collection has a dense index — the semantic channel's RRF weight against the
 lexical one at the chosen k1/b, and last a verifier fitted on the agent's candidates for them
 (evals.self_verifier). What each kind of pseudo-query alone would choose is kept beside
-the choice, so a report can say which kinds carry the signal. The result is the collection's
+the choice, so a report can say which kinds carry the signal; only judged queries
+(`CHOOSING_KINDS`: real intents with a person's or a model's judgements) choose, because what the
+kinds made from documents alone chose lost on every judged collection measured. A collection
+whose jobs judged nothing yet keeps the defaults, and its profile says so. The result is the collection's
 self-tuned profile (stores.profiles); `apply` also stores k1/b with the index, so every job and
 tool uses them.
 
@@ -23,7 +26,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evals.metrics import per_query
-from evals.pseudo_queries import DEFAULT_QUERIES, DEFAULT_SEED, KINDS, PseudoQuerySet, from_judgements, generate
+from evals.pseudo_queries import (
+    CHOOSING_KINDS,
+    DEFAULT_QUERIES,
+    DEFAULT_SEED,
+    KINDS,
+    PseudoQuerySet,
+    from_judgements,
+    generate,
+)
 from evals.tuning import DEFAULT_B_GRID, DEFAULT_K1_GRID, OBJECTIVE, SECONDARY, GridCell, grid_runs, pick_best
 from nodes.ranking.fusion import reciprocal_rank_fusion
 from stores.collection import Collection, reindex
@@ -40,6 +51,7 @@ from stores.profiles import (
 from stores.readers import ProgressFn
 
 TUNE_DEPTH = 100  # nDCG@20 and MAP of a known-item search are decided in the first hundred
+MIN_VERIFIER_QUERIES = 30  # judged queries needed to fit a verifier on them
 SEMANTIC_WEIGHTS = (0.25, 0.5, 1.0, 2.0, 4.0)  # relative to the lexical channel's 1
 Run = dict[str, dict[str, float]]
 
@@ -109,9 +121,13 @@ def self_tune(
     def best_for(ids: Sequence[str]) -> GridCell:
         return pick_best([GridCell(k1, b, _mean(rows[(k1, b)], ids)) for k1, b in settings])
 
-    chosen = best_for(qids)
+    # Only judged queries choose (evals.pseudo_queries.CHOOSING_KINDS); without any, the defaults
+    # stay and the profile says so.
+    choosing_set = pseudo.only(CHOOSING_KINDS)
+    choosing = [q.qid for q in choosing_set.queries]
+    chosen = best_for(choosing) if choosing else GridCell(*default, _mean(rows[default], qids))
     sem_rows = _semantic_rows(col, pseudo, runs[(chosen.k1, chosen.b)], excluded, progress)
-    weight = _best_weight(sem_rows, qids) if sem_rows else None
+    weight = _best_weight(sem_rows, choosing) if sem_rows and choosing else None
     kind_choices = {}
     for kind, ids in by_kind.items():
         own = best_for(ids)
@@ -123,6 +139,7 @@ def self_tune(
             ndcg_default=round(_mean(rows[default], ids)[OBJECTIVE], 4),
             ndcg_chosen=round(own.metrics[OBJECTIVE], 4),
         )
+    scored_on = choosing or qids
     profile = SelfProfile(
         collection=col.name,
         documents=documents_signature(hashes),
@@ -134,23 +151,24 @@ def self_tune(
         queries=len(qids),
         seed=seed,
         kinds=kind_choices,
-        pseudo_default=round(_mean(rows[default], qids)[OBJECTIVE], 4),
-        pseudo_chosen=round(chosen.metrics[OBJECTIVE], 4),
+        chosen_on=tuple(sorted({q.kind for q in choosing_set.queries})),
+        pseudo_default=round(_mean(rows[default], scored_on)[OBJECTIVE], 4),
+        pseudo_chosen=round(_mean(rows[(chosen.k1, chosen.b)], scored_on)[OBJECTIVE], 4),
         applied=apply,
         tuned_at=datetime.now(UTC).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - started, 1),
     )
     queries_file = save_pseudo_queries(col.paths, pseudo.payload())
     profile_file = save_profile(col.paths, profile)  # the verifier's jobs search with it
-    if verifier:
+    if verifier and len(choosing) >= MIN_VERIFIER_QUERIES:
         from evals.self_verifier import fit_self_verifier  # lazy: it loads the search graph
 
-        weights, figures = fit_self_verifier(col, pseudo, progress=progress)
+        weights, figures = fit_self_verifier(col, choosing_set, progress=progress)
         profile = profile.model_copy(
             update={"verifier": weights, "verifier_pseudo": figures, "seconds": round(time.perf_counter() - started, 1)}
         )
         save_profile(col.paths, profile)
-    if apply:
+    if apply and (chosen.k1, chosen.b) != default:
         reindex(col.name, home=col.paths.root.parent.parent, k1=chosen.k1, b=chosen.b)
     return SelfTuneResult(profile, profile_file, queries_file)
 
@@ -194,4 +212,4 @@ def self_profile(
     return self_tune(col).profile
 
 
-__all__ = ["SEMANTIC_WEIGHTS", "TUNE_DEPTH", "SelfTuneResult", "self_profile", "self_tune"]
+__all__ = ["MIN_VERIFIER_QUERIES", "SEMANTIC_WEIGHTS", "TUNE_DEPTH", "SelfTuneResult", "self_profile", "self_tune"]

@@ -33,7 +33,18 @@ import numpy as np
 
 from evals.metrics import per_query
 from evals.ranker_report import report
-from evals.ranker_scorers import FITS, METRIC, TRANSFERABLE, fit_ascent, fit_lambdamart, fit_logistic, rerank
+from evals.ranker_scorers import (
+    FITS,
+    METRIC,
+    SHRINK_STEPS,
+    TRANSFERABLE,
+    UNLEAKED,
+    fit_ascent,
+    fit_lambdamart,
+    fit_logistic,
+    rerank,
+    shrink,
+)
 from evals.runner import judged_queries, system_ranker
 from evals.significance import compare
 from nodes.ranking.ranker import FEATURES, RANK_FEATURES, candidate_features
@@ -41,8 +52,11 @@ from stores.atomic import write_atomic  # workers read the verifier file while i
 from stores.collection import Collection
 
 REPO = Path(__file__).resolve().parents[1]
+# The alternative BM25 rankings: their k1 values came from tuning on these same collections' judgements.
+LEAKED = frozenset(RANK_FEATURES) - frozenset(UNLEAKED)
 VERIFIER_FILE = REPO / "stores" / "data" / "verifier.json"
 CACHE = "ranker-features.json"
+VERIFIER_NAME = "verifier-v3"  # what --write names the shipped verifier (the manifest shows it)
 REPORT = REPO / "docs" / "eval" / "ranker.md"
 NOTES_HEADING = "## What this says"
 
@@ -82,8 +96,17 @@ def collect_one(rt, col: Collection, qid: str, text: str, config: Any = None) ->
     return {"qid": qid, "run": rt.jobs.load_draft(job_id)["run"], "features": feats}
 
 
+def heuristic_runs(data: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Each query's run with its verified head in the heuristic rule's order (the features carry
+    each candidate's rank under it), whatever order the collected run itself was in."""
+    column = FEATURES.index("heur_rank_inv")
+    return rerank(data, lambda m: m[:, column])
+
+
 def collect(home: Path, name: str, refresh: bool = False) -> dict[str, Any]:
-    """Features and runs for every judged query of `name` (cached)."""
+    """Features and runs for every judged query of `name` (cached), from jobs that order their
+    answer by the heuristic rule (the shipped verifier off: it was trained on these queries)."""
+    from nodes.job.config import JobConfig
     from nodes.job.runtime import NodeRuntime, configure_runtime
 
     col = Collection(name, home)
@@ -98,7 +121,7 @@ def collect(home: Path, name: str, refresh: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
     rows = []
     for n, qid in enumerate(qids, start=1):
-        rows.append(collect_one(rt, col, qid, texts[qid]))
+        rows.append(collect_one(rt, col, qid, texts[qid], JobConfig(verifier=False)))
         if n % 50 == 0:
             print(f"  {name}: {n}/{len(qids)} queries, {time.perf_counter() - started:.0f} s", flush=True)
     configure_runtime(None)
@@ -127,9 +150,7 @@ def loco(home: Path, names: list[str], datasets: dict[str, dict[str, Any]]) -> l
         hybrid_rank = system_ranker(col, "hybrid", None, None, 1000)
         _, qids, texts, _ = judged_queries(col, None)
         hybrid = per_query(qrels, {q: dict(hybrid_rank(texts[q])) for q in qids})
-        agent = per_query(
-            qrels, {r["qid"]: {d: float(len(r["run"]) - i) for i, d in enumerate(r["run"])} for r in test["queries"]}
-        )
+        agent = per_query(qrels, heuristic_runs(test))
         row = {
             "held_out": held,
             "metric": metric,
@@ -142,10 +163,15 @@ def loco(home: Path, names: list[str], datasets: dict[str, dict[str, Any]]) -> l
             "logistic_transferable": fit_logistic(train, features=TRANSFERABLE),
             "logistic_ranks": fit_logistic(train, features=RANK_FEATURES),
             "ascent_ranks": fit_ascent(train),
+            "ascent_unleaked": fit_ascent(train, features=UNLEAKED),
         }
+        for lam in SHRINK_STEPS:
+            fitted[f"ascent_unleaked_shrunk{lam:g}"] = shrink(fitted["ascent_unleaked"], lam)
+        row["blind"] = sorted(label for label, v in fitted.items() if not set(v.features) & LEAKED)
         models = {label: (lambda m, v=v: np.asarray([v.score(x) for x in m])) for label, v in fitted.items()}
         row["weights"] = {
-            "ascent_ranks": dict(zip(fitted["ascent_ranks"].features, fitted["ascent_ranks"].weights, strict=True))
+            label: dict(zip(fitted[label].features, fitted[label].weights, strict=True))
+            for label in ("ascent_ranks", "ascent_unleaked")
         }
         try:
             lm = fit_lambdamart(train)
@@ -206,20 +232,28 @@ def main() -> None:
     out.write_text(json.dumps(results, indent=2))
     labels = [k.removesuffix("_vs_hybrid") for k in results[0] if k.endswith("_vs_hybrid")]
     gain = {label: float(np.mean([r[f"{label}_vs_hybrid"]["relative"] for r in results])) for label in labels}
+    worst = {label: min(r[f"{label}_vs_hybrid"]["relative"] for r in results) for label in labels}
     heuristic_gain = float(np.mean([r["agent_heuristic"] / r["hybrid"] - 1 for r in results]))
-    best = max(gain, key=gain.__getitem__)
+    # Chosen by its worst held-out fold, not its mean (a user's collection is a fold nobody tuned
+    # on); the mean breaks ties. Only among scorers whose held-out figures are blind: one using the
+    # alternative BM25 rankings (k1 chosen on these collections' judgements) is reported, not chosen.
+    blind = [label for label in labels if label in results[0]["blind"]]
+    best = max(blind, key=lambda label: (round(worst[label], 4), gain[label]))
     # The hand-written reading of the figures ("## What this says") is kept across regenerations.
     old = REPORT.read_text() if REPORT.is_file() else ""
     notes = old[old.index(NOTES_HEADING) :] if NOTES_HEADING in old else ""
     REPORT.write_text(report(results, labels, gain, heuristic_gain, best, datasets) + ("\n" + notes if notes else ""))
     print(
-        f"wrote {REPORT}; best held-out scorer {best}: {gain[best]:+.2%} over hybrid on average "
-        f"(heuristic order {heuristic_gain:+.2%})"
+        f"wrote {REPORT}; best held-out scorer by its worst fold {best}: {worst[best]:+.2%} over hybrid "
+        f"at worst, {gain[best]:+.2%} on average (heuristic order {heuristic_worst(results):+.2%} at worst)"
     )
-    ship, reason = shipping_decision(results, best, gain, heuristic_gain)
+    ship, reason = shipping_decision(results, best)
     print(reason)
+    if args.write and not ship and VERIFIER_FILE.is_file():
+        VERIFIER_FILE.unlink()
+        print(f"removed {VERIFIER_FILE}: jobs order their answers by the heuristic rule")
     if args.write and ship:
-        verifier = FITS[best](list(datasets.values()), name="verifier-v2")
+        verifier = FITS[best](list(datasets.values()), VERIFIER_NAME)
         VERIFIER_FILE.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(
             VERIFIER_FILE,
@@ -242,19 +276,25 @@ def main() -> None:
         print(f"wrote {VERIFIER_FILE}")
 
 
-def shipping_decision(
-    results: list[dict[str, Any]], best: str, gain: dict[str, float], heuristic_gain: float
-) -> tuple[bool, str]:
-    """Whether the best held-out scorer replaces the heuristic order: it must be linear (what
-    nodes.ranking.ranker.Verifier applies), beat the heuristic order's mean held-out gain over hybrid, and
-    be significantly worse than the heuristic order (paired test, p < 0.05) on no held-out
-    collection — a verifier that loses clearly on one kind of collection is not shipped to all."""
+def heuristic_worst(results: list[dict[str, Any]]) -> float:
+    """The heuristic order's relative gain over hybrid on its worst held-out collection."""
+    return min(r["agent_heuristic"] / r["hybrid"] - 1 for r in results)
+
+
+def shipping_decision(results: list[dict[str, Any]], best: str) -> tuple[bool, str]:
+    """Whether the scorer with the best worst held-out fold replaces the heuristic order: it must
+    be linear (what nodes.ranking.ranker.Verifier applies), do better than the heuristic order on
+    its worst held-out collection (both against hybrid), and be significantly worse than the
+    heuristic order (paired test, p < 0.05) on no held-out collection — a verifier that loses
+    clearly on one kind of collection is not shipped to all."""
     if best not in FITS:
         return False, f"the best scorer ({best}) is not linear; nothing written, the heuristic order stays"
-    if gain[best] <= heuristic_gain:
+    own = min(r[f"{best}_vs_hybrid"]["relative"] for r in results)
+    rule = heuristic_worst(results)
+    if own <= rule:
         return False, (
-            f"held out, {best} ({gain[best]:+.2%} over hybrid) does not beat the heuristic order "
-            f"({heuristic_gain:+.2%}): nothing written, the heuristic order stays"
+            f"held out, {best} at worst ({own:+.2%} over hybrid) does not beat the heuristic order at worst "
+            f"({rule:+.2%}): the heuristic order stays"
         )
     worse = [
         r["held_out"] for r in results if r[f"{best}_vs_agent"]["relative"] < 0 and r[f"{best}_vs_agent"]["p"] < 0.05
@@ -262,11 +302,11 @@ def shipping_decision(
     if worse:
         return False, (
             f"held out, {best} is significantly worse than the heuristic order on {', '.join(worse)}: "
-            "nothing written, the heuristic order stays"
+            "the heuristic order stays"
         )
     return True, (
-        f"held out, {best} beats the heuristic order on average ({gain[best]:+.2%} vs "
-        f"{heuristic_gain:+.2%} over hybrid) and is significantly worse on no collection"
+        f"held out, {best} beats the heuristic order on its worst collection ({own:+.2%} vs {rule:+.2%} "
+        "over hybrid) and is significantly worse on no collection"
     )
 
 

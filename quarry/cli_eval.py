@@ -264,7 +264,16 @@ def _tune_self(
         f"self-tuned [bold]{safe(name)}[/] on {p.queries} pseudo-queries (seed {p.seed}, no qrels read, "
         f"{p.seconds:.0f} s): {safe(p.brief())} ({stored})"
     )
-    out.print(f"pseudo-query nDCG@20  {p.pseudo_default:.4f} at the stored setting → {p.pseudo_chosen:.4f}")
+    if p.kept_defaults:
+        out.print(
+            "chosen on  nothing yet: queries made from the documents alone favour exact word matches by "
+            "construction (what they chose lost on every judged collection measured, "
+            "docs/eval/self-tuning/README.md); judged queries choose — mark results "
+            "(quarry job mark JOB DOCID relevant|not) or run jobs with a model policy, then tune again"
+        )
+    else:
+        out.print(f"chosen on  {', '.join(p.chosen_on or p.kinds)} pseudo-queries")
+        out.print(f"pseudo-query nDCG@20  {p.pseudo_default:.4f} at the stored setting → {p.pseudo_chosen:.4f}")
     table = Table(title="what each kind of pseudo-query alone would choose")
     for column in ("kind", "queries", "k1", "b", "semantic ×", "nDCG@20 stored → own"):
         table.add_column(column, justify="left" if column == "kind" else "right")

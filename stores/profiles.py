@@ -73,6 +73,9 @@ class SelfProfile(BaseModel):
     queries: int
     seed: int
     kinds: dict[str, KindChoice] = Field(default_factory=dict)
+    # The kinds of query that chose the settings (judged: evals.pseudo_queries.CHOOSING_KINDS);
+    # empty when there were none and the defaults were kept; None in a profile from before this rule (all kinds chose).
+    chosen_on: tuple[str, ...] | None = None
     objective: str = "ndcg@20"
     pseudo_default: float  # the objective on all pseudo-queries at the defaults
     pseudo_chosen: float  # … with the chosen settings
@@ -80,8 +83,15 @@ class SelfProfile(BaseModel):
     tuned_at: str
     seconds: float
 
+    @property
+    def kept_defaults(self) -> bool:
+        """Whether nothing chose: no judged queries yet, so the defaults stand."""
+        return self.chosen_on == ()
+
     def brief(self) -> str:
         """One line for listings: `k1 0.9 b 0.4 · semantic ×2`."""
+        if self.kept_defaults:
+            return f"defaults kept (k1 {self.k1:g} b {self.b:g}: no judged queries to tune on yet)"
         sem = "" if self.semantic_weight is None else f" · semantic ×{self.semantic_weight:g}"
         return f"k1 {self.k1:g} b {self.b:g}{sem}" + (" · own verifier" if self.verifier else "")
 

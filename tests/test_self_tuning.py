@@ -122,6 +122,7 @@ def test_self_tune_stores_a_profile_and_reads_no_judgements(col: Collection, no_
     assert (p.k1, p.b) in {(k, b) for k in GRID["k1_grid"] for b in GRID["b_grid"]} | {(0.9, 0.4)}
     assert p.pseudo_chosen >= p.pseudo_default  # the stored setting was one of the candidates
     assert p.queries == 40 and set(p.kinds) == set(KINDS) and p.semantic_weight is None  # no dense index
+    assert p.chosen_on == () and (p.k1, p.b) == (0.9, 0.4)  # no judged queries: the kinds only report
     assert not p.applied and "settings" in seen
     assert read_profile(col.paths, col.name) == p
     assert (IndexMeta.load(col.paths.lucene_dir).k1, IndexMeta.load(col.paths.lucene_dir).b) == (0.9, 0.4)
@@ -198,6 +199,7 @@ def test_tune_self_on_the_command_line(col: Collection) -> None:
     assert data["queries"] == 20 and not data["applied"] and set(data["kinds"]) == set(KINDS)
     text = CliRunner().invoke(app, ["--home", home, "tune", "selfish", "--self", "--queries", "20", "--no-verifier"])
     assert text.exit_code == 0 and "no qrels read" in text.stdout and "--apply" in text.stdout
+    assert "chosen on  nothing yet" in text.stdout and "quarry job mark" in text.stdout
     bad = CliRunner().invoke(app, ["--home", home, "tune", "selfish", "--self", "--split", "test"])
     assert bad.exit_code != 0 and "--split" in bad.output and "Traceback" not in bad.output
 
@@ -226,16 +228,51 @@ def test_collections_lists_the_profile_and_says_when_it_is_stale(col: Collection
 # -- jobs search with the profile ---------------------------------------------------------------
 
 
-def test_the_profile_fits_its_own_verifier_on_the_agents_candidates(col: Collection) -> None:
+def test_queries_from_documents_alone_keep_the_defaults(col: Collection) -> None:
+    """Title, sentence and citation queries choose nothing (what they chose lost on real queries):
+    without judged queries the profile keeps the index's setting, fits no verifier and says so."""
+    p = self_tune(col, queries=21, seed=3, k1_grid=(2.0,), b_grid=(0.9,), verifier=True, apply=True).profile
+    assert p.chosen_on == () and p.kept_defaults and (p.k1, p.b) == (0.9, 0.4)
+    assert p.verifier is None and not p.verifier_pseudo and p.semantic_weight is None
+    assert set(p.kinds) == set(KINDS)  # still reported: what each alone would choose
+    assert p.brief().startswith("defaults kept")
+    meta = IndexMeta.load(col.paths.lucene_dir)
+    assert (meta.k1, meta.b) == (0.9, 0.4)
+
+
+def judge(col: Collection, intents: dict[str, list[str]]) -> None:
+    """What a model librarian would have recorded: each intent's documents judged relevant."""
+    JudgementStore(judgements_path(col.paths)).record(
+        Judgement(f"job-{i}", intent, docid, "model", 0.9, "scripted")
+        for i, (intent, docids) in enumerate(intents.items())
+        for docid in docids
+    )
+
+
+JUDGED = {
+    "graph neural networks for molecules": ["gnn01", "gnn02", "gnn03"],
+    "language model pretraining": ["lm01", "lm02"],
+    "reinforcement learning for robots": ["rl01", "rl03"],
+    "federated learning across hospitals": ["fl01", "fl02", "fl03"],
+}
+
+
+def test_the_profile_fits_its_own_verifier_on_the_agents_candidates(
+    col: Collection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("evals.self_tuning.MIN_VERIFIER_QUERIES", 3)
+    judge(col, JUDGED)
     p = self_tune(col, queries=12, seed=3, k1_grid=(0.9,), b_grid=(0.4,), verifier=True).profile
     figures = p.verifier_pseudo
-    assert figures["queries"] == 12 and 0 <= figures["heuristic"] <= 1 and 0 <= figures["verifier"] <= 1
+    assert p.chosen_on == ("judged",)
+    assert figures["queries"] == p.kinds["judged"].queries == 4  # fitted on the judged queries only
+    assert 0 <= figures["heuristic"] <= 1 and 0 <= figures["verifier"] <= 1
     if p.verifier is not None:  # kept only when it beat the heuristic order on the pseudo-queries
         assert figures["verifier"] > figures["heuristic"] and tuple(p.verifier["features"]) == RANK_FEATURES
     else:
         assert figures["verifier"] <= figures["heuristic"]
     jobs = JobStore(col.paths.root.parent.parent / "jobs.sqlite")
-    assert jobs.load_draft("ranker-selfish-t0") is None, "the fitting's jobs are not the user's jobs"
+    assert jobs.load_draft("ranker-selfish-j0") is None, "the fitting's jobs are not the user's jobs"
 
 
 def hand_profile(col: Collection, *, applied: bool, verifier: dict | None = None) -> SelfProfile:
@@ -363,7 +400,8 @@ def test_marks_reach_the_tuner_and_unknown_documents_are_refused(col: Collection
     stored = JudgementStore(judgements_path(col.paths)).all()
     assert [(j.docid, j.source, j.relevance) for j in stored] == [("fl01", "user", 1.0), ("fl02", "user", 0.0)]
     p = self_tune(col, queries=20, seed=3, **GRID).profile
-    assert p.kinds["judged"].queries == 1 and p.queries == 21
+    assert p.kinds["judged"].queries == 1 and p.queries == 21 and p.chosen_on == ("judged",)
+    assert (p.k1, p.b) == (p.kinds["judged"].k1, p.kinds["judged"].b)  # the marks chose the setting
 
 
 def test_ingest_and_add_can_self_tune_after_the_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -220,6 +220,7 @@ def sentence_quote(chunk: Chunk, wanted: set[str], title: str = "") -> tuple[str
     return text[start:end], line_start, line_start + text.count("\n", start, end)
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """Crude stem: a plural "s" dropped, then the first five letters, so that plural and verb forms
     of a word meet (retrieval/retrieve, passage/passages, encoder/encoding). Without the plural
@@ -232,5 +233,9 @@ def stem(word: str) -> str:
     return word[:5]
 
 
-def stems(text: str) -> set[str]:
-    return {stem(w) for w in WORD.findall(text) if w.lower() not in STOPWORDS}
+@lru_cache(maxsize=1 << 14)
+def stems(text: str) -> frozenset[str]:
+    """The content words (stems) of `text`. Cached: the heuristic librarian compares every
+    sentence of every candidate with every requirement, so one job asks for the same sentence's
+    stems a dozen times (uncached, this was most of a heuristic job's time)."""
+    return frozenset(stem(w) for w in WORD.findall(text) if w.lower() not in STOPWORDS)

@@ -213,6 +213,12 @@ class Verifier:
         )
 
 
+def uses_alt_bm25(verifier: Verifier) -> bool:
+    """Whether `verifier` reads the alternative BM25 rankings (so a job must score its head under
+    `ALT_BM25`); the shipped verifier-v3 does not."""
+    return any(f.startswith("bm25_") for f in verifier.features)
+
+
 def final_order(
     candidates: Mapping[str, Candidate],
     channel_of: Mapping[str, str],

@@ -21,7 +21,7 @@ from nodes.job.state import JobState, model_step_update, ranked_candidates
 from nodes.policy.heuristic import HeuristicPolicy
 from nodes.policy.registry import DEFAULT_POLICY, spec_of
 from nodes.policy.seam import AnswerRequest
-from nodes.ranking.ranker import ALT_BM25, HEURISTIC_ORDER, RankContext, final_order
+from nodes.ranking.ranker import ALT_BM25, HEURISTIC_ORDER, RankContext, final_order, uses_alt_bm25
 from nodes.tools.excerpts import query_terms
 from stores.errors import QuarryError
 
@@ -37,9 +37,10 @@ class RankerInputs:
     context: RankContext
 
 
-def ranker_inputs(rt: Any, state: JobState, candidates: dict[str, Any]) -> RankerInputs:
+def ranker_inputs(rt: Any, state: JobState, candidates: dict[str, Any], alt_bm25: bool = True) -> RankerInputs:
     """The verified candidates' citation links and lengths, the job's rankings (intent's lexical
-    and semantic search, and the others) and their BM25 scores under `ALT_BM25`."""
+    and semantic search, and the others) and — when `alt_bm25`, for a verifier that uses them —
+    their BM25 scores under `ALT_BM25` (three scorings of the head: most of the verifier's cost)."""
     col = rt.collection(state)
     verified = [d for d, c in candidates.items() if c.get("verified_version") and not c.get("excluded")]
     neighbours = (
@@ -65,7 +66,7 @@ def ranker_inputs(rt: Any, state: JobState, candidates: dict[str, Any]) -> Ranke
     ]
     alt = (
         {(k1, b): col.lucene.score_documents(intent_query, verified, k1=k1, b=b) for k1, b in ALT_BM25}
-        if intent_query and verified
+        if alt_bm25 and intent_query and verified
         else {}
     )
     return RankerInputs(
@@ -107,7 +108,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     # on their own scale, so its order stays the rule's.
     verifier, verifier_name = rt.verifier_for(state) if cfg.verifier and spec_of(state).verifier else (None, None)
     if verifier is not None:
-        inputs = ranker_inputs(rt, state, candidates)
+        inputs = ranker_inputs(rt, state, candidates, alt_bm25=uses_alt_bm25(verifier))
         pool = final_order(
             candidates,
             inputs.channel_of,

@@ -19,7 +19,7 @@ vector are ranked and the note says the ranking is partial; every embedded batch
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -86,7 +86,7 @@ class SemanticRun:
         )
 
 
-def stem_pattern(wanted: set[str]) -> re.Pattern[str] | None:
+def stem_pattern(wanted: Set[str]) -> re.Pattern[str] | None:
     """One regex finding words that start with a query stem (nodes.evidence.sentences.stem), case-folded:
     a scan of a hundred long documents' chunks takes milliseconds, stemming each word ~0.5 s."""
     if not wanted:
@@ -96,7 +96,7 @@ def stem_pattern(wanted: set[str]) -> re.Pattern[str] | None:
     )
 
 
-def pick_chunks(chunks: Sequence[Chunk], wanted: set[str], limit: int) -> list[int]:
+def pick_chunks(chunks: Sequence[Chunk], wanted: Set[str], limit: int) -> list[int]:
     """Chunk numbers to score: the first chunk, then those sharing the most query stems (earlier
     first on ties), `limit` in all, in document order."""
     if not chunks or limit < 1:
