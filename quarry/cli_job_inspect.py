@@ -29,25 +29,16 @@ from stores.errors import QuarryError, disk_full
 from stores.jobs import FINAL
 
 commands = typer.Typer()
+JOBS_LISTED = 20  # jobs `job list` (and `quarry mcp`'s list_jobs) show by default, newest first
 FullOpt = Annotated[bool, typer.Option("--full", help="Every passage, whole, and the weak matches")]
 
 
-@commands.command("list")
-def job_list(
-    limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many jobs, newest first")] = 20,
-    status: Annotated[
-        str | None,
-        typer.Option(
-            help="Only jobs with this status (completed, running, "
-            "failed, stopped, budget_exhausted, cancelled, terminated)"
-        ),
-    ] = None,
-    collection: Annotated[str | None, typer.Option(help="Only jobs on this collection")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per job")] = False,
-    address: AddressOpt = None,
-) -> None:
-    """This home's jobs, newest first: the job store's record, with Temporal's view of those still
-    running (a job whose worker or server died shows as Temporal sees it)."""
+def job_rows(
+    limit: int = JOBS_LISTED, status: str | None = None, collection: str | None = None, address: str | None = None
+) -> tuple[list[dict[str, Any]], dict[str, str] | None]:
+    """This home's jobs, newest first (`job list`, `quarry mcp`'s list_jobs): the job store's rows,
+    those still running as Temporal sees them, a failed one with its error's code; and Temporal's
+    view (None when no server answers)."""
     rows = store().list(limit, status=status, collection=collection)
     running = any(r["status"] == "running" for r in rows)
     temporal_view = temporal.temporal_statuses(max(limit * 2, 100), address) if running else {}
@@ -65,6 +56,26 @@ def job_list(
             error = (failed.get("result") or {}).get("error")
             r["error"] = failed.get("error")
             r["error_code"] = error.get("code") if isinstance(error, dict) else None
+    return rows, temporal_view
+
+
+@commands.command("list")
+def job_list(
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many jobs, newest first")] = JOBS_LISTED,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            help="Only jobs with this status (completed, running, "
+            "failed, stopped, budget_exhausted, cancelled, terminated)"
+        ),
+    ] = None,
+    collection: Annotated[str | None, typer.Option(help="Only jobs on this collection")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per job")] = False,
+    address: AddressOpt = None,
+) -> None:
+    """This home's jobs, newest first: the job store's record, with Temporal's view of those still
+    running (a job whose worker or server died shows as Temporal sees it)."""
+    rows, temporal_view = job_rows(limit, status, collection, address)
     if json_out:
         for r in rows:
             print_json(r)
@@ -114,17 +125,11 @@ def job_show(job_id: str, json_out: Annotated[bool, typer.Option("--json")] = Fa
     out.print(f"trace:  {safe(trace_file(row.get('trace_id')))}", highlight=False)
 
 
-@commands.command("progress")
-def job_progress(
-    job_id: str, address: AddressOpt = None, json_out: Annotated[bool, typer.Option("--json")] = False
-) -> None:
-    """Ask a running job where it is (round, node, top 5, budget)."""
-    row = known_job(job_id)
-    if row and row["status"] in FINAL and row.get("result"):
-        out.print(
-            safe(f"{job_id} has finished ({row['status']}); its result: quarry job result {job_id}"), highlight=False
-        )
-        return
+def progress_of(job_id: str, address: str | None = None) -> dict[str, Any]:
+    """A running job's answer to the `progress` query (round, node, top 5 with titles, budget),
+    with Temporal's own status for one ended outside Quarry and the running step's detail — what
+    `job progress` and `quarry mcp`'s job_status show. Runs its own event loop; a failure
+    (worker_warming_up included) comes out as one QuarryError."""
 
     async def main():
         client = await temporal.client(address)
@@ -138,16 +143,7 @@ def job_progress(
                 p["status"] = status.name.lower()
         return p
 
-    try:
-        p = temporal.attempt(main(), job_id, address)
-    except QuarryError as err:
-        if err.code != "worker_warming_up":
-            fail(err)
-        waiting = WorkerWarmingUp.of(job_id, row)  # informational: the job waits, nothing failed
-        print_json(waiting.as_json()) if json_out else out.print(
-            terminal_safe(waiting.line()), markup=False, highlight=False
-        )
-        return
+    p = temporal.attempt(main(), job_id, address)
     if detail := step_detail(job_id, p):
         p["step_detail"] = detail
     try:
@@ -159,6 +155,31 @@ def job_progress(
             t["title"] = titles.get(t["docid"], "")
     except QuarryError:
         pass
+    return p
+
+
+@commands.command("progress")
+def job_progress(
+    job_id: str, address: AddressOpt = None, json_out: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """Ask a running job where it is (round, node, top 5, budget)."""
+    row = known_job(job_id)
+    if row and row["status"] in FINAL and row.get("result"):
+        out.print(
+            safe(f"{job_id} has finished ({row['status']}); its result: quarry job result {job_id}"), highlight=False
+        )
+        return
+
+    try:
+        p = progress_of(job_id, address)
+    except QuarryError as err:
+        if err.code != "worker_warming_up":
+            fail(err)
+        waiting = WorkerWarmingUp.of(job_id, row)  # informational: the job waits, nothing failed
+        print_json(waiting.as_json()) if json_out else out.print(
+            terminal_safe(waiting.line()), markup=False, highlight=False
+        )
+        return
     print_json(p) if json_out else render_progress(p)
 
 
@@ -186,6 +207,20 @@ def job_watch(job_id: str, address: AddressOpt = None) -> None:
     exit_for(result)
 
 
+def result_so_far(
+    job_id: str, address: str | None = None, look: bool = True
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A job's row and its stored result (None while it runs, or when it ended without one) —
+    what `job result` and `quarry mcp`'s job_result read. With `look`, a job the store still calls
+    running is checked against Temporal: one terminated outside Quarry is recorded as such now.
+    An unknown job id is a QuarryError."""
+    row = store().get(job_id)
+    result = row.get("result")
+    if result is None and row["status"] == "running" and look:
+        row = seen_terminated(job_id, row, address)  # ended outside Quarry: the store learns it now
+    return row, result
+
+
 @commands.command("result")
 def job_result(
     job_id: str,
@@ -196,12 +231,9 @@ def job_result(
 ) -> None:
     """A job's final result (from the job store, or wait for it)."""
     try:
-        row = store().get(job_id)
+        row, result = result_so_far(job_id, address, look=not wait)
     except QuarryError as err:
         fail(err)
-    result = row.get("result")
-    if result is None and row["status"] == "running" and not wait:
-        row = seen_terminated(job_id, row, address)  # ended outside Quarry: the store learns it now
     if result is None and wait and row["status"] not in FINAL:
 
         async def main():
@@ -235,6 +267,19 @@ def job_result(
     exit_for(result)
 
 
+def exported(result: dict[str, Any], fmt: str) -> str:
+    """A result in an export format (`job export`, `quarry mcp`'s job_result BibTeX), its ranked
+    documents' records read from the collection when it still exists."""
+    records = {}
+    try:
+        from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
+
+        records = Collection(result["collection"]).corpus.get_many([r["docid"] for r in result.get("ranked", [])])
+    except QuarryError:
+        pass  # the collection is gone: export what the result itself holds
+    return export(result, records, fmt)
+
+
 @commands.command("export")
 def job_export(
     job_id: str,
@@ -259,14 +304,7 @@ def job_export(
                 f"job {job_id} is {row['status']}; there is no result to export yet",
                 f"wait for it: quarry job result {job_id} --wait",
             )
-        records = {}
-        try:
-            from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
-
-            records = Collection(result["collection"]).corpus.get_many([r["docid"] for r in result.get("ranked", [])])
-        except QuarryError:
-            pass  # the collection is gone: export what the result itself holds
-        text = export(result, records, fmt)
+        text = exported(result, fmt)
         if output is not None:
             write_atomic(output, text)  # a full disk or a kill leaves the previous file, never half of one
     except QuarryError as err:

@@ -82,6 +82,48 @@ def down() -> None:
         out.print(f"{name}: {'stopped' if stop_detached(home, name, say=say_note) else 'not running'}")
 
 
+def checked_job(
+    name: str,
+    intent: str,
+    *,
+    mode: str = "list",
+    policy: str = DEFAULT_POLICY,
+    budget: float = DEFAULTS.max_seconds,
+    rounds: int = DEFAULTS.max_rounds,
+    model: str | None = None,
+    judge_model: str | None = None,
+    max_tokens: int | None = None,
+    max_dollars: float | None = None,
+    prices: Path | None = None,
+    max_output_tokens: int = DEFAULTS.models.max_output_tokens,
+    profile: str = DEFAULTS.profile,
+) -> tuple[str, JobConfig]:
+    """A job's checked intent and configuration, the same for every front door that submits one
+    (`quarry run`, `quarry mcp`'s start_job): mode, intent, budget, policy and models, the
+    collection's index (a clear error now rather than a failed job later) and its search profile.
+    Raises QuarryError."""
+    if mode not in MODES:
+        raise QuarryError("bad_mode", f"unknown mode {mode!r}", "use --mode list or --mode answer")
+    intent = check_text(intent, "intent", MAX_INTENT_CHARS)
+    budget = check_budget(budget)
+    from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
+
+    config = job_config(
+        policy,
+        model,
+        judge_model,
+        rounds=rounds,
+        max_seconds=budget,
+        max_tokens=max_tokens,
+        max_dollars=max_dollars,
+        prices=prices,
+        max_output_tokens=max_output_tokens,
+    )
+    col = Collection(name)
+    _ = col.lucene  # clear error now rather than a failed job later
+    return intent, replace(config, profile=check_profile(col, profile))
+
+
 @commands.command()
 def run(
     name: str,
@@ -138,29 +180,21 @@ def run(
     """Submit a durable search job (starts the embedded server and a worker if needed)."""
     address = address or (f"127.0.0.1:{port}" if port else None)
     try:
-        if mode not in MODES:
-            raise QuarryError("bad_mode", f"unknown mode {mode!r}", "use --mode list or --mode answer")
-        intent = check_text(intent, "intent", MAX_INTENT_CHARS)
-        budget = check_budget(budget)
-    except QuarryError as err:
-        fail(err)
-    from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
-
-    try:
-        config = job_config(
-            policy,
-            model,
-            judge_model,
+        intent, config = checked_job(
+            name,
+            intent,
+            mode=mode,
+            policy=policy,
+            budget=budget,
             rounds=rounds,
-            max_seconds=budget,
+            model=model,
+            judge_model=judge_model,
             max_tokens=max_tokens,
             max_dollars=max_dollars,
             prices=prices,
             max_output_tokens=max_output_tokens,
+            profile=profile,
         )
-        col = Collection(name)
-        _ = col.lucene  # clear error now rather than a failed job later
-        config = replace(config, profile=check_profile(col, profile))
     except QuarryError as err:
         fail(err)
     submit_job(

@@ -4,7 +4,7 @@ numbered lines."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated
 
@@ -12,7 +12,7 @@ import typer
 
 from nodes.job.config import TOOL_LIMITS, JobConfig
 from nodes.job.step_control import StepControl, using_step
-from nodes.tools.results import ToolError
+from nodes.tools.results import DocumentPage, SearchPage, ToolError
 from quarry.cli_collections import check_bm25, open_collection
 from quarry.console import fail, out, print_json, terminal_safe
 from quarry.embedding_progress import embedding_progress
@@ -24,7 +24,17 @@ from workflows.job_input import check_text
 commands = typer.Typer()
 
 
-def _tools(name: str, k1: float | None = None, b: float | None = None, semantic: bool = False):
+def tools_for(
+    name: str,
+    k1: float | None = None,
+    b: float | None = None,
+    semantic: bool = False,
+    new_search_id: Callable[[], str] | None = None,
+):
+    """The agent's tools (`nodes.tools.corpus.ToolSession`) over collection `name`, as every front
+    door opens them (the command line, `quarry mcp`): BM25 at the stored k1/b unless given, the
+    semantic channel only when asked for; `new_search_id` names its searches (a door that keeps
+    several sessions gives them one sequence)."""
     from nodes.tools.corpus import ToolSession  # lazy: the tools cost ~110 ms of start-up
 
     col = open_collection(name)
@@ -35,7 +45,64 @@ def _tools(name: str, k1: float | None = None, b: float | None = None, semantic:
             return lucene.ranking(text, k, k1=k1, b=b)
 
     # The dense index (and its model) is only loaded when asked for: it costs seconds.
-    return ToolSession(_Searcher(), col.corpus, semantic=_semantic(col, _Searcher()) if semantic else None)
+    return ToolSession(
+        _Searcher(), col.corpus, semantic=_semantic(col, _Searcher()) if semantic else None, new_search_id=new_search_id
+    )
+
+
+def check_channel(channel: str, k1: float | None = None, b: float | None = None) -> None:
+    """QuarryError unless `channel` is lexical or semantic (and --k1/--b only with lexical)."""
+    if channel not in ("lexical", "semantic"):
+        raise QuarryError("bad_option", f"unknown channel {channel!r}", "use --channel lexical or --channel semantic")
+    if channel == "semantic" and (k1 is not None or b is not None):
+        raise QuarryError(
+            "bad_option",
+            "--k1/--b set BM25 parameters, which the semantic channel does not use",
+            "drop --k1/--b, or search with --channel lexical",
+        )
+
+
+def checked_query(query: str, channel: str, collection: str | None = None) -> None:
+    """The checks a query passes before it is searched, the same at every front door: its size and
+    encoding (`check_text`), then the tools' own check (`check_query`). With `collection`, the hint
+    is said in the command line's syntax; without, in the tools' (what a model calls)."""
+    from nodes.tools.query_check import MAX_QUERY_CHARS, QueryProblem, check_query  # lazy: the tools cost ~110 ms
+
+    if isinstance(query, str) and query.strip():
+        check_text(query, "query", 10 * MAX_QUERY_CHARS)
+    try:
+        check_query(query, channel)
+    except QueryProblem as problem:
+        raise (problem.for_cli(collection) if collection is not None else problem) from None
+
+
+def search_page(tools, query: str, channel: str, offset: int, limit: int, reason: str = "command line") -> SearchPage:
+    """One page of a search: the tool's preview, or (another offset/limit) that ranking paged by
+    `read_search_results` without searching again. A ToolError comes out as a QuarryError."""
+    page = tools.search(reason, query, channel)
+    if not isinstance(page, ToolError) and (offset, limit) != (1, TOOL_LIMITS.preview) and page.total:
+        page = tools.read_search_results(reason, page.search_id, offset, limit)
+    return checked_page(page)
+
+
+def read_page(tools, docid: str, offset: int, limit: int, reason: str = "command line") -> DocumentPage:
+    """Numbered lines of one document (`read_document`, the one implementation); a ToolError comes
+    out as a QuarryError."""
+    return checked_page(tools.read_document(reason, docid, offset, limit))
+
+
+def checked_page(page):
+    """A tool's page, or its ToolError as a QuarryError (code, message, hint unchanged)."""
+    if isinstance(page, ToolError):
+        raise QuarryError(page.code, page.message, page.hint)
+    return page
+
+
+def what_it_is(semantic, name: str) -> str:
+    """'' for the dense index; the plain statement for MiniLM over the lexical hits."""
+    from nodes.rounds.semantic_filter import FilteredSemantic, what_it_is  # lazy: ~20 ms of start-up
+
+    return what_it_is(semantic.candidates, name) if isinstance(semantic, FilteredSemantic) else ""
 
 
 def _semantic(col, lexical):
@@ -76,13 +143,6 @@ def _embedding_progress(semantic) -> Iterator[None]:
         yield
 
 
-def _what_it_is(semantic, name: str) -> str:
-    """'' for the dense index; the plain statement for MiniLM over the lexical hits."""
-    from nodes.rounds.semantic_filter import FilteredSemantic, what_it_is  # lazy: ~20 ms of start-up
-
-    return what_it_is(semantic.candidates, name) if isinstance(semantic, FilteredSemantic) else ""
-
-
 @commands.command()
 def search(
     name: str,
@@ -103,36 +163,16 @@ def search(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
 ) -> None:
     """Search a collection (deep ranking, previews with excerpts)."""
-    from nodes.tools.query_check import MAX_QUERY_CHARS, QueryProblem, check_query  # lazy: the tools cost ~110 ms
-
-    if channel not in ("lexical", "semantic"):
-        fail(QuarryError("bad_option", f"unknown channel {channel!r}", "use --channel lexical or --channel semantic"))
-    if channel == "semantic" and (k1 is not None or b is not None):
-        fail(
-            QuarryError(
-                "bad_option",
-                "--k1/--b set BM25 parameters, which the semantic channel does not use",
-                "drop --k1/--b, or search with --channel lexical",
-            )
-        )
     try:
+        check_channel(channel, k1, b)
         check_bm25(k1, b)
-        if query.strip():
-            check_text(query, "query", 10 * MAX_QUERY_CHARS)
-        try:  # the tools' own check, its hint said in this door's syntax
-            check_query(query, channel)
-        except QueryProblem as problem:
-            raise problem.for_cli(name) from None
-        tools = _tools(name, k1, b, semantic=channel == "semantic")
+        checked_query(query, channel, name)  # the tools' own check, its hint said in this door's syntax
+        tools = tools_for(name, k1, b, semantic=channel == "semantic")
         with _embedding_progress(tools.semantic if channel == "semantic" else None):
-            page = tools.search("command line", query, channel)
-        if not isinstance(page, ToolError) and (offset, limit) != (1, TOOL_LIMITS.preview) and page.total:
-            page = tools.read_search_results("command line", page.search_id, offset, limit)
+            page = search_page(tools, query, channel, offset, limit)
     except QuarryError as err:
         fail(err)
-    if isinstance(page, ToolError):
-        fail(QuarryError(page.code, page.message, page.hint))
-    what = _what_it_is(tools.semantic, name) if channel == "semantic" else ""
+    what = what_it_is(tools.semantic, name) if channel == "semantic" else ""
     if json_out:
         print_json(
             {
@@ -161,12 +201,10 @@ def read(
 ) -> None:
     """Read a document by numbered lines (with its pages for a PDF)."""
     try:
-        tools = _tools(name)
-        page = tools.read_document("command line", docid, offset, limit)  # the one implementation (MCP, ReAct)
+        tools = tools_for(name)
+        page = read_page(tools, docid, offset, limit)  # the one implementation (MCP, ReAct)
     except QuarryError as err:
         fail(err)
-    if isinstance(page, ToolError):
-        fail(QuarryError(page.code, page.message, page.hint))
     if json_out:
         print_json(page.model_dump())
         return

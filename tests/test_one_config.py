@@ -154,7 +154,6 @@ ALLOWED: dict[tuple[str, str, float], str] = {
     ("evals/tuning.py", "threads", 2): "CPU threads of an evaluation",
     ("evals/self_tuning.py", "threads", 2): "CPU threads of the tuning's searches",
     ("evals/html_extraction.py", "runs", 5): "timing repetitions of a benchmark",
-    ("quarry/cli*.py", "limit", 20): "`quarry job list`: jobs listed, not a job's setting",
     ("nodes/tools/agent_tools.py", "SubmitArgs.confidence", 50): "a neutral confidence (of 0-100), not a limit",
 }
 

@@ -22,7 +22,8 @@ class QueryProblem(QuarryError):
     """A query that cannot be searched. The check is shared by every front door (the ReAct/MCP
     tools, the command line); the hint is typed — what to do plus an example query — so each door
     renders it in its own syntax: `search(reason="…", query="…")` for a model, `quarry search NAME
-    "…"` for a person at a shell. `hint` (the QuarryError field) is the tool form."""
+    "…"` for a person at a shell, `search(collection="NAME", query="…")` for an MCP client. `hint`
+    (the QuarryError field) is the tool form."""
 
     def __init__(self, code: str, message: str, advice: str, tail: str = "", example: str = "dense retrieval") -> None:
         self.advice, self.tail, self.example = advice, tail, example
@@ -37,6 +38,11 @@ class QueryProblem(QuarryError):
     def for_cli(self, collection: str) -> QuarryError:
         """The same problem as the command line says it (code and message unchanged)."""
         return QuarryError(self.code, self.message, self.cli_hint(collection))
+
+    def for_mcp(self, collection: str) -> QuarryError:
+        """The same problem as `quarry mcp`'s search tool says it (its arguments name the collection)."""
+        hint = f'{self.advice}, e.g. search(collection="{collection}", query="{self.example}"){self.tail}'
+        return QuarryError(self.code, self.message, hint)
 
 
 def check_query(query: Any, channel: Any = "lexical") -> str:

@@ -1,0 +1,127 @@
+"""The typed outputs of `quarry mcp`'s tools (quarry.mcp_server): each a pydantic model, so the MCP
+SDK publishes it as the tool's outputSchema and a client gets structured content it can rely on.
+Search hits are the agent tools' own `HitView`; a job's result keeps the fields a client acts on
+(ranked documents with evidence, the answer, BibTeX) and leaves the deep run out."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nodes.tools.results import HitView
+
+
+class CollectionsResult(BaseModel):
+    collections: list[str] = Field(description="Names of the collections in this Quarry home")
+
+
+class SearchResult(BaseModel):
+    collection: str
+    search_id: str = Field(description="Pass to read_search_results to page this ranking without searching again")
+    query: str = Field(description="The query as searched")
+    total: int = Field(description="Documents in the cached ranking")
+    offset: int = Field(description="Rank of the first hit shown (1-based)")
+    hits: list[HitView]
+    next_offset: int | None = Field(description="Rank to pass as offset for the next page; null at the end")
+    note: str = ""
+    semantic: str = Field(
+        default="", description="Set when the semantic channel re-scored the top lexical hits only (no dense index)"
+    )
+
+
+class NumberedLine(BaseModel):
+    number: int
+    text: str
+
+
+class DocumentResult(BaseModel):
+    collection: str
+    docid: str
+    title: str
+    offset: int = Field(description="Number of the first line shown")
+    total_lines: int
+    lines: list[NumberedLine]
+    next_offset: int | None = Field(description="Line to pass as offset to continue; null at the end")
+    note: str = ""
+
+
+class JobStarted(BaseModel):
+    job_id: str = Field(description="Pass to job_status and job_result; the job runs on without this session")
+    status: Literal["running"] = "running"
+    web_ui: str = Field(description="The job in the Temporal Web UI ('' when unknown)")
+
+
+class JobStatus(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    job_id: str
+    status: str = Field(description="running, completed, stopped, budget_exhausted, failed, cancelled or terminated")
+    finished: bool = Field(description="True once the job has ended; then call job_result")
+    collection: str
+    intent: str
+    round: int = 0
+    node: str = Field(default="", description="The step running now")
+    top: list[dict[str, Any]] = Field(default_factory=list, description="The current top 5 (docid, title, score)")
+    budget: dict[str, Any] = Field(default_factory=dict, description="Seconds used and left, model budgets")
+    note: str = ""
+
+
+class Evidence(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    item: str = Field(description="The requirement of the checklist this evidence is for")
+    score: float
+    chunk: str = Field(description="The evidence passage")
+    lines: list[int] = Field(description="First and last line of the passage in the document")
+    quote: str | None = Field(default=None, description="The exact quote (read_document shows its lines)")
+    page: int | None = None
+
+
+class RankedDocument(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    docid: str
+    title: str
+    year: int | None = None
+    score: float
+    weak: bool = Field(default=False, description="Meets no requirement well")
+    evidence: list[Evidence] = Field(default_factory=list)
+    reason: str = ""
+
+
+class JobResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    job_id: str
+    status: str
+    collection: str | None = None
+    intent: str | None = None
+    mode: str = "list"
+    policy: str | None = None
+    ranked: list[RankedDocument] = Field(default_factory=list)
+    answer: dict[str, Any] | None = Field(default=None, description="The cited answer (mode answer)")
+    checklist: list[dict[str, Any]] = Field(default_factory=list)
+    stop_reason: str = ""
+    rounds: int | None = None
+    error: Any = None
+    bibtex: str = Field(default="", description="The ranked documents as BibTeX")
+    web_ui: str = ""
+
+
+class JobSummary(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    job_id: str
+    collection: str
+    intent: str
+    status: str
+    round: int | None = None
+    created_at: float
+    error: str | None = None
+    error_code: str | None = None
+
+
+class JobList(BaseModel):
+    jobs: list[JobSummary]
+    note: str = ""
