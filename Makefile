@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export QUARRY_HOME ?= $(CURDIR)/.quarry
 
-.PHONY: setup demo test bench llm-check clean
+.PHONY: setup browser demo test bench llm-check clean
 
 $(BIN)/quarry: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,12 +14,16 @@ $(BIN)/quarry: pyproject.toml
 
 setup: $(BIN)/quarry
 
+# The job pages' browser test (tests/test_job_page.py) drives Debian's chromium; only `make test` needs it.
+browser:
+	@command -v chromium >/dev/null || (apt-get install -y -qq chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null))
+
 demo: setup
 	$(BIN)/quarry ingest examples/corpus --name sample
 	$(BIN)/quarry index sample --dense
 	$(BIN)/quarry run sample "dense passage retrieval with dual encoders for open-domain question answering, not surveys" --wait
 
-test: setup
+test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

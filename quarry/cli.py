@@ -11,7 +11,17 @@ import typer
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit, TyperException
 
-from quarry import cli_collections, cli_eval, cli_job_control, cli_job_inspect, cli_mcp, cli_run, cli_search, cli_trace
+from quarry import (
+    cli_collections,
+    cli_eval,
+    cli_job_control,
+    cli_job_inspect,
+    cli_mcp,
+    cli_run,
+    cli_search,
+    cli_serve,
+    cli_trace,
+)
 from quarry.console import fail
 from stores.errors import QuarryError, disk_full
 from stores.home import quarry_home
@@ -66,6 +76,7 @@ app.add_typer(cli_eval.commands)  # eval, tune
 app.add_typer(cli_run.commands)  # server, worker, down, run
 app.add_typer(cli_trace.commands)  # trace
 app.add_typer(cli_mcp.commands)  # mcp
+app.add_typer(cli_serve.commands)  # serve
 job = typer.Typer(no_args_is_help=True, help="Inspect and steer jobs.")
 job.add_typer(cli_job_inspect.commands)  # list, show, progress, watch, result, export
 job.add_typer(cli_job_control.commands)  # cancel, terminate, stop, steer, rerun

@@ -6,7 +6,6 @@ job (quarry.cli_job_inspect) so each module stays one concern."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
 from typing import Annotated
 
 import typer
@@ -15,13 +14,11 @@ from nodes.job.config import JobConfig
 from nodes.policy.registry import DEFAULT_POLICY
 from quarry import temporal_access as temporal
 from quarry.console import fail, out, safe
+from quarry.job_actions import cancel_job, mark_document, steer_job, stop_job
 from quarry.job_records import close_terminated_trace, known_job, refuse_finished, store
 from quarry.submit import submit_job
 from quarry.temporal_access import AddressOpt
 from stores.errors import QuarryError
-from stores.jobs import FINAL
-from workflows.job_input import check_text
-from workflows.rpc_errors import no_worker
 
 commands = typer.Typer()
 
@@ -29,13 +26,10 @@ commands = typer.Typer()
 @commands.command("cancel")
 def job_cancel(job_id: str, address: AddressOpt = None) -> None:
     """Cancel a job: it stops now, keeps its best result so far and ends as cancelled."""
-    refuse_finished(job_id)
-
-    async def main():
-        client = await temporal.client(address)
-        await client.get_workflow_handle(job_id).cancel()
-
-    temporal.run(main(), job_id, address)
+    try:
+        cancel_job(job_id, address)
+    except QuarryError as err:
+        fail(err)
     out.print(
         f"cancel sent to {safe(job_id)}; its best result so far: quarry job result {safe(job_id)} --wait",
         highlight=False,
@@ -67,59 +61,20 @@ def job_terminate(
 @commands.command("stop")
 def job_stop(job_id: str, address: AddressOpt = None) -> None:
     """Ask a job to answer now with what it has."""
-    row = known_job(job_id)
-    if row and row["status"] in FINAL:
-        fail(
-            QuarryError(
-                "job_finished",
-                f"job {job_id} has already finished ({row['status']})",
-                f"see its result: quarry job result {job_id}",
-            )
-        )
-
-    async def main():
-        client = await temporal.client(address)
-        await client.get_workflow_handle(job_id).signal("stop")
-
-    temporal.run(main(), job_id, address)
+    try:
+        stop_job(job_id, address)
+    except QuarryError as err:
+        fail(err)
     out.print(f"stop sent to {safe(job_id)}; it answers at its next step", highlight=False)
 
 
 @commands.command("steer")
 def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
     """Add a requirement or exclusion to a running job (e.g. "not surveys", "2019-2023")."""
-    # lazy: temporalio's client costs ~170 ms of start-up
-    from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
-
-    row = known_job(job_id)
     try:
-        text = check_text(text, "steering text", 500)
-        if row and row["status"] in FINAL:
-            raise QuarryError(
-                "job_finished",
-                f"job {job_id} has already finished ({row['status']})",
-                "start a new job with the added requirement",
-            )
+        accepted = steer_job(job_id, text, address)
     except QuarryError as err:
         fail(err)
-
-    async def main():
-        client = await temporal.client(address)
-        try:
-            return await client.get_workflow_handle(job_id).execute_update(
-                "steer", text, rpc_timeout=timedelta(seconds=10)
-            )
-        except WorkflowUpdateRPCTimeoutOrCancelledError:
-            raise no_worker(f"no worker answered the steering of job {job_id} within 10 s", job_id) from None
-        except WorkflowUpdateFailedError as err:
-            cause = getattr(err, "cause", None)
-            raise QuarryError(
-                "steer_rejected",
-                f"steering rejected: {getattr(cause, 'message', None) or cause or err}",
-                'phrase one requirement, e.g. "must use hospital data" or "not surveys"',
-            ) from None
-
-    accepted = temporal.run(main(), job_id, address)
     # The steer is applied by now: printing must not fail (a retry would steer twice), so the
     # accepted text goes through `safe` — `[/z]` or an escape sequence in it is shown as written.
     out.print(
@@ -150,25 +105,6 @@ def job_rerun(job_id: str, wait: Annotated[bool, typer.Option("--wait")] = False
         json_out=False,
         address=address,
     )
-
-
-def mark_document(job_id: str, docid: str, relevant: bool) -> tuple[str, str]:
-    """Keep a researcher's mark on one document of a job's collection (stores.judgements), for
-    self-tuning to learn from; (collection, docid) as stored. Only documents the collection holds."""
-    from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
-    from stores.judgements import Judgement, JudgementStore, judgements_path
-
-    row = store().get(job_id)
-    col = Collection(row["collection"])
-    if not col.corpus.has(docid):
-        raise QuarryError(
-            "unknown_docid",
-            f"{docid!r} is not a document of collection {row['collection']!r}",
-            f"give a docid from the job's result: quarry job result {job_id}",
-        )
-    mark = Judgement(job_id, row["intent"], docid, "user", 1.0 if relevant else 0.0)
-    JudgementStore(judgements_path(col.paths)).record([mark])
-    return row["collection"], docid
 
 
 @commands.command("mark")

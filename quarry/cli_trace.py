@@ -3,7 +3,7 @@ from its local trace file."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -16,6 +16,23 @@ from stores.home import quarry_home
 commands = typer.Typer()
 
 
+def job_spans(job_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A job's row and the spans of its local trace file (`quarry trace`, the HTTP API's trace)."""
+    from observability import load_spans, traces_dir  # lazy: observability costs ~40 ms of start-up
+    from observability.setup import trace_files_on
+
+    row = store().get(job_id)
+    if not row.get("trace_id"):
+        raise QuarryError("no_trace", f"job {job_id} has no recorded trace id", "it was submitted without tracing")
+    if not trace_files_on() and not (traces_dir(quarry_home()) / f"{row['trace_id']}.jsonl").is_file():
+        raise QuarryError(
+            "no_trace_file",
+            f"job {job_id}'s spans went to your OTLP backend only (local trace files are off: QUARRY_TRACE_FILES=0)",
+            f"look up trace {row['trace_id']} there, or unset QUARRY_TRACE_FILES for later jobs",
+        )
+    return row, load_spans(traces_dir(quarry_home()), row["trace_id"])
+
+
 @commands.command()
 def trace(
     job_id: str,
@@ -26,21 +43,10 @@ def trace(
 ) -> None:
     """Print a job's span tree and a per-tool summary (count, total and p50 time)."""
     # lazy: observability costs ~40 ms of start-up
-    from observability import load_spans, rounds_summary, select_spans, span_tree_lines, tool_summary, traces_dir
-    from observability.setup import trace_files_on
+    from observability import rounds_summary, select_spans, span_tree_lines, tool_summary
 
     try:
-        row = store().get(job_id)
-        if not row.get("trace_id"):
-            raise QuarryError("no_trace", f"job {job_id} has no recorded trace id", "it was submitted without tracing")
-        if not trace_files_on() and not (traces_dir(quarry_home()) / f"{row['trace_id']}.jsonl").is_file():
-            raise QuarryError(
-                "no_trace_file",
-                f"job {job_id}'s spans went to your OTLP backend only "
-                "(local trace files are off: QUARRY_TRACE_FILES=0)",
-                f"look up trace {row['trace_id']} there, or unset QUARRY_TRACE_FILES for later jobs",
-            )
-        spans = load_spans(traces_dir(quarry_home()), row["trace_id"])
+        row, spans = job_spans(job_id)
     except QuarryError as err:
         fail(err)
     shown = select_spans(spans, tool=tool, round_no=round_no) if tool or round_no is not None else spans

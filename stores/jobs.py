@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stores import job_events
 from stores.errors import QuarryError, error_line
 from stores.redact import redact
 
@@ -85,7 +86,7 @@ class JobStore:
         self._open: list[sqlite3.Connection] = []
         self._open_lock = threading.Lock()
         con = self._con()
-        con.executescript(SCHEMA)
+        con.executescript(SCHEMA + job_events.SCHEMA)
         columns = {r[1] for r in con.execute("PRAGMA table_info(jobs)")}
         if "params" not in columns:  # job stores written before jobs kept their input
             con.execute("ALTER TABLE jobs ADD COLUMN params TEXT")
@@ -162,10 +163,13 @@ class JobStore:
             f" AND status NOT IN ({','.join('?' * len(FINAL))})",
             (status, error, time.time(), job_id, *FINAL),
         )
+        if cur.rowcount > 0:
+            job_events.append(self._con(), job_id, job_events.ending({"status": status}))
         return cur.rowcount > 0
 
-    def checkpoint(self, job_id: str, state: dict[str, Any], status: str = "running") -> None:
-        """Save the latest state between rounds (creates the row if the job was started elsewhere)."""
+    def checkpoint(self, job_id: str, state: dict[str, Any], status: str = "running", *, event: bool = True) -> None:
+        """Save the latest state between rounds (creates the row if the job was started elsewhere)
+        and append what a watcher is shown of it to the job's event log (stores.job_events)."""
         now = time.time()
         self._con().execute(
             "INSERT INTO jobs (job_id, collection, intent, status, created_at, updated_at, round, state)"
@@ -182,6 +186,8 @@ class JobStore:
                 _dumps(state),
             ),
         )
+        if event:
+            job_events.append(self._con(), job_id, job_events.snapshot(state, status))
 
     def finish(self, job_id: str, result: dict[str, Any], state: dict[str, Any] | None = None) -> None:
         now = time.time()
@@ -189,11 +195,17 @@ class JobStore:
             job_id,
             state or {"collection": result.get("collection", ""), "intent": result.get("intent", "")},
             status=result["status"],
+            event=False,
         )
         self._con().execute(
             "UPDATE jobs SET result=?, status=?, updated_at=?, error=? WHERE job_id=?",
             (_dumps(result), result["status"], now, redact(error_line(result.get("error"))) or None, job_id),
         )
+        job_events.append(self._con(), job_id, job_events.ending(result))
+
+    def events(self, job_id: str, after: int = 0, limit: int = 500) -> builtins.list[job_events.JobEvent]:
+        """The job's progress events numbered after `after` (stores.job_events), oldest first."""
+        return job_events.since(self._con(), job_id, after, limit)
 
     def set_trace(self, job_id: str, trace_id: str) -> None:
         self._con().execute("UPDATE jobs SET trace_id=COALESCE(trace_id, ?) WHERE job_id=?", (trace_id, job_id))

@@ -530,7 +530,7 @@ def test_steer_prints_its_acceptance_without_crashing(printing_home, monkeypatch
         coro.close()
         return {"accepted": f"not {HOSTILE}", "applies_from_round": 2}
 
-    monkeypatch.setattr(temporal_access, "run", applied)
+    monkeypatch.setattr(temporal_access, "attempt", applied)
     result = cli(printing_home["home"], "job", "steer", "job-run", "not surveys", "--temporal-address", DOWN)
     assert result.exit_code == 0 and result.exception is None, result.output
     assert "accepted:" in result.output and "round 2" in result.output

@@ -1,6 +1,7 @@
 """`quarry mcp` (quarry.mcp_server) through the MCP SDK's own client: in memory for the tools, one
-real `python -m quarry mcp` subprocess over stdio, and one heuristic job through the job tools on
-a real Temporal dev server with a background worker. The collection is `lit`, the 40 papers of
+real `python -m quarry mcp` subprocess over stdio, `quarry serve`'s /mcp over Streamable HTTP, and
+heuristic jobs through the job tools on a real Temporal dev server with a background worker — one
+of them outliving the MCP server that started it. The collection is `lit`, the 40 papers of
 `tests.fakes.search_docs` (the module home of tests.conftest)."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from quarry.mcp_server import build_server
 from stores.collection import Collection
 from tests.conftest import LITERATURE
 from tests.fakes import poll_until, search_docs
+from tests.serve_kit import serving
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "graph neural networks"
@@ -37,6 +39,10 @@ TOOLS = {
     "job_status",
     "job_result",
     "list_jobs",
+    "wait_for_job",
+    "steer_job",
+    "stop_job",
+    "cancel_job",
 }
 
 
@@ -138,6 +144,9 @@ async def test_misuse_is_a_tool_error_with_a_hint_never_a_traceback() -> None:
         bad_name = await client.call_tool("search", {"collection": "../etc", "query": QUERY})
         job = await client.call_tool("start_job", {"collection": "nope", "intent": "graph neural networks"})
         no_job = await client.call_tool("job_status", {"job_id": "no-such-job"})
+        no_events = await client.call_tool("wait_for_job", {"job_id": "no-such-job", "timeout_s": 1})
+        blank_steer = await client.call_tool("steer_job", {"job_id": "no-such-job", "text": "  "})
+        long_wait = await client.call_tool("wait_for_job", {"job_id": "x", "timeout_s": 100_000})
     for result in (unknown_collection, unknown_docid, empty, symbols, stale_id, past_end, bad_name, job, no_job):
         assert "\nHint: " in error_text(result), result
     assert ": unknown_docid: " in error_text(unknown_docid)
@@ -146,7 +155,9 @@ async def test_misuse_is_a_tool_error_with_a_hint_never_a_traceback() -> None:
     assert ": unknown_search_id: " in error_text(stale_id)
     assert ": offset_past_end: " in error_text(past_end)
     assert "nope" in error_text(unknown_collection) and "nope" in error_text(job)
-    assert ": unknown_job: " in error_text(no_job)
+    assert ": unknown_job: " in error_text(no_job) and ": unknown_job: " in error_text(no_events)
+    assert ": empty_text: " in error_text(blank_steer)
+    assert "timeout_s" in error_text(long_wait)  # the input schema's bound (600 s)
     assert "offset" in error_text(bad_offset)  # the input schema's own check
 
 
@@ -214,3 +225,70 @@ async def test_a_job_started_through_mcp_is_read_back_by_its_id(
     assert {r["docid"] for r in got["ranked"]} <= docids_of(this_home)
     assert got["ranked"][0]["docid"].startswith("gnn") and got["bibtex"].startswith("@")
     assert job_id in {j["job_id"] for j in listed.structured_content["jobs"]}
+
+
+async def test_a_job_outlives_the_mcp_server_that_started_it(
+    this_home: Path, server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `quarry mcp` subprocess over stdio starts a job and is killed while the job runs; `quarry
+    serve`'s MCP endpoint over Streamable HTTP (a new server, a new session) waits for the same job
+    by id — sending progress notifications — and returns its result, every docid from the collection."""
+    queue = f"mcp-{uuid.uuid4().hex[:8]}"  # a new worker: it warms up, so the job is still running below
+    env = {"QUARRY_TEMPORAL_ADDRESS": server.address, "QUARRY_TASK_QUEUE": queue}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "quarry", "--home", str(this_home), "mcp"], cwd=ROOT, env=env
+    )
+    notes: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        notes.append((done, total, message))
+
+    try:
+        async with Client(params) as stdio:
+            started = await stdio.call_tool(
+                "start_job",
+                {"collection": LITERATURE, "intent": "graph neural networks for molecules", "budget_seconds": 90},
+            )
+            assert not started.is_error, started.content
+            job_id = started.structured_content["job_id"]
+            at_kill = (await stdio.call_tool("job_status", {"job_id": job_id})).structured_content
+        # leaving the block closed the server's stdin and killed the `quarry mcp` process
+        assert at_kill["finished"] is False, at_kill
+
+        with serving(this_home, env=env) as served:
+            async with Client(f"{served.url}/mcp") as http:
+                assert {t.name for t in (await http.list_tools()).tools} == TOOLS
+                found = await http.call_tool("search", {"collection": LITERATURE, "query": QUERY, "limit": 3})
+                hit = found.structured_content["hits"][0]["docid"]
+                read = await http.call_tool("read_document", {"collection": LITERATURE, "docid": hit, "limit": 1})
+                short = await http.call_tool("wait_for_job", {"job_id": job_id, "timeout_s": 0.5})
+                waited = await http.call_tool(
+                    "wait_for_job", {"job_id": job_id, "timeout_s": 240}, progress_callback=progress
+                )
+                result = await http.call_tool("job_result", {"job_id": job_id})
+                again = await http.call_tool("wait_for_job", {"job_id": job_id, "timeout_s": 5})
+                late_stop = await http.call_tool("stop_job", {"job_id": job_id})
+                late_steer = await http.call_tool("steer_job", {"job_id": job_id, "text": "not surveys"})
+                doc = await http.read_resource(f"quarry://{LITERATURE}/gnn03")
+                report = await http.read_resource(f"quarry://jobs/{job_id}/report")
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "quarry", "down"], cwd=ROOT, env=dict(os.environ), capture_output=True, timeout=60
+        )
+    assert {h["docid"] for h in found.structured_content["hits"]} <= docids_of(this_home)
+    assert read.structured_content["docid"] == hit and read.structured_content["lines"][0]["number"] == 1
+    # a wait that ends before the job is its status, not an error
+    assert not short.is_error and short.structured_content["job_id"] == job_id
+    assert not waited.is_error and waited.structured_content["finished"] is True, waited.structured_content
+    assert notes and all(total == 240 for _, total, _ in notes) and all(m and "round" in m for *_, m in notes)
+    assert [d for d, _, _ in notes] == sorted(d for d, _, _ in notes)  # progress only grows
+    got = result.structured_content
+    assert got["job_id"] == job_id and got["status"] == "completed" and got["ranked"]
+    assert {r["docid"] for r in got["ranked"]} <= docids_of(this_home)
+    assert again.structured_content["finished"] is True  # an ended job answers at once
+    assert ": job_finished: " in error_text(late_stop) and ": job_finished: " in error_text(late_steer)
+    lines = Collection(LITERATURE, home=this_home).corpus.lines("gnn03")
+    assert doc.contents[0].text.startswith(lines[0]) and f"2\t{lines[1]}" in doc.contents[0].text
+    assert got["ranked"][0]["title"] in report.contents[0].text

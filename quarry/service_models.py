@@ -1,5 +1,6 @@
-"""The typed outputs of `quarry mcp`'s tools (quarry.mcp_server): each a pydantic model, so the MCP
-SDK publishes it as the tool's outputSchema and a client gets structured content it can rely on.
+"""The typed outputs of Quarry's service layer (quarry.service), for `quarry mcp`'s tools and `quarry
+serve`'s API: each a pydantic model, so the MCP SDK publishes it as a tool's outputSchema and
+FastAPI as a response schema in /openapi.json — a client gets structured content it can rely on.
 Search hits are the agent tools' own `HitView`; a job's result keeps the fields a client acts on
 (ranked documents with evidence, the answer, BibTeX) and leaves the deep run out."""
 
@@ -125,3 +126,43 @@ class JobSummary(BaseModel):
 class JobList(BaseModel):
     jobs: list[JobSummary]
     note: str = ""
+
+
+class Sent(BaseModel):
+    job_id: str
+    sent: Literal["cancel", "stop"]
+    note: str = ""
+
+
+class SteerAccepted(BaseModel):
+    job_id: str
+    accepted: str = Field(description="The requirement as the job took it")
+    applies_from_round: int
+
+
+class JobEvent(BaseModel):
+    id: int = Field(description="Its number: resume after it (SSE Last-Event-ID, or `after`)")
+    at: float = Field(description="Unix time it was recorded")
+    data: dict[str, Any] = Field(description="status, round, node, candidates, top 5, latest searches, usage; end")
+
+
+class JobEventsPage(BaseModel):
+    job_id: str
+    status: str
+    finished: bool
+    events: list[JobEvent]
+
+
+class JobTrace(BaseModel):
+    job_id: str
+    trace_id: str
+    spans: list[dict[str, Any]] = Field(description="OpenTelemetry spans as recorded in the local trace file")
+    tools: list[dict[str, Any]] = Field(description="Per tool: count, total and p50 milliseconds")
+    rounds: list[dict[str, Any]] = Field(description="Per round: queries, tools, model tokens")
+
+
+class Marked(BaseModel):
+    job_id: str
+    collection: str
+    docid: str
+    relevant: bool

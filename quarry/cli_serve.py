@@ -1,0 +1,84 @@
+"""`quarry serve`: this home's collections and jobs over HTTP — the JSON API, live job events,
+Pi-Serini's http-json backend, the job pages and the MCP server at /mcp — in one uvicorn process
+(quarry.http_app). Loopback by default; any other address needs QUARRY_API_TOKEN."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from typing import Annotated
+
+import typer
+
+from quarry.console import fail, out, safe
+from quarry.temporal_access import AddressOpt
+from stores.errors import QuarryError
+
+commands = typer.Typer()
+TOKEN_ENV = "QUARRY_API_TOKEN"
+MIN_TOKEN_CHARS = 16
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the server on this machine only."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def token_for(host: str) -> str | None:
+    """The bearer token the server requires: QUARRY_API_TOKEN when set (on any address); on a
+    non-loopback address it must be set, and long enough to resist guessing."""
+    token = os.environ.get(TOKEN_ENV, "").strip() or None
+    if token is None and not is_loopback(host):
+        raise QuarryError(
+            "token_required",
+            f"serving on {host} (not this machine only) needs a bearer token",
+            f"set {TOKEN_ENV} to a long random secret (e.g. export {TOKEN_ENV}=$(openssl rand -hex 24)), "
+            "or serve on 127.0.0.1",
+        )
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise QuarryError(
+            "weak_token", f"{TOKEN_ENV} is shorter than {MIN_TOKEN_CHARS} characters", "use a long random secret"
+        )
+    return token
+
+
+@commands.command("serve")
+def serve_cmd(
+    host: Annotated[
+        str, typer.Option(help="Address to bind (other than loopback needs QUARRY_API_TOKEN)")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to bind")] = 8765,
+    cors: Annotated[
+        list[str] | None, typer.Option(help="An origin allowed to call the API from a browser (repeat)")
+    ] = None,
+    address: AddressOpt = None,
+) -> None:
+    """Serve the JSON API, live job events, job pages, Pi-Serini's backend and MCP at /mcp over HTTP."""
+    try:
+        token = token_for(host)
+    except QuarryError as err:
+        fail(err)
+    import logging
+
+    import uvicorn  # lazy: the ASGI stack costs start-up every other command would pay
+
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every session at INFO
+
+    from quarry.http_app import create_app
+
+    app = create_app(address, token=token, host=host, cors=cors or None)
+    shown = f"[{host}]" if ":" in host else host
+    out.print(
+        f"Quarry on http://{safe(shown)}:{port}  ·  jobs http://{safe(shown)}:{port}/jobs  ·  API /docs  ·  MCP /mcp"
+        + ("  ·  bearer token required" if token else ""),
+        highlight=False,
+    )
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    except OSError as err:  # the port is taken, or the address is not this machine's
+        fail(QuarryError("port_taken", f"cannot serve on {host}:{port}: {err.strerror or err}", "pick another --port"))

@@ -1,0 +1,206 @@
+"""`quarry serve`'s one ASGI app (FastAPI): the JSON API (quarry.http_api), Pi-Serini's `http-json`
+backend (quarry.http_pi_serini), the job pages (quarry.http_pages) and the MCP server over
+Streamable HTTP at `/mcp` (quarry.mcp_server) — every door calling one `QuarryService`.
+
+Safety lives here, once for every route: a bearer token when one is configured (required by
+`quarry serve` on any non-loopback address), request bodies bounded before they are read, CORS
+only for origins asked for, and every failure — a QuarryError, a body that is not the schema, an
+unknown route, a bug — as the JSON `{code, message, hint}` with a 4xx/5xx status, never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+from collections.abc import AsyncIterator
+from http.cookies import CookieError, SimpleCookie
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from quarry.http_common import MAX_BODY_BYTES, error_response, quarry_error_response
+from quarry.service import QuarryService
+from stores.errors import QuarryError
+
+log = logging.getLogger("quarry.serve")
+
+
+COOKIE = "quarry_token"  # where a browser keeps the bearer token for the job pages
+
+
+def _cookie(header: str, name: str) -> str:
+    jar = SimpleCookie()
+    try:
+        jar.load(header)
+    except CookieError:
+        return ""
+    return jar[name].value if name in jar else ""
+
+
+class Guard:
+    """Pure ASGI middleware (it must not buffer Server-Sent Events or MCP streams, as Starlette's
+    BaseHTTPMiddleware would): refuses a request without the bearer token when one is set (401) and
+    a body over `max_body` bytes (413) — by its Content-Length, or while it streams in. A browser
+    cannot send a bearer header to a page, so a page opened once with `?token=` keeps it in a
+    same-site HttpOnly cookie, honoured for reading (GET) only."""
+
+    def __init__(
+        self, app: ASGIApp, token: str | None, max_body: int = MAX_BODY_BYTES, preflight: bool = False
+    ) -> None:
+        self.app, self.token, self.max_body = app, token, max_body
+        self.preflight = preflight  # CORS is on: a browser's preflight (OPTIONS) carries no token by design
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        method = scope.get("method", "GET")
+        exempt = self.preflight and method == "OPTIONS"
+        if self.token is not None and not exempt and not self._authorised(headers.get("authorization", "")):
+            reading = method in ("GET", "HEAD")
+            if reading and self._matches(_cookie(headers.get("cookie", ""), COOKIE)):
+                await self.app(scope, receive, send)  # a browser on the job pages (reads only: no CSRF)
+                return
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            if reading and self._matches((query.pop("token", None) or [""])[0]):
+                await self._sign_in(scope, query, send)
+                return
+            await error_response(
+                401,
+                "unauthorized",
+                "this Quarry server needs a bearer token",
+                "send the header Authorization: Bearer $QUARRY_API_TOKEN (in a browser: open /jobs?token=… once)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )(scope, receive, send)
+            return
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.max_body:
+            await self._too_large(scope, receive, send)
+            return
+        seen, refused = 0, False
+
+        async def bounded() -> Message:
+            # A body streamed without a Content-Length is counted as it arrives: past the bound the
+            # 413 is sent at once and the app is told the client left (an exception raised here
+            # would reach FastAPI's body parser, which answers it as a 400).
+            nonlocal seen, refused
+            message = await receive()
+            if message["type"] == "http.request" and not refused:
+                seen += len(message.get("body", b""))
+                if seen > self.max_body:
+                    refused = True
+                    await self._too_large(scope, receive, send)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def unless_refused(message: Message) -> None:
+            if not refused:  # after the 413, whatever the app answers is dropped
+                await send(message)
+
+        await self.app(scope, bounded, unless_refused)
+
+    def _authorised(self, header: str) -> bool:
+        scheme, _, given = header.partition(" ")
+        return scheme.lower() == "bearer" and self._matches(given.strip())
+
+    def _matches(self, given: str) -> bool:
+        return bool(given) and hmac.compare_digest(given.encode(), (self.token or "").encode())
+
+    async def _sign_in(self, scope: Scope, query: dict[str, list[str]], send: Send) -> None:
+        """A browser opened a page with `?token=`: keep the token in an HttpOnly, same-site cookie
+        and send it to the same page without the token in its address (or its history)."""
+        rest = urlencode(query, doseq=True)
+        where = scope.get("path", "/") + (f"?{rest}" if rest else "")
+        cookie = f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+        await send({"type": "http.response.start", "status": 303,
+                    "headers": [(b"location", where.encode("latin-1")), (b"set-cookie", cookie.encode("latin-1")),
+                                (b"cache-control", b"no-store"), (b"content-length", b"0")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await error_response(
+            413,
+            "body_too_large",
+            f"the request body is over {self.max_body:,} bytes",
+            "send a smaller request: intents and steering are a few hundred characters",
+        )(scope, receive, send)
+
+
+def _handlers(app: FastAPI) -> None:
+    @app.exception_handler(QuarryError)
+    async def quarry_error(request: Request, err: QuarryError) -> Any:
+        return quarry_error_response(err)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, err: RequestValidationError) -> Any:
+        problems = []
+        if any(e.get("type") == "json_invalid" for e in err.errors()):
+            return error_response(422, "bad_json", "the request body is not valid JSON", "send a JSON object")
+        for e in err.errors()[:5]:
+            where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+            problems.append(f"{where}: {e.get('msg', 'invalid')}")
+        return error_response(
+            422,
+            "bad_request",
+            "; ".join(problems) or "the request does not match the schema",
+            "see the request schemas at /docs (or /openapi.json)",
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, err: StarletteHTTPException) -> Any:
+        if err.status_code == 404:
+            return error_response(404, "not_found", f"no route {request.url.path!r}", "the API is listed at /docs")
+        if err.status_code == 405:
+            return error_response(405, "method_not_allowed", f"{request.method} is not served at {request.url.path!r}")
+        return error_response(err.status_code, "http_error", str(err.detail))
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, err: Exception) -> Any:
+        log.exception("unexpected error serving %s", request.url.path)
+        return error_response(
+            500,
+            "internal_error",
+            f"an unexpected {type(err).__name__} served this request",
+            "not an input problem: see the server's log",
+        )
+
+
+def create_app(
+    address: str | None = None, *, token: str | None = None, host: str = "127.0.0.1", cors: list[str] | None = None
+) -> FastAPI:
+    """The app for `quarry serve`: `address` is the Temporal frontend (None: the usual rule), `token`
+    the bearer token every request must carry (None: none), `host` the address it binds (the MCP
+    transport's DNS-rebinding protection follows it), `cors` the origins allowed to call it."""
+    from quarry import http_api, http_pages, http_pi_serini
+    from quarry.mcp_server import build_server
+
+    mcp = build_server(address)
+    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with mcp.session_manager.run():
+            yield
+
+    app = FastAPI(
+        title="Quarry", summary="Durable agentic search over your own collections", version="1", lifespan=lifespan
+    )
+    app.state.service = QuarryService(address, door="http")
+    app.state.address = address
+    _handlers(app)
+    app.include_router(http_api.router)
+    app.include_router(http_pi_serini.router)
+    app.include_router(http_pages.router)
+    app.router.routes.extend(mcp_app.routes)  # POST/GET/DELETE /mcp: the SDK's own transport
+    if cors:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=cors, allow_methods=["*"], allow_headers=["*"])
+    app.add_middleware(Guard, token=token, preflight=bool(cors))
+    return app

@@ -1,0 +1,98 @@
+"""What every router of `quarry serve` shares: the service it calls, the one error shape
+(`{code, message, hint}` with a 4xx/5xx status) and the status each QuarryError code maps to.
+
+A router (quarry.http_api, quarry.http_pi_serini, quarry.http_pages) takes the app's one
+`QuarryService` through the `service` dependency and lets a QuarryError propagate: the app's
+handler (quarry.http_app) turns it into the JSON error, so no router builds error bodies itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from quarry.service import QuarryService
+from stores.errors import QuarryError, printable
+from stores.redact import redact
+
+MAX_BODY_BYTES = 1 << 20  # a request body larger than 1 MiB is refused (413) before it is read
+
+# The HTTP status of a QuarryError, by its code (any other code is a 400: the request cannot be served as asked).
+NOT_FOUND = {
+    "unknown_job",
+    "unknown_search_id",
+    "unknown_document",
+    "unknown_docid",
+    "no_collection",
+    "no_index",
+    "no_trace_file",
+    "no_spans",
+    "not_found",
+}
+CONFLICT = {"not_finished", "job_finished", "job_exists", "collection_busy", "steer_rejected", "version_gone"}
+UNAVAILABLE = {
+    "no_server",
+    "no_temporal",
+    "no_worker",
+    "worker_warming_up",
+    "temporal_error",
+    "chroma_unreachable",
+    "endpoint_down",
+    "disk_full",
+}
+
+
+class ApiError(BaseModel):
+    """Every error `quarry serve` returns: what went wrong (`code`, stable for scripts; `message`)
+    and what to do (`hint`)."""
+
+    code: str
+    message: str
+    hint: str = ""
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ApiError, "description": text}
+    for status, text in (
+        (400, "The request cannot be served as asked"),
+        (401, "A bearer token is required (QUARRY_API_TOKEN)"),
+        (404, "Unknown collection, document, search or job"),
+        (409, "The job is not in a state that allows this"),
+        (413, "The request body is too large"),
+        (422, "The request does not match the schema"),
+        (503, "Temporal, a worker or a store is not reachable"),
+    )
+}
+
+
+def status_of(code: str) -> int:
+    if code in NOT_FOUND:
+        return 404
+    if code in CONFLICT:
+        return 409
+    if code in UNAVAILABLE:
+        return 503
+    return 400
+
+
+def error_response(
+    status: int, code: str, message: str, hint: str = "", headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """The one error body: every text redacted (no key leaves) and control characters made visible."""
+    body = ApiError(code=code, message=printable(redact(message)), hint=printable(redact(hint)))
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+def quarry_error_response(err: QuarryError) -> JSONResponse:
+    return error_response(status_of(err.code), err.code, err.message, err.hint)
+
+
+def service(request: Request) -> QuarryService:
+    """The app's one service (its search sessions outlive a request: a search_id pages later)."""
+    return request.app.state.service
+
+
+Service = Annotated[QuarryService, Depends(service)]
