@@ -40,6 +40,7 @@ bench: setup
 	$(BIN)/python -m bench.bench_trace
 	$(BIN)/python -m bench.bench_cold_start
 	$(BIN)/python -m bench.bench_pdf_pages
+	$(BIN)/python -m bench.bench_serve
 	@echo "not run here (long): python -m bench.bench_scale (about 40 min at 100k), bench.bench_pdf (needs pymupdf)"
 
 # A real small local model end to end (not part of `make test`): compiles llama-cpp-python
