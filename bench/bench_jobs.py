@@ -74,37 +74,59 @@ async def durable(env, queue: str, name: str, intent: str) -> tuple[float, int, 
     return elapsed, sum(e.ByteSize() for e in history.events), int(result["rounds"])
 
 
-async def bench_collection(home: Path, name: str, queries: list[str]) -> dict:
+async def bench_collection(home: Path, name: str, queries: list[str], runners: list[str] | None = None) -> dict:
+    """In-process against durable runs of the same jobs, interleaved (the order rotates per query);
+    with several workflow `runners`, one worker per runner on its own queue, each measured alike."""
+    from contextlib import AsyncExitStack
+
     from temporalio.testing import WorkflowEnvironment
 
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from workflows.dev_server import temporal_binary
-    from workflows.worker import build_worker
+    from workflows.worker import DEFAULT_RUNNER, build_worker
 
-    async with await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(temporal_binary()), dev_server_extra_args=["--log-level", "error"]
-    ) as env:
-        queue = f"bench-{uuid.uuid4().hex[:8]}"
-        async with build_worker(env.client, home=home, queue=queue):
-            configure_runtime(NodeRuntime(home))  # the same stores for the in-process runs
-            await in_process(name, queries[0])  # warm-up: JVM, caches
+    kinds = runners or [DEFAULT_RUNNER]
+    async with (
+        await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(temporal_binary()), dev_server_extra_args=["--log-level", "error"]
+        ) as env,
+        AsyncExitStack() as stack,
+    ):
+        queues = {kind: f"bench-{kind}-{uuid.uuid4().hex[:8]}" for kind in kinds}
+        for kind, queue in queues.items():
+            await stack.enter_async_context(build_worker(env.client, home=home, queue=queue, runner=kind))
+        configure_runtime(NodeRuntime(home))  # the same stores for the in-process runs
+        await in_process(name, queries[0])  # warm-up: JVM, caches
+        for queue in queues.values():
             await durable(env, queue, name, queries[0])
-            local, remote, sizes, rounds = [], [], [], []
-            for i, q in enumerate(queries):
-                if i % 2 == 0:
+        legs = ["in-process", *kinds]
+        local: list[float] = []
+        remote: dict[str, list[float]] = {kind: [] for kind in kinds}
+        sizes, rounds = [], []
+        for i, q in enumerate(queries):
+            for leg in legs[i % len(legs) :] + legs[: i % len(legs)]:
+                if leg == "in-process":
                     local.append(await in_process(name, q))
-                    t, size, r = await durable(env, queue, name, q)
-                else:
-                    t, size, r = await durable(env, queue, name, q)
-                    local.append(await in_process(name, q))
-                remote.append(t)
-                sizes.append(size)
-                rounds.append(r)
-    ratio = statistics.median(remote) / statistics.median(local)
+                    continue
+                t, size, r = await durable(env, queues[leg], name, q)
+                remote[leg].append(t)
+                if leg == kinds[0]:
+                    sizes.append(size)
+                    rounds.append(r)
+    ratio = statistics.median(remote[kinds[0]]) / statistics.median(local)
+    by_runner = {
+        kind: {
+            "durable_s_median": round(statistics.median(ts), 3),
+            "ratio": round(statistics.median(ts) / statistics.median(local), 3),
+        }
+        for kind, ts in remote.items()
+    }
     return {
+        "runner": kinds[0],
+        "runners": by_runner,
         "queries": len(queries),
         "in_process_s_median": round(statistics.median(local), 3),
-        "durable_s_median": round(statistics.median(remote), 3),
+        "durable_s_median": round(statistics.median(remote[kinds[0]]), 3),
         "ratio": round(ratio, 3),
         "pass": ratio <= TARGET_RATIO,
         "history_bytes_median": int(statistics.median(sizes)),
@@ -174,6 +196,11 @@ def main() -> None:
         help="also build and use the dense index (slower jobs, as in `quarry eval`; the first build takes minutes)",
     )
     parser.add_argument("--no-rss", action="store_true", help="skip the worker memory measurement")
+    parser.add_argument(
+        "--runners",
+        default="",
+        help="comma-separated workflow runners to compare in one run (workflows.worker.RUNNERS); the first is reported",
+    )
     args = parser.parse_args()
     home = args.home or Path(tempfile.mkdtemp(prefix="quarry-bench-jobs-"))
     os.environ["QUARRY_HOME"] = str(home)
@@ -188,7 +215,8 @@ def main() -> None:
 
             DenseIndex(col.paths, name).ensure(col.corpus)
         key = f"{name}{'+dense' if args.dense else ''}"
-        out[key] = asyncio.run(bench_collection(home, name, judged(col, args.queries)))
+        runners = [r for r in args.runners.split(",") if r] or None
+        out[key] = asyncio.run(bench_collection(home, name, judged(col, args.queries), runners))
         print(json.dumps({key: out[key]}), flush=True)
     if not args.no_rss:
         name = args.collections[-1]

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 from temporalio.langgraph import LangGraphPlugin
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from graphs.state import graph_builders
 from nodes.job.runtime import NodeRuntime, configure_runtime, runtime
@@ -24,6 +25,18 @@ from workflows.shared import task_queue
 
 # What a stopped worker gives its running activities to finish before Temporal hands them on.
 SHUTDOWN_GRACE_S = 10.0
+# How workflow code runs: in Temporal's sandbox (it re-imports the workflow module per run and
+# proxies restricted modules, catching non-determinism at run time) or without it (determinism
+# then rests on the replay tests, tests/test_workflow.py). Measured in bench/bench_jobs.py --runners.
+RUNNERS = ("sandboxed", "unsandboxed")
+DEFAULT_RUNNER = "sandboxed"
+
+
+def workflow_runner(kind: str = DEFAULT_RUNNER) -> WorkflowRunner:
+    """The workflow runner named `kind` (one of RUNNERS)."""
+    if kind not in RUNNERS:
+        raise ValueError(f"unknown workflow runner {kind!r}; one of {', '.join(RUNNERS)}")
+    return UnsandboxedWorkflowRunner() if kind == "unsandboxed" else SandboxedWorkflowRunner()
 
 
 def graphs() -> dict:
@@ -39,6 +52,7 @@ def build_worker(
     queue: str | None = None,
     max_concurrent_activities: int = 8,
     models: ModelFactory | None = None,
+    runner: str = DEFAULT_RUNNER,
 ) -> Worker:
     """A worker for one QUARRY_HOME; `models` builds chat models (default: LangChain's
     `init_chat_model` through `nodes.llm.models`)."""
@@ -51,6 +65,7 @@ def build_worker(
         activity_executor=ThreadPoolExecutor(max_workers=max_concurrent_activities),
         max_concurrent_activities=max_concurrent_activities,
         plugins=[LangGraphPlugin(graphs=graphs())],
+        workflow_runner=workflow_runner(runner),
         graceful_shutdown_timeout=timedelta(seconds=SHUTDOWN_GRACE_S),
     )
 
