@@ -38,6 +38,7 @@ from quarry.service_models import (
     JobResult,
     JobStarted,
     JobStatus,
+    Marked,
     SearchResult,
     Sent,
     SteerAccepted,
@@ -226,6 +227,17 @@ def build_server(address: str | None = None) -> Any:
     def cancel_job(job_id: str) -> Sent:
         """Cancel a running job at once; it keeps its best result so far and ends as cancelled."""
         return service.cancel_job(job_id)
+
+    @server.tool()
+    @translated
+    def mark_document(
+        job_id: str,
+        docid: str,
+        relevant: Annotated[bool, Field(description="True: it meets the job's intent; false: it does not")],
+    ) -> Marked:
+        """Record the user's judgement of one document for a job's intent; `quarry tune NAME --self`
+        learns the collection's ranking from such marks. Only mark what the user said."""
+        return service.mark(job_id, docid, relevant)
 
     @server.tool()
     @translated

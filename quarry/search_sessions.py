@@ -16,7 +16,9 @@ class SearchSessions:
     later without searching again — so the session that made the search must outlive the call. One
     sequence names every session's searches (s1, s2, …), so a search_id alone finds its session. A
     session is keyed by the collection's current version too: after a re-ingest the next search
-    opens the new version, while search_ids of the old one still page the ranking they were given.
+    opens the new version, while search_ids of the previous version still page the ranking they
+    were given; older sessions are let go (a long-running `quarry serve` would otherwise keep a
+    session — its rankings and open indexes — per version ever searched).
     Each session's cache is bounded (`TOOL_LIMITS.cache_size` rankings); calls on one session are
     serialised (its cache is not thread-safe, and the SDK runs tools in worker threads)."""
 
@@ -36,6 +38,9 @@ class SearchSessions:
             tools = self._sessions.get(key)
             if tools is None:
                 tools = tools_for(name, semantic=channel == "semantic", new_search_id=self._new_id)
+                older = [k for k in self._sessions if k[:2] == key[:2]]
+                for stale in older[:-1]:  # keep the previous version's session, drop the ones before it
+                    self._locks.pop(id(self._sessions.pop(stale)), None)
                 self._sessions[key] = tools
                 self._locks[id(tools)] = threading.Lock()
             return tools, self._locks[id(tools)]

@@ -43,6 +43,7 @@ TOOLS = {
     "steer_job",
     "stop_job",
     "cancel_job",
+    "mark_document",
 }
 
 
@@ -147,6 +148,7 @@ async def test_misuse_is_a_tool_error_with_a_hint_never_a_traceback() -> None:
         no_events = await client.call_tool("wait_for_job", {"job_id": "no-such-job", "timeout_s": 1})
         blank_steer = await client.call_tool("steer_job", {"job_id": "no-such-job", "text": "  "})
         long_wait = await client.call_tool("wait_for_job", {"job_id": "x", "timeout_s": 100_000})
+        no_mark = await client.call_tool("mark_document", {"job_id": "no-such-job", "docid": "gnn03", "relevant": True})
     for result in (unknown_collection, unknown_docid, empty, symbols, stale_id, past_end, bad_name, job, no_job):
         assert "\nHint: " in error_text(result), result
     assert ": unknown_docid: " in error_text(unknown_docid)
@@ -156,7 +158,7 @@ async def test_misuse_is_a_tool_error_with_a_hint_never_a_traceback() -> None:
     assert ": offset_past_end: " in error_text(past_end)
     assert "nope" in error_text(unknown_collection) and "nope" in error_text(job)
     assert ": unknown_job: " in error_text(no_job) and ": unknown_job: " in error_text(no_events)
-    assert ": empty_text: " in error_text(blank_steer)
+    assert ": empty_text: " in error_text(blank_steer) and ": unknown_job: " in error_text(no_mark)
     assert "timeout_s" in error_text(long_wait)  # the input schema's bound (600 s)
     assert "offset" in error_text(bad_offset)  # the input schema's own check
 
@@ -271,6 +273,8 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
                 again = await http.call_tool("wait_for_job", {"job_id": job_id, "timeout_s": 5})
                 late_stop = await http.call_tool("stop_job", {"job_id": job_id})
                 late_steer = await http.call_tool("steer_job", {"job_id": job_id, "text": "not surveys"})
+                top = result.structured_content["ranked"][0]["docid"]
+                marked = await http.call_tool("mark_document", {"job_id": job_id, "docid": top, "relevant": True})
                 doc = await http.read_resource(f"quarry://{LITERATURE}/gnn03")
                 report = await http.read_resource(f"quarry://jobs/{job_id}/report")
     finally:
@@ -289,6 +293,30 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
     assert {r["docid"] for r in got["ranked"]} <= docids_of(this_home)
     assert again.structured_content["finished"] is True  # an ended job answers at once
     assert ": job_finished: " in error_text(late_stop) and ": job_finished: " in error_text(late_steer)
+    assert marked.structured_content == {"job_id": job_id, "collection": LITERATURE, "docid": top, "relevant": True}
     lines = Collection(LITERATURE, home=this_home).corpus.lines("gnn03")
     assert doc.contents[0].text.startswith(lines[0]) and f"2\t{lines[1]}" in doc.contents[0].text
     assert got["ranked"][0]["title"] in report.contents[0].text
+
+
+def test_sessions_of_versions_before_the_previous_are_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running server keeps the current and the previous version's session per collection and
+    channel (search_ids of the previous one still page), not one per version ever searched."""
+    import quarry.cli_search
+    import stores.home
+    from quarry.search_sessions import SearchSessions
+
+    version = {"v": "v1"}
+    monkeypatch.setattr(stores.home, "collection_paths", lambda name: type("P", (), {"version": version["v"]})())
+    monkeypatch.setattr(quarry.cli_search, "tools_for", lambda name, semantic, new_search_id: object())
+    sessions = SearchSessions()
+    first, _ = sessions.tools(LITERATURE, "lexical")
+    assert sessions.tools(LITERATURE, "lexical")[0] is first  # the same version: the same session
+    other_channel, _ = sessions.tools(LITERATURE, "semantic")
+    opened = [first]
+    for v in ("v2", "v3", "v4"):
+        version["v"] = v
+        opened.append(sessions.tools(LITERATURE, "lexical")[0])
+    kept = set(map(id, sessions._sessions.values()))
+    assert kept == {id(opened[-1]), id(opened[-2]), id(other_channel)}
+    assert len(sessions._locks) == len(sessions._sessions)

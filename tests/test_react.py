@@ -80,7 +80,7 @@ def conversation(home: Path, job_id: str) -> list[Any]:
     return messages_from_dict(JobStore(home / "jobs.sqlite").messages(job_id))
 
 
-def search_browse_read_submit(*extra_ids: str) -> list[AIMessage]:
+def search_browse_read_submit(*extra_ids: str, ranked: bool = False) -> list[AIMessage]:
     return [
         tool_call("search", usage(100, 20), reason="find GNN papers", query="graph neural networks molecular"),
         tool_call(
@@ -97,11 +97,21 @@ def search_browse_read_submit(*extra_ids: str) -> list[AIMessage]:
             usage(400, 30, cached=280, reasoning=10),
             reason="these answer it",
             docids=["gnn01", "gnn02", *extra_ids],
+            **({"ranked": True} if ranked else {}),
         ),
     ]
 
 
 # -- 1. search → browse → read → submit ------------------------------------------------------------
+
+
+async def test_a_ranked_submission_keeps_the_models_order(env, literature, quarry_home: Path) -> None:
+    """`submit(ranked=true)`: the model's order is the shown order, and the result says so."""
+    script = search_browse_read_submit(ranked=True)
+    script[-1].tool_calls[0]["args"]["docids"] = ["gnn02", "gnn01"]  # an order the evidence rule need not give
+    _, result = await run_job(env, quarry_home, ScriptedChatModel(script=script))
+    assert result["order"] == "model" and [r["docid"] for r in result["ranked"]][:2] == ["gnn02", "gnn01"]
+    assert result["submitted"]["docids"] == ["gnn02", "gnn01"]
 
 
 async def test_react_job_searches_browses_reads_and_submits(env, literature, quarry_home: Path) -> None:
@@ -112,7 +122,11 @@ async def test_react_job_searches_browses_reads_and_submits(env, literature, qua
     # The submission counts only documents a search returned; the invented id is dropped.
     assert result["submitted"] == {"docids": ["gnn01", "gnn02"], "dropped": ["999999"]}
     ranked = [r["docid"] for r in result["ranked"]]
-    assert ranked[:2] == ["gnn01", "gnn02"] and "999999" not in result["run"]
+    # Not submitted as a ranking: ordered by the evidence rule, the model's list kept in `submitted`.
+    assert result["order"] == "evidence" and "999999" not in result["run"]
+    shown = [r for r in result["ranked"] if r["evidence"]]
+    assert [r["rank_score"] for r in shown] == sorted((r["rank_score"] for r in shown), reverse=True)
+    assert {"gnn01", "gnn02"} <= set(ranked)
     assert set(literature.corpus.get_many(result["run"])) == set(result["run"]), "every output id is in the store"
     assert all(r["evidence"] for r in result["ranked"]), "every shown document carries its evidence"
 

@@ -57,7 +57,7 @@ FEATURES = (
 RRF_K = 60  # the reciprocal-rank offset, as in the job's fusion (nodes.ranking.fusion)
 ABSENT_RANK = 1001  # a document a ranking does not hold ranks just past a full-depth ranking
 HEURISTIC_ORDER = "heuristic rule (RRF of S and retrieval)"  # the final order without a verifier
-REACT_ORDER = "the model's submission, then the job's fused rankings"
+REACT_ORDER = "RRF of S and (the model's submission, then the job's fused rankings); the model's order if it ranked"
 MET = 3.0  # an item counts as covered from this evidence score (0–5) on
 TOP_LINKS = 10  # citation links are counted to the current top ten
 

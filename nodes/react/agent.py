@@ -240,6 +240,7 @@ def _submission(args: SubmitArgs, surfaced: set[str]) -> tuple[dict[str, Any], s
         "exact_answer": args.exact_answer,
         "confidence": args.confidence,
         "insufficient_evidence": args.insufficient_evidence,
+        "ranked": args.ranked,
         "reason": args.reason,
     }
     note = DROPPED.format(ids=", ".join(dropped[:10])) if dropped else ""

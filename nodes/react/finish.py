@@ -1,5 +1,10 @@
 """The ReAct job's result: the model's submission, checked, completed and given evidence.
 
+- The shown order is the other policies' rule (RRF of evidence S and the retrieval order, whose
+  head is the model's submission) unless the model said it ranked its submission deliberately
+  (`submit(ranked=true)`); the result's `order` says which ("evidence" | "model"), and the
+  model's own list stays in `submitted`.
+
 - Submitted docids count only if a store returned them to this job (checked at submission);
   the deep run continues with the job's own cached rankings, fused by RRF.
 - Hard constraints parsed from the intent (year range, exclusions) hold for every output.
@@ -18,7 +23,7 @@ from nodes.evidence.planning import make_plan
 from nodes.job.config import config_of
 from nodes.job.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
 from nodes.job.runtime import runtime
-from nodes.job.state import Candidate, JobState, add_fallback, bump
+from nodes.job.state import Candidate, JobState, add_fallback, bump, ranked_candidates
 from nodes.policy.heuristic import HeuristicPolicy
 from nodes.policy.registry import REACT
 from nodes.policy.seam import SCORED_KINDS, AnswerDraft, AnswerRequest, JudgeInput, JudgeRequest
@@ -74,8 +79,8 @@ def build_react_result(state: JobState, *, use_model: bool = True) -> Answered:
         )
         for r, d in enumerate(top)
     ]
-    # Ordered by the model's submission, then the job's fused rankings: the rank score is that
-    # order's reciprocal rank (1/(60 + rank)), the scale the round graph's fusion uses.
+    # The retrieval order is the model's submission, then the job's fused rankings: its score is
+    # that order's reciprocal rank (1/(60 + rank)), the scale the round graph's fusion uses.
     cands = [
         Candidate(
             docid=inp.rec.docid,
@@ -84,12 +89,16 @@ def build_react_result(state: JobState, *, use_model: bool = True) -> Answered:
             evidence=j.evidence,
             excluded=j.excluded,
             verified_version=1,
+            fused=round(1.0 / (60 + r), 6),
             rank_score=round(1.0 / (60 + r), 6),
         )
         for r, (inp, j) in enumerate(
             zip(batch, heuristic.judge(JudgeRequest(plan, batch, item_vecs)).judgements, strict=True), start=1
         )
     ]
+    ordered_by = "model" if sub.get("ranked") and submitted else "evidence"
+    if ordered_by == "evidence":
+        cands = by_evidence(cands)
     ranked = [ranked_entry(c, records[c["docid"]], plan, corpus, heuristic) for c in cands]
     result: dict[str, Any] = {
         "job_id": state["job_id"],
@@ -104,6 +113,7 @@ def build_react_result(state: JobState, *, use_model: bool = True) -> Answered:
         "rounds": int(state.get("steps", 0)),
         "queries": [r for r in _queries(rt, state, search_ids)],
         "submitted": {"docids": submitted, "dropped": sub.get("dropped", [])} if sub else None,
+        "order": ordered_by,
         "cited": [r["docid"] for r in ranked],
     }
     if state.get("mode") == "answer":
@@ -134,6 +144,15 @@ def build_react_result(state: JobState, *, use_model: bool = True) -> Answered:
     if fallbacks != list(state.get("fallbacks", [])):
         update["fallbacks"] = fallbacks
     return Answered(result, update)
+
+
+def by_evidence(cands: list[Candidate]) -> list[Candidate]:
+    """The other policies' final-order rule without a learned verifier (`ranked_candidates`: RRF of
+    the evidence score S and the retrieval order); a candidate the judge excluded keeps its place
+    after them, as in the model's order, so no submitted document disappears."""
+    kept = ranked_candidates({c["docid"]: c for c in cands})
+    shown = {c["docid"] for c in kept}
+    return kept + [c for c in cands if c["docid"] not in shown]
 
 
 def _stop_reason(state: JobState, cfg: Any) -> str:

@@ -98,6 +98,11 @@ class SubmitArgs(BaseModel):
     )
     confidence: int = Field(50, ge=0, le=100, description="Answer mode: confidence 0-100 that the answer is right.")
     insufficient_evidence: bool = Field(False, description="Answer mode: true if the documents do not answer it.")
+    ranked: bool = Field(
+        False,
+        description="True only if docids are in your deliberate order of relevance, which is then kept; "
+        "otherwise Quarry orders them by the evidence it reads in each.",
+    )
 
 
 TOOL_ARGS: dict[str, type[BaseModel]] = {
