@@ -149,6 +149,11 @@ def test_a_running_job_page_follows_it_live_to_its_result(site: str, page: Page,
     """The page opens on the running job, then — with no reload (a marker set on the window
     survives) — shows its progress and, once it has ended, its result."""
     job_id = start("graph neural networks for molecules")
+    listing = page.context.new_page()  # the jobs list follows it too
+    listing.goto(f"{site}/jobs")
+    row = listing.locator(f'#jobs tr[data-job="{job_id}"] .pill')
+    expect(row).to_have_text("running")
+    listing.evaluate("window.__marker = 1")
     page.goto(f"{site}/jobs/{job_id}")
     assert page.locator("#job").get_attribute("data-finished") == "false"
     expect(page.locator("#status")).to_have_text("running")
@@ -166,6 +171,9 @@ def test_a_running_job_page_follows_it_live_to_its_result(site: str, page: Page,
     assert page.locator("#events tbody tr").count() >= 2  # its progress events, then its end
     assert page.locator("#rounds .round").count() >= 1
     page.screenshot(path=tmp_path / "live-finished.png", full_page=True)
+    expect(row).to_have_text("completed", timeout=15_000)
+    assert listing.evaluate("window.__marker") == 1  # the list changed in place too
+    listing.close()
 
 
 def test_a_finished_job_page_shows_evidence_matrix_answer_and_links(site: str, page: Page, tmp_path: Path) -> None:
