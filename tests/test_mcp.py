@@ -248,27 +248,29 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
         notes.append((done, total, message))
 
     try:
-        async with Client(params) as stdio:
-            started = await stdio.call_tool(
-                "start_job",
-                {"collection": LITERATURE, "intent": "graph neural networks for molecules", "budget_seconds": 90},
-            )
-            assert not started.is_error, started.content
-            job_id = started.structured_content["job_id"]
-            at_kill = (await stdio.call_tool("job_status", {"job_id": job_id})).structured_content
-        # leaving the block closed the server's stdin and killed the `quarry mcp` process
-        assert at_kill["finished"] is False, at_kill
-
+        # `quarry serve` first, so that the new session below opens the moment the old server dies
+        # (the job's new worker is still warming up then: the wait sees it run)
         with serving(this_home, env=env) as served:
+            async with Client(params) as stdio:
+                started = await stdio.call_tool(
+                    "start_job",
+                    {"collection": LITERATURE, "intent": "graph neural networks for molecules", "budget_seconds": 90},
+                )
+                assert not started.is_error, started.content
+                job_id = started.structured_content["job_id"]
+                at_kill = (await stdio.call_tool("job_status", {"job_id": job_id})).structured_content
+            # leaving the block closed the server's stdin and killed the `quarry mcp` process
+            assert at_kill["finished"] is False, at_kill
+
             async with Client(f"{served.url}/mcp") as http:
-                assert {t.name for t in (await http.list_tools()).tools} == TOOLS
-                found = await http.call_tool("search", {"collection": LITERATURE, "query": QUERY, "limit": 3})
-                hit = found.structured_content["hits"][0]["docid"]
-                read = await http.call_tool("read_document", {"collection": LITERATURE, "docid": hit, "limit": 1})
                 short = await http.call_tool("wait_for_job", {"job_id": job_id, "timeout_s": 0.5})
                 waited = await http.call_tool(
                     "wait_for_job", {"job_id": job_id, "timeout_s": 240}, progress_callback=progress
                 )
+                assert {t.name for t in (await http.list_tools()).tools} == TOOLS
+                found = await http.call_tool("search", {"collection": LITERATURE, "query": QUERY, "limit": 3})
+                hit = found.structured_content["hits"][0]["docid"]
+                read = await http.call_tool("read_document", {"collection": LITERATURE, "docid": hit, "limit": 1})
                 result = await http.call_tool("job_result", {"job_id": job_id})
                 again = await http.call_tool("wait_for_job", {"job_id": job_id, "timeout_s": 5})
                 late_stop = await http.call_tool("stop_job", {"job_id": job_id})
@@ -285,6 +287,7 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
     assert read.structured_content["docid"] == hit and read.structured_content["lines"][0]["number"] == 1
     # a wait that ends before the job is its status, not an error
     assert not short.is_error and short.structured_content["job_id"] == job_id
+    assert short.structured_content["finished"] is False  # still running when the new session waited
     assert not waited.is_error and waited.structured_content["finished"] is True, waited.structured_content
     assert notes and all(total == 240 for _, total, _ in notes) and all(m and "round" in m for *_, m in notes)
     assert [d for d, _, _ in notes] == sorted(d for d, _, _ in notes)  # progress only grows

@@ -241,7 +241,7 @@ def test_the_results_table_says_which_order_its_rank_column_is() -> None:
 
     assert "learned verifier verifier-v3@abc" in score_help({"ranker": "verifier-v3@abc", "policy": "heuristic"})
     assert "reciprocal-rank fusion of the verification score" in score_help({"ranker": HEURISTIC_ORDER})
-    assert "the model's order" in score_help({"ranker": "the model's submission", "policy": "react"})
+    assert "by evidence" in score_help({"ranker": "the model's submission", "policy": "react"})
 
 
 def test_the_trainer_on_a_home_without_the_collections_says_so_without_a_traceback(tmp_path) -> None:
