@@ -14,8 +14,8 @@ from nodes.job.config import JobConfig
 from nodes.policy.registry import DEFAULT_POLICY
 from quarry import temporal_access as temporal
 from quarry.console import fail, out, safe
-from quarry.job_actions import cancel_job, mark_document, steer_job, stop_job
-from quarry.job_records import close_terminated_trace, known_job, refuse_finished, store
+from quarry.job_actions import cancel_job, ended_hint, mark_document, refuse_if_finished, steer_job, stop_job
+from quarry.job_records import close_terminated_trace, known_job, store
 from quarry.submit import submit_job
 from quarry.temporal_access import AddressOpt
 from stores.errors import QuarryError
@@ -43,7 +43,10 @@ def job_terminate(
     address: AddressOpt = None,
 ) -> None:
     """Terminate a job at once (no result is built; its last checkpoint stays in the job store)."""
-    refuse_finished(job_id)
+    try:
+        refuse_if_finished(job_id, ended_hint(job_id))
+    except QuarryError as err:
+        fail(err)
     from workflows.client import terminate_job  # lazy: temporalio's client costs over a second of start-up
 
     async def main():

@@ -30,12 +30,12 @@ from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes.job.config import TOOL_LIMITS
+from nodes.tools.excerpts import CUT
 from quarry.http_common import ERRORS, Service
 from stores.errors import QuarryError
 
 router = APIRouter(prefix="/pi-serini", tags=["pi-serini"], responses=ERRORS)
 
-ELLIPSIS = "…"  # what nodes.tools.excerpts.excerpt puts at an end it cut
 
 Collection = Annotated[str, Path(max_length=200, description="A collection's name (GET /api/collections)")]
 
@@ -128,7 +128,7 @@ def _hit(hit: Any) -> SearchHit:
         title=hit.title or None,
         snippet=snippet,
         # The excerpt marks an end it cut with an ellipsis (nodes.tools.excerpts.excerpt).
-        snippetTruncated=None if snippet is None else snippet.startswith(ELLIPSIS) or snippet.endswith(ELLIPSIS),
+        snippetTruncated=None if snippet is None else snippet.startswith(CUT) or snippet.endswith(CUT),
         metadata={"rank": hit.rank},
     )
 

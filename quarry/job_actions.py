@@ -26,11 +26,14 @@ def refuse_if_finished(job_id: str, hint: str) -> None:
         raise QuarryError("job_finished", f"job {job_id} has already finished ({row['status']})", hint)
 
 
+def ended_hint(job_id: str) -> str:
+    """What to do about a job that has ended instead of cancelling or terminating it."""
+    return f"see its result: quarry job result {job_id}, or run it again: quarry job rerun {job_id}"
+
+
 def cancel_job(job_id: str, address: str | None = None) -> None:
     """Cancel a job: it stops now, keeps its best result so far and ends as cancelled."""
-    refuse_if_finished(
-        job_id, f"see its result: quarry job result {job_id}, or run it again: quarry job rerun {job_id}"
-    )
+    refuse_if_finished(job_id, ended_hint(job_id))
 
     async def main() -> None:
         client = await temporal.client(address)

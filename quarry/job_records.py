@@ -11,7 +11,6 @@ from typing import Any
 import typer
 
 from quarry import temporal_access as temporal
-from quarry.console import fail
 from stores.errors import QuarryError
 from stores.home import quarry_home
 from stores.jobs import FINAL, JobStore
@@ -29,18 +28,6 @@ def known_job(job_id: str) -> dict[str, Any] | None:
         return store().get(job_id)
     except QuarryError:
         return None
-
-
-def refuse_finished(job_id: str) -> None:
-    row = known_job(job_id)
-    if row and row["status"] in FINAL:
-        fail(
-            QuarryError(
-                "job_finished",
-                f"job {job_id} has already finished ({row['status']})",
-                f"see its result: quarry job result {job_id}, or run it again: quarry job rerun {job_id}",
-            )
-        )
 
 
 def trace_file(trace_id: str | None) -> str:

@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 
 EXCERPT_CHARS = 220
+CUT = "…"  # marks an end of an excerpt that was cut from longer text
 _WORD = re.compile(r"\w+", re.UNICODE)
 STOPWORDS = frozenset(
     "a an and are as at be but by for from has have i if in into is it its of on or such that the their then "
@@ -62,4 +63,4 @@ def excerpt(text: str, query: str, width: int = EXCERPT_CHARS) -> str:
     if end < len(text):
         space = text.rfind(" ", start, end)
         end = space if space > (match.end() if match else start) else end
-    return ("…" if start > 0 else "") + text[start:end].strip() + ("…" if end < len(text) else "")
+    return (CUT if start > 0 else "") + text[start:end].strip() + (CUT if end < len(text) else "")
