@@ -4,8 +4,10 @@ Pi-Serini's http-json backend, the job pages and the MCP server at /mcp — in o
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
+import socket
 from typing import Annotated
 
 import typer
@@ -71,6 +73,10 @@ def serve_cmd(
 
     from quarry.http_app import create_app
 
+    try:
+        sock = bound(host, port)
+    except QuarryError as err:
+        fail(err)
     app = create_app(address, token=token, host=host, cors=cors or None)
     shown = f"[{host}]" if ":" in host else host
     out.print(
@@ -78,7 +84,29 @@ def serve_cmd(
         + ("  ·  bearer token required" if token else ""),
         highlight=False,
     )
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[sock])
+
+
+def bound(host: str, port: int) -> socket.socket:
+    """A listening-ready socket on host:port, bound here so a taken port or an address that is not
+    this machine's is one clear error before anything is announced (uvicorn would log and exit 3)."""
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
-    except OSError as err:  # the port is taken, or the address is not this machine's
-        fail(QuarryError("port_taken", f"cannot serve on {host}:{port}: {err.strerror or err}", "pick another --port"))
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, _, _, _, where = infos[0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(where)
+        except OSError:
+            sock.close()
+            raise
+    except OSError as err:
+        taken = getattr(err, "errno", None) == errno.EADDRINUSE
+        raise QuarryError(
+            "port_taken" if taken else "cannot_bind",
+            f"cannot serve on {host}:{port}: {err.strerror or err}",
+            "pick another --port"
+            if taken
+            else "give an address of this machine: --host 127.0.0.1 (or 0.0.0.0 with a token)",
+        ) from None
+    return sock

@@ -285,3 +285,22 @@ def test_a_server_off_loopback_needs_its_token(home: Path) -> None:
             assert browser.get("/jobs").status_code == 200 and browser.get("/api/collections").status_code == 200
             posted = browser.post(f"/api/collections/{LITERATURE}/search", json={"query": QUERY})
             assert posted.status_code == 401  # a cookie never authorises a change (no cross-site requests)
+
+
+def test_a_taken_port_is_one_message_before_anything_is_announced(home: Path) -> None:
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        taken = subprocess.run(
+            [sys.executable, "-m", "quarry", "--home", str(home), "serve", "--port", str(port)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    said = taken.stdout + taken.stderr
+    assert taken.returncode == 2 and "port_taken" in said and "--port" in said, said
+    assert "Quarry on http" not in said and "Traceback" not in said
