@@ -74,6 +74,7 @@ from unittest import mock
 import numpy as np
 
 from bench.slices import DEFAULT_DATASETS, corpus_slice
+from stores.atomic import write_atomic
 from workflows.process_exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
@@ -212,7 +213,7 @@ def export_models(model: Any, model_dir: Path) -> dict[str, Any]:
         manifest = {**key, "exports": {}}
         for kind, path in files.items():
             manifest["exports"][kind] = _export(model, path, kind)
-        manifest_path.write_text(json.dumps(manifest, indent=2))
+        write_atomic(manifest_path, json.dumps(manifest, indent=2))
         manifest["cached"] = False
     else:
         manifest["cached"] = True
@@ -424,7 +425,7 @@ def main() -> None:
             f"{'yes' if row.get('meets_target') else '-'}"
         )
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=2))
+    write_atomic(OUT, json.dumps(out, indent=2))
     print(f"written {OUT.relative_to(REPO)}")
 
 

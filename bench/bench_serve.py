@@ -48,6 +48,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from bench.slices import DEFAULT_DATASETS
+from stores.atomic import write_atomic
 from workflows.process_exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
@@ -299,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     load_ok = result.get("load", {}).get("errors", 0) == 0
     result["pass"] = all(checks) and load_ok
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_atomic(args.out, json.dumps(result, indent=2) + "\n")
     print(
         f"overall: {'PASS' if result['pass'] else 'FAIL'} (ratios ≤ {TARGET_RATIO}, no load errors) · "
         f"load average {result['machine']['load_average_at_start']} → {result['machine']['load_average_at_end']}"
