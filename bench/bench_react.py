@@ -11,7 +11,15 @@ read_document calls on the bundled sample corpus for T turns, then submits. In o
 
 Reported: wall time per turn of each and their ratio (b)/(a), and the workflow history size in
 bytes at each T — with the conversation kept by reference it should grow by a constant per turn,
-not with the conversation's length. Results also go to bench/out/bench_react.json.
+not with the conversation's length.
+
+Prompt caching (`--cache-turns 40`, issue 25): the same kind of T-turn job, in-process, through
+the real Anthropic client (langchain-anthropic → anthropic SDK) against the Messages API stand-in
+(tests.anthropic_standin), which computes usage and cache reads/writes from what it is sent.
+Run twice — with Quarry's cache breakpoints (nodes.llm.caching) and without them (before) —
+reporting per turn the input tokens billed at the full price, read from the cache and written to
+it, and the job's dollars at claude-sonnet-4-5's list prices (cache reads 0.1×, writes 1.25×).
+Results also go to bench/out/bench_react.json.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import uuid
 from pathlib import Path
 
 from bench.finished import finished
+from stores.atomic import write_atomic
 from workflows.process_exit import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,6 +126,90 @@ async def durable(env, home: Path, turns: int) -> tuple[float, int]:
     return elapsed, len(history.to_json().encode())
 
 
+CACHE_MODEL = "anthropic:claude-standin"
+
+
+def anthropic_script(turns: int):
+    from tests.anthropic_standin import tool_use
+
+    steps = []
+    for t in range(turns):
+        if t % 2 == 0:
+            steps.append(tool_use("search", {"reason": "bench", "query": QUERIES[(t // 2) % len(QUERIES)]}, 20))
+        else:
+            steps.append(tool_use("read_document", {"reason": "bench", "docid": "dpr-2020"}, 20))
+    steps.append(tool_use("submit", {"reason": "bench", "docids": ["dpr-2020"]}, 20))
+    return steps
+
+
+async def cache_accounting(home: Path, turns: int, breakpoints: bool) -> dict:
+    """One T-turn ReAct job in-process over the Anthropic stand-in; its usage, per turn and priced."""
+    import os
+
+    import nodes.llm.calls as calls
+    from graphs.control import Control, reset_control, use_control
+    from graphs.react_graph import make_react_graph
+    from graphs.state import initial_state
+    from nodes.job.config import JobConfig, ModelSettings
+    from nodes.job.runtime import NodeRuntime, configure_runtime
+    from nodes.job.usage import DEFAULT_PRICES
+    from tests.anthropic_standin import AnthropicStandin
+
+    price = DEFAULT_PRICES["claude-sonnet-4-5"]
+    cfg = JobConfig(
+        models=ModelSettings(model=CACHE_MODEL, react_max_steps=turns + 5),
+        prices={CACHE_MODEL: price},
+        max_tool_calls=10_000,
+        max_seconds=3600,
+    )
+    marking = calls.with_cache_breakpoints
+    saved = {k: os.environ.get(k) for k in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "NO_PROXY")}
+    with AnthropicStandin(anthropic_script(turns)) as server:
+        os.environ.update(ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="bench", NO_PROXY="127.0.0.1")
+        if not breakpoints:
+            calls.with_cache_breakpoints = lambda messages, provider: list(messages)  # before: no marks
+        rt = NodeRuntime(home)
+        configure_runtime(rt)
+        token = use_control(Control())
+        try:
+            state = initial_state(
+                f"bench-{uuid.uuid4().hex[:8]}", "sample", "dense retrieval", policy="react", config=cfg
+            )
+            final = await make_react_graph().compile().ainvoke(state, config={"recursion_limit": 10_000})
+        finally:
+            reset_control(token)
+            configure_runtime(None)
+            calls.with_cache_breakpoints = marking
+            for k, v in saved.items():
+                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    assert not server.rejected, server.rejected[:1]
+    result = rt.jobs.load_draft(final["job_id"])
+    assert result is not None and result["submitted"]["docids"] == ["dpr-2020"], final["job_id"]
+    u, n = server.usages, len(server.usages)
+    full = sum(x["input_tokens"] for x in u)
+    read = sum(x["cache_read_input_tokens"] for x in u)
+    written = sum(x["cache_creation_input_tokens"] for x in u)
+    return {
+        "breakpoints": breakpoints,
+        "turns": n,
+        "input_tokens": full + read + written,
+        "full_price_input_per_turn": round(full / n),
+        "cache_read_per_turn": round(read / n),
+        "cache_write_per_turn": round(written / n),
+        "dollars": round(final["usage"]["dollars"], 4),
+        "dollars_recomputed": round(
+            (
+                full * price.input
+                + read * price.cached_input
+                + written * (price.cache_write or price.input)
+                + sum(x["output_tokens"] for x in u) * price.output
+            )
+            / 1e6,
+            4,
+        ),
+    }
+
+
 async def main_async(args) -> dict:
     from temporalio.testing import WorkflowEnvironment
 
@@ -125,6 +218,18 @@ async def main_async(args) -> dict:
 
     home = Path(tempfile.mkdtemp(prefix="quarry-bench-react-"))
     ingest(ROOT / "examples" / "corpus", "sample", home=home)
+    out: dict = {}
+    if args.cache_turns:
+        out["cache"] = [await cache_accounting(home, args.cache_turns, b) for b in (False, True)]
+        for row in out["cache"]:
+            print(json.dumps(row), flush=True)
+        before, after = out["cache"]
+        print(
+            f"full-price input per turn {before['full_price_input_per_turn']:,} -> {after['full_price_input_per_turn']:,}"
+            f" tokens; ${before['dollars']} -> ${after['dollars']} per {args.cache_turns}-turn job"
+        )
+    if args.only_cache:
+        return out
     await in_process(home, 2)  # warm-up: JVM, imports
     rows = []
     async with await WorkflowEnvironment.start_local(
@@ -151,18 +256,20 @@ async def main_async(args) -> dict:
         a, b = rows[0], rows[-1]
         per_turn = (b["history_bytes"] - a["history_bytes"]) / (b["turns"] - a["turns"])
         print(f"history grows {per_turn:.0f} bytes per turn between {a['turns']} and {b['turns']} turns")
-    return {"rows": rows}
+    return out | {"rows": rows}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[10, 40])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cache-turns", type=int, default=40, help="turns of the prompt-caching job (0: skip it)")
+    parser.add_argument("--only-cache", action="store_true", help="only the prompt-caching comparison")
     args = parser.parse_args()
     out = asyncio.run(main_async(args))
     path = ROOT / "bench" / "out" / "bench_react.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2))
+    write_atomic(path, json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -88,14 +88,14 @@ def parse_systems(values: list[str] | str | None) -> list[str]:
 
 
 def judged_queries(
-    col: Collection, split: str | None, limit: int | None = None
+    col: Collection, split: str | None, limit: int | None = None, only: Set[str] | None = None
 ) -> tuple[str, list[str], dict[str, str], dict[str, dict[str, int]]]:
     """(split, judged query ids in a stable order, query texts, qrels) — the queries every
-    system and the BM25 grid search are scored on."""
+    system and the BM25 grid search are scored on; `only` keeps those ids (a held-out half)."""
     split = pick_split(col, split)
     qrels = col.corpus.qrels(split)
     texts = col.corpus.queries()
-    qids = sorted((q for q in qrels if q in texts), key=lambda q: (len(q), q))
+    qids = sorted((q for q in qrels if q in texts and (only is None or q in only)), key=lambda q: (len(q), q))
     if limit:
         qids = qids[:limit]
     if not qids:
@@ -229,6 +229,7 @@ def evaluate(
     k1: float | None = None,
     b: float | None = None,
     limit_queries: int | None = None,
+    only: Set[str] | None = None,
     depth: int = JobConfig.run_depth,
     run_file: Path | None = None,
     threads: int = 2,
@@ -237,7 +238,7 @@ def evaluate(
 ) -> EvalResult:
     if system not in SYSTEMS:
         raise QuarryError("bad_system", f"unknown system {system!r}", f"choose one of: {', '.join(SYSTEMS)}")
-    split, qids, texts, qrels = judged_queries(col, split, limit_queries)
+    split, qids, texts, qrels = judged_queries(col, split, limit_queries, only)
     _ = col.lucene  # open (and validate) before fanning out to threads
     if system in AGENT_SYSTEMS:
         if system not in ("agent", "agent-self") and not (agent and agent.config.models.model):

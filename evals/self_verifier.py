@@ -8,7 +8,7 @@ heuristic job runs in-process for each (with the profile's BM25 setting and sema
 shipped verifier off), its verified candidates' features are collected exactly as a job's answer
 step computes them (evals.train_ranker.collect_one), and the pseudo-queries' known answers grade
 them. The fitted verifier is kept only if it orders those candidates better than the heuristic
-order on the pseudo-queries; both figures are stored with the profile.
+order on the pseudo-queries by at least MIN_GAIN; both figures are stored with the profile.
 
 The jobs write to a temporary job store, so they never appear among the user's jobs.
 """
@@ -32,6 +32,7 @@ from stores.jobs import JobStore
 
 VERIFIER_QUERIES = 150  # pseudo-queries whose jobs are run (about a second each here)
 OBJECTIVE = "ndcg@20"
+MIN_GAIN = 0.02  # relative gain over the heuristic order, on the judged queries, that a fitted verifier needs
 
 
 def _objective(qrels: dict[str, dict[str, int]], runs: dict[str, dict[str, float]], excluded) -> float:
@@ -85,7 +86,10 @@ def fit_self_verifier(
         "heuristic": round(_objective(graded, heuristic, excluded), 4),
         "verifier": round(_objective(graded, fitted, excluded), 4),
     }
-    keep = figures["verifier"] > figures["heuristic"]
+    # In-sample on judged queries whose marks cover only what the heuristic order showed, a small
+    # gain is the fit, not the collection: the marks simulation (docs/eval/self-tuning/README.md)
+    # kept one at +0.5% there that lost 2.7% on held-out queries. Ask for a clear margin.
+    keep = figures["verifier"] >= figures["heuristic"] * (1.0 + MIN_GAIN)
     return (asdict(verifier) if keep else None), figures
 
 

@@ -82,6 +82,7 @@ METADATA_KEYS = frozenset(
         "gen_ai.usage.input_tokens",
         "gen_ai.usage.output_tokens",
         "gen_ai.usage.cache_read.input_tokens",
+        "gen_ai.usage.cache_creation.input_tokens",
         "openinference.span.kind",
         "input.mime_type",
         "output.mime_type",
@@ -118,6 +119,10 @@ METADATA_KEYS = frozenset(
         "quarry.tool_calls",
         "quarry.usage.reasoning_tokens",
         "quarry.usage.dollars",
+        "quarry.model.retries",
+        "quarry.turn",
+        "quarry.wait_s",  # the rate_limited event: how long the call waited, and the status that asked it to
+        "http.response.status_code",
         "quarry.wait_for_worker_ms",
         # Temporal's OpenTelemetry interceptor
         "temporalWorkflowID",

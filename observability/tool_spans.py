@@ -150,6 +150,41 @@ def node_span(node: str, *, job_id: str | None, round_no: int | None, tracer: Tr
 
 
 @contextmanager
+def turn_span(turn: int, *, job_id: str | None, tracer: Tracer | None = None) -> Iterator[Span]:
+    """One ReAct turn (an OpenInference AGENT span): its `chat` call sits under it here, and the
+    turn's `execute_tool` spans join it from the next activity through `joined(span_ref(span))`,
+    so a trace viewer shows the loop turn by turn, not a flat list of calls."""
+    attrs = {OI_KIND: KIND.AGENT.value, "quarry.turn": turn, "quarry.job_id": job_id}
+    with _span(f"react turn {turn}", {k: v for k, v in attrs.items() if v is not None}, tracer) as span:
+        yield span
+
+
+def span_ref(span: Span) -> dict[str, str] | None:
+    """A span's identity as plain strings, to keep in a job's state (None for a span not recorded)."""
+    ctx = span.get_span_context()
+    if not ctx.is_valid:
+        return None
+    return {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"}
+
+
+@contextmanager
+def joined(ref: Mapping[str, str] | None) -> Iterator[None]:
+    """Make the span `ref` names (see `span_ref`, possibly ended, in another process) the parent
+    of the spans started inside; without a ref, nothing changes."""
+    try:
+        ctx = trace.SpanContext(
+            int(ref["trace_id"], 16), int(ref["span_id"], 16), is_remote=True, trace_flags=trace.TraceFlags(1)
+        ) if ref else None  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        ctx = None
+    if ctx is None or not ctx.is_valid:
+        yield
+        return
+    with trace.use_span(trace.NonRecordingSpan(ctx), end_on_exit=False):
+        yield
+
+
+@contextmanager
 def llm_span(model: str, *, tracer: Tracer | None = None, **attributes: Any) -> Iterator[Span]:
     """Trace one chat-model call as `chat {model}`; pair with `record_usage` for token counts."""
     attrs: dict[str, Any] = {

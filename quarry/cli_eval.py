@@ -268,7 +268,7 @@ def _tune_self(
         out.print(
             "chosen on  nothing yet: queries made from the documents alone favour exact word matches by "
             "construction (what they chose lost on every judged collection measured, "
-            "docs/eval/self-tuning/README.md); judged queries choose — mark results "
+            f"docs/eval/self-tuning/README.md); judged queries choose, from {p.min_judged} on — mark results "
             "(quarry job mark JOB DOCID relevant|not) or run jobs with a model policy, then tune again"
         )
     else:

@@ -97,6 +97,7 @@ def checked_job(
     prices: Path | None = None,
     max_output_tokens: int = DEFAULTS.models.max_output_tokens,
     profile: str = DEFAULTS.profile,
+    strict_tools: bool = DEFAULTS.models.strict_tools,
 ) -> tuple[str, JobConfig]:
     """A job's checked intent and configuration, the same for every front door that submits one
     (`quarry run`, `quarry mcp`'s start_job): mode, intent, budget, policy and models, the
@@ -118,6 +119,7 @@ def checked_job(
         max_dollars=max_dollars,
         prices=prices,
         max_output_tokens=max_output_tokens,
+        strict_tools=strict_tools,
     )
     col = Collection(name)
     _ = col.lucene  # clear error now rather than a failed job later
@@ -160,6 +162,14 @@ def run(
     max_output_tokens: Annotated[
         int, typer.Option(min=JOB_BOUNDS.min_output_tokens, help="Longest reply a model may write per call")
     ] = DEFAULTS.models.max_output_tokens,
+    strict_tools: Annotated[
+        bool,
+        typer.Option(
+            "--strict-tools",
+            help="OpenAI models: send tools with strict: true (arguments always match their schema; "
+            "not every OpenAI-compatible server accepts it)",
+        ),
+    ] = DEFAULTS.models.strict_tools,
     profile: Annotated[
         str,
         typer.Option(
@@ -194,6 +204,7 @@ def run(
             prices=prices,
             max_output_tokens=max_output_tokens,
             profile=profile,
+            strict_tools=strict_tools,
         )
     except QuarryError as err:
         fail(err)

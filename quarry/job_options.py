@@ -30,6 +30,7 @@ def job_config(
     prices: Path | None = None,
     max_output_tokens: int = ModelSettings.max_output_tokens,
     extra_models: tuple[str | None, ...] = (),
+    strict_tools: bool = ModelSettings.strict_tools,
 ) -> JobConfig:
     """The job's configuration; endpoints (also of `extra_models`, e.g. an answer grader) are
     probed in seconds so a server that is down is named now, not minutes into a job. The defaults
@@ -62,6 +63,12 @@ def job_config(
         )
     main = str(ModelSpec.parse(model))
     judge = str(ModelSpec.parse(judge_model)) if judge_model else None
+    if strict_tools and not any(s and s.startswith("openai:") for s in (main, judge)):
+        raise QuarryError(
+            "bad_option",
+            "--strict-tools is OpenAI's strict function calling, for openai: models",
+            "drop --strict-tools, or use an openai: --model",
+        )
     specs = list(dict.fromkeys(s for s in (main, judge, *(str(ModelSpec.parse(m)) for m in extra_models if m)) if s))
     table = load_prices(prices)  # a local file: checked before any endpoint is probed
     for spec in specs:
@@ -69,7 +76,9 @@ def job_config(
     return JobConfig(
         max_rounds=rounds,
         max_seconds=max_seconds,
-        models=ModelSettings(model=main, judge_model=judge, max_output_tokens=max_output_tokens),
+        models=ModelSettings(
+            model=main, judge_model=judge, max_output_tokens=max_output_tokens, strict_tools=strict_tools
+        ),
         max_tokens=max_tokens,
         max_dollars=max_dollars,
         prices=prices_for(specs, table),
@@ -134,7 +143,7 @@ def load_prices(path: Path | None) -> dict[str, Price]:
         return table
     hint = (
         'write JSON like {"openai:gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}'
-        " (dollars per million tokens; cached_input may be left out)"
+        " (dollars per million tokens; cached_input and cache_write may be left out)"
     )
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
@@ -168,7 +177,7 @@ def _price_problems(exc: ValidationError) -> str:
         if e["type"] in ("dict_type", "model_type"):
             what = "expected an object with input, cached_input, output"
         elif e["type"] == "extra_forbidden":
-            what = "unknown key (the keys are input, cached_input, output)"
+            what = "unknown key (the keys are input, cached_input, cache_write, output)"
         elif e["type"] == "missing":
             what = "missing"
         elif "input" in e:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nodes.llm.rate_limits import RATE_LIMIT_STAGE
 from quarry.console import terminal_safe
 from quarry.job_records import store
 from stores.errors import QuarryError
@@ -33,9 +34,11 @@ def running_step(job_id: str, progress: dict[str, Any]) -> dict[str, Any] | None
 def step_text(step: dict[str, Any]) -> str:
     """A long step as one phrase ("semantic step: 240/1,200 chunks embedded (20%)"): the text
     `job progress` and `job watch` both show."""
+    done, total = int(step.get("done") or 0), int(step.get("total") or 0)
+    if step.get("stage") == RATE_LIMIT_STAGE:
+        return f"waiting out the model's rate limit (retry {done} of at most {total})"
     if step.get("stage") != "embedding":
         return str(step.get("text") or "")
-    done, total = int(step.get("done") or 0), int(step.get("total") or 0)
     share = f" ({done / total:.0%})" if total else ""
     return f"semantic step: {done:,}/{total:,} chunks embedded{share}"
 

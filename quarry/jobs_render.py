@@ -17,16 +17,22 @@ from quarry.screens import cut_words, render_ranked
 _t = safe  # every field of a job record (intent, docids, titles, quotes, model output, reasons) is untrusted
 
 
+_CACHE = (("cached_input_tokens", "cached"), ("cache_write_input_tokens", "written to cache"))
+
+
 def usage_line(usage: dict[str, Any] | None) -> str:
     """ "3 model calls · 1,200 tokens in (800 cached) · 90 out · $0.0021" ('' without calls)."""
     if not usage or not usage.get("calls"):
         return ""
-    cached = f" ({usage.get('cached_input_tokens', 0):,} cached)" if usage.get("cached_input_tokens") else ""
+    cache = [f"{usage[k]:,} {what}" for k, what in _CACHE if usage.get(k)]
+    cached = f" ({', '.join(cache)})" if cache else ""
     reasoning = f", {usage['reasoning_tokens']:,} reasoning" if usage.get("reasoning_tokens") else ""
     unpriced = f" (no price for {', '.join(usage['unpriced'])})" if usage.get("unpriced") else ""
+    retries = usage.get("retries") or 0
+    waited = f" · {retries} rate-limit {'retry' if retries == 1 else 'retries'}" if retries else ""
     return (
         f"{usage['calls']} model calls · {usage.get('input_tokens', 0):,} tokens in{cached} · "
-        f"{usage.get('output_tokens', 0):,} out{reasoning} · ${usage.get('dollars', 0.0):.4f}{unpriced}"
+        f"{usage.get('output_tokens', 0):,} out{reasoning} · ${usage.get('dollars', 0.0):.4f}{unpriced}{waited}"
     )
 
 

@@ -76,6 +76,7 @@ class SelfProfile(BaseModel):
     # The kinds of query that chose the settings (judged: evals.pseudo_queries.CHOOSING_KINDS);
     # empty when there were none and the defaults were kept; None in a profile from before this rule (all kinds chose).
     chosen_on: tuple[str, ...] | None = None
+    min_judged: int = 0  # judged queries the tuner needed before they choose (0: any, in older profiles)
     objective: str = "ndcg@20"
     pseudo_default: float  # the objective on all pseudo-queries at the defaults
     pseudo_chosen: float  # … with the chosen settings
@@ -91,7 +92,8 @@ class SelfProfile(BaseModel):
     def brief(self) -> str:
         """One line for listings: `k1 0.9 b 0.4 · semantic ×2`."""
         if self.kept_defaults:
-            return f"defaults kept (k1 {self.k1:g} b {self.b:g}: no judged queries to tune on yet)"
+            enough = f"fewer than {self.min_judged}" if self.min_judged > 1 else "no"
+            return f"defaults kept (k1 {self.k1:g} b {self.b:g}: {enough} judged queries to tune on yet)"
         sem = "" if self.semantic_weight is None else f" · semantic ×{self.semantic_weight:g}"
         return f"k1 {self.k1:g} b {self.b:g}{sem}" + (" · own verifier" if self.verifier else "")
 

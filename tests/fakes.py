@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -407,3 +408,49 @@ def run_search_graph(job_id: str, collection: str, intent: str, config: Any) -> 
         )
     finally:
         reset_control(token)
+
+
+def structured_args(schema: str, prompt: str) -> dict[str, Any]:
+    """Valid arguments for the `llm` policy's structured call `schema`, for stand-in servers: a
+    one-item plan, librarians that judge the gnn* documents in the (JSON-escaped) prompt relevant,
+    a navigator that is done at once and an answer citing gnn01."""
+    if schema == "PlanOut":
+        return {
+            "checklist": [{"kind": "topic", "text": "graph neural networks"}],
+            "queries": ["graph neural network molecules"],
+        }
+    if schema == "JudgementsOut":
+        docids = re.findall(r'<document docid=\\?"([^"\\]+)\\?">', prompt)
+        return {"judgements": [{"docid": d, "p": 0.9 if d.startswith("gnn") else 0.1, "items": []} for d in docids]}
+    if schema == "ReflectOut":
+        return {"done": True}
+    if schema == "AnswerOut":
+        return {"explanation": "Graph neural networks predict molecular properties [gnn01].", "confidence": 70}
+    raise AssertionError(f"unexpected structured call {schema!r}")
+
+
+async def job_over_the_wire(
+    env: Any,
+    home: Path,
+    collection: str,
+    intent: str,
+    policy: str,
+    config: Any,
+    mode: str = "list",
+    timeout_s: float = 120.0,
+) -> dict[str, Any]:
+    """A job on a worker with the default model factory (the provider's real client, reaching a
+    stand-in only through its environment variables), run to its result."""
+    import uuid
+
+    from workflows.client import new_job_id, submit
+    from workflows.shared import JobInput
+    from workflows.worker import build_worker
+
+    queue = f"quarry-test-{uuid.uuid4().hex}"
+    async with build_worker(env.client, home=home, queue=queue):  # no models=: the real client
+        inp = JobInput(
+            job_id=new_job_id(), collection=collection, intent=intent, policy=policy, mode=mode, config=config
+        )
+        handle = await submit(env.client, inp, queue=queue)
+        return await asyncio.wait_for(handle.result(), timeout_s)

@@ -25,7 +25,7 @@ from nodes.job.config import JobConfig, ModelSettings, Price
 from stores.redact import REDACTED
 from tests.conftest import LITERATURE
 from tests.fakes import files_holding
-from tests.openai_standin import Request, StandinServer, tool_call_response
+from tests.openai_standin import Request, StandinServer, rate_limited, tool_call_response
 from workflows.client import new_job_id, submit
 from workflows.shared import JobInput
 from workflows.worker import build_worker
@@ -177,3 +177,100 @@ def test_cli_run_fails_fast_naming_an_endpoint_that_is_down(
         result.output
     )
     assert sentinel not in result.output
+
+
+def turn(calls: list[tuple[str, str, str]], finish_reason: str, usage: tuple[int, int]) -> dict[str, Any]:
+    """A chat.completion whose one choice makes `calls` (id, name, raw argument text) at once."""
+    body = tool_call_response("search", {}, *usage)
+    body["choices"][0]["message"]["tool_calls"] = [
+        {"id": cid, "type": "function", "function": {"name": name, "arguments": raw}} for cid, name, raw in calls
+    ]
+    body["choices"][0]["finish_reason"] = finish_reason
+    return body
+
+
+async def test_parallel_calls_a_truncated_call_and_a_rate_limit_over_http(
+    env, literature, quarry_home: Path, sentinel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two tool calls in one turn both run and are both answered; a turn cut off by max_tokens in the
+    middle of its arguments (`finish_reason: length`) gets a repair reply, not a crash; a 429 is
+    waited out for its `retry-after` and counted, without a failed activity attempt."""
+    both = [
+        ("call_a", "search", json.dumps({"reason": "GNN side", "query": "graph neural networks"})),
+        ("call_b", "search", json.dumps({"reason": "chemistry side", "query": "molecular property prediction"})),
+    ]
+    cut = [("call_c", "read_document", '{"reason": "check it", "docid": "gn')]
+    script = [
+        rate_limited(retry_after_s=1),
+        turn(both, "tool_calls", (900, 30)),
+        turn(cut, "length", (1500, 64)),
+        tool_call_response("submit", {"reason": "done", "docids": ["gnn01"]}, 1700, 20, call_id="call_d"),
+    ]
+    with StandinServer(script) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        queue = f"quarry-test-{uuid.uuid4().hex}"
+        config = JobConfig(models=ModelSettings(model=MODEL), max_seconds=120.0)
+        async with build_worker(env.client, home=quarry_home, queue=queue):
+            inp = JobInput(job_id=new_job_id(), collection=LITERATURE, intent=INTENT, policy="react", config=config)
+            handle = await submit(env.client, inp, queue=queue)
+            result = await asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S)
+            history = [e async for e in handle.fetch_history_events()]
+    requests = server.chat_requests()
+
+    assert server.rejected == [], "Quarry sent a request the API refuses"
+    assert result["status"] == "completed" and result["submitted"]["docids"] == ["gnn01"], result.get("fallbacks")
+    assert len(requests) == 4 and requests[0].body == requests[1].body
+    assert result["usage"]["retries"] == 1 and result["usage"]["calls"] == 3
+    failed = [e for e in history if e.HasField("activity_task_failed_event_attributes")]
+    assert failed == [], "the rate limit was waited out inside the call, not by failing the activity"
+
+    # Both parallel calls ran and were answered, in order, right after the turn that made them.
+    after_both = requests[2].body["messages"]
+    tools_answered = [m for m in after_both if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tools_answered] == ["call_a", "call_b"]
+    assert all("search_results" in m["content"] for m in tools_answered)
+    # The truncated call was answered with what went wrong, so the model could try again.
+    after_cut = requests[3].body["messages"]
+    assert after_cut[-1]["role"] == "tool" and after_cut[-1]["tool_call_id"] == "call_c"
+    assert after_cut[-1]["content"].startswith("Error in read_document: the tool call was malformed JSON")
+
+
+@pytest.mark.parametrize("policy", ["react", "llm"])
+async def test_strict_tool_schemas_pass_openais_strict_rules(
+    env, literature, quarry_home: Path, sentinel: str, monkeypatch: pytest.MonkeyPatch, policy: str
+) -> None:
+    """With `strict_tools`, every tool goes out with `strict: true` and a schema OpenAI's strict
+    mode accepts (closed objects, every property required, nested ones too): the stand-in refuses
+    anything else, and both policies' jobs complete through it."""
+    from tests.fakes import structured_args
+
+    def reply(request: Request) -> dict[str, Any]:
+        tools = request.body["tools"]
+        forced = (request.body.get("tool_choice") or {}).get("function", {}).get("name")
+        if forced:  # the llm policy's structured calls
+            args = structured_args(forced, json.dumps(request.body["messages"]))
+            return tool_call_response(forced, args, 500, 20)
+        turns = sum(1 for m in request.body["messages"] if m["role"] == "assistant")
+        assert {t["function"]["name"] for t in tools} >= {"search", "submit"}
+        if turns == 0:
+            args = {"reason": "find", "query": "graph neural networks", "channel": "lexical"}
+            return tool_call_response("search", args, 500, 20)
+        args = {"reason": "done", "docids": ["gnn01"], "explanation": "", "exact_answer": "", "confidence": 50,
+                "insufficient_evidence": False, "ranked": False}  # fmt: skip
+        return tool_call_response("submit", args, 600, 20)
+
+    with StandinServer([reply] * 40) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        models = ModelSettings(model=MODEL, strict_tools=True, judge_top=4, judge_batch_size=2)
+        config = JobConfig(models=models, max_seconds=120.0)
+        queue = f"quarry-test-{uuid.uuid4().hex}"
+        async with build_worker(env.client, home=quarry_home, queue=queue):
+            inp = JobInput(job_id=new_job_id(), collection=LITERATURE, intent=INTENT, policy=policy, config=config)
+            handle = await submit(env.client, inp, queue=queue)
+            result = await asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S)
+    requests = server.chat_requests()
+    assert server.rejected == [], [r for _, r in server.rejected][:1]
+    assert result["status"] == "completed" and result["fallbacks"] == [], result.get("fallbacks")
+    sent = [t["function"] for r in requests for t in r.body["tools"]]
+    assert sent and all(f.get("strict") is True for f in sent)
+    assert all(f["parameters"]["additionalProperties"] is False for f in sent)

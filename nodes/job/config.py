@@ -91,11 +91,14 @@ JOB_BOUNDS = JobBounds()
 
 @dataclass
 class Price:
-    """Dollars per million tokens (cached input is the provider's discounted rate)."""
+    """Dollars per million tokens (cached input is the provider's discounted rate for prompt-cache
+    reads; `cache_write` what a prompt-cache write costs where the provider charges for it —
+    Anthropic, 1.25× input for its five-minute cache — None: the input price)."""
 
     input: float = 0.0
     cached_input: float = 0.0
     output: float = 0.0
+    cache_write: float | None = None
 
 
 @dataclass
@@ -111,6 +114,13 @@ class ModelSettings:
     temperature: float = 0.0
     max_output_tokens: int = 2048
     timeout_s: float = 60.0
+    # A provider's 429/529 is waited out inside the call (nodes.llm.rate_limits): at most this many
+    # waits per call, each at most this long (a longer retry-after fails the call, which Temporal retries).
+    rate_limit_retries: int = 4
+    rate_limit_wait_max_s: float = 60.0
+    # OpenAI models: send tools with `strict: true` (closed objects, every property required), so a
+    # model's arguments always match; off by default, as not every OpenAI-compatible server has it.
+    strict_tools: bool = False
     # Librarians: how many top candidates a model scores per round, in batches of this size,
     # with at most `judge_concurrency` batch activities at once.
     judge_top: int = 20

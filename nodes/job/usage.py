@@ -25,8 +25,8 @@ DEFAULT_PRICES: dict[str, Price] = {
     "gpt-4.1-mini": Price(0.40, 0.10, 1.60),
     "gpt-4.1": Price(2.00, 0.50, 8.00),
     "deepseek-chat": Price(0.27, 0.07, 1.10),
-    "claude-3-5-haiku-latest": Price(0.80, 0.08, 4.00),
-    "claude-sonnet-4-5": Price(3.00, 0.30, 15.00),
+    "claude-3-5-haiku-latest": Price(0.80, 0.08, 4.00, cache_write=1.00),
+    "claude-sonnet-4-5": Price(3.00, 0.30, 15.00, cache_write=3.75),
 }
 
 # The dearest 2025 list price is $600 per million output tokens (o1-pro); a price above this
@@ -47,6 +47,7 @@ class PriceRow(BaseModel):
     input: PriceValue
     cached_input: PriceValue = 0.0
     output: PriceValue
+    cache_write: PriceValue | None = None
 
 
 ModelName = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")]
@@ -56,19 +57,23 @@ class PriceTable(RootModel[dict[ModelName, PriceRow]]):
     """The schema of a `--prices` file: `{"provider:name" or "name": {"input", "cached_input", "output"}}`."""
 
     def prices(self) -> dict[str, Price]:
-        return {name: Price(row.input, row.cached_input, row.output) for name, row in self.root.items()}
+        return {
+            name: Price(row.input, row.cached_input, row.output, row.cache_write) for name, row in self.root.items()
+        }
 
 
 @dataclass
 class Usage:
-    input_tokens: int = 0
-    cached_input_tokens: int = 0
+    input_tokens: int = 0  # all of the prompt, cache reads and writes included
+    cached_input_tokens: int = 0  # of which read from the provider's prompt cache
     output_tokens: int = 0
     reasoning_tokens: int = 0
     calls: int = 0
     dollars: float = 0.0
     by_model: dict[str, dict[str, float]] = field(default_factory=dict)
     unpriced: list[str] = field(default_factory=list)
+    cache_write_input_tokens: int = 0  # of which written to the prompt cache (Anthropic charges these)
+    retries: int = 0  # calls the provider refused for its rate limit or overload, retried after its wait
 
     @property
     def total_tokens(self) -> int:
@@ -90,6 +95,8 @@ class Usage:
             round(self.dollars + other.dollars, 8),
             by_model,
             sorted(set(self.unpriced) | set(other.unpriced)),
+            self.cache_write_input_tokens + other.cache_write_input_tokens,
+            self.retries + other.retries,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,15 +120,23 @@ def usage_from_metadata(meta: Mapping[str, Any] | None, model: str, prices: Mapp
     meta = dict(meta or {})
     inp = int(meta.get("input_tokens") or 0)
     out = int(meta.get("output_tokens") or 0)
-    cached = int((meta.get("input_token_details") or {}).get("cache_read") or 0)
+    details = meta.get("input_token_details") or {}
+    cached = int(details.get("cache_read") or 0)
+    # Anthropic reports cache writes as `cache_creation`, or split by lifetime when it says which.
+    written = int(details.get("cache_creation") or 0) + sum(
+        int(details.get(k) or 0) for k in ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
+    )
     reasoning = int((meta.get("output_token_details") or {}).get("reasoning") or 0)
     price = price_for(model, prices)
     dollars = 0.0
     if price is not None:
-        dollars = ((inp - cached) * price.input + cached * price.cached_input + out * price.output) / 1e6
+        write = price.input if price.cache_write is None else price.cache_write
+        plain = max(inp - cached - written, 0)
+        dollars = (plain * price.input + cached * price.cached_input + written * write + out * price.output) / 1e6
     row = {
         "input_tokens": inp,
         "cached_input_tokens": cached,
+        "cache_write_input_tokens": written,
         "output_tokens": out,
         "reasoning_tokens": reasoning,
         "calls": 1,
@@ -136,6 +151,7 @@ def usage_from_metadata(meta: Mapping[str, Any] | None, model: str, prices: Mapp
         round(dollars, 8),
         {model: row},
         [] if price is not None or model.split(":", 1)[0] in LOCAL_PROVIDERS else [model],
+        written,
     )
 
 

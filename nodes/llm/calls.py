@@ -19,9 +19,12 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from nodes.job.config import Price
+from nodes.job.config import ModelSettings, Price
+from nodes.job.step_control import current_step
 from nodes.job.usage import Usage, usage_from_metadata
+from nodes.llm.caching import with_cache_breakpoints
 from nodes.llm.models import ModelSpec, endpoint
+from nodes.llm.rate_limits import RATE_LIMIT_STAGE, retry_after_s, status_of, wait_out
 from observability.tool_spans import llm_span, record_model_messages, record_usage
 from stores.errors import QuarryError
 from stores.redact import redact
@@ -71,28 +74,56 @@ def invoke(
     job_id: str | None = None,
     tools: Sequence[Any] | None = None,
     tool_choice: str | None = None,
+    settings: ModelSettings | None = None,
 ) -> ModelReply:
-    """One model call (tools bound if given), traced as `chat {spec}` with token usage."""
+    """One model call (tools bound if given), traced as `chat {spec}` with token usage; a
+    provider's rate limit or overload is waited out and asked again (nodes.llm.rate_limits) within
+    `settings`' bounds, each wait counted in `Usage.retries`."""
+    settings = settings or ModelSettings()
     provider: dict[str, Any] = {"gen_ai.provider.name": spec.split(":", 1)[0]}  # not a Python name: passed by **
     with llm_span(spec, job_id=job_id, purpose=purpose, **provider) as span:
         bound = model
         if tools:
+            # OpenAI's strict mode: every object closed and every property required, so the
+            # arguments always match the schema (opt-in: ModelSettings.strict_tools).
+            strict = {"strict": True} if settings.strict_tools and spec.startswith("openai:") else {}
             try:
                 bound = (
-                    model.bind_tools(list(tools), tool_choice=tool_choice)
+                    model.bind_tools(list(tools), tool_choice=tool_choice, **strict)
                     if tool_choice
-                    else model.bind_tools(list(tools))
+                    else model.bind_tools(list(tools), **strict)
                 )
             except (NotImplementedError, TypeError, ValueError):
                 bound = model.bind_tools(list(tools)) if tool_choice else model
-        try:
-            message = bound.invoke(list(messages))
-        except Exception as exc:  # any failure of the endpoint or client: the caller decides retry/fallback
-            text = redact(f"{spec} at {_where(model, spec)} failed: {type(exc).__name__}: {exc}")
-            span.set_attribute("error.type", type(exc).__name__)
-            raise ModelError(text[:1000]) from None
+        request = with_cache_breakpoints(messages, provider["gen_ai.provider.name"])
+        retries = 0
+        while True:
+            try:
+                message = bound.invoke(request)
+                break
+            except Exception as exc:  # any failure of the endpoint or client: the caller decides retry/fallback
+                wait = retry_after_s(exc, retries)
+                if (
+                    wait is not None
+                    and retries < settings.rate_limit_retries
+                    and wait <= settings.rate_limit_wait_max_s
+                ):
+                    retries += 1
+                    span.add_event(
+                        "rate_limited", {"http.response.status_code": status_of(exc) or 0, "quarry.wait_s": wait}
+                    )
+                    step = current_step()
+                    step.report(RATE_LIMIT_STAGE, retries, settings.rate_limit_retries)
+                    if wait_out(wait, step):
+                        continue
+                text = redact(f"{spec} at {_where(model, spec)} failed: {type(exc).__name__}: {exc}")
+                span.set_attribute("error.type", type(exc).__name__)
+                span.set_attribute("quarry.model.retries", retries)
+                raise ModelError(text[:1000]) from None
         message = _without_secrets(message)
         usage = usage_from_metadata(getattr(message, "usage_metadata", None), spec, prices)
+        usage.retries = retries
+        span.set_attribute("quarry.model.retries", retries)
         record_usage(span, usage.input_tokens, usage.output_tokens)
         record_model_messages(
             span,
@@ -101,6 +132,7 @@ def invoke(
             getattr(message, "tool_calls", None),
         )
         span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_input_tokens)
+        span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_input_tokens)
         span.set_attribute("quarry.usage.reasoning_tokens", usage.reasoning_tokens)
         span.set_attribute("quarry.usage.dollars", usage.dollars)
         span.set_attribute("quarry.tool_calls", len(getattr(message, "tool_calls", []) or []))
@@ -187,6 +219,7 @@ def structured(
     prices: Mapping[str, Price],
     job_id: str | None = None,
     repairs: int = 1,
+    settings: ModelSettings | None = None,
 ) -> Structured[T]:
     """A validated `schema` value from the model, repaired at most `repairs` times; `value` is
     None when it never validated (the caller falls back). Raises ModelError if a call fails."""
@@ -203,6 +236,7 @@ def structured(
             job_id=job_id,
             tools=[schema],
             tool_choice=schema.__name__,
+            settings=settings,
         )
         usage = usage.add(reply.usage)
         value, error = parse_structured(reply.message, schema)

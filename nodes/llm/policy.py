@@ -80,6 +80,7 @@ class LLMPolicy(HeuristicPolicy):
             purpose=purpose,
             prices=self.cfg.prices,
             job_id=self.job_id,
+            settings=self.cfg.models,
         )
 
     def _step(self, fallback: D, run: Callable[[], D]) -> D:

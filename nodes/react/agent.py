@@ -37,6 +37,7 @@ from nodes.react.prompts import (
 )
 from nodes.tools.agent_tools import RETRIEVAL_TOOLS, SubmitArgs, parse_args, tool_definitions
 from nodes.tools.results import DocumentPage, SearchPage, ToolError
+from observability.tool_spans import joined, span_ref, turn_span
 
 _TEXT_CALL = re.compile(r"\{.*\}", re.S)
 
@@ -137,15 +138,18 @@ def agent(state: JobState) -> dict[str, Any]:
         model = rt.model(model_spec, cfg.models)
         try:
             channels = rt.channels(state)
-            made = invoke(
-                model,
-                [SystemMessage(content=system_prompt(channels)), *history],
-                spec=model_spec,
-                purpose="react",
-                prices=cfg.prices,
-                job_id=job_id,
-                tools=tool_definitions(channels),
-            )
+            with turn_span(update["steps"], job_id=job_id) as span:
+                update["turn_span"] = span_ref(span)
+                made = invoke(
+                    model,
+                    [SystemMessage(content=system_prompt(channels)), *history],
+                    spec=model_spec,
+                    purpose="react",
+                    prices=cfg.prices,
+                    job_id=job_id,
+                    tools=tool_definitions(channels),
+                    settings=cfg.models,
+                )
         except ModelError as exc:
             if not final_attempt(MODEL_ATTEMPTS):
                 raise
@@ -159,16 +163,20 @@ def agent(state: JobState) -> dict[str, Any]:
         jobs.put_message(job_id, seq, _as_row(reply))
     calls = list(reply.tool_calls or []) + list(reply.invalid_tool_calls or [])
     total = Usage.from_dict(state.get("usage")).add(usage)
-    return update | {
-        "conversation": seq + 1,
-        "usage": total.to_dict(),
-        "turn": {"tool_calls": len(calls), "submit": any(c.get("name") == "submit" for c in calls)},
-    }
+    turn = {"tool_calls": len(calls), "submit": any(c.get("name") == "submit" for c in calls)}
+    ref = update.pop("turn_span", None)
+    return update | {"conversation": seq + 1, "usage": total.to_dict(), "turn": turn | ({"span": ref} if ref else {})}
 
 
 def tools(state: JobState) -> dict[str, Any]:
     """Run the tool calls of the last reply; each result (or refusal, or repair hint) is stored
-    as the next message. After the budget steer only `submit` is served."""
+    as the next message. After the budget steer only `submit` is served. The calls' spans sit
+    under the turn's span, which the agent step opened in its own activity."""
+    with joined(state.get("turn", {}).get("span")):
+        return _run_calls(state)
+
+
+def _run_calls(state: JobState) -> dict[str, Any]:
     from langchain_core.messages import ToolMessage
 
     rt = runtime()
