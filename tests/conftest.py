@@ -107,3 +107,19 @@ def drill_baseline(home: Path, server) -> dict[str, Any]:
         return result_of(asyncio.run(start(server.address, queue)))
     finally:
         worker.kill(signal.SIGTERM)
+
+
+@pytest.fixture
+def spans(monkeypatch: pytest.MonkeyPatch):
+    """Every span the nodes of an in-process worker record, kept in memory."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import observability.tool_spans as spans_mod
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(spans_mod, "get_tracer", lambda provider_=None: provider.get_tracer("test"))
+    return exporter

@@ -34,22 +34,6 @@ def anthropic_key(monkeypatch: pytest.MonkeyPatch) -> str:
     return key
 
 
-@pytest.fixture
-def spans(monkeypatch: pytest.MonkeyPatch):
-    """Every span the worker's nodes record, kept in memory."""
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    import observability.tool_spans as spans_mod
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(spans_mod, "get_tracer", lambda provider_=None: provider.get_tracer("test"))
-    return exporter
-
-
 async def run(env, home: Path, policy: str, config: JobConfig, mode: str = "list") -> dict[str, Any]:
     return await job_over_the_wire(env, home, LITERATURE, INTENT, policy, config, mode, RESULT_TIMEOUT_S)
 

@@ -23,7 +23,7 @@ async def run(env, home: Path, policy: str, config: JobConfig, mode: str = "list
     return await job_over_the_wire(env, home, LITERATURE, INTENT, policy, config, mode, RESULT_TIMEOUT_S)
 
 
-async def test_react_job_over_ollamas_native_api(env, literature, quarry_home: Path, monkeypatch) -> None:
+async def test_react_job_over_ollamas_native_api(env, literature, quarry_home: Path, monkeypatch, spans) -> None:
     script = [
         tool_calls(("search", {"reason": "find GNN papers", "query": "graph neural networks molecules"})),
         tool_calls(("read_document", {"reason": "check the best hit", "docid": "gnn01"})),
@@ -58,6 +58,9 @@ async def test_react_job_over_ollamas_native_api(env, literature, quarry_home: P
         sum(s["eval_count"] for s in server.usages),
     )
     assert u["dollars"] == 0.0 and u["unpriced"] == []
+    chats = [s for s in spans.get_finished_spans() if s.name == f"chat {MODEL}"]
+    assert [c.attributes["gen_ai.usage.input_tokens"] for c in chats] == [s["prompt_eval_count"] for s in server.usages]
+    assert all(c.attributes["gen_ai.provider.name"] == "ollama" for c in chats)
 
 
 def structured_reply(request: Request) -> dict[str, Any]:

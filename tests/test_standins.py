@@ -127,3 +127,16 @@ def test_a_rate_limit_wait_reads_as_one_in_job_progress() -> None:
     assert retry_after_s(Refused(529, {}), 2) == 4.0, "no retry-after: 1, 2, 4 … seconds"
     assert retry_after_s(Refused(500, {"retry-after": "1"}), 0) is None, "a server error is not a slow-down"
     assert retry_after_s(Refused(429, {"retry-after": "soon"}), 0) == 1.0, "unreadable: the default wait"
+
+
+def test_a_rate_limit_wait_outlasts_a_steer_but_not_a_stop_or_the_deadline() -> None:
+    from nodes.job.step_control import StepControl
+    from nodes.llm.rate_limits import wait_out
+
+    steered = StepControl()
+    steered.stop("budget_steer")  # the job wants to submit: it still needs the model's answer
+    assert wait_out(0.3, steered) is True and steered.ended() == ""
+    steered.stop("stopped")
+    assert wait_out(30.0, steered) is False and steered.ended() == "stopped"
+    late = StepControl(deadline=0.0)  # the clock is past it
+    assert wait_out(30.0, late) is False and late.ended() == "deadline"

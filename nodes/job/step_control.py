@@ -35,6 +35,11 @@ REASONS = {
 }
 
 
+# Reasons that end the job's work, not just redirect it: a steer ("budget_steer", "steered") still
+# wants the model's next answer, these do not.
+ENDING = ("stopped", "cancelled", "budget_exhausted", "deadline")
+
+
 def reason_text(reason: str) -> str:
     return REASONS.get(reason, reason)
 
@@ -50,12 +55,21 @@ class StepControl:
     progress_text: str = ""
     _reason: str = ""
     _event: threading.Event = field(default_factory=threading.Event)
+    _given: set[str] = field(default_factory=set)  # every reason given, the first one aside
 
     def stop(self, reason: str) -> None:
         """Ask the running loop to end at its next batch; the first reason given is kept."""
+        self._given.add(reason)
         if not self._reason:
             self._reason = reason
         self._event.set()
+
+    def ended(self) -> str:
+        """'' unless the job's work is over — stopped, cancelled, out of time (`ENDING`) — even when
+        a steer came first; for waits that a steer must not cut short (a model's rate limit)."""
+        if self.deadline is not None and self.clock() >= self.deadline:
+            self._given.add("deadline")
+        return next((r for r in ENDING if r in self._given), "")
 
     def why(self) -> str:
         """'' while the step may go on, else why it must stop ('stopped', 'deadline', …)."""

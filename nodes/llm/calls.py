@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from nodes.job.config import ModelSettings, Price
-from nodes.job.step_control import current_step
+from nodes.job.step_control import current_step, reason_text
 from nodes.job.usage import Usage, usage_from_metadata
 from nodes.llm.caching import with_cache_breakpoints
 from nodes.llm.models import ModelSpec, endpoint
@@ -35,6 +35,16 @@ _JSON_BLOCK = re.compile(r"\{.*\}", re.S)
 
 class ModelError(Exception):
     """A model call failed (unreachable, timed out, refused): retryable, then a fallback."""
+
+    retryable = True  # whether another activity attempt may help (see ModelStopped)
+
+
+class ModelStopped(ModelError):
+    """The job stopped (budget, stop, cancellation) while a call waited out a rate limit: asking
+    again in a new activity attempt would only spend what the job no longer has, so the caller
+    falls back at once."""
+
+    retryable = False
 
 
 @dataclass
@@ -116,6 +126,11 @@ def invoke(
                     step.report(RATE_LIMIT_STAGE, retries, settings.rate_limit_retries)
                     if wait_out(wait, step):
                         continue
+                    span.set_attribute("quarry.model.retries", retries)
+                    span.set_attribute("error.type", "ModelStopped")
+                    raise ModelStopped(
+                        f"{spec}: {reason_text(step.ended() or 'stopped')} while waiting out its rate limit"
+                    ) from None
                 text = redact(f"{spec} at {_where(model, spec)} failed: {type(exc).__name__}: {exc}")
                 span.set_attribute("error.type", type(exc).__name__)
                 span.set_attribute("quarry.model.retries", retries)

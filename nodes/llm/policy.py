@@ -88,7 +88,7 @@ class LLMPolicy(HeuristicPolicy):
         try:
             return run()
         except ModelError as exc:
-            if not final_attempt(MODEL_ATTEMPTS):
+            if exc.retryable and not final_attempt(MODEL_ATTEMPTS):
                 raise
             return replace(fallback, fallback=str(exc))
 

@@ -66,12 +66,14 @@ def retry_after_s(exc: BaseException, retries_so_far: int) -> float | None:
 
 
 def wait_out(seconds: float, step: StepControl) -> bool:
-    """Sleep `seconds` unless the step is stopped first (then False: the caller gives up)."""
+    """Sleep `seconds` unless the job's work ends first (then False: the caller gives up). A steer
+    does not end it: the steered job still needs the model's next answer."""
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
-        if step.why() or step.wait(min(SLICE_S, left)):
+        if step.ended():
             return False
-    return not step.why()
+        time.sleep(min(SLICE_S, left))  # not step.wait(): a steer sets the step's event for good
+    return not step.ended()
 
 
 __all__ = ["RATE_LIMIT_STAGE", "SLOW_DOWN", "retry_after_s", "status_of", "wait_out"]

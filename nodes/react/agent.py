@@ -151,7 +151,7 @@ def agent(state: JobState) -> dict[str, Any]:
                     settings=cfg.models,
                 )
         except ModelError as exc:
-            if not final_attempt(MODEL_ATTEMPTS):
+            if exc.retryable and not final_attempt(MODEL_ATTEMPTS):
                 raise
             return update | {
                 "conversation": seq,
