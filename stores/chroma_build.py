@@ -27,7 +27,7 @@ from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
 
 from stores.atomic import write_atomic
-from stores.embedder import MODEL_NAME, embed_texts
+from stores.embedder import MODEL_NAME, embed_texts, embedding_runtime
 from stores.errors import QuarryError
 from stores.records import Chunk
 
@@ -78,6 +78,7 @@ class DenseMeta:
     collection: str  # the Chroma collection name
     server: str | None  # "host:port" of a Chroma server, None when embedded
     built_seconds: float
+    runtime: str = "torch-fp32"  # how the vectors were computed (stores.embedder.embedding_runtime)
 
     def dump(self, folder: Path) -> None:
         write_atomic(folder / META_FILE, json.dumps(asdict(self), indent=2))
@@ -241,6 +242,7 @@ class NewBuild:
             collection=self.name,
             server=_server_label(self.server),
             built_seconds=round(time.perf_counter() - started, 3),
+            runtime=embedding_runtime(),
         )
 
     def seal(self, meta: DenseMeta) -> None:

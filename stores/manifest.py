@@ -55,8 +55,9 @@ def collection_manifest(col: Collection) -> dict[str, Any]:
     try:
         meta = col.dense.meta
         dense_model: str | None = meta.model if meta else None
+        runtime: str | None = meta.runtime if meta else None
     except QuarryError:
-        dense_model = None
+        dense_model = runtime = None
     return {
         "collection": col.name,
         "collection_version": col.version,
@@ -64,5 +65,6 @@ def collection_manifest(col: Collection) -> dict[str, Any]:
         "documents": lucene.documents,
         "bm25": {"k1": lucene.k1, "b": lucene.b, "analyzer": ANALYZER},
         "embedding_model": dense_model,
+        "embedding_runtime": runtime,  # the index's vectors; queries are embedded by this process's runtime
         "code_version": code_version(),
     }
