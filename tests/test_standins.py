@@ -140,3 +140,14 @@ def test_a_rate_limit_wait_outlasts_a_steer_but_not_a_stop_or_the_deadline() -> 
     assert wait_out(30.0, steered) is False and steered.ended() == "stopped"
     late = StepControl(deadline=0.0)  # the clock is past it
     assert wait_out(30.0, late) is False and late.ended() == "deadline"
+
+
+def test_strict_tools_are_refused_for_a_model_that_is_not_openai() -> None:
+    import pytest
+
+    from quarry.job_options import job_config
+    from stores.errors import QuarryError
+
+    with pytest.raises(QuarryError) as err:
+        job_config("react", "anthropic:claude-standin", None, strict_tools=True)
+    assert err.value.code == "bad_option" and "--strict-tools" in err.value.message

@@ -129,6 +129,7 @@ def agent(state: JobState) -> dict[str, Any]:
     if "profile" not in state:  # … and the search settings
         update["profile"] = rt.search_profile(state)
     stored = jobs.message(job_id, seq)
+    turn_ref: dict[str, str] | None = None  # this turn's span, for the tools step to join
     model_spec = cfg.models.model or ""
     if stored is not None and stored.get("type") == "ai":
         reply = _as_messages([stored])[0]  # the model already answered this turn: never ask twice
@@ -139,7 +140,7 @@ def agent(state: JobState) -> dict[str, Any]:
         try:
             channels = rt.channels(state)
             with turn_span(update["steps"], job_id=job_id) as span:
-                update["turn_span"] = span_ref(span)
+                turn_ref = span_ref(span)
                 made = invoke(
                     model,
                     [SystemMessage(content=system_prompt(channels)), *history],
@@ -163,9 +164,10 @@ def agent(state: JobState) -> dict[str, Any]:
         jobs.put_message(job_id, seq, _as_row(reply))
     calls = list(reply.tool_calls or []) + list(reply.invalid_tool_calls or [])
     total = Usage.from_dict(state.get("usage")).add(usage)
-    turn = {"tool_calls": len(calls), "submit": any(c.get("name") == "submit" for c in calls)}
-    ref = update.pop("turn_span", None)
-    return update | {"conversation": seq + 1, "usage": total.to_dict(), "turn": turn | ({"span": ref} if ref else {})}
+    turn: dict[str, Any] = {"tool_calls": len(calls), "submit": any(c.get("name") == "submit" for c in calls)}
+    if turn_ref:
+        turn["span"] = turn_ref
+    return update | {"conversation": seq + 1, "usage": total.to_dict(), "turn": turn}
 
 
 def tools(state: JobState) -> dict[str, Any]:
