@@ -6,7 +6,7 @@ long documents (synthetic, BrowseComp-Plus-like: ~5,000 words each; bench/scale_
 For every size, two child processes, so each one's memory is its own:
 
 1. `build`: write the BEIR folder (streamed, deterministic), then `stores.collection.ingest` —
-   Quarry's real ingest: read and validate, corpus store (text, lines, chunks), Lucene index in a
+   Quarry's real ingest: read and validate, corpus store (the text, once), Lucene index in a
    child JVM — with BM25 k1/b from `default_bm25_params` (long documents). Reported: documents/s
    and MB/s of raw text for the whole ingest and for the indexing step, the corpus store's and
    the index's size against the raw text, and peak RSS of the ingest process.
@@ -339,7 +339,7 @@ FIGURES = (  # (label, path into the results, unit)
     ("raw text", ("build", "raw_text_mb"), "MB"),
     ("Lucene index", ("build", "index_mb"), "MB"),
     ("index / raw text", ("build", "index_vs_raw"), ""),
-    ("corpus store (text, lines, chunks)", ("build", "corpus_store_mb"), "MB"),
+    ("corpus store", ("build", "corpus_store_mb"), "MB"),
     ("corpus store / raw text", ("build", "store_vs_raw"), ""),
     ("ingest process peak RSS", ("build", "ingest_peak_rss_mb"), "MB"),
     ("search tool p50, k=1000", ("probe", "search", "tool_p50_ms"), "ms"),

@@ -1,4 +1,13 @@
-"""SQLite corpus store: metadata, text and chunk layers, plus citations, queries and qrels.
+"""SQLite corpus store: each document's metadata and text, plus citations, queries and qrels.
+
+The text is stored once. A document's numbered lines (`stores.records.document_lines`) are kept
+as offsets into it — each line a (gap, length) slice of the text, or the line itself when it is
+not a slice (the title, metadata and keywords lines, a paragraph whose tabs were expanded) — and
+its chunks (`chunk_document`) as the last line of each; reads rebuild both by slicing, byte for
+byte what was derived when the document was stored. A store written before this layout (issue
+24, item 1) kept the lines as JSON in `docs.lines` and each chunk's text in a `chunks` table;
+such a store is still read as it is, and an incremental change (`stores.incremental`) writes its
+next version in this layout, with the lines and chunks the old store kept.
 
 The store is written once per version into a fresh file — by a complete ingest, or as a copy of
 the previous version with an incremental change applied (`stores.incremental`) — and swapped in
@@ -19,19 +28,15 @@ from typing import Any
 
 from stores.errors import QuarryError
 from stores.readers import CorpusSource, ProgressFn, RecordStream
-from stores.records import Chunk, DocRecord, chunk_document, content_hash, document_lines, last_name, record_json
+from stores.records import Chunk, DocRecord, chunk_ranges, content_hash, document_lines, last_name, record_json
 from stores.spans import document_text
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE docs (
-    ord INTEGER NOT NULL, docid TEXT PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL,
-    year INTEGER, venue TEXT, authors TEXT NOT NULL, keywords TEXT NOT NULL, extras TEXT NOT NULL,
-    lines TEXT NOT NULL, page_starts TEXT NOT NULL DEFAULT '[]', hash TEXT
-);
-CREATE TABLE chunks (
-    docid TEXT NOT NULL, chunk_no INTEGER NOT NULL, line_start INTEGER NOT NULL,
-    line_end INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (docid, chunk_no)
+    ord INTEGER NOT NULL, docid TEXT PRIMARY KEY, title TEXT NOT NULL, year INTEGER, venue TEXT,
+    authors TEXT NOT NULL, keywords TEXT NOT NULL, extras TEXT NOT NULL, page_starts TEXT NOT NULL DEFAULT '[]',
+    hash TEXT NOT NULL, chunks INTEGER NOT NULL, layout TEXT NOT NULL, text TEXT NOT NULL
 );
 CREATE TABLE citations (citing TEXT NOT NULL, cited TEXT NOT NULL, PRIMARY KEY (citing, cited));
 CREATE TABLE queries (qid TEXT PRIMARY KEY, text TEXT NOT NULL);
@@ -39,6 +44,11 @@ CREATE TABLE answers (qid TEXT PRIMARY KEY, answer TEXT NOT NULL);
 CREATE TABLE qrels (split TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL, score INTEGER NOT NULL,
     PRIMARY KEY (split, qid, docid));
 """
+# `docs.text` comes last, so scans of the metadata columns (hashes, authors, venues, the chunk
+# count) stop at each row's first page. `docs.layout` is the numbered lines and chunks as
+# offsets, JSON: {"l": [gap, length, … or "a line", …], "c": [last line of each chunk, …]}; a
+# slice starts `gap` characters after the previous slice's end. It is about 7% of the text of a
+# long document, where the lines as JSON and the chunk texts were twice the text.
 
 
 def source_fingerprint(src: CorpusSource) -> str:
@@ -55,7 +65,88 @@ def source_fingerprint(src: CorpusSource) -> str:
     return h.hexdigest()
 
 
-DOC_COLUMNS = "ord, docid, title, text, year, venue, authors, keywords, extras, lines, page_starts, hash"
+DOC_COLUMNS = "ord, docid, title, year, venue, authors, keywords, extras, page_starts, hash, chunks, layout, text"
+
+
+# How far past the previous line a line is looked for in the text: further, it is kept as itself
+# (bounds the search when many lines are not slices, e.g. a paragraph of tabs).
+_LOOK_AHEAD = 1000
+
+
+def encode_layout(text: str, lines: list[str], chunks: list[tuple[int, int]], texts: list[str] | None = None) -> str:
+    """`docs.layout` of a document: its lines as slices of `text` where they are, its chunks'
+    last lines (and, only for chunks an old store kept that are not consecutive runs of lines
+    joined, their first lines and texts)."""
+    items: list[int | str] = []
+    end = 0
+    for line in lines:
+        at = text.find(line, end, end + len(line) + _LOOK_AHEAD) if line else -1
+        if at < 0:
+            items.append(line)
+        else:
+            items += (at - end, len(line))
+            end = at + len(line)
+    layout: dict[str, Any] = {"l": items, "c": [b for _, b in chunks]}
+    if [a for a, _ in chunks] != [1, *(b + 1 for _, b in chunks[:-1])]:  # never cut by chunk_document
+        layout["s"] = [a for a, _ in chunks]
+    if texts is not None:
+        layout["t"] = texts
+    return json.dumps(layout, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_lines(text: str, layout: dict[str, Any]) -> list[str]:
+    """The numbered lines `encode_layout` kept."""
+    lines: list[str] = []
+    end = 0
+    items = iter(layout["l"])
+    for item in items:
+        if isinstance(item, str):
+            lines.append(item)
+        else:
+            start = end + item
+            end = start + next(items)
+            lines.append(text[start:end])
+    return lines
+
+
+def decode_chunks(docid: str, lines: list[str], layout: dict[str, Any]) -> list[Chunk]:
+    """The chunks `encode_layout` kept, their texts joined from `lines`."""
+    texts, starts = layout.get("t"), layout.get("s")
+    chunks, start = [], 1
+    for no, last in enumerate(layout["c"]):
+        start = starts[no] if starts is not None else start
+        text = texts[no] if texts is not None else "\n".join(lines[start - 1 : last])
+        chunks.append(Chunk(docid=docid, chunk_no=no, line_start=start, line_end=last, text=text))
+        start = last + 1
+    return chunks
+
+
+def doc_row(ord_: int, rec: DocRecord, layout: str, chunks: int, hash_: str | None = None) -> tuple[Any, ...]:
+    """A `docs` row in DOC_COLUMNS order."""
+    return (
+        ord_,
+        rec.docid,
+        rec.title,
+        rec.year,
+        rec.venue,
+        json.dumps(rec.authors),
+        json.dumps(rec.keywords),
+        json.dumps(rec.extras, ensure_ascii=False),
+        json.dumps(rec.page_starts),
+        hash_ or content_hash(rec),
+        chunks,
+        layout,
+        rec.text,
+    )
+
+
+INSERT_DOC = f"INSERT INTO docs ({DOC_COLUMNS}) VALUES ({','.join('?' * len(DOC_COLUMNS.split(',')))})"
+
+
+def new_doc_row(ord_: int, rec: DocRecord) -> tuple[Any, ...]:
+    lines = document_lines(rec)
+    chunks = chunk_ranges(lines)
+    return doc_row(ord_, rec, encode_layout(rec.text, lines, chunks), len(chunks))
 
 
 def insert_records(
@@ -65,35 +156,11 @@ def insert_records(
     progress: ProgressFn | None = None,
     total: int | None = None,
 ) -> None:
-    """Insert documents (with their lines and chunks), numbered from `first_ord` on, a thousand
-    at a time as they come (a RecordStream is read, not held)."""
+    """Insert documents (the text once, its lines and chunks as offsets), numbered from
+    `first_ord` on, a thousand at a time as they come (a RecordStream is read, not held)."""
     it, start = iter(records), 0
     while batch := list(itertools.islice(it, 1000)):  # itertools.batched is Python 3.12
-        doc_rows: list[tuple[Any, ...]] = []
-        chunk_rows: list[tuple[Any, ...]] = []
-        for ord_, rec in enumerate(batch, start=first_ord + start):
-            lines = document_lines(rec)
-            doc_rows.append(
-                (
-                    ord_,
-                    rec.docid,
-                    rec.title,
-                    rec.text,
-                    rec.year,
-                    rec.venue,
-                    json.dumps(rec.authors),
-                    json.dumps(rec.keywords),
-                    json.dumps(rec.extras, ensure_ascii=False),
-                    json.dumps(lines, ensure_ascii=False),
-                    json.dumps(rec.page_starts),
-                    content_hash(rec),
-                )
-            )
-            chunk_rows.extend(
-                (c.docid, c.chunk_no, c.line_start, c.line_end, c.text) for c in chunk_document(rec, lines)
-            )
-        con.executemany(f"INSERT INTO docs ({DOC_COLUMNS}) VALUES ({','.join('?' * 12)})", doc_rows)
-        con.executemany("INSERT INTO chunks VALUES (?,?,?,?,?)", chunk_rows)
+        con.executemany(INSERT_DOC, [new_doc_row(o, rec) for o, rec in enumerate(batch, start=first_ord + start)])
         start += len(batch)
         if progress:
             progress("storing", start, total)
@@ -134,7 +201,6 @@ def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: Progress
     return fingerprint
 
 
-# A record's columns without its numbered lines (a large JSON column only `lines()` needs).
 RECORD_COLUMNS = "docid, title, text, year, venue, authors, keywords, extras"
 PAGED_RECORD_COLUMNS = RECORD_COLUMNS + ", page_starts"
 
@@ -154,14 +220,52 @@ def _record(row: sqlite3.Row) -> DocRecord:
     )
 
 
-def upgrade_schema(con: sqlite3.Connection) -> None:
-    """Add the columns newer Quarry writes (pages, content hash) to a corpus written before them."""
-    have = {r[1] for r in con.execute("PRAGMA table_info(docs)")}
-    if "page_starts" not in have:
-        con.execute("ALTER TABLE docs ADD COLUMN page_starts TEXT NOT NULL DEFAULT '[]'")
-    if "hash" not in have:
-        con.execute("ALTER TABLE docs ADD COLUMN hash TEXT")
-    con.execute("CREATE TABLE IF NOT EXISTS answers (qid TEXT PRIMARY KEY, answer TEXT NOT NULL)")
+def is_old_layout(con: sqlite3.Connection) -> bool:
+    """Whether a corpus database keeps numbered lines and chunk texts (written before issue 24)."""
+    return "lines" in {r[1] for r in con.execute("PRAGMA table_info(docs)")}
+
+
+def convert_old_layout(old_db: Path, new_db: Path) -> None:
+    """Write `old_db`, an old-layout corpus, at `new_db` in the current layout: same documents,
+    order, hashes, citations, queries, answers, judgements and meta, and each document's lines
+    and chunks as the old store kept them (an older Quarry may have made some differently), so
+    no line number or span moves."""
+    src = sqlite3.connect(f"file:{old_db}?mode=ro", uri=True)
+    src.row_factory = sqlite3.Row
+    con = sqlite3.connect(new_db)
+    try:
+        con.executescript(SCHEMA)
+        have = {r[1] for r in src.execute("PRAGMA table_info(docs)")}
+        tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        for table in ("meta", "citations", "queries", "answers", "qrels"):
+            if table in tables:
+                rows = src.execute(f"SELECT * FROM {table}").fetchall()
+                if rows:
+                    con.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
+        cols = ", ".join(["ord", RECORD_COLUMNS, "lines"] + [c for c in ("page_starts", "hash") if c in have])
+        cur = src.execute(f"SELECT {cols} FROM docs ORDER BY ord")
+        while rows := cur.fetchmany(500):
+            stored: dict[str, list[tuple[int, int, str]]] = {}
+            for r in src.execute(
+                "SELECT docid, line_start, line_end, text FROM chunks "
+                f"WHERE docid IN ({','.join('?' * len(rows))}) ORDER BY docid, chunk_no",
+                [r["docid"] for r in rows],
+            ):
+                stored.setdefault(r[0], []).append((r[1], r[2], r[3]))
+            out = []
+            for row in rows:
+                rec = _record(row)
+                lines: list[str] = json.loads(row["lines"])
+                chunks = stored.get(rec.docid, [])
+                ranges = [(a, b) for a, b, _ in chunks]
+                joined = all(t == "\n".join(lines[a - 1 : b]) for a, b, t in chunks)
+                layout = encode_layout(rec.text, lines, ranges, None if joined else [t for _, _, t in chunks])
+                out.append(doc_row(row["ord"], rec, layout, len(chunks), row["hash"] if "hash" in have else None))
+            con.executemany(INSERT_DOC, out)
+        con.commit()
+    finally:
+        con.close()
+        src.close()
 
 
 class CorpusStore:
@@ -187,17 +291,27 @@ class CorpusStore:
         return con
 
     @property
+    def _have(self) -> set[str]:
+        """The `docs` columns of this database (corpora written before pages lack some; an
+        old-layout one has `lines`)."""
+        have = getattr(self, "_docs_columns", None)
+        if have is None:
+            have = self._docs_columns = {r[1] for r in self._con().execute("PRAGMA table_info(docs)")}
+        return have
+
+    @property
     def _columns(self) -> str:
         """The record columns this database has (corpora written before pages lack them)."""
-        cols = getattr(self, "_cols", None)
-        if cols is None:
-            have = {r[1] for r in self._con().execute("PRAGMA table_info(docs)")}
-            cols = self._cols = PAGED_RECORD_COLUMNS if "page_starts" in have else RECORD_COLUMNS
-        return cols
+        return PAGED_RECORD_COLUMNS if "page_starts" in self._have else RECORD_COLUMNS
+
+    @property
+    def old_layout(self) -> bool:
+        """Whether this store keeps numbered lines and chunk texts (written before issue 24)."""
+        return "lines" in self._have
 
     def hashes(self) -> dict[str, str]:
         """Every document's content hash (`stores.records.content_hash`), by docid."""
-        if "page_starts" in self._columns:
+        if "hash" in self._have:
             rows = self._con().execute("SELECT docid, hash FROM docs").fetchall()
             if all(h for _, h in rows):
                 return dict(rows)
@@ -266,9 +380,24 @@ class CorpusStore:
                     out[last].append(docid)
         return out
 
+    def _layouts(self, docids: list[str]) -> Iterator[tuple[str, list[str], dict[str, Any]]]:
+        """(docid, numbered lines, layout) of each found document, by docid (current layout)."""
+        for start in range(0, len(docids), 500):
+            part = docids[start : start + 500]
+            rows = self._con().execute(
+                f"SELECT docid, layout, text FROM docs WHERE docid IN ({','.join('?' * len(part))}) ORDER BY docid",
+                part,
+            )
+            for docid, layout, text in rows:
+                data = json.loads(layout)
+                yield docid, decode_lines(text, data), data
+
     def lines(self, docid: str) -> list[str] | None:
-        row = self._con().execute("SELECT lines FROM docs WHERE docid=?", (docid,)).fetchone()
-        return json.loads(row[0]) if row else None
+        column = "lines" if self.old_layout else "layout, text"
+        row = self._con().execute(f"SELECT {column} FROM docs WHERE docid=?", (docid,)).fetchone()
+        if row is None:
+            return None
+        return json.loads(row[0]) if self.old_layout else decode_lines(row[1], json.loads(row[0]))
 
     def read_span(self, docid: str, char_start: int, char_end: int) -> str | None:
         """The text of `[char_start, char_end)` of the document's lines joined by newlines (the
@@ -280,14 +409,13 @@ class CorpusStore:
         return text[char_start:char_end] if 0 <= char_start <= char_end <= len(text) else None
 
     def chunks(self, docid: str) -> list[Chunk]:
-        rows = self._con().execute(
-            "SELECT docid, chunk_no, line_start, line_end, text FROM chunks WHERE docid=? ORDER BY chunk_no", (docid,)
-        )
-        return [Chunk(**dict(r)) for r in rows]
+        return self.chunks_many([docid]).get(docid, [])
 
     def chunks_many(self, docids: Iterable[str]) -> dict[str, list[Chunk]]:
         """Each found document's chunks in order (unknown docids are absent)."""
         ids = list(dict.fromkeys(docids))
+        if not self.old_layout:
+            return {docid: decode_chunks(docid, lines, data) for docid, lines, data in self._layouts(ids)}
         out: dict[str, list[Chunk]] = {}
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
@@ -301,16 +429,24 @@ class CorpusStore:
         return out
 
     def iter_records(self, batch: int = 1000) -> Iterator[DocRecord]:
-        cur = self._con().execute("SELECT * FROM docs ORDER BY ord")
+        cur = self._con().execute(f"SELECT {self._columns} FROM docs ORDER BY ord")
         while rows := cur.fetchmany(batch):
             yield from (_record(r) for r in rows)
 
     def iter_chunks(self, batch: int = 1000) -> Iterator[Chunk]:
-        cur = self._con().execute(
-            "SELECT docid, chunk_no, line_start, line_end, text FROM chunks ORDER BY docid, chunk_no"
-        )
-        while rows := cur.fetchmany(batch):
-            yield from (Chunk(**dict(r)) for r in rows)
+        """Every chunk, by docid and chunk number (`batch` chunks, or about, read at a time)."""
+        if self.old_layout:
+            cur = self._con().execute(
+                "SELECT docid, chunk_no, line_start, line_end, text FROM chunks ORDER BY docid, chunk_no"
+            )
+            while rows := cur.fetchmany(batch):
+                yield from (Chunk(**dict(r)) for r in rows)
+            return
+        cur = self._con().execute("SELECT docid, layout, text FROM docs ORDER BY docid")
+        while rows := cur.fetchmany(max(1, batch // 50)):  # a long document has ~50 chunks
+            for docid, layout, text in rows:
+                data = json.loads(layout)
+                yield from decode_chunks(docid, decode_lines(text, data), data)
 
     def citations(self) -> list[tuple[str, str]]:
         return [tuple(r) for r in self._con().execute("SELECT citing, cited FROM citations")]
@@ -338,7 +474,9 @@ class CorpusStore:
         con = self._con()
         return {
             "documents": self.count(),
-            "chunks": con.execute("SELECT COUNT(*) FROM chunks").fetchone()[0],
+            "chunks": con.execute(
+                "SELECT COUNT(*) FROM chunks" if self.old_layout else "SELECT COALESCE(SUM(chunks), 0) FROM docs"
+            ).fetchone()[0],
             "citations": con.execute("SELECT COUNT(*) FROM citations").fetchone()[0],
             "queries": con.execute("SELECT COUNT(*) FROM queries").fetchone()[0],
             "splits": self.splits(),

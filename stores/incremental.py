@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from stores.corpus import insert_records, replace_extras, upgrade_schema
+from stores.corpus import convert_old_layout, insert_records, is_old_layout, replace_extras
 from stores.readers import CorpusSource
 from stores.records import DocRecord, content_hash
 
@@ -84,18 +84,25 @@ def update_corpus_db(
     src: CorpusSource | None = None,
     order: list[str] | None = None,
 ) -> int:
-    """Copy `old_db` to `new_db` and apply `delta` there (the old file is never written).
+    """Copy `old_db` to `new_db` and apply `delta` there (the old file is never written). An
+    old-layout `old_db` (numbered lines and chunk texts stored) is written in the current layout.
 
     With `src` (a re-ingest), the source, kind, citations, queries, answers and judgements come
     from it and `order` renumbers documents as the source lists them; without (an add or a
     removal), they are kept, less citations touching removed documents. Returns the count."""
-    shutil.copyfile(old_db, new_db)
+    probe = sqlite3.connect(f"file:{old_db}?mode=ro", uri=True)
+    try:
+        old_layout = is_old_layout(probe)
+    finally:
+        probe.close()
+    if old_layout:
+        convert_old_layout(old_db, new_db)
+    else:
+        shutil.copyfile(old_db, new_db)
     con = sqlite3.connect(new_db)
     try:
-        upgrade_schema(con)
         gone = list(delta.replaced)
         _delete(con, "docs", "docid", gone)
-        _delete(con, "chunks", "docid", gone)
         if src is None:
             _delete(con, "citations", "citing", list(delta.removed))
             _delete(con, "citations", "cited", list(delta.removed))

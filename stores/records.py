@@ -87,6 +87,48 @@ def _meta_line(rec: DocRecord) -> str:
     return " | ".join(parts)
 
 
+# A "word" of whitespace other than spaces (textwrap splits at ASCII whitespace only, but
+# `str.strip` empties such a word, so textwrap drops it at a line's edge like a space).
+_UNUSUAL = re.compile(r"(?<![^ ])[^\S ]+(?![^ ])")
+_MUNGED = re.compile(r"[\t\n\x0b\x0c\r]")  # what textwrap turns into spaces (tabs expanded first)
+
+
+def wrap(para: str, width: int = LINE_WIDTH) -> list[str]:
+    """`textwrap.wrap(para, width, break_long_words=True, break_on_hyphens=False)`, line for line,
+    several times faster: the lines are slices of the paragraph (tabs expanded), each ending at
+    the last space that keeps it within `width`. The corpus store keeps only the text and reads
+    derive the numbered lines with this, so it must be cheap. Paragraphs textwrap treats
+    specially — a word longer than the width (it breaks it), a first line opening with more spaces
+    than the width, a word of other whitespace — go to textwrap itself. tests/test_corpus_layout.py
+    holds it to textwrap's output."""
+    p = para.expandtabs().translate(textwrap.TextWrapper.unicode_whitespace_trans) if _MUNGED.search(para) else para
+    if not p.isprintable() and _UNUSUAL.search(p):  # every whitespace character but " " is unprintable
+        return textwrap.wrap(para, width, break_long_words=True, break_on_hyphens=False)
+    out: list[str] = []
+    start, n = 0, len(p)
+    if n - len(p.lstrip(" ")) > width:
+        return textwrap.wrap(para, width, break_long_words=True, break_on_hyphens=False)
+    while start < n:
+        if n - start <= width:
+            line = p[start:].rstrip(" ")
+            if line:
+                out.append(line)
+            break
+        end = start + width
+        if p[end] != " ":  # the word at `end` does not fit: break before it
+            space = p.rfind(" ", start, end)
+            if space < 0:  # a word longer than the width
+                return textwrap.wrap(para, width, break_long_words=True, break_on_hyphens=False)
+            end = space + 1
+        line = p[start:end].rstrip(" ")
+        if line:  # only the first line can be all spaces (textwrap keeps leading spaces there)
+            out.append(line)
+        start = end
+        while start < n and p[start] == " ":  # a line never starts with the spaces it broke at
+            start += 1
+    return out
+
+
 _HEADER, _TRAILER = -1, -2  # source of the title/metadata lines and of the keywords line
 
 
@@ -102,8 +144,7 @@ def _layout(rec: DocRecord) -> list[tuple[str, int]]:
             if lines and lines[-1][0] != "":
                 lines.append(("", source))
             continue
-        wrapped = textwrap.wrap(para, LINE_WIDTH, break_long_words=True, break_on_hyphens=False) or [""]
-        lines.extend((w, source) for w in wrapped)
+        lines.extend((w, source) for w in wrap(para) or [""])
     while lines and lines[-1][0] == "":
         lines.pop()
     if rec.keywords:
@@ -141,28 +182,30 @@ def page_of_line(rec: DocRecord, line_no: int) -> int | None:
     return pages[line_no - 1] if 1 <= line_no <= len(pages) else None
 
 
+def chunk_ranges(lines: list[str]) -> list[tuple[int, int]]:
+    """The 1-based, inclusive line range of each chunk `chunk_document` cuts from `lines`."""
+    ranges: list[tuple[int, int]] = []
+    start, size = 1, 0
+    for no, line in enumerate(lines, start=1):
+        if no > start and size + len(line) > CHUNK_MAX_CHARS:
+            ranges.append((start, no - 1))
+            start, size = no, 0
+        size += len(line) + 1
+    if lines:
+        ranges.append((start, len(lines)))
+    return ranges
+
+
 def chunk_document(rec: DocRecord, lines: list[str]) -> list[Chunk]:
     """Split lines into consecutive passages of at most ~600 characters (never mid-line).
 
     The title line is part of the first chunk so that short records (title only) still have
     one chunk to serve as evidence.
     """
-    chunks: list[Chunk] = []
-    buf: list[str] = []
-    start, size = 1, 0
-    for no, line in enumerate(lines, start=1):
-        if buf and size + len(line) > CHUNK_MAX_CHARS:
-            chunks.append(
-                Chunk(docid=rec.docid, chunk_no=len(chunks), line_start=start, line_end=no - 1, text="\n".join(buf))
-            )
-            start, buf, size = no, [], 0
-        buf.append(line)
-        size += len(line) + 1
-    if buf:
-        chunks.append(
-            Chunk(docid=rec.docid, chunk_no=len(chunks), line_start=start, line_end=len(lines), text="\n".join(buf))
-        )
-    return chunks
+    return [
+        Chunk(docid=rec.docid, chunk_no=no, line_start=a, line_end=b, text="\n".join(lines[a - 1 : b]))
+        for no, (a, b) in enumerate(chunk_ranges(lines))
+    ]
 
 
 def body_lines(rec: DocRecord) -> tuple[int, int]:
