@@ -11,7 +11,10 @@ from typing import Annotated, Any
 import typer
 
 from quarry.console import console, fail, out, print_json, progress_bar, safe
+from quarry.dense_build import runs_durable
 from quarry.embedding_progress import embedding_progress
+from quarry.temporal_access import AddressOpt
+from stores.dense_sizes import DURABLE_MIN_CHUNKS
 from stores.errors import QuarryError
 from stores.home import list_collections
 from stores.profiles import ProfileStatus, profile_path, profile_status
@@ -225,6 +228,16 @@ def index(
             "--dense", help="Also build the dense (MiniLM + Chroma) chunk index; reused while the corpus is unchanged"
         ),
     ] = False,
+    durable: Annotated[
+        bool | None,
+        typer.Option(
+            "--durable/--in-process",
+            help="With --dense: build as durable work on Temporal, in batches over every worker of this home, "
+            "resumable and visible in `quarry job watch` (default: from "
+            f"{DURABLE_MIN_CHUNKS:,} chunks on), or in this process",
+        ),
+    ] = None,
+    address: AddressOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Build (or re-parameterise) the BM25 index of an ingested collection; --dense adds vectors."""
@@ -244,8 +257,11 @@ def index(
 
         try:
             col = open_collection(name)
-            with embedding_progress(quiet=json_out, note="(MiniLM, dense index)") as progress:
-                dmeta, reused = DenseIndex(col.paths, name).ensure(col.corpus, progress=progress)
+            if runs_durable(int(col.corpus.stats()["chunks"]), durable):
+                dmeta, reused = durable_dense_index(col, json_out=json_out, address=address)
+            else:
+                with embedding_progress(quiet=json_out, note="(MiniLM, dense index)") as progress:
+                    dmeta, reused = DenseIndex(col.paths, name).ensure(col.corpus, progress=progress)
         except QuarryError as err:
             fail(err)
         obj["dense"] = asdict(dmeta) | {"reused": reused}
@@ -260,6 +276,47 @@ def index(
             )
     if json_out:
         print_json(obj)
+
+
+def durable_dense_index(col: Any, *, json_out: bool, address: str | None) -> tuple[Any, bool]:
+    """`index --dense` as durable work (`workflows.dense_index`): start the build, or attach to the
+    one running for this version, and follow it to the end; (meta, reused) as `DenseIndex.ensure`
+    returns. Ctrl+C stops following, not the build."""
+    from quarry import infrastructure
+    from quarry import temporal_access as temporal
+    from quarry.dense_build import follow, start_or_attach
+    from stores.dense import DenseIndex, DenseMeta
+    from stores.home import ensure_home, quarry_home
+
+    index = DenseIndex(col.paths, col.name)
+    current = index._current_meta(col.corpus.fingerprint)
+    if current is not None:
+        return current, True
+    home = ensure_home(quarry_home())
+    infrastructure.ensure_infrastructure(home, address)
+    build_id = ""
+
+    async def main() -> dict[str, Any]:
+        nonlocal build_id
+        client = await temporal.client(address)
+        handle = await start_or_attach(client, home, col.name, col.version)
+        build_id = handle.id
+        ui = temporal.web_ui(handle.id, address)
+        console.print(
+            f"dense index of [bold]{safe(col.name)}[/] building as durable work {safe(handle.id)} "
+            f"(Ctrl+C stops following, not the build; follow: quarry job watch {safe(handle.id)}; "
+            f"cancel: quarry job cancel {safe(handle.id)}" + (f"; Web UI: {safe(ui)}" if ui else "") + ")",
+            highlight=False,
+        )
+        with embedding_progress(quiet=json_out, note="(MiniLM, durable dense index)") as progress:
+            return await follow(handle, progress)
+
+    try:
+        result = temporal.attempt(main(), address=address)
+    except KeyboardInterrupt:
+        console.print(f"stopped following; the build goes on: quarry job watch {safe(build_id)}", highlight=False)
+        raise typer.Exit(130) from None
+    return DenseMeta(**result["meta"]), False
 
 
 def check_bm25(k1: float | None, b: float | None) -> None:

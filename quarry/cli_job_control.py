@@ -14,6 +14,7 @@ from nodes.job.config import JobConfig
 from nodes.policy.registry import DEFAULT_POLICY
 from quarry import temporal_access as temporal
 from quarry.console import fail, out, safe
+from quarry.dense_build import is_dense_build
 from quarry.job_actions import cancel_job, ended_hint, mark_document, refuse_if_finished, steer_job, stop_job
 from quarry.job_records import close_terminated_trace, known_job, store
 from quarry.submit import submit_job
@@ -30,6 +31,13 @@ def job_cancel(job_id: str, address: AddressOpt = None) -> None:
         cancel_job(job_id, address)
     except QuarryError as err:
         fail(err)
+    if is_dense_build(job_id):
+        out.print(
+            f"cancel sent to {safe(job_id)}; the live dense index stays as it was, and the batches embedded "
+            "so far are kept: running `quarry index NAME --dense` again resumes from them",
+            highlight=False,
+        )
+        return
     out.print(
         f"cancel sent to {safe(job_id)}; its best result so far: quarry job result {safe(job_id)} --wait",
         highlight=False,

@@ -16,6 +16,7 @@ import typer
 
 from quarry import temporal_access as temporal
 from quarry.console import console, fail, out, print_json, safe, terminal_safe
+from quarry.dense_build import is_dense_build
 from quarry.ended_job import render_ended
 from quarry.export import export, suffix_hint
 from quarry.job_progress import WithStepDetail, WorkerWarmingUp, step_detail
@@ -27,6 +28,7 @@ from quarry.watch import watch
 from stores.atomic import write_atomic
 from stores.errors import QuarryError, disk_full
 from stores.jobs import FINAL
+from workflows.dense_progress import progress_line as dense_progress_line
 
 commands = typer.Typer()
 JOBS_LISTED = 20  # jobs `job list` (and `quarry mcp`'s list_jobs) show by default, newest first
@@ -162,7 +164,11 @@ def progress_of(job_id: str, address: str | None = None) -> dict[str, Any]:
 def job_progress(
     job_id: str, address: AddressOpt = None, json_out: Annotated[bool, typer.Option("--json")] = False
 ) -> None:
-    """Ask a running job where it is (round, node, top 5, budget)."""
+    """Ask a running job where it is (round, node, top 5, budget); a dense index build its batches."""
+    if is_dense_build(job_id):
+        p = dense_build_progress(job_id, address)
+        print_json(p) if json_out else out.print(terminal_safe(dense_progress_line(p)), markup=False, highlight=False)
+        return
     row = known_job(job_id)
     if row and row["status"] in FINAL and row.get("result"):
         out.print(
@@ -185,7 +191,11 @@ def job_progress(
 
 @commands.command("watch")
 def job_watch(job_id: str, address: AddressOpt = None) -> None:
-    """Follow a job live, round by round, until it ends (re-attach at any time)."""
+    """Follow a job live, round by round, until it ends (re-attach at any time); a durable dense
+    index build (`dense-…`, from `quarry index NAME --dense`) batch by batch."""
+    if is_dense_build(job_id):
+        watch_dense_build(job_id, address)
+        return
     row = known_job(job_id)
     if row and row["status"] in FINAL and row.get("result"):
         render_result(
@@ -205,6 +215,44 @@ def job_watch(job_id: str, address: AddressOpt = None) -> None:
     result = temporal.run(main(), job_id, address)
     render_result(result, web_ui=temporal.web_ui(job_id, address), trace_file=trace_file((row or {}).get("trace_id")))
     exit_for(result)
+
+
+def watch_dense_build(build_id: str, address: str | None) -> None:
+    """`job watch` of a durable dense index build: a line per change of its progress, then its outcome."""
+    from quarry.dense_build import watch_build
+
+    def emit(line: str) -> None:
+        out.print(terminal_safe(line), markup=False, highlight=False)
+
+    async def main() -> dict[str, Any]:
+        return await watch_build(await temporal.client(address), build_id, emit)
+
+    try:
+        result = temporal.attempt(main(), build_id, address)
+    except QuarryError as err:
+        fail(err)
+    meta = result["meta"]
+    out.print(
+        safe(
+            f"dense index of {result['collection']} built: {meta['chunks']:,} chunks of {meta['documents']:,} documents "
+            f"in {meta['built_seconds']:.1f} s ({result['embedded_batches']} batches embedded, "
+            f"{result['reused_batches']} reused)"
+        ),
+        highlight=False,
+    )
+
+
+def dense_build_progress(build_id: str, address: str | None) -> dict[str, Any]:
+    """A dense index build's answer to its `progress` query (its outcome's stage once it ended)."""
+
+    async def main() -> dict[str, Any]:
+        handle = (await temporal.client(address)).get_workflow_handle(build_id)
+        return await handle.query("progress", rpc_timeout=timedelta(seconds=5))
+
+    try:
+        return temporal.attempt(main(), build_id, address)
+    except QuarryError as err:
+        fail(err)
 
 
 def result_so_far(

@@ -22,19 +22,10 @@ from rich.text import Text
 
 from quarry.console import console, terminal_safe
 from stores.readers import ProgressFn
+from workflows.dense_progress import duration_text
 
 PLAIN_PROGRESS_EVERY_S = 10.0  # plain progress lines (stderr not a terminal: logs, pipes) at least this often…
 PLAIN_PROGRESS_EVERY_PCT = 10  # …and at every this many percent
-
-
-def _duration(seconds: float) -> str:
-    """'45 s', '4 min 05 s', '2 h 10 min': an ETA as a person reads it."""
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
 class PlainProgress:
@@ -85,9 +76,9 @@ class PlainProgress:
         if rate > 0:
             parts.append(f"{rate:,.1f} {self.unit}/s")
             if total and done < total:
-                parts.append(f"about {_duration((total - done) / rate)} left")
+                parts.append(f"about {duration_text((total - done) / rate)} left")
         elif total and done >= total and took > 0:
-            parts.append(f"in {_duration(took)}")
+            parts.append(f"in {duration_text(took)}")
         return " · ".join(parts) + (f" {self.note}" if self.note else "")
 
 

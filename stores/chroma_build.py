@@ -178,12 +178,22 @@ class NewBuild:
 
     @classmethod
     def start(
-        cls, index_name: str, root: Path, fingerprint: str, batch_size: int, folder: Path | None = None
+        cls,
+        index_name: str,
+        root: Path,
+        fingerprint: str,
+        batch_size: int,
+        folder: Path | None = None,
+        *,
+        build_id: str | None = None,
     ) -> NewBuild:
         """A build in a staging folder of `root`, or (`folder`) directly in that new folder —
-        the `chroma/` of a staged collection version, committed with it."""
+        the `chroma/` of a staged collection version, committed with it. `build_id` names a build
+        whose server collection may exist already (a durable build's, `stores.dense_staging`,
+        filled batch by batch): it is reopened, not created anew."""
         server = chroma_server()
-        build_id = f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        reuse = build_id is not None
+        build_id = build_id or f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
         name = f"{index_name}-chunks-{build_id}" if server else LOCAL_COLLECTION
         if folder is not None:
             folder.mkdir()
@@ -197,7 +207,8 @@ class NewBuild:
         try:
             client = _http_client(server) if server else _persistent_client(folder / f"build-{build_id}")
             ef = MiniLMEmbedding(batch_size)
-            coll = client.create_collection(
+            create = client.get_or_create_collection if reuse else client.create_collection
+            coll = create(
                 name,
                 embedding_function=ef,
                 configuration={"hnsw": {"space": "cosine"}},
@@ -223,14 +234,11 @@ class NewBuild:
                 parts.append(self.ef.embed(texts[start : start + step]))
                 on_embedded(len(parts[-1]))
             vectors = np.concatenate(parts) if parts else self.ef.embed([])
-        self.coll.add(
-            ids=[f"{c.docid}#{c.chunk_no}" for c in chunks],
-            embeddings=vectors,
-            metadatas=[
-                {"docid": c.docid, "chunk_no": c.chunk_no, "line_start": c.line_start, "line_end": c.line_end}
-                for c in chunks
-            ],
-        )
+        self.add_vectors(chunks, vectors)
+
+    def add_vectors(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Add chunks whose vectors are already embedded (a durable build's batches), by id."""
+        add_to(self.coll, chunks, vectors)
 
     def meta(self, fingerprint: str, chunks: int, documents: int, started: float) -> DenseMeta:
         return DenseMeta(
@@ -254,12 +262,38 @@ class NewBuild:
         if self.client is not None:
             self.client.close()
 
+    def release(self) -> None:
+        """Close the build and remove its local staging folder; a server collection stays."""
+        self.close()
+        shutil.rmtree(self.staging, ignore_errors=True)
+
     def abandon(self) -> None:
         """Drop the build: its staging folder, and its collection on a server."""
         self.close()
         if self.server and self.client is not None:
             _drop_server_collection(self.server, self.name)
         shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def chunk_id(chunk: Chunk) -> str:
+    """A chunk's id in Chroma: `docid#chunk_no`."""
+    return f"{chunk.docid}#{chunk.chunk_no}"
+
+
+def add_to(coll: Any, chunks: Sequence[Chunk], vectors: np.ndarray, *, upsert: bool = False) -> None:
+    """Write chunks with their vectors and line ranges to a Chroma collection (`upsert`: a write
+    that may repeat, as a retried batch of a durable build does)."""
+    if not chunks:
+        return
+    write = coll.upsert if upsert else coll.add
+    write(
+        ids=[chunk_id(c) for c in chunks],
+        embeddings=vectors,
+        metadatas=[
+            {"docid": c.docid, "chunk_no": c.chunk_no, "line_start": c.line_start, "line_end": c.line_end}
+            for c in chunks
+        ],
+    )
 
 
 def _drop_server_collection(server: tuple[str, int], name: str) -> None:

@@ -327,6 +327,12 @@ class CorpusStore:
     def count(self) -> int:
         return self._con().execute("SELECT COUNT(*) FROM docs").fetchone()[0]
 
+    def docids_after(self, after: str, limit: int) -> list[str]:
+        """Up to `limit` docids after `after` in docid order (an index range scan: a durable dense
+        build's batch is found again by its first key and size alone, at any corpus size)."""
+        rows = self._con().execute("SELECT docid FROM docs WHERE docid > ? ORDER BY docid LIMIT ?", (after, limit))
+        return [r[0] for r in rows]
+
     def has(self, docid: str) -> bool:
         return self._con().execute("SELECT 1 FROM docs WHERE docid=?", (docid,)).fetchone() is not None
 

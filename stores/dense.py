@@ -32,7 +32,6 @@ corpora can share one server. The sidecar stays local and records which server i
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from collections.abc import Iterable
@@ -184,12 +183,7 @@ class DenseIndex:
         renders it (`quarry index NAME --dense`: a bar on a terminal, plain lines in a log)."""
         started = time.perf_counter()
         self._follow(corpus)
-        try:
-            previous = DenseMeta.load(self.folder, self.name)
-        except QuarryError:
-            previous = None
         build = NewBuild.start(self.name, self.paths.root, corpus.fingerprint, batch_size)
-        committed = False
         try:
             total = int(corpus.stats()["chunks"])
             done, docs = 0, set[str]()
@@ -206,21 +200,36 @@ class DenseIndex:
                 build.add_chunks(batch, on_embedded=embedded)
                 docs.update(c.docid for c in batch)
             meta = build.meta(corpus.fingerprint, done, len(docs), started)
+        except BaseException:
+            build.abandon()
+            raise
+        self.swap_in(build, meta)
+        return meta
+
+    def swap_in(self, build: NewBuild, meta: DenseMeta, *, keep_on_failure: bool = False) -> None:
+        """Seal `build` and make it this version's dense index in one directory swap (the commit
+        point; the caller holds the writer lock); then drop the previous build's server
+        collection. A failed swap abandons the build, or with `keep_on_failure` (a durable build's
+        server collection, filled batch by batch) only its staging folder."""
+        try:
+            previous = DenseMeta.load(self.folder, self.name)
+        except QuarryError:
+            previous = None
+        committed = False
+        try:
             build.seal(meta)  # flush and release the files before the folder moves
             with self._lock:
                 self._close_locked()
                 replace_dir(build.folder, self.folder)  # commit point
             committed = True
         finally:
-            if committed:
-                build.close()
-                shutil.rmtree(build.staging, ignore_errors=True)
+            if committed or keep_on_failure:
+                build.release()
             else:
                 build.abandon()
         server = build.server
         if server and previous is not None and previous.server == meta.server and previous.collection != build.name:
             _drop_server_collection(server, previous.collection)
-        return meta
 
     # -- reading -------------------------------------------------------------------------
 

@@ -95,6 +95,13 @@ def model_available() -> bool:
     return True
 
 
+def embed_threads() -> int | None:
+    """`QUARRY_EMBED_THREADS`: the threads one process embeds with (None: PyTorch's default, every
+    core). One per worker lets several worker processes share a machine without oversubscribing it."""
+    raw = os.environ.get("QUARRY_EMBED_THREADS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
 @cache
 def _load_model(device: str) -> Any:
     os.environ["HF_HUB_OFFLINE"] = "1"  # never reach for the hub, whatever happens below
@@ -102,6 +109,10 @@ def _load_model(device: str) -> Any:
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 
+    if (threads := embed_threads()) is not None:
+        import torch
+
+        torch.set_num_threads(threads)
     shown = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of Quarry's output
     try:

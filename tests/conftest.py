@@ -6,12 +6,17 @@ tests that change collections build their own under their own names.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.drill_kit import free_port
 from tests.fakes import long_doc, search_docs, topic_docs, write_jsonl
 
 SHARED = "shared"
@@ -123,3 +128,40 @@ def spans(monkeypatch: pytest.MonkeyPatch):
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     monkeypatch.setattr(spans_mod, "get_tracer", lambda provider_=None: provider.get_tracer("test"))
     return exporter
+
+
+@pytest.fixture
+def chroma_server_proc(tmp_path: Path) -> Iterator[int]:
+    """A real `chroma run` server (the CLI ships with chromadb, a project dependency). Failing to
+    start is a failure, not a skip: server mode is a feature users rely on."""
+    cli = Path(sys.executable).parent / "chroma"
+    assert cli.is_file(), f"the chroma CLI is missing at {cli}; reinstall with the README's setup command"
+    port = free_port()
+    log = tmp_path / "chroma-run.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(cli), "run", "--path", str(tmp_path / "server-db"), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        # Generous: the server's start-up imports are slow on a loaded 2-core CI machine. This
+        # waits for readiness; it asserts nothing about speed.
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    tail = log.read_text(errors="replace")[-2000:]
+                    pytest.fail(f"chroma run did not come up (exit code {proc.poll()}); its output:\n{tail}")
+                time.sleep(0.2)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -183,6 +183,20 @@ SEARCH_ANGLES = (
 SEARCH_YEARS = (2012, 2016, 2018, 2019, 2022, 2017, 2015, 2018, 2020, 2021)
 
 
+SHORT_TOPICS = ["graphs", "proteins", "translation", "robots", "privacy", "compilers", "storage", "vision"]
+
+
+def short_docs(n: int) -> list[dict[str, str]]:
+    """`n` deterministic documents of ~200 words (two or three chunks each): the durable dense
+    build's drill (tests/test_dense_durable_drill.py) and its benchmark (bench/bench_scale_out.py)."""
+    docs = []
+    for i in range(n):
+        topic = SHORT_TOPICS[i % len(SHORT_TOPICS)]
+        words = [f"{topic}{(i * 7 + j * 13) % 101}" if j % 3 else topic for j in range(200)]
+        docs.append({"_id": f"d{i:05d}", "title": f"On {topic} number {i}", "text": " ".join(words)})
+    return docs
+
+
 def search_docs() -> list[dict[str, Any]]:
     """40 short papers: 10 per topic (ids `gnn00`…`fl09`), some titled as surveys or benchmarks.
 

@@ -10,11 +10,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -253,49 +248,6 @@ def test_server_configuration_selects_http_client(col: Collection, monkeypatch: 
     assert calls and calls[0]["host"] == "chroma.example" and calls[0]["port"] == 8123
     assert calls[0]["settings"].anonymized_telemetry is False
     assert index.meta is not None and index.meta.server is None  # the local build stays current for local use
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def chroma_server_proc(tmp_path: Path):
-    """A real `chroma run` server (the CLI ships with chromadb, a project dependency). Failing to
-    start is a failure, not a skip: server mode is a feature users rely on."""
-    cli = Path(sys.executable).parent / "chroma"
-    assert cli.is_file(), f"the chroma CLI is missing at {cli}; reinstall with the README's setup command"
-    port = _free_port()
-    log = tmp_path / "chroma-run.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(cli), "run", "--path", str(tmp_path / "server-db"), "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        # Generous: the server's start-up imports are slow on a loaded 2-core CI machine. This
-        # waits for readiness; it asserts nothing about speed.
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    tail = log.read_text(errors="replace")[-2000:]
-                    pytest.fail(f"chroma run did not come up (exit code {proc.poll()}); its output:\n{tail}")
-                time.sleep(0.2)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_real_chroma_server(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -20,6 +21,9 @@ from nodes.job.runtime import NodeRuntime, configure_runtime, runtime
 from nodes.llm.models import ModelFactory
 from stores.redact import redact
 from workflows.activities import answer_from_state, checkpoint_job, finish_job
+from workflows.dense_activities import ACTIVITIES as DENSE_ACTIVITIES
+from workflows.dense_activities import EMBED_ACTIVITIES, embed_queue
+from workflows.dense_index import DenseIndexBuild
 from workflows.search_job import SearchJob
 from workflows.shared import task_queue
 
@@ -30,6 +34,9 @@ SHUTDOWN_GRACE_S = 10.0
 # then rests on the replay tests, tests/test_workflow.py). Measured in bench/bench_jobs.py --runners.
 RUNNERS = ("sandboxed", "unsandboxed")
 DEFAULT_RUNNER = "sandboxed"
+# Embedding batches of a durable dense build one worker process runs at once (`QUARRY_EMBED_CONCURRENCY`):
+# MiniLM already uses every core for one batch, so more only interleave them; add workers to go faster.
+EMBED_CONCURRENCY_DEFAULT = 1
 
 
 def workflow_runner(kind: str = DEFAULT_RUNNER) -> WorkflowRunner:
@@ -60,12 +67,31 @@ def build_worker(
     return Worker(
         client,
         task_queue=queue or task_queue(home),
-        workflows=[SearchJob],
-        activities=[checkpoint_job, answer_from_state, finish_job],
+        workflows=[SearchJob, DenseIndexBuild],
+        activities=[checkpoint_job, answer_from_state, finish_job, *DENSE_ACTIVITIES],
         activity_executor=ThreadPoolExecutor(max_workers=max_concurrent_activities),
         max_concurrent_activities=max_concurrent_activities,
         plugins=[LangGraphPlugin(graphs=graphs())],
         workflow_runner=workflow_runner(runner),
+        graceful_shutdown_timeout=timedelta(seconds=SHUTDOWN_GRACE_S),
+    )
+
+
+def embed_concurrency() -> int:
+    raw = os.environ.get("QUARRY_EMBED_CONCURRENCY", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else EMBED_CONCURRENCY_DEFAULT
+
+
+def build_embed_worker(client: Client, *, home: Path | None = None, queue: str | None = None) -> Worker:
+    """The worker of a home's embed queue: durable dense builds' batches (`workflows.dense_index`),
+    `embed_concurrency()` at a time, beside the job worker in the same process (`serve`)."""
+    concurrency = embed_concurrency()
+    return Worker(
+        client,
+        task_queue=embed_queue(queue or task_queue(home)),
+        activities=EMBED_ACTIVITIES,
+        activity_executor=ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="quarry-embed"),
+        max_concurrent_activities=concurrency,
         graceful_shutdown_timeout=timedelta(seconds=SHUTDOWN_GRACE_S),
     )
 
@@ -87,19 +113,20 @@ async def _signalled_first(task: asyncio.Future) -> bool:
     return stop.is_set()
 
 
-async def run_until_signalled(worker: Worker) -> bool:
+async def run_until_signalled(worker: Worker, *more: Worker) -> bool:
     """Run `worker` until SIGTERM or SIGINT (`quarry down`, a service manager, Ctrl+C), then shut
     it down: it stops polling, finishes the workflow task in hand (so the job's spans end and
     are written) and gives running activities SHUTDOWN_GRACE_S before Temporal retries them
     elsewhere. False when activities were still running after that (threads cannot be stopped:
     the caller flushes what it has and exits the process); a second signal is not waited on."""
-    running = asyncio.ensure_future(worker.run())
+    workers = [worker, *more]  # the job worker and the embed worker of one process stop together
+    running = asyncio.ensure_future(asyncio.gather(*(w.run() for w in workers)))
     await _signalled_first(running)
     if running.done():  # the worker stopped on its own (an error): say so as it is
         running.result()
         return True
     try:
-        await asyncio.wait_for(worker.shutdown(), SHUTDOWN_GRACE_S + 5)
+        await asyncio.wait_for(asyncio.gather(*(w.shutdown() for w in workers)), SHUTDOWN_GRACE_S + 5)
     except TimeoutError:
         return False
     await asyncio.gather(running, return_exceptions=True)
@@ -119,6 +146,7 @@ async def serve(
 
     own_home = ensure_home(home)  # 0700 (the job store and traces it writes hold intents and documents)
     worker = build_worker(client, home=home, queue=queue)
+    embedder = build_embed_worker(client, home=home, queue=queue)
     # Its own thread, not the loop's default executor, which asyncio.run would wait for on a stop.
     warm_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quarry-warm")
     began = time.monotonic()
@@ -139,5 +167,5 @@ async def serve(
     else:
         if opened:
             say(f"warmed up in {time.monotonic() - began:.1f} s: {', '.join(opened)}")
-    say(f"worker polling task queue {queue or task_queue(home)} …")
-    return await run_until_signalled(worker)
+    say(f"worker polling task queues {queue or task_queue(home)} (jobs) and {embed_queue(queue or task_queue(home))} …")
+    return await run_until_signalled(worker, embedder)
