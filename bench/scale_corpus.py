@@ -4,7 +4,7 @@ Document `i` depends only on (seed, i), so the 10k collection is a prefix of the
 two runs write identical files. Documents are streamed to `corpus.jsonl` one at a time: the
 generator never holds more than one document's words.
 
-- Text: ~5,000 words (4,000–6,000) in paragraphs of 60–140 words, drawn from a Zipfian
+- Text: ~5,000 words (4,000–6,000; `words` sets another mean, ±20%) in paragraphs of 60–140 words, drawn from a Zipfian
   vocabulary (exponent 1.05 over 200,000 pseudo-words built from syllables; the most frequent
   ranks are real English function words, so stopwords behave as in real text).
 - Topics: every document has a primary topic (one of `TOPICS`) and, half the time, a secondary
@@ -135,13 +135,17 @@ def _plant(rng: np.random.Generator, words: list[str], t: Topic, share: float) -
         words[pos] = vocab[int(rng.integers(len(vocab)))]
 
 
-def make_doc(vocab: Vocabulary, i: int, seed: int = SEED) -> SyntheticDoc:
+LONG_WORDS = 5000  # the mean length of a document (BrowseComp-Plus-like); `--words` chooses another
+
+
+def make_doc(vocab: Vocabulary, i: int, seed: int = SEED, words: int = LONG_WORDS) -> SyntheticDoc:
+    """Document `i`: `words` words on average (0.8–1.2×), in paragraphs of 60–140 words."""
     rng = np.random.default_rng([seed, i])
     primary = int(rng.integers(TOPICS))
     secondary = int(rng.integers(TOPICS)) if rng.random() < 0.5 else None
     if secondary == primary:
         secondary = None
-    n_words = int(rng.integers(4000, 6001))
+    n_words = int(rng.integers(words * 4 // 5, words * 6 // 5 + 1))
     words = vocab.draw(rng, n_words)
     paragraphs, start = [], 0
     while start < n_words:
@@ -151,9 +155,9 @@ def make_doc(vocab: Vocabulary, i: int, seed: int = SEED) -> SyntheticDoc:
         paragraphs.append(words[start : start + size])
         start += size
     plants = [(primary, 0.15)] * 3 + ([(secondary, 0.10)] if secondary is not None else [])
-    for (t, share), p in zip(
-        plants, rng.choice(len(paragraphs), size=len(plants), replace=False).tolist(), strict=True
-    ):
+    # a short document has fewer paragraphs than plants: some paragraph then takes two
+    few = len(paragraphs) < len(plants)
+    for (t, share), p in zip(plants, rng.choice(len(paragraphs), size=len(plants), replace=few).tolist(), strict=True):
         _plant(rng, paragraphs[p], topic(t), share)
     main = topic(primary)
     title_words = vocab.draw(rng, int(rng.integers(3, 7)))
@@ -163,10 +167,10 @@ def make_doc(vocab: Vocabulary, i: int, seed: int = SEED) -> SyntheticDoc:
     return SyntheticDoc(f"d{i:06d}", title, text, primary, secondary)
 
 
-def iter_docs(n: int, seed: int = SEED) -> Iterator[SyntheticDoc]:
+def iter_docs(n: int, seed: int = SEED, words: int = LONG_WORDS) -> Iterator[SyntheticDoc]:
     vocab = Vocabulary()
     for i in range(n):
-        yield make_doc(vocab, i, seed)
+        yield make_doc(vocab, i, seed, words)
 
 
 def query_text(t: int) -> str:
@@ -182,7 +186,7 @@ class Written:
     queries: int
 
 
-def write_beir(folder: Path, n: int, queries: int = 60, seed: int = SEED) -> Written:
+def write_beir(folder: Path, n: int, queries: int = 60, seed: int = SEED, words: int = LONG_WORDS) -> Written:
     """Write corpus.jsonl, queries.jsonl and qrels/test.tsv for the first n documents."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "qrels").mkdir(exist_ok=True)
@@ -190,7 +194,7 @@ def write_beir(folder: Path, n: int, queries: int = 60, seed: int = SEED) -> Wri
     relevant: dict[int, dict[str, int]] = {t: {} for t in wanted}
     raw = 0
     with open(folder / "corpus.jsonl", "w", encoding="utf-8") as out:
-        for doc in iter_docs(n, seed):
+        for doc in iter_docs(n, seed, words):
             raw += len(doc.title.encode()) + len(doc.text.encode())
             out.write(json.dumps({"_id": doc.docid, "title": doc.title, "text": doc.text}) + "\n")
             if doc.primary in relevant:
