@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.corpus import CorpusStore
+from workflows.process_exit import run_script
 
 OUT = Path(__file__).resolve().parent / "out" / "bench_corpus_reads.json"
 
@@ -118,4 +119,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -138,14 +138,14 @@ def _plant(rng: np.random.Generator, words: list[str], t: Topic, share: float) -
 LONG_WORDS = 5000  # the mean length of a document (BrowseComp-Plus-like); `--words` chooses another
 
 
-def make_doc(vocab: Vocabulary, i: int, seed: int = SEED, words: int = LONG_WORDS) -> SyntheticDoc:
-    """Document `i`: `words` words on average (0.8–1.2×), in paragraphs of 60–140 words."""
+def make_doc(vocab: Vocabulary, i: int, seed: int = SEED, mean_words: int = LONG_WORDS) -> SyntheticDoc:
+    """Document `i`: `mean_words` words on average (0.8–1.2×), in paragraphs of 60–140 words."""
     rng = np.random.default_rng([seed, i])
     primary = int(rng.integers(TOPICS))
     secondary = int(rng.integers(TOPICS)) if rng.random() < 0.5 else None
     if secondary == primary:
         secondary = None
-    n_words = int(rng.integers(words * 4 // 5, words * 6 // 5 + 1))
+    n_words = int(rng.integers(mean_words * 4 // 5, mean_words * 6 // 5 + 1))
     words = vocab.draw(rng, n_words)
     paragraphs, start = [], 0
     while start < n_words:

@@ -26,9 +26,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from stores.corpus_rows import (
+    INSERT_DOC,
+    PAGED_RECORD_COLUMNS,
+    RECORD_COLUMNS,
+    decode_chunks,
+    decode_lines,
+    new_doc_row,
+    record_of,
+)
 from stores.errors import QuarryError
 from stores.readers import CorpusSource, ProgressFn, RecordStream
-from stores.records import Chunk, DocRecord, chunk_ranges, content_hash, document_lines, last_name, record_json
+from stores.records import Chunk, DocRecord, content_hash, last_name, record_json
 from stores.spans import document_text
 
 SCHEMA = """
@@ -63,90 +72,6 @@ def source_fingerprint(src: CorpusSource) -> str:
     if src.answers:  # only when present, so collections without answers keep their fingerprints
         h.update(json.dumps(src.answers, sort_keys=True).encode())
     return h.hexdigest()
-
-
-DOC_COLUMNS = "ord, docid, title, year, venue, authors, keywords, extras, page_starts, hash, chunks, layout, text"
-
-
-# How far past the previous line a line is looked for in the text: further, it is kept as itself
-# (bounds the search when many lines are not slices, e.g. a paragraph of tabs).
-_LOOK_AHEAD = 1000
-
-
-def encode_layout(text: str, lines: list[str], chunks: list[tuple[int, int]], texts: list[str] | None = None) -> str:
-    """`docs.layout` of a document: its lines as slices of `text` where they are, its chunks'
-    last lines (and, only for chunks an old store kept that are not consecutive runs of lines
-    joined, their first lines and texts)."""
-    items: list[int | str] = []
-    end = 0
-    for line in lines:
-        at = text.find(line, end, end + len(line) + _LOOK_AHEAD) if line else -1
-        if at < 0:
-            items.append(line)
-        else:
-            items += (at - end, len(line))
-            end = at + len(line)
-    layout: dict[str, Any] = {"l": items, "c": [b for _, b in chunks]}
-    if [a for a, _ in chunks] != [1, *(b + 1 for _, b in chunks[:-1])]:  # never cut by chunk_document
-        layout["s"] = [a for a, _ in chunks]
-    if texts is not None:
-        layout["t"] = texts
-    return json.dumps(layout, ensure_ascii=False, separators=(",", ":"))
-
-
-def decode_lines(text: str, layout: dict[str, Any]) -> list[str]:
-    """The numbered lines `encode_layout` kept."""
-    lines: list[str] = []
-    end = 0
-    items = iter(layout["l"])
-    for item in items:
-        if isinstance(item, str):
-            lines.append(item)
-        else:
-            start = end + item
-            end = start + next(items)
-            lines.append(text[start:end])
-    return lines
-
-
-def decode_chunks(docid: str, lines: list[str], layout: dict[str, Any]) -> list[Chunk]:
-    """The chunks `encode_layout` kept, their texts joined from `lines`."""
-    texts, starts = layout.get("t"), layout.get("s")
-    chunks, start = [], 1
-    for no, last in enumerate(layout["c"]):
-        start = starts[no] if starts is not None else start
-        text = texts[no] if texts is not None else "\n".join(lines[start - 1 : last])
-        chunks.append(Chunk(docid=docid, chunk_no=no, line_start=start, line_end=last, text=text))
-        start = last + 1
-    return chunks
-
-
-def doc_row(ord_: int, rec: DocRecord, layout: str, chunks: int, hash_: str | None = None) -> tuple[Any, ...]:
-    """A `docs` row in DOC_COLUMNS order."""
-    return (
-        ord_,
-        rec.docid,
-        rec.title,
-        rec.year,
-        rec.venue,
-        json.dumps(rec.authors),
-        json.dumps(rec.keywords),
-        json.dumps(rec.extras, ensure_ascii=False),
-        json.dumps(rec.page_starts),
-        hash_ or content_hash(rec),
-        chunks,
-        layout,
-        rec.text,
-    )
-
-
-INSERT_DOC = f"INSERT INTO docs ({DOC_COLUMNS}) VALUES ({','.join('?' * len(DOC_COLUMNS.split(',')))})"
-
-
-def new_doc_row(ord_: int, rec: DocRecord) -> tuple[Any, ...]:
-    lines = document_lines(rec)
-    chunks = chunk_ranges(lines)
-    return doc_row(ord_, rec, encode_layout(rec.text, lines, chunks), len(chunks))
 
 
 def insert_records(
@@ -199,73 +124,6 @@ def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: Progress
     finally:
         con.close()
     return fingerprint
-
-
-RECORD_COLUMNS = "docid, title, text, year, venue, authors, keywords, extras"
-PAGED_RECORD_COLUMNS = RECORD_COLUMNS + ", page_starts"
-
-
-def _record(row: sqlite3.Row) -> DocRecord:
-    pages = json.loads(row["page_starts"]) if "page_starts" in row.keys() else []  # noqa: SIM118 - `in` on a Row tests values
-    return DocRecord(
-        docid=row["docid"],
-        title=row["title"],
-        text=row["text"],
-        year=row["year"],
-        venue=row["venue"],
-        authors=tuple(json.loads(row["authors"])),
-        keywords=tuple(json.loads(row["keywords"])),
-        extras=json.loads(row["extras"]),
-        page_starts=tuple(pages),
-    )
-
-
-def is_old_layout(con: sqlite3.Connection) -> bool:
-    """Whether a corpus database keeps numbered lines and chunk texts (written before issue 24)."""
-    return "lines" in {r[1] for r in con.execute("PRAGMA table_info(docs)")}
-
-
-def convert_old_layout(old_db: Path, new_db: Path) -> None:
-    """Write `old_db`, an old-layout corpus, at `new_db` in the current layout: same documents,
-    order, hashes, citations, queries, answers, judgements and meta, and each document's lines
-    and chunks as the old store kept them (an older Quarry may have made some differently), so
-    no line number or span moves."""
-    src = sqlite3.connect(f"file:{old_db}?mode=ro", uri=True)
-    src.row_factory = sqlite3.Row
-    con = sqlite3.connect(new_db)
-    try:
-        con.executescript(SCHEMA)
-        have = {r[1] for r in src.execute("PRAGMA table_info(docs)")}
-        tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        for table in ("meta", "citations", "queries", "answers", "qrels"):
-            if table in tables:
-                rows = src.execute(f"SELECT * FROM {table}").fetchall()
-                if rows:
-                    con.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
-        cols = ", ".join(["ord", RECORD_COLUMNS, "lines"] + [c for c in ("page_starts", "hash") if c in have])
-        cur = src.execute(f"SELECT {cols} FROM docs ORDER BY ord")
-        while rows := cur.fetchmany(500):
-            stored: dict[str, list[tuple[int, int, str]]] = {}
-            for r in src.execute(
-                "SELECT docid, line_start, line_end, text FROM chunks "
-                f"WHERE docid IN ({','.join('?' * len(rows))}) ORDER BY docid, chunk_no",
-                [r["docid"] for r in rows],
-            ):
-                stored.setdefault(r[0], []).append((r[1], r[2], r[3]))
-            out = []
-            for row in rows:
-                rec = _record(row)
-                lines: list[str] = json.loads(row["lines"])
-                chunks = stored.get(rec.docid, [])
-                ranges = [(a, b) for a, b, _ in chunks]
-                joined = all(t == "\n".join(lines[a - 1 : b]) for a, b, t in chunks)
-                layout = encode_layout(rec.text, lines, ranges, None if joined else [t for _, _, t in chunks])
-                out.append(doc_row(row["ord"], rec, layout, len(chunks), row["hash"] if "hash" in have else None))
-            con.executemany(INSERT_DOC, out)
-        con.commit()
-    finally:
-        con.close()
-        src.close()
 
 
 class CorpusStore:
@@ -338,7 +196,7 @@ class CorpusStore:
 
     def get(self, docid: str) -> DocRecord | None:
         row = self._con().execute(f"SELECT {self._columns} FROM docs WHERE docid=?", (docid,)).fetchone()
-        return _record(row) if row else None
+        return record_of(row) if row else None
 
     def get_many(self, docids: Iterable[str]) -> dict[str, DocRecord]:
         ids = list(dict.fromkeys(docids))
@@ -348,7 +206,7 @@ class CorpusStore:
             rows = self._con().execute(
                 f"SELECT {self._columns} FROM docs WHERE docid IN ({','.join('?' * len(part))})", part
             )
-            out.update((r["docid"], _record(r)) for r in rows)
+            out.update((r["docid"], record_of(r)) for r in rows)
         return out
 
     def titles(self, docids: Iterable[str]) -> dict[str, str]:
@@ -437,7 +295,7 @@ class CorpusStore:
     def iter_records(self, batch: int = 1000) -> Iterator[DocRecord]:
         cur = self._con().execute(f"SELECT {self._columns} FROM docs ORDER BY ord")
         while rows := cur.fetchmany(batch):
-            yield from (_record(r) for r in rows)
+            yield from (record_of(r) for r in rows)
 
     def iter_chunks(self, batch: int = 1000) -> Iterator[Chunk]:
         """Every chunk, by docid and chunk number (`batch` chunks, or about, read at a time)."""

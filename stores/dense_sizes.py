@@ -5,3 +5,4 @@ BATCH_CHUNKS = 256  # chunks per batch (one activity): ~10 s of MiniLM on this m
 MODEL_BATCH = 64  # texts per model call inside a batch; a stop request is noticed between calls
 DURABLE_MIN_CHUNKS = 20_000  # `quarry index NAME --dense` runs as durable work from this many chunks on
 SEGMENT_BATCHES = 200  # batches per workflow run before it continues as new (its history stays small)
+BATCHES_IN_FLIGHT = 8  # batches a build schedules at once: enough to keep several workers busy

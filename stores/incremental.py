@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from stores.corpus import convert_old_layout, insert_records, is_old_layout, replace_extras
+from stores.corpus import insert_records, replace_extras
+from stores.corpus_migration import convert_old_layout, is_old_layout
 from stores.readers import CorpusSource
 from stores.records import DocRecord, content_hash
 

@@ -14,7 +14,7 @@ from nodes.job.heartbeat import beating
 from nodes.job.runtime import runtime
 from stores.collection import Collection
 from stores.dense import DenseIndex
-from stores.dense_sizes import BATCH_CHUNKS, SEGMENT_BATCHES
+from stores.dense_sizes import BATCH_CHUNKS, BATCHES_IN_FLIGHT, SEGMENT_BATCHES
 from stores.dense_staging import BatchOutcome, DensePlan, Segment, StagedBuild, plan_build, segment
 from stores.errors import QuarryError
 from stores.locks import writer_lock
@@ -35,7 +35,7 @@ class DenseBuildInput:
     collection: str
     version: str | None = None  # None: the current version, fixed by the plan
     batch_chunks: int = BATCH_CHUNKS
-    max_in_flight: int = 8  # batches scheduled at once (each worker embeds EMBED_CONCURRENCY of them)
+    max_in_flight: int = BATCHES_IN_FLIGHT  # scheduled at once (each worker embeds EMBED_CONCURRENCY of them)
     heartbeat_seconds: float = 30.0  # a worker silent this long is taken as gone; its batch goes elsewhere
     segment_batches: int = SEGMENT_BATCHES  # batches per run before it continues as new
     plan: DensePlan | None = None
