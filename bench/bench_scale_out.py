@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tests.drill_kit import free_port, reachable, wait_for
 from tests.fakes import SHORT_TOPICS, short_docs
 from workflows.process_exit import run_script
 
@@ -36,26 +36,8 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET_SPEEDUP = 1.6
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def wait_until(ok, what: str, timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not ok():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"{what} did not happen within {timeout_s} s")
-        time.sleep(0.2)
-
-
-def listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
+    wait_for(ok, what, timeout_s, 0.2)
 
 
 class Processes:
@@ -190,7 +172,7 @@ def main() -> None:
             ingest(src, name, home=home)
         port = free_port()
         ps.start(server_command(home, port, free_port()), "temporal.log")
-        wait_until(lambda: listening(port), "the Temporal dev server")
+        wait_until(lambda: reachable(port), "the Temporal dev server")
         address = f"127.0.0.1:{port}"
         env = {"QUARRY_HOME": str(home), "QUARRY_TEMPORAL_ADDRESS": address, "QUARRY_EMBED_THREADS": "1"}
         if args.chroma:
