@@ -289,7 +289,7 @@ def durable_dense_index(col: Any, *, json_out: bool, address: str | None) -> tup
     from stores.home import ensure_home, quarry_home
 
     index = DenseIndex(col.paths, col.name)
-    current = index._current_meta(col.corpus.fingerprint)
+    current = index.current_meta(col.corpus.fingerprint)
     if current is not None:
         return current, True
     home = ensure_home(quarry_home())

@@ -150,12 +150,12 @@ class DenseIndex:
         """Reuse a current index (returns `(meta, True)`) or build one (`(meta, False)`); an
         unreadable sidecar is rebuilt."""
         self._follow(corpus)
-        meta = self._current_meta(corpus.fingerprint)
+        meta = self.current_meta(corpus.fingerprint)
         if meta is not None:
             return meta, True
         with writer_lock(self.paths.root, self.name):  # one writer per collection
             tidy(self.paths)
-            meta = self._current_meta(corpus.fingerprint)
+            meta = self.current_meta(corpus.fingerprint)
             if meta is not None:  # built while we waited
                 return meta, True
             return self.build(corpus, progress=progress, batch_size=batch_size), False
@@ -169,7 +169,8 @@ class DenseIndex:
             self.paths = CollectionPaths(self.paths.root, folder.name)
             self.folder = self.paths.chroma_dir
 
-    def _current_meta(self, fingerprint: str) -> DenseMeta | None:
+    def current_meta(self, fingerprint: str) -> DenseMeta | None:
+        """The sidecar when the index is current for `fingerprint` (and readable), else None."""
         try:
             meta = self.meta
         except QuarryError:

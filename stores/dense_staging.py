@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from stores.atomic import write_atomic
 from stores.chroma_build import NewBuild, _http_client, _server_label, add_to, chroma_server, chunk_id
 from stores.corpus import CorpusStore
 from stores.dense import DenseIndex, DenseMeta
@@ -113,7 +114,7 @@ def plan_build(paths: CollectionPaths, name: str, corpus: CorpusStore, batch_chu
         build_id=f"durable-{key}",
         planned_at=planned_at,
     )
-    plan_file.write_text(json.dumps(asdict(plan), indent=2))
+    write_atomic(plan_file, json.dumps(asdict(plan), indent=2))  # a resumed build reads it back
     if server:  # the server collection every worker upserts into
         NewBuild.start(name, paths.root, corpus.fingerprint, MODEL_BATCH, build_id=plan.build_id).release()
     return plan
