@@ -48,7 +48,7 @@ def main() -> None:
     from stores.collection import Collection, ingest
     from stores.collection_edits import add, remove
     from stores.dense import DenseIndex
-    from stores.lucene import build_index
+    from stores.lucene_build import build_index
 
     work = Path(tempfile.mkdtemp(prefix="quarry-bench-add-"))
     home = work / "home"

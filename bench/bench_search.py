@@ -42,7 +42,7 @@ from nodes.tools.corpus import ToolSession
 from nodes.tools.results import SearchPage
 from stores.collection import Collection, ingest
 from stores.jvm import pyserini_lucene
-from stores.lucene import build_index, run_index_collection
+from stores.lucene_build import build_index, run_index_collection
 from workflows.process_exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]

@@ -43,7 +43,7 @@ def main() -> None:
     from evals.pseudo_queries import DEFAULT_QUERIES
     from evals.self_tuning import self_tune
     from stores.collection import Collection
-    from stores.lucene import build_index
+    from stores.lucene_build import build_index
 
     col = Collection(args.collection, args.home)
     if args.judged:

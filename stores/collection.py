@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,7 +47,8 @@ from stores.errors import QuarryError
 from stores.home import CollectionPaths, collection_paths, quarry_home
 from stores.incremental import Delta, diff, update_corpus_db
 from stores.locks import writer_lock
-from stores.lucene import IndexMeta, LuceneIndex, build_index
+from stores.lucene import IndexMeta, LuceneIndex
+from stores.lucene_build import IndexFeed, build_index, write_meta
 from stores.readers import CorpusSource, ProgressFn, docids, read_corpus
 from stores.versions import tidy
 
@@ -232,23 +234,35 @@ def ingest(
             )
         staging = new_staging(paths)
         try:
-            write_corpus_db(staging / "corpus.sqlite", src, name, progress)
             if build_lucene:
-                k1_, b_ = bm25_params(paths, previous, k1, b)
-                build_index(
-                    src.records,
-                    staging / "lucene",
-                    fingerprint=fingerprint,
-                    k1=k1_,
-                    b=b_,
-                    progress=progress,
-                    total=len(src.records),
-                )
+                store_and_index(staging, src, name, fingerprint, bm25_params(paths, previous, k1, b), progress)
+            else:
+                write_corpus_db(staging / "corpus.sqlite", src, name, progress)
             note = carry_dense_over(paths, name, staging, fingerprint) if paths.corpus_db.is_file() else None
             commit_version(paths, staging, fingerprint)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return replace(report, warnings=[*report.warnings, note]) if note else report
+
+
+def store_and_index(
+    staging: Path,
+    src: CorpusSource,
+    name: str,
+    fingerprint: str,
+    params: tuple[float, float],
+    progress: ProgressFn | None,
+) -> IndexMeta:
+    """Store the documents and build their BM25 index in one pass: each record goes to the
+    corpus database and to Anserini's pipes as it is read, so the two run side by side
+    (`stores.lucene_build`); then the indexer finishes (merges its segments)."""
+    began = time.perf_counter()
+    with IndexFeed(staging / "lucene") as feed:
+        write_corpus_db(staging / "corpus.sqlite", src, name, progress, each=feed.add)
+        if progress:
+            progress("indexing", feed.added, len(src.records))
+        count = feed.finish()
+    return write_meta(staging / "lucene", fingerprint, *params, count, time.perf_counter() - began)
 
 
 def apply_delta(

@@ -22,7 +22,7 @@ import itertools
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +80,16 @@ def insert_records(
     first_ord: int,
     progress: ProgressFn | None = None,
     total: int | None = None,
+    each: Callable[[DocRecord], None] | None = None,
 ) -> None:
     """Insert documents (the text once, its lines and chunks as offsets), numbered from
-    `first_ord` on, a thousand at a time as they come (a RecordStream is read, not held)."""
+    `first_ord` on, a thousand at a time as they come (a RecordStream is read, not held);
+    `each` is given every record as it is stored (the BM25 indexer, fed in the same pass)."""
     it, start = iter(records), 0
     while batch := list(itertools.islice(it, 1000)):  # itertools.batched is Python 3.12
+        if each is not None:
+            for rec in batch:
+                each(rec)
         con.executemany(INSERT_DOC, [new_doc_row(o, rec) for o, rec in enumerate(batch, start=first_ord + start)])
         start += len(batch)
         if progress:
@@ -104,13 +109,20 @@ def replace_extras(con: sqlite3.Connection, src: CorpusSource) -> None:
     )
 
 
-def write_corpus_db(path: Path, src: CorpusSource, name: str, progress: ProgressFn | None = None) -> str:
-    """Write a complete corpus database at `path` (which must not exist); return its fingerprint."""
+def write_corpus_db(
+    path: Path,
+    src: CorpusSource,
+    name: str,
+    progress: ProgressFn | None = None,
+    each: Callable[[DocRecord], None] | None = None,
+) -> str:
+    """Write a complete corpus database at `path` (which must not exist); return its fingerprint.
+    `each` sees every record as it is stored (see `insert_records`)."""
     fingerprint = source_fingerprint(src)
     con = sqlite3.connect(path)
     try:
         con.executescript(SCHEMA)
-        insert_records(con, src.records, 0, progress, len(src.records))
+        insert_records(con, src.records, 0, progress, len(src.records), each)
         replace_extras(con, src)
         meta = {
             "name": name,

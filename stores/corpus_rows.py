@@ -8,6 +8,7 @@ import json
 import sqlite3
 from typing import Any
 
+from stores import compact_json
 from stores.records import Chunk, DocRecord, chunk_ranges, content_hash, document_lines
 
 DOC_COLUMNS = "ord, docid, title, year, venue, authors, keywords, extras, page_starts, hash, chunks, layout, text"
@@ -36,7 +37,7 @@ def encode_layout(text: str, lines: list[str], chunks: list[tuple[int, int]], te
         layout["s"] = [a for a, _ in chunks]
     if texts is not None:
         layout["t"] = texts
-    return json.dumps(layout, ensure_ascii=False, separators=(",", ":"))
+    return compact_json.dumps(layout)
 
 
 def decode_lines(text: str, layout: dict[str, Any]) -> list[str]:
@@ -74,10 +75,10 @@ def doc_row(ord_: int, rec: DocRecord, layout: str, chunks: int, hash_: str | No
         rec.title,
         rec.year,
         rec.venue,
-        json.dumps(rec.authors),
-        json.dumps(rec.keywords),
-        json.dumps(rec.extras, ensure_ascii=False),
-        json.dumps(rec.page_starts),
+        compact_json.dumps(rec.authors),
+        compact_json.dumps(rec.keywords),
+        compact_json.dumps(rec.extras),
+        compact_json.dumps(rec.page_starts),
         hash_ or content_hash(rec),
         chunks,
         layout,

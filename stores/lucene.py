@@ -9,26 +9,18 @@ collection without judgements is ranking policy, in `nodes.ranking.bm25_defaults
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
-import tempfile
 import threading
-import time
 from collections.abc import Iterable
-from contextlib import ExitStack, suppress
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
 
 from stores.atomic import write_atomic
 from stores.errors import QuarryError
-from stores.jvm import JVM_OPTIONS, anserini_jar, autoclass, java_executable, pyserini_lucene
-from stores.readers import ProgressFn
-from stores.records import DocRecord
+from stores.jvm import autoclass, pyserini_lucene
 
 META_FILE = "quarry-index.json"
 DEFAULT_K1, DEFAULT_B = 0.9, 0.4
@@ -106,166 +98,6 @@ def bag_of_words(text: str) -> str:
             text = text[: match.start()]
             break
     return text.strip() if distinct else ""
-
-
-def build_index(
-    records: Iterable[DocRecord],
-    out_dir: Path,
-    *,
-    fingerprint: str,
-    k1: float = DEFAULT_K1,
-    b: float = DEFAULT_B,
-    threads: int | None = None,
-    progress: ProgressFn | None = None,
-    total: int | None = None,
-) -> IndexMeta:
-    """Build a Lucene index of title + text + keywords into `out_dir` (must not exist).
-
-    Anserini's `IndexCollection` runs in a child JVM: it indexes shards in parallel threads and
-    a failure there cannot take down the caller's JVM or leave a half-open index in-process.
-    """
-    threads = threads or max(1, min(4, os.cpu_count() or 1))
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="quarry-lucene-", dir=out_dir.parent) as tmp, _disk_full_as_error(out_dir):
-        count = 0
-        with ExitStack() as shard_files:
-            shards = [
-                shard_files.enter_context(open(Path(tmp) / f"part{i:02d}.jsonl", "w", encoding="utf-8"))
-                for i in range(threads)
-            ]
-            for count, rec in enumerate(records, start=1):
-                shards[count % threads].write(
-                    json.dumps({"id": rec.docid, "contents": rec.index_contents()}, ensure_ascii=False) + "\n"
-                )
-                if progress and count % 1000 == 0:
-                    progress("exporting", count, total)
-        if progress:
-            progress("exporting", count, total)
-        indexed = run_index_collection(Path(tmp), out_dir, threads)
-    if indexed != count:
-        # Anserini logs a document it cannot read and goes on with the next shard: a partial index
-        # must never pass for a complete one.
-        raise QuarryError(
-            "index_incomplete",
-            f"Lucene indexed {indexed} of {count} documents; nothing was changed",
-            "see the documents named in the error above (too long or malformed) and ingest again",
-        )
-    meta = IndexMeta(
-        k1=float(k1),
-        b=float(b),
-        fingerprint=fingerprint,
-        documents=count,
-        built_seconds=round(time.perf_counter() - started, 3),
-    )
-    meta.dump(out_dir)
-    return meta
-
-
-_INDEXED = re.compile(r"Total ([\d,]+) documents indexed")
-_JAVA_ERROR = re.compile(r"\bERROR\b.*?- (.*)")
-
-
-def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> int:
-    """Run Anserini's IndexCollection over a folder of JsonCollection shards; return how many
-    documents it reports indexed (a shard it could not read shows up as a shortfall)."""
-    cmd = [
-        str(java_executable()),
-        *JVM_OPTIONS,
-        "-cp",
-        str(anserini_jar()),
-        "io.anserini.index.IndexCollection",
-        "-collection",
-        "JsonCollection",
-        "-generator",
-        "DefaultLuceneDocumentGenerator",
-        "-input",
-        str(input_dir),
-        "-index",
-        str(out_dir),
-        "-threads",
-        str(threads),
-        "-optimize",
-    ]
-    proc = subprocess.run(_dying_with_parent(cmd), capture_output=True, text=True)
-    output = f"{proc.stdout}\n{proc.stderr}"
-    if proc.returncode != 0 or not list(out_dir.glob("segments_*")) or _DISK_FULL.search(output):
-        raise index_failure(proc.returncode, output, out_dir)
-    found = _INDEXED.search(output)
-    errors = [m.group(1)[:300] for m in _JAVA_ERROR.finditer(output)]
-    if found is None or errors:
-        detail = "; ".join(errors[:3]) or "no document count in Anserini's output"
-        raise QuarryError(
-            "index_incomplete",
-            f"Lucene indexing reported a problem: {detail}",
-            "documents over 20 million characters cannot be indexed; split them and ingest again",
-        )
-    return int(found.group(1).replace(",", ""))
-
-
-_DISK_FULL = re.compile(r"No space left on device|ENOSPC|errno[ =:]*28\b|Disk quota exceeded", re.I)
-
-
-def index_failure(returncode: int, output: str, out_dir: Path) -> QuarryError:
-    """The error for a failed IndexCollection run. A full disk is named as such (Anserini logs
-    the IOException and may still exit 0, having written no segment); otherwise the tail of its
-    output. The hint names no command: the build may belong to a first ingest, an `add` or an
-    index rebuild, and the collection's previous version is untouched in every case."""
-    if _DISK_FULL.search(output):
-        return QuarryError(
-            "disk_full",
-            f"Lucene indexing failed: the disk holding {out_dir.parent} is full "
-            "(No space left on device); nothing was changed",
-            "free space on that disk, then run the same command again",
-        )
-    tail = "\n".join(output.strip().splitlines()[-15:])
-    state = f"exit {returncode}" if returncode != 0 else "exit 0, but no index was written"
-    return QuarryError(
-        "index_failed",
-        f"Lucene indexing failed ({state}); nothing was changed:\n{tail}",
-        "see the Java output above; check free disk space where QUARRY_HOME lives, then run the same command again",
-    )
-
-
-class _disk_full_as_error:
-    """Turn a full disk while exporting the shards (ENOSPC) into the same `disk_full` error."""
-
-    def __init__(self, out_dir: Path) -> None:
-        self.out_dir = out_dir
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, exc, tb) -> Literal[False]:
-        if isinstance(exc, OSError) and exc.errno in (28, 122):
-            raise QuarryError(
-                "disk_full",
-                f"Lucene indexing failed: the disk holding {self.out_dir.parent} is full "
-                f"({exc.strerror}); nothing was changed",
-                "free space on that disk, then run the same command again",
-            ) from exc
-        return False
-
-
-# Started in place of `java`: set PR_SET_PDEATHSIG (1) to SIGKILL, end if the parent is already
-# gone, then exec the JVM (the setting survives exec). Stdlib only, no site packages.
-_DIE_WITH_PARENT = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
-    "if os.getppid() != int(sys.argv[1]):\n    os._exit(70)\n"
-    "os.execv(sys.argv[2], sys.argv[2:])\n"
-)
-
-
-def _dying_with_parent(cmd: list[str]) -> list[str]:
-    """`cmd` started so that the child JVM receives SIGKILL when the process that started it dies
-    (Linux `prctl(PR_SET_PDEATHSIG)`): a killed ingest leaves no indexer running as an orphan.
-    Why a launcher rather than `preexec_fn`: Python code between fork and exec can deadlock when
-    other threads (jnius' JVM, a worker's pool) hold locks at the fork; the launcher is a fresh
-    process. The signal follows the *thread* that started the child, which `subprocess.run`
-    keeps blocked until the child ends. Elsewhere the command runs as it is."""
-    if not sys.platform.startswith("linux"):
-        return cmd
-    return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *cmd]
 
 
 _searcher_lock = threading.Lock()

@@ -1,0 +1,329 @@
+"""Build a Lucene BM25 index with Anserini's `IndexCollection`, fed as the documents come.
+
+Anserini runs in a child JVM (a failure there cannot take down the caller's JVM or leave a
+half-open index in-process) and reads JsonCollection shards — here named pipes (FIFOs) the
+caller writes one document at a time (`IndexFeed`), not files written first and read after. So
+an ingest stores each document and hands it to the indexer in the same pass, and on two cores
+the store step (Python) and Lucene's indexing (Java threads) run side by side instead of one
+after the other (issue 24 item 2: the whole ingest was the sum of the two, 2.0× Anserini's own
+time at a million documents); nothing is exported to disk on the way. One shard per indexing
+thread: Anserini gives each thread one file, so every pipe has its reader from the start.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from contextlib import suppress
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+import orjson
+
+from stores.errors import QuarryError
+from stores.jvm import JVM_OPTIONS, anserini_jar, java_executable
+from stores.lucene import DEFAULT_B, DEFAULT_K1, IndexMeta
+from stores.readers import ProgressFn
+from stores.records import DocRecord
+
+# Bytes a pipe holds before the writer waits (Linux's default is 64 KiB, about 40 short
+# documents): a larger buffer lets the store step run ahead of a briefly busy indexing thread.
+PIPE_BYTES = 1 << 20
+# What the documents given before the indexer's JVM has started may hold in memory (it starts in
+# a second or two, while the first few thousand short documents are stored).
+EARLY_BYTES = 64 << 20
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_INDEXED = re.compile(r"Total ([\d,]+) documents indexed")
+_JAVA_ERROR = re.compile(r"\bERROR\b.*?- (.*)")
+_DISK_FULL = re.compile(r"No space left on device|ENOSPC|errno[ =:]*28\b|Disk quota exceeded", re.I)
+_TOO_LONG_HINT = "documents over 20 million characters cannot be indexed; split them and ingest again"
+
+
+def default_threads() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def index_command(input_dir: Path, out_dir: Path, threads: int) -> list[str]:
+    """Anserini's IndexCollection over a folder of JsonCollection shards (files or pipes)."""
+    return [
+        str(java_executable()),
+        *JVM_OPTIONS,
+        "-cp",
+        str(anserini_jar()),
+        "io.anserini.index.IndexCollection",
+        "-collection",
+        "JsonCollection",
+        "-generator",
+        "DefaultLuceneDocumentGenerator",
+        "-input",
+        str(input_dir),
+        "-index",
+        str(out_dir),
+        "-threads",
+        str(threads),
+        "-optimize",
+    ]
+
+
+def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> int:
+    """Run Anserini's IndexCollection over a folder of JsonCollection files; return how many
+    documents it reports indexed (the reference the scale benchmark measures Quarry against)."""
+    proc = subprocess.run(
+        _dying_with_parent(index_command(input_dir, out_dir, threads)), capture_output=True, text=True
+    )
+    return indexed_count(proc.returncode, f"{proc.stdout}\n{proc.stderr}", out_dir)
+
+
+def indexed_count(returncode: int, output: str, out_dir: Path) -> int:
+    """How many documents Anserini's output says it indexed; an error when it failed or logged
+    a document it could not read (it goes on with the next shard, exit 0)."""
+    if returncode != 0 or not list(out_dir.glob("segments_*")) or _DISK_FULL.search(output):
+        raise index_failure(returncode, output, out_dir)
+    found = _INDEXED.search(output)
+    errors = [m.group(1)[:300] for m in _JAVA_ERROR.finditer(output)]
+    if found is None or errors:
+        detail = "; ".join(errors[:3]) or "no document count in Anserini's output"
+        raise QuarryError("index_incomplete", f"Lucene indexing reported a problem: {detail}", _TOO_LONG_HINT)
+    return int(found.group(1).replace(",", ""))
+
+
+def index_line(rec: DocRecord) -> bytes:
+    """The record as one JsonCollection line. orjson because this runs once per document in the
+    ingest's one pass and is ~30× faster than `json.dumps` on a document's text; text with a lone
+    surrogate (which UTF-8 cannot carry) is written \\u-escaped by `json` instead."""
+    doc = {"id": rec.docid, "contents": rec.index_contents()}
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        return (json.dumps(doc) + "\n").encode()
+
+
+class IndexFeed:
+    """Anserini's IndexCollection building `out_dir` from documents given to `add` one by one.
+
+    Use as a context manager; `finish()` closes the pipes, waits for the indexer and checks its
+    count. Leaving the block without `finish()` (an error in the caller, Ctrl+C) kills the
+    indexer and removes its pipes; the half-built `out_dir` is the caller's staging to drop."""
+
+    def __init__(self, out_dir: Path, threads: int | None = None) -> None:
+        self.out_dir = out_dir
+        self.threads = threads or default_threads()
+        self.added = 0
+        self._tmp = Path(tempfile.mkdtemp(prefix="quarry-lucene-", dir=out_dir.parent))
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pipes = [self._tmp / "in" / f"part{i:02d}.jsonl" for i in range(self.threads)]
+        self._shards: list[IO[bytes] | None] = [None] * self.threads
+        self._early: list[bytes] | None = []  # lines given before the indexer opened every pipe
+        self._early_bytes = 0
+        self._log = self._tmp / "indexer.log"
+
+    def __enter__(self) -> IndexFeed:
+        """Start the indexer; the JVM's start (a second or two) overlaps the first documents,
+        which wait in memory (up to `EARLY_BYTES`) until it has opened its pipes."""
+        try:
+            self._pipes[0].parent.mkdir()
+            for pipe in self._pipes:
+                os.mkfifo(pipe, 0o600)
+            with open(self._log, "wb") as log:  # a file, not a pipe: nobody has to read it while indexing
+                self._proc = subprocess.Popen(
+                    _dying_with_parent(index_command(self._pipes[0].parent, self.out_dir, self.threads)),
+                    stdout=log,
+                    stderr=log,
+                )
+        except BaseException:
+            self._abort()
+            raise
+        return self
+
+    def _open_pipes(self, wait: bool) -> None:
+        """Open for writing every pipe the indexer has opened for reading (with `wait`, all of
+        them: until it has, or fail with its own error if it ends first — a plain blocking open
+        would wait for ever); once all are open, send the lines given so far."""
+        assert self._proc is not None and self._early is not None
+        for i, pipe in enumerate(self._pipes):
+            while self._shards[i] is None:
+                try:
+                    fd = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError as exc:
+                    if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
+                        raise
+                    if not wait:
+                        return
+                    try:
+                        self._proc.wait(timeout=0.05)
+                    except subprocess.TimeoutExpired:
+                        continue
+                    raise self._failure() from None
+                os.set_blocking(fd, True)
+                with suppress(OSError):  # above /proc/sys/fs/pipe-max-size for this user: the default works too
+                    fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_BYTES)
+                self._shards[i] = open(fd, "wb", buffering=PIPE_BYTES // 2)  # noqa: SIM115 - closed by finish or the exit
+        early, self._early = self._early, None
+        for no, line in enumerate(early):
+            self._write(no, line)
+
+    def add(self, rec: DocRecord) -> None:
+        line = index_line(rec)
+        if self._early is None:
+            self._write(self.added, line)
+        else:
+            self._early.append(line)
+            self._early_bytes += len(line)
+            if self.added % 64 == 0 or self._early_bytes > EARLY_BYTES:
+                self._open_pipes(wait=self._early_bytes > EARLY_BYTES)
+        self.added += 1
+
+    def _write(self, no: int, line: bytes) -> None:
+        shard = self._shards[no % self.threads]
+        assert shard is not None
+        try:
+            shard.write(line)
+        except BrokenPipeError:  # the indexer stopped reading: it logged why
+            raise self._failure() from None
+
+    def finish(self) -> int:
+        """Close the pipes, wait for the index to be written and merged; the documents indexed.
+        A count short of what was added is an error: a partial index never passes for complete."""
+        assert self._proc is not None
+        if self._early is not None:
+            self._open_pipes(wait=True)
+        try:
+            for shard in self._shards:
+                if shard is not None:
+                    shard.close()
+        except BrokenPipeError:
+            raise self._failure() from None
+        self._shards = [None] * self.threads
+        indexed = indexed_count(self._proc.wait(), self._output(), self.out_dir)
+        if indexed != self.added:
+            raise QuarryError(
+                "index_incomplete",
+                f"Lucene indexed {indexed} of {self.added} documents; nothing was changed",
+                "see the documents named in the error above (too long or malformed) and ingest again",
+            )
+        return indexed
+
+    def _output(self) -> str:
+        return self._log.read_text(encoding="utf-8", errors="replace") if self._log.is_file() else ""
+
+    def _failure(self) -> QuarryError:
+        """The indexer's error, once it has ended: the other pipes are closed so that it reads
+        them to their end, writes what it has and says what it could not read."""
+        assert self._proc is not None
+        self._close_shards()
+        self._proc.wait()
+        output = self._output()
+        try:
+            indexed_count(self._proc.returncode, output, self.out_dir)
+        except QuarryError as exc:
+            return exc
+        return QuarryError(
+            "index_incomplete",
+            f"Lucene stopped reading documents after {self.added:,}; nothing was changed",
+            _TOO_LONG_HINT,
+        )
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
+    def _abort(self) -> None:
+        self._kill()
+        self._close_shards()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _close_shards(self) -> None:
+        for shard in self._shards:
+            if shard is not None:
+                with suppress(OSError):  # a pipe whose reader is gone (its buffered lines are lost with it)
+                    shard.close()
+        self._shards = [None] * self.threads
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._abort()
+
+
+def build_index(
+    records: Iterable[DocRecord],
+    out_dir: Path,
+    *,
+    fingerprint: str,
+    k1: float = DEFAULT_K1,
+    b: float = DEFAULT_B,
+    threads: int | None = None,
+    progress: ProgressFn | None = None,
+    total: int | None = None,
+) -> IndexMeta:
+    """Build a Lucene index of title + text + keywords into `out_dir` (must not exist)."""
+    started = time.perf_counter()
+    with IndexFeed(out_dir, threads) as feed:
+        for rec in records:
+            feed.add(rec)
+            if progress and feed.added % 1000 == 0:
+                progress("indexing", feed.added, total)
+        if progress:
+            progress("indexing", feed.added, total)
+        count = feed.finish()
+    return write_meta(out_dir, fingerprint, k1, b, count, time.perf_counter() - started)
+
+
+def write_meta(out_dir: Path, fingerprint: str, k1: float, b: float, documents: int, seconds: float) -> IndexMeta:
+    meta = IndexMeta(
+        k1=float(k1), b=float(b), fingerprint=fingerprint, documents=documents, built_seconds=round(seconds, 3)
+    )
+    meta.dump(out_dir)
+    return meta
+
+
+def index_failure(returncode: int, output: str, out_dir: Path) -> QuarryError:
+    """The error for a failed IndexCollection run. A full disk is named as such (Anserini logs
+    the IOException and may still exit 0, having written no segment); otherwise the tail of its
+    output. The hint names no command: the build may belong to a first ingest, an `add` or an
+    index rebuild, and the collection's previous version is untouched in every case."""
+    if _DISK_FULL.search(output):
+        return QuarryError(
+            "disk_full",
+            f"Lucene indexing failed: the disk holding {out_dir.parent} is full "
+            "(No space left on device); nothing was changed",
+            "free space on that disk, then run the same command again",
+        )
+    tail = "\n".join(output.strip().splitlines()[-15:])
+    state = f"exit {returncode}" if returncode != 0 else "exit 0, but no index was written"
+    return QuarryError(
+        "index_failed",
+        f"Lucene indexing failed ({state}); nothing was changed:\n{tail}",
+        "see the Java output above; check free disk space where QUARRY_HOME lives, then run the same command again",
+    )
+
+
+# Started in place of `java`: set PR_SET_PDEATHSIG (1) to SIGKILL, end if the parent is already
+# gone, then exec the JVM (the setting survives exec). Stdlib only, no site packages.
+_DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
+    "if os.getppid() != int(sys.argv[1]):\n    os._exit(70)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def _dying_with_parent(cmd: list[str]) -> list[str]:
+    """`cmd` started so that the child JVM receives SIGKILL when the process that started it dies
+    (Linux `prctl(PR_SET_PDEATHSIG)`): a killed ingest leaves no indexer running as an orphan.
+    Why a launcher rather than `preexec_fn`: Python code between fork and exec can deadlock when
+    other threads (jnius' JVM, a worker's pool) hold locks at the fork; the launcher is a fresh
+    process. The signal follows the *thread* that started the child, which stays in the build
+    (it feeds and waits) until the child ends. Elsewhere the command runs as it is."""
+    if not sys.platform.startswith("linux"):
+        return cmd
+    return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *cmd]

@@ -1,0 +1,103 @@
+"""The BM25 index fed through pipes as an ingest stores each document (`stores.lucene_build`):
+the index is the one files would give, every document given is indexed (also those given before
+the JVM opened its pipes), and an indexer that fails to start, dies mid-feed or is abandoned by
+its caller ends the build with one clear error — never a hang, an orphan JVM or a stray folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import stores.lucene_build as lucene_build
+from stores.collection import Collection, ingest
+from stores.errors import QuarryError
+from stores.lucene import META_FILE, LuceneIndex
+from stores.lucene_build import IndexFeed, build_index, index_line, run_index_collection
+from stores.records import DocRecord
+from tests.fakes import topic_docs, write_jsonl
+
+QUERIES = ("retrieval", "retrieval notes", "filler words")
+
+
+def records(n: int) -> list[DocRecord]:
+    return [DocRecord(docid=d["_id"], title=d["title"], text=d["text"]) for d in topic_docs(n)]
+
+
+def test_an_ingest_indexes_in_one_pass_what_files_would_give(tmp_path: Path) -> None:
+    """The one-pass ingest's index ranks exactly as Anserini over an export of the same documents."""
+    home = tmp_path / "home"
+    ingest(write_jsonl(tmp_path / "docs.jsonl", topic_docs(300)), "feed", home=home)
+    col = Collection("feed", home)
+    assert col.lucene.meta.documents == 300
+    export = tmp_path / "export"
+    export.mkdir()
+    with open(export / "part00.jsonl", "wb") as fh:
+        for rec in col.corpus.iter_records():
+            fh.write(index_line(rec))
+    assert run_index_collection(export, tmp_path / "reference", 1) == 300
+    shutil.copy(col.paths.lucene_dir / META_FILE, tmp_path / "reference")  # the same k1/b
+    reference = LuceneIndex(tmp_path / "reference")
+    for query in QUERIES:
+        assert col.lucene.ranking(query, 1000) == reference.ranking(query, 1000), query
+
+
+def test_documents_given_before_the_indexer_started_are_all_indexed(tmp_path: Path) -> None:
+    """Everything is added before the JVM can have opened its pipes (a 20-document feed takes
+    microseconds), so every line goes through the early buffer; the count must still match."""
+    with IndexFeed(tmp_path / "idx", threads=2) as feed:
+        for rec in records(20):
+            feed.add(rec)
+        assert feed.finish() == 20
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("quarry-lucene-")], "the pipes' folder is removed"
+
+
+def test_a_lone_surrogate_is_written_escaped() -> None:
+    line = index_line(DocRecord(docid="s", title="t", text="a\ud800b"))
+    assert json.loads(line) == {"id": "s", "contents": "t\na\ud800b"} and line.endswith(b"\n")
+
+
+def fake_indexer(monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """Run `script` (given the pipes' folder) in place of Anserini."""
+    monkeypatch.setattr(
+        lucene_build, "index_command", lambda pipes, out_dir, threads: [sys.executable, "-c", script, str(pipes)]
+    )
+
+
+def test_an_indexer_that_fails_to_start_is_an_error_not_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_indexer(monkeypatch, "import sys; print('Error: could not start the JVM'); sys.exit(3)")
+    with pytest.raises(QuarryError) as info:
+        build_index(records(50), tmp_path / "idx", fingerprint="f", threads=2)
+    assert info.value.code == "index_failed"
+    assert "exit 3" in info.value.message and "could not start the JVM" in info.value.message
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "no pipes or index left behind"
+
+
+def test_an_indexer_that_dies_mid_feed_is_an_error_not_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in opens both pipes, reads a few lines and exits 1: the next write that
+    finds no reader fails the build with the indexer's output."""
+    fake_indexer(
+        monkeypatch,
+        "import sys, pathlib\n"
+        "pipes = [open(p, 'rb') for p in sorted(pathlib.Path(sys.argv[1]).iterdir())]\n"
+        "[pipes[0].readline() for _ in range(3)]\n"
+        "print('java.lang.OutOfMemoryError: Java heap space'); sys.exit(1)\n",
+    )
+    many = [DocRecord(docid=f"d{i}", title=f"doc {i}", text="retrieval " * 400) for i in range(20_000)]
+    with pytest.raises(QuarryError) as info:
+        build_index(many, tmp_path / "idx", fingerprint="f", threads=2)
+    assert info.value.code == "index_failed" and "OutOfMemoryError" in info.value.message
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_caller_that_fails_mid_feed_leaves_no_indexer_running(tmp_path: Path) -> None:
+    feed = IndexFeed(tmp_path / "idx", threads=2)
+    with pytest.raises(RuntimeError, match="store failed"), feed:
+        for rec in records(30):
+            feed.add(rec)
+        raise RuntimeError("store failed")
+    assert feed._proc is not None and feed._proc.poll() is not None, "the indexer was stopped"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("quarry-lucene-")]
