@@ -12,8 +12,8 @@ How:
 - Chunks: the first SciFact-train records are ingested into a temporary QUARRY_HOME with
   `stores.collection.ingest` (no Lucene index), and the first `--chunks` chunks Quarry's own
   chunker made are read back (`CorpusStore.iter_chunks`): the texts a dense build embeds.
-- (a) today: `stores.embedder.embed_texts(texts, 64)`, i.e. `SentenceTransformer.encode(batch_size=64,
-  normalize_embeddings=True)` on CPU, torch's default thread count.
+- (a) the reference, Quarry before item 3: `SentenceTransformer.encode(batch_size=64,
+  normalize_embeddings=True)` in float32 on CPU, torch's default thread count.
 - ONNX export (offline, cached in bench/out/onnx-minilm/, keyed by the weights' sha256): the
   package's BertModel wrapped with the two modules its modules.json lists after the transformer —
   mean pooling over the attention mask (1_Pooling/config.json: `pooling_mode_mean_tokens`, the sum
@@ -33,9 +33,12 @@ How:
   A third graph, int8pc, scales each weight column separately (quantize_dynamic(per_channel=True)):
   one FFN output weight reaches |7.9| where 99.9% of its weights are under 0.2, which a single
   scale per tensor cannot carry.
-- torch bf16: today's call inside `torch.autocast("cpu", dtype=torch.bfloat16)` — not ONNX, but
+- torch bf16: the same call inside `torch.autocast("cpu", dtype=torch.bfloat16)` — not ONNX, but
   the same weights on this CPU's AMX-BF16 units (added when ONNX Runtime fell short; see the JSON's
-  cpu_flags; on a CPU without AMX or AVX512-BF16 expect no gain — not measured here).
+  cpu_flags; on a CPU without AMX or AVX512-BF16 expect no gain — not measured here). Adopted:
+  what `stores.embedder.embed_texts` does on such a CPU.
+- torch bf16w: a copy of the model with its weights converted to bfloat16 once (instead of cast
+  by autocast on every product). `--torch-only` leaves the ONNX variants out.
 - ONNX encode: the same tokenizer call as today (`SentenceTransformer.preprocess`: truncation at
   256 tokens, padding to the longest of the batch), the same length-sorted batches of 64, then one
   `InferenceSession.run` per batch (CPU provider, all graph optimisations,
@@ -322,26 +325,42 @@ def main() -> None:
     parser.add_argument("--timed", type=int, default=400, help="chunks per timed run (an even sample of --chunks)")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--torch-only", action="store_true", help="leave out the ONNX Runtime variants")
     parser.add_argument("--wait", type=float, default=300, help="longest wait (s) for other tests/benches to end")
     args = parser.parse_args()
     import onnxruntime
     import torch
 
-    from stores.embedder import _model, embed_texts, model_dir
+    from stores.embedder import _model, model_dir
 
     model = _model()
     texts, docs = load_chunks(args.datasets, args.chunks)
     timed = texts[:: max(1, len(texts) // max(1, args.timed))][: args.timed]
     queries = load_queries(args.datasets, args.queries)
-    exports = export_models(model, model_dir())
-    base = "torch (today)"
+    exports = {} if args.torch_only else export_models(model, model_dir())
+    base = "torch fp32"
 
-    def torch_bf16(texts: Sequence[str]) -> np.ndarray:
+    def torch_fp32(texts: Sequence[str]) -> np.ndarray:  # before item 3: `embed_texts` in float32 (the reference)
+        vectors = model.encode(
+            list(texts), batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def torch_bf16(texts: Sequence[str]) -> np.ndarray:  # adopted: `embed_texts` under autocast bf16
         with torch.autocast("cpu", dtype=torch.bfloat16):  # the same call, matrix products in bfloat16
-            return embed_texts(texts, BATCH)
+            return torch_fp32(texts)
 
-    variants: dict[str, Encoder] = {base: lambda t: embed_texts(t, BATCH), "torch bf16": torch_bf16}
-    for kind in KINDS:
+    bf16_weights = copy.deepcopy(model).to(torch.bfloat16)
+
+    def torch_bf16w(texts: Sequence[str]) -> np.ndarray:  # measured, not adopted: weights converted once
+        vectors = bf16_weights.encode(
+            list(texts), batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        rows = np.asarray(vectors, dtype=np.float32)
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    variants: dict[str, Encoder] = {base: torch_fp32, "torch bf16": torch_bf16, "torch bf16w": torch_bf16w}
+    for kind in () if args.torch_only else KINDS:
         for threads in (1, 2):
             variants[f"onnx {kind} t{threads}"] = onnx_encoder(model, REPO / exports["files"][kind], threads)
     names = list(variants)
@@ -363,8 +382,9 @@ def main() -> None:
     vectors = {base: variants[base](texts)}
     qvecs = {base: variants[base](queries)}
     vectors["bf16"], qvecs["bf16"] = torch_bf16(texts), torch_bf16(queries)
+    vectors["bf16w"], qvecs["bf16w"] = torch_bf16w(texts), torch_bf16w(queries)
     thread_drift = {}
-    for kind in KINDS:
+    for kind in () if args.torch_only else KINDS:
         two, one = variants[f"onnx {kind} t2"], variants[f"onnx {kind} t1"]
         vectors[kind], qvecs[kind] = two(texts), two(queries)
         thread_drift[kind] = float(np.max(np.abs(one(texts[:BATCH]) - two(texts[:BATCH]))))
@@ -399,7 +419,7 @@ def main() -> None:
         "cpu_flags": sorted(set(Path("/proc/cpuinfo").read_text().split()) & {"avx512_vnni", "amx_int8", "amx_bf16"}),
         "versions": {
             "torch": torch.__version__,
-            "onnxruntime": onnxruntime.__version__,
+            "onnxruntime": None if args.torch_only else onnxruntime.__version__,
             "python": platform.python_version(),
         },
         "export": exports,
