@@ -119,7 +119,9 @@ class IndexFeed:
         self.out_dir = out_dir
         self.threads = threads or default_threads()
         self.added = 0
-        self._tmp = Path(tempfile.mkdtemp(prefix="quarry-lucene-", dir=out_dir.parent))
+        # The pipes live in the system's temporary folder, not beside the index: a FIFO takes no
+        # space, and some filesystems a QUARRY_HOME may sit on (SMB, some FUSE mounts) refuse them.
+        self._tmp = Path(tempfile.mkdtemp(prefix="quarry-lucene-"))
         self._proc: subprocess.Popen[bytes] | None = None
         self._pipes = [self._tmp / "in" / f"part{i:02d}.jsonl" for i in range(self.threads)]
         self._shards: list[IO[bytes] | None] = [None] * self.threads
