@@ -119,9 +119,7 @@ class IndexFeed:
         self.out_dir = out_dir
         self.threads = threads or default_threads()
         self.added = 0
-        # The pipes live in the system's temporary folder, not beside the index: a FIFO takes no
-        # space, and some filesystems a QUARRY_HOME may sit on (SMB, some FUSE mounts) refuse them.
-        self._tmp = Path(tempfile.mkdtemp(prefix="quarry-lucene-"))
+        self._tmp = _pipe_folder(out_dir.parent, self.threads)
         self._proc: subprocess.Popen[bytes] | None = None
         self._pipes = [self._tmp / "in" / f"part{i:02d}.jsonl" for i in range(self.threads)]
         self._shards: list[IO[bytes] | None] = [None] * self.threads
@@ -133,9 +131,6 @@ class IndexFeed:
         """Start the indexer; the JVM's start (a second or two) overlaps the first documents,
         which wait in memory (up to `EARLY_BYTES`) until it has opened its pipes."""
         try:
-            self._pipes[0].parent.mkdir()
-            for pipe in self._pipes:
-                os.mkfifo(pipe, 0o600)
             with open(self._log, "wb") as log:  # a file, not a pipe: nobody has to read it while indexing
                 self._proc = subprocess.Popen(
                     _dying_with_parent(index_command(self._pipes[0].parent, self.out_dir, self.threads)),
@@ -254,6 +249,24 @@ class IndexFeed:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._abort()
+
+
+def _pipe_folder(beside: Path, threads: int) -> Path:
+    """A new folder holding `in/part00.jsonl`… as named pipes: beside the index (in the staging
+    folder, so a killed writer's pipes are tidied with it), or in the system's temporary folder
+    where that filesystem refuses FIFOs (SMB, some FUSE mounts)."""
+    for where in (beside, None):
+        folder = Path(tempfile.mkdtemp(prefix="quarry-lucene-", dir=where))
+        try:
+            (folder / "in").mkdir()
+            for i in range(threads):
+                os.mkfifo(folder / "in" / f"part{i:02d}.jsonl", 0o600)
+            return folder
+        except OSError:
+            shutil.rmtree(folder, ignore_errors=True)
+            if where is None:
+                raise
+    raise AssertionError("unreachable")
 
 
 def build_index(

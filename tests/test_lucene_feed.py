@@ -6,10 +6,12 @@ its caller ends the build with one clear error — never a hang, an orphan JVM o
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,19 +48,19 @@ def test_an_ingest_indexes_in_one_pass_what_files_would_give(tmp_path: Path) -> 
         assert col.lucene.ranking(query, 1000) == reference.ranking(query, 1000), query
 
 
-def pipe_folders() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("quarry-lucene-*")}
+def pipe_folders(*beside: Path) -> set[str]:
+    return {p.name for where in (Path(tempfile.gettempdir()), *beside) for p in where.glob("quarry-lucene-*")}
 
 
 def test_documents_given_before_the_indexer_started_are_all_indexed(tmp_path: Path) -> None:
     """Everything is added before the JVM can have opened its pipes (a 20-document feed takes
     microseconds), so every line goes through the early buffer; the count must still match."""
-    before = pipe_folders()
+    before = pipe_folders(tmp_path)
     with IndexFeed(tmp_path / "idx", threads=2) as feed:
         for rec in records(20):
             feed.add(rec)
         assert feed.finish() == 20
-    assert pipe_folders() == before, "the pipes' folder is removed"
+    assert pipe_folders(tmp_path) == before, "the pipes' folder is removed"
 
 
 def test_a_lone_surrogate_is_written_escaped() -> None:
@@ -75,12 +77,12 @@ def fake_indexer(monkeypatch: pytest.MonkeyPatch, script: str) -> None:
 
 def test_an_indexer_that_fails_to_start_is_an_error_not_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_indexer(monkeypatch, "import sys; print('Error: could not start the JVM'); sys.exit(3)")
-    before = pipe_folders()
+    before = pipe_folders(tmp_path)
     with pytest.raises(QuarryError) as info:
         build_index(records(50), tmp_path / "idx", fingerprint="f", threads=2)
     assert info.value.code == "index_failed"
     assert "exit 3" in info.value.message and "could not start the JVM" in info.value.message
-    assert sorted(p.name for p in tmp_path.iterdir()) == [] and pipe_folders() == before, "nothing left behind"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [] and pipe_folders(tmp_path) == before, "nothing left behind"
 
 
 def test_an_indexer_that_dies_mid_feed_is_an_error_not_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,20 +95,36 @@ def test_an_indexer_that_dies_mid_feed_is_an_error_not_a_hang(tmp_path: Path, mo
         "[pipes[0].readline() for _ in range(3)]\n"
         "print('java.lang.OutOfMemoryError: Java heap space'); sys.exit(1)\n",
     )
-    before = pipe_folders()
+    before = pipe_folders(tmp_path)
     many = [DocRecord(docid=f"d{i}", title=f"doc {i}", text="retrieval " * 400) for i in range(20_000)]
     with pytest.raises(QuarryError) as info:
         build_index(many, tmp_path / "idx", fingerprint="f", threads=2)
     assert info.value.code == "index_failed" and "OutOfMemoryError" in info.value.message
-    assert sorted(p.name for p in tmp_path.iterdir()) == [] and pipe_folders() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [] and pipe_folders(tmp_path) == before
 
 
 def test_a_caller_that_fails_mid_feed_leaves_no_indexer_running(tmp_path: Path) -> None:
-    before = pipe_folders()
+    before = pipe_folders(tmp_path)
     feed = IndexFeed(tmp_path / "idx", threads=2)
     with pytest.raises(RuntimeError, match="store failed"), feed:
         for rec in records(30):
             feed.add(rec)
         raise RuntimeError("store failed")
     assert feed._proc is not None and feed._proc.poll() is not None, "the indexer was stopped"
-    assert pipe_folders() == before
+    assert pipe_folders(tmp_path) == before
+
+
+def test_pipes_go_to_the_temp_folder_where_the_filesystem_refuses_fifos(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = os.mkfifo
+
+    def refuse_beside_the_index(path: Any, mode: int = 0o666) -> None:
+        if str(path).startswith(str(tmp_path)):
+            raise PermissionError(1, "Operation not permitted", str(path))
+        real(path, mode)
+
+    monkeypatch.setattr(os, "mkfifo", refuse_beside_the_index)
+    meta = build_index(records(30), tmp_path / "idx", fingerprint="f", threads=2)
+    assert meta.documents == 30 and LuceneIndex(tmp_path / "idx").search("retrieval")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
