@@ -259,9 +259,11 @@ def store_and_index(
     began = time.perf_counter()
     with IndexFeed(staging / "lucene") as feed:
         write_corpus_db(staging / "corpus.sqlite", src, name, progress, each=feed.add)
-        if progress:
-            progress("indexing", feed.added, len(src.records))
+        if progress:  # the indexer ends with what the pipes still hold and its merge: no count to show
+            progress("indexing", 0, None)
         count = feed.finish()
+    if progress:
+        progress("indexing", count, count)
     return write_meta(staging / "lucene", fingerprint, *params, count, time.perf_counter() - began)
 
 

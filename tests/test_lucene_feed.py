@@ -128,3 +128,19 @@ def test_pipes_go_to_the_temp_folder_where_the_filesystem_refuses_fifos(
     meta = build_index(records(30), tmp_path / "idx", fingerprint="f", threads=2)
     assert meta.documents == 30 and LuceneIndex(tmp_path / "idx").search("retrieval")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+
+
+def test_an_ingest_reports_reading_storing_then_indexing(tmp_path: Path) -> None:
+    """Progress a user sees: the store pass counts documents (they are indexed as they are stored);
+    the indexer's tail (what its pipes hold, its merge) shows as indexing without a count, then done."""
+    seen: list[tuple[str, int, int | None]] = []
+    ingest(
+        write_jsonl(tmp_path / "docs.jsonl", topic_docs(40)),
+        "shown",
+        home=tmp_path / "home",
+        progress=lambda *a: seen.append(a),
+    )
+    stages = [stage for stage, _, _ in seen]
+    assert stages.index("reading") < stages.index("storing") < stages.index("indexing")
+    assert ("storing", 40, 40) in seen
+    assert seen[-2:] == [("indexing", 0, None), ("indexing", 40, 40)]
