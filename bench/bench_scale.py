@@ -125,15 +125,10 @@ def anserini_alone(col: Any, scratch: Path) -> float:
     "ingest ≤ 1.5× Anserini's own time on the same export". Run after the ingest, alone."""
     import shutil
 
-    from stores.lucene_build import default_threads, index_line, run_index_collection
+    from stores.lucene_build import default_threads, run_index_collection, write_json_collection
 
     threads = default_threads()
-    (scratch / "in").mkdir(parents=True)
-    shards = [open(scratch / "in" / f"part{i:02d}.jsonl", "wb") for i in range(threads)]  # noqa: SIM115
-    for no, rec in enumerate(col.corpus.iter_records()):
-        shards[no % threads].write(index_line(rec))
-    for shard in shards:
-        shard.close()
+    write_json_collection(col.corpus.iter_records(), scratch / "in", threads)
     began = time.perf_counter()
     run_index_collection(scratch / "in", scratch / "index", threads)
     seconds = time.perf_counter() - began

@@ -31,7 +31,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ from nodes.tools.corpus import ToolSession
 from nodes.tools.results import SearchPage
 from stores.collection import Collection, ingest
 from stores.jvm import pyserini_lucene
-from stores.lucene_build import build_index, run_index_collection
+from stores.lucene_build import build_index, run_index_collection, write_json_collection
 from workflows.process_exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
@@ -158,26 +157,10 @@ def profile_search(col: Collection, top: int = 25) -> str:
 # -- indexing ----------------------------------------------------------------------------------
 
 
-def export_json_collection(col: Collection, folder: Path, threads: int) -> int:
-    """The same documents and shard layout Quarry's build exports, written ahead of time."""
-    folder.mkdir(parents=True)
-    count = 0
-    with ExitStack() as shard_files:
-        shards = [
-            shard_files.enter_context(open(folder / f"part{i:02d}.jsonl", "w", encoding="utf-8"))
-            for i in range(threads)
-        ]
-        for count, rec in enumerate(col.corpus.iter_records(), start=1):
-            shards[count % threads].write(
-                json.dumps({"id": rec.docid, "contents": rec.index_contents()}, ensure_ascii=False) + "\n"
-            )
-    return count
-
-
 def bench_index(col: Collection, scratch: Path, threads: int, reps: int) -> dict[str, Any]:
     meta = col.lucene.meta
     exported = scratch / "exported"
-    documents = export_json_collection(col, exported, threads)
+    documents = write_json_collection(col.corpus.iter_records(), exported, threads)
     t_quarry: list[float] = []
     t_raw: list[float] = []
     for rep in range(reps):

@@ -19,7 +19,7 @@ import stores.lucene_build as lucene_build
 from stores.collection import Collection, ingest
 from stores.errors import QuarryError
 from stores.lucene import META_FILE, LuceneIndex
-from stores.lucene_build import IndexFeed, build_index, index_line, run_index_collection
+from stores.lucene_build import IndexFeed, build_index, index_line, run_index_collection, write_json_collection
 from stores.records import DocRecord
 from tests.fakes import topic_docs, write_jsonl
 
@@ -37,10 +37,7 @@ def test_an_ingest_indexes_in_one_pass_what_files_would_give(tmp_path: Path) -> 
     col = Collection("feed", home)
     assert col.lucene.meta.documents == 300
     export = tmp_path / "export"
-    export.mkdir()
-    with open(export / "part00.jsonl", "wb") as fh:
-        for rec in col.corpus.iter_records():
-            fh.write(index_line(rec))
+    assert write_json_collection(col.corpus.iter_records(), export, 1) == 300
     assert run_index_collection(export, tmp_path / "reference", 1) == 300
     shutil.copy(col.paths.lucene_dir / META_FILE, tmp_path / "reference")  # the same k1/b
     reference = LuceneIndex(tmp_path / "reference")
