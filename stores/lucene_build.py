@@ -134,17 +134,23 @@ class IndexFeed:
         self.out_dir = out_dir
         self.threads = threads or default_threads()
         self.added = 0
-        self._tmp = _pipe_folder(out_dir.parent, self.threads)
+        self._tmp: Path | None = None  # the pipes' folder, made on entering (nothing to leak before)
         self._proc: subprocess.Popen[bytes] | None = None
-        self._pipes = [self._tmp / "in" / f"part{i:02d}.jsonl" for i in range(self.threads)]
+        self._pipes: list[Path] = []
         self._shards: list[IO[bytes] | None] = [None] * self.threads
         self._early: list[bytes] | None = []  # lines given before the indexer opened every pipe
         self._early_bytes = 0
-        self._log = self._tmp / "indexer.log"
+
+    @property
+    def _log(self) -> Path:
+        assert self._tmp is not None, "IndexFeed is used as a context manager"
+        return self._tmp / "indexer.log"
 
     def __enter__(self) -> IndexFeed:
         """Start the indexer; the JVM's start (a second or two) overlaps the first documents,
         which wait in memory (up to `EARLY_BYTES`) until it has opened its pipes."""
+        self._tmp = _pipe_folder(self.out_dir.parent, self.threads)
+        self._pipes = [self._tmp / "in" / f"part{i:02d}.jsonl" for i in range(self.threads)]
         try:
             with open(self._log, "wb") as log:  # a file, not a pipe: nobody has to read it while indexing
                 self._proc = subprocess.Popen(
@@ -226,7 +232,7 @@ class IndexFeed:
         return indexed
 
     def _output(self) -> str:
-        return self._log.read_text(encoding="utf-8", errors="replace") if self._log.is_file() else ""
+        return self._log.read_text(encoding="utf-8", errors="replace") if self._tmp and self._log.is_file() else ""
 
     def _failure(self) -> QuarryError:
         """The indexer's error, once it has ended: the other pipes are closed so that it reads
@@ -253,7 +259,8 @@ class IndexFeed:
     def _abort(self) -> None:
         self._kill()
         self._close_shards()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _close_shards(self) -> None:
         for shard in self._shards:
@@ -269,19 +276,25 @@ class IndexFeed:
 def _pipe_folder(beside: Path, threads: int) -> Path:
     """A new folder holding `in/part00.jsonl`… as named pipes: beside the index (in the staging
     folder, so a killed writer's pipes are tidied with it), or in the system's temporary folder
-    where that filesystem refuses FIFOs (SMB, some FUSE mounts)."""
+    where that filesystem refuses FIFOs (SMB, some FUSE mounts); a clear error where both do."""
+    refused: list[str] = []
     for where in (beside, None):
-        folder = Path(tempfile.mkdtemp(prefix="quarry-lucene-", dir=where))
+        folder = None
         try:
+            folder = Path(tempfile.mkdtemp(prefix="quarry-lucene-", dir=where))
             (folder / "in").mkdir()
             for i in range(threads):
                 os.mkfifo(folder / "in" / f"part{i:02d}.jsonl", 0o600)
             return folder
-        except OSError:
-            shutil.rmtree(folder, ignore_errors=True)
-            if where is None:
-                raise
-    raise AssertionError("unreachable")
+        except OSError as exc:
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+            refused.append(f"{where or tempfile.gettempdir()} ({exc.strerror or exc})")
+    raise QuarryError(
+        "no_pipes",
+        "Lucene indexing reads the documents through named pipes, and no folder would hold them: " + "; ".join(refused),
+        "point TMPDIR at a folder on a local disk with free space (e.g. TMPDIR=~/tmp) and run the command again",
+    )
 
 
 def build_index(

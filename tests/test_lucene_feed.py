@@ -127,6 +127,30 @@ def test_pipes_go_to_the_temp_folder_where_the_filesystem_refuses_fifos(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
 
 
+def test_where_no_folder_takes_fifos_the_ingest_fails_with_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither the staging folder nor the system's temporary folder accepts named pipes: the
+    ingest ends with a message that names both and what to do, creates no collection and leaves
+    no pipe folder behind. A feed that is made but never entered leaves nothing either."""
+    before = pipe_folders(tmp_path)
+    IndexFeed(tmp_path / "never-entered", threads=2)
+    assert pipe_folders(tmp_path) == before
+
+    def refuse(path: Any, mode: int = 0o666) -> None:
+        raise PermissionError(1, "Operation not permitted", str(path))
+
+    monkeypatch.setattr(os, "mkfifo", refuse)
+    with pytest.raises(QuarryError) as caught:
+        ingest(write_jsonl(tmp_path / "docs.jsonl", topic_docs(10)), "nofifo", home=tmp_path / "home")
+    err = caught.value
+    assert err.code == "no_pipes" and "named pipes" in err.message and "TMPDIR" in err.hint
+    assert tempfile.gettempdir() in err.message and "Operation not permitted" in err.message
+    assert pipe_folders(tmp_path) == before
+    with pytest.raises(QuarryError, match="does not exist"):
+        Collection("nofifo", tmp_path / "home").corpus
+
+
 def test_an_ingest_reports_reading_storing_then_indexing(tmp_path: Path) -> None:
     """Progress a user sees: the store pass counts documents (they are indexed as they are stored);
     the indexer's tail (what its pipes hold, its merge) shows as indexing without a count, then done."""
