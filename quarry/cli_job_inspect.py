@@ -76,12 +76,19 @@ def job_list(
     address: AddressOpt = None,
 ) -> None:
     """This home's jobs, newest first: the job store's record, with Temporal's view of those still
-    running (a job whose worker or server died shows as Temporal sees it)."""
+    running (a job whose worker or server died shows as Temporal sees it). Below them, when the
+    server answers, the home's durable dense index builds (`quarry job watch ID` follows one);
+    `--json` keeps to the jobs (one object per job, as scripts read it)."""
     rows, temporal_view = job_rows(limit, status, collection, address)
     if json_out:
         for r in rows:
             print_json(r)
         return
+    builds = [
+        b
+        for b in temporal.dense_builds(limit, address) or []
+        if (status is None or b["status"] == status) and (collection is None or b["collection"] == collection)
+    ]
 
     def created(j: dict[str, Any]) -> str:
         return dt.datetime.fromtimestamp(j["created_at"]).strftime("%Y-%m-%d %H:%M:%S")
@@ -91,6 +98,13 @@ def job_list(
         out.print(intent_table(shown, created, out.width))
     else:  # piped: whole intents, tab-separated
         sys.stdout.write("".join(line + "\n" for line in job_list_tsv(shown, created)))  # rich would expand tabs
+    if builds:
+        out.print("dense index builds (follow one: quarry job watch ID):", highlight=False)
+        for b in builds:
+            started = (
+                dt.datetime.fromtimestamp(b["started_at"]).strftime("%Y-%m-%d %H:%M:%S") if b["started_at"] else ""
+            )
+            out.print(safe(f"  {b['build_id']}  {b['status']}  {b['collection']}  {started}"), highlight=False)
     if temporal_view is None:
         out.print(
             f"(statuses from the job store: no Temporal server answers at {safe(temporal.current_address(address))})",

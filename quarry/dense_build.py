@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,20 @@ DENSE_PREFIX = "dense-"
 POLL_EVERY_S = 1.0  # how often a following command asks the build where it stands
 
 
+# A build id as `dense_build_id` makes it (versions as `stores.collection_versions` names them):
+# the collection is what is left between the prefix and the version.
+_BUILD_ID = re.compile(rf"^{DENSE_PREFIX}(?P<name>.+)-(?:root|\d{{8}}T\d{{6}}-\d{{9}}-\w+)-[0-9a-f]{{8}}$")
+
+
 def is_dense_build(workflow_id: str) -> bool:
     return workflow_id.startswith(DENSE_PREFIX)
+
+
+def collection_of_build(build_id: str) -> str:
+    """The collection a build id names ('' for an id not made by `dense_build_id`); builds carry
+    it in their memo too, this reads the ones started before they did."""
+    found = _BUILD_ID.match(build_id)
+    return found["name"] if found else ""
 
 
 def dense_build_id(home: Path, name: str, version: str | None) -> str:
@@ -53,6 +66,7 @@ async def start_or_attach(client: Any, home: Path, name: str, version: str | Non
         task_queue=task_queue(home),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         static_summary=f"dense index of {name}",
+        memo={"collection": name, "version": version or "root"},  # what `quarry job list` shows
     )
 
 

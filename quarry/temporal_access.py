@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from quarry.console import fail
+from quarry.dense_build import collection_of_build
 from stores.errors import QuarryError
 from stores.home import quarry_home
 from workflows.address import ENV, Resolved, resolve_address
@@ -116,4 +117,34 @@ def temporal_statuses(limit: int, address: str | None = None) -> dict[str, str] 
     try:
         return asyncio.run(main())
     except Exception:  # visibility is an addition to the job store's list, never a reason to fail it
+        return None
+
+
+def dense_builds(limit: int, address: str | None = None) -> list[dict[str, Any]] | None:
+    """This home's durable dense index builds (`quarry index NAME --dense` above the size
+    threshold, or `--durable`), newest first, as Temporal's visibility sees them: their ids (what
+    `quarry job watch` takes), status, collection and start; None when no server answers. They
+    are workflows on the home's task queue, not rows of the job store."""
+    if not reachable(current_address(address)):
+        return None
+
+    async def main() -> list[dict[str, Any]]:
+        conn = await client(address)
+        query = f'TaskQueue="{task_queue(quarry_home())}" AND WorkflowType="DenseIndexBuild"'
+        found: list[dict[str, Any]] = []
+        async for w in conn.list_workflows(query, limit=limit):
+            memo = await w.memo()
+            found.append(
+                {
+                    "build_id": w.id,
+                    "status": w.status.name.lower() if w.status else "unknown",
+                    "collection": str(memo.get("collection") or collection_of_build(w.id)),
+                    "started_at": w.start_time.timestamp() if w.start_time else None,
+                }
+            )
+        return found
+
+    try:
+        return asyncio.run(main())
+    except Exception:  # like temporal_statuses: an addition to `job list`, never a reason to fail it
         return None

@@ -17,7 +17,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.worker import Replayer
 
-from quarry.dense_build import build_error, dense_build_id, follow, runs_durable, start_or_attach
+from quarry.dense_build import build_error, collection_of_build, dense_build_id, follow, runs_durable, start_or_attach
 from stores.collection import Collection, ingest
 from stores.dense import DenseIndex, DenseMeta
 from stores.dense_sizes import DURABLE_MIN_CHUNKS
@@ -193,3 +193,13 @@ async def test_durable_build_into_a_chroma_server(
 def test_which_builds_run_durable() -> None:
     assert runs_durable(DURABLE_MIN_CHUNKS, None) and not runs_durable(DURABLE_MIN_CHUNKS - 1, None)
     assert runs_durable(10, True) and not runs_durable(10**9, False)
+
+
+def test_a_build_id_names_its_collection(tmp_path: Path) -> None:
+    """`job list` shows a build's collection from its memo, or, for a build started before builds
+    carried one, from its id — hyphens in the collection's name included."""
+    version = "20261204T144152-082117543-2f84364c"
+    for name in ("cacm", "my-coll-2", "a-20261204T144152"):
+        for v in (version, None):
+            assert collection_of_build(dense_build_id(tmp_path, name, v)) == name
+    assert collection_of_build("job-1f2e3d") == "" and collection_of_build("dense-x") == ""

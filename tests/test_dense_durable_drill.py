@@ -130,7 +130,8 @@ def quarry(home: Path, address: str, *args: str) -> subprocess.CompletedProcess:
 
 def test_index_dense_durable_from_the_command_line(home: Path, server) -> None:
     """`quarry index NAME --dense --durable` starts a worker of the home, builds, and says how to
-    follow; `job progress` and `job watch` read the build by its id; a second run reuses the index."""
+    follow; `job progress` and `job watch` read the build by its id, `job list` lists it (and
+    leaves it out for another collection); a second run reuses the index."""
     try:
         built = quarry(home, server.address, "index", "small", "--dense", "--durable", "--json")
         assert built.returncode == 0, built.stderr[-2000:]
@@ -149,6 +150,13 @@ def test_index_dense_durable_from_the_command_line(home: Path, server) -> None:
         assert watched.returncode == 0 and f"{dense['chunks']} chunks" in watched.stdout.replace(",", ""), (
             watched.stdout + watched.stderr
         )
+        listed = quarry(home, server.address, "job", "list")
+        assert listed.returncode == 0, listed.stderr[-2000:]
+        shown = [line.split() for line in listed.stdout.splitlines() if build_id in line] or [[]]
+        assert shown == [[build_id, "completed", "small", *shown[0][3:]]], listed.stdout + listed.stderr
+        assert "quarry job watch ID" in listed.stdout
+        only_other = quarry(home, server.address, "job", "list", "--collection", NAME)
+        assert build_id not in only_other.stdout, only_other.stdout
         again = quarry(home, server.address, "index", "small", "--dense")
         assert again.returncode == 0 and "dense index current; reused" in again.stdout, again.stdout + again.stderr
     finally:
