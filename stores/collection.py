@@ -49,7 +49,7 @@ from stores.incremental import Delta, diff, update_corpus_db
 from stores.locks import writer_lock
 from stores.lucene import IndexMeta, LuceneIndex
 from stores.lucene_build import IndexFeed, build_index, write_meta
-from stores.readers import CorpusSource, ProgressFn, docids, read_corpus
+from stores.readers import CorpusSource, ProgressFn, RecordStream, docids, read_corpus
 from stores.versions import tidy
 
 if TYPE_CHECKING:
@@ -178,29 +178,21 @@ def ingest(
     """Validate `path`, then atomically make it the new version of collection `name` (with its BM25 index).
 
     Into an existing collection only what changed is applied (see the module docstring);
-    `force` rebuilds everything. Bad document files are skipped and reported unless `strict`."""
+    `force` rebuilds everything. Bad document files are skipped and reported unless `strict`.
+    A new collection (or `force`) from a BEIR folder or JSONL file is validated in the pass that
+    stores and indexes it (`read_corpus(one_pass=True)`): a bad record fails the ingest at that
+    pass's end, naming every problem, and the staged version is dropped — nothing changes."""
     paths = collection_paths(name, home or quarry_home())
-    src = read_corpus(path, progress, strict=strict)
-    fingerprint = source_fingerprint(src)
-    report = IngestReport(
-        name,
-        len(src.records),
-        len(src.citations),
-        len(src.queries),
-        sorted(src.qrels),
-        unchanged=False,
-        indexed=build_lucene,
-        warnings=src.warnings,
-        answers=len(src.answers),
-        added=len(src.records),
-        skipped=tuple(src.skipped),
-        unsupported=tuple(src.unsupported),
-    )
+    src = read_corpus(path, progress, strict=strict, one_pass=force or not paths.corpus_db.is_file())
     with writer_lock(paths.root, name):
         paths = collection_paths(name, home or quarry_home())  # the version current now that we hold the lock
         tidy(paths)
         previous, _ = index_meta(paths)
         if paths.corpus_db.is_file() and not force:
+            if isinstance(src.records, RecordStream) and not src.records.checked:
+                src.records.check()  # made by another ingest since: compared, not written afresh
+            fingerprint = source_fingerprint(src)
+            report = _report(name, src, build_lucene)
             old = CorpusStore(paths.corpus_db, name)
             same, old_fp, hashes = old.fingerprint == fingerprint, old.fingerprint, old.hashes()
             old.close()
@@ -235,30 +227,47 @@ def ingest(
         staging = new_staging(paths)
         try:
             if build_lucene:
-                store_and_index(staging, src, name, fingerprint, bm25_params(paths, previous, k1, b), progress)
+                fingerprint = store_and_index(
+                    staging, src, name, bm25_params(paths, previous, k1, b), progress
+                ).fingerprint
             else:
-                write_corpus_db(staging / "corpus.sqlite", src, name, progress)
+                fingerprint = write_corpus_db(staging / "corpus.sqlite", src, name, progress)
             note = carry_dense_over(paths, name, staging, fingerprint) if paths.corpus_db.is_file() else None
             commit_version(paths, staging, fingerprint)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    report = _report(name, src, build_lucene)
     return replace(report, warnings=[*report.warnings, note]) if note else report
 
 
+def _report(name: str, src: CorpusSource, indexed: bool) -> IngestReport:
+    """What an ingest of `src` reports before it is compared with the collection: all added."""
+    return IngestReport(
+        name,
+        len(src.records),
+        len(src.citations),
+        len(src.queries),
+        sorted(src.qrels),
+        unchanged=False,
+        indexed=indexed,
+        warnings=src.warnings,
+        answers=len(src.answers),
+        added=len(src.records),
+        skipped=tuple(src.skipped),
+        unsupported=tuple(src.unsupported),
+    )
+
+
 def store_and_index(
-    staging: Path,
-    src: CorpusSource,
-    name: str,
-    fingerprint: str,
-    params: tuple[float, float],
-    progress: ProgressFn | None,
+    staging: Path, src: CorpusSource, name: str, params: tuple[float, float], progress: ProgressFn | None
 ) -> IndexMeta:
     """Store the documents and build their BM25 index in one pass: each record goes to the
-    corpus database and to Anserini's pipes as it is read, so the two run side by side
-    (`stores.lucene_build`); then the indexer finishes (merges its segments)."""
+    corpus database and to Anserini's pipes as it is read (and, from an unchecked stream, as it
+    is validated), so the two run side by side (`stores.lucene_build`); then the indexer
+    finishes (merges its segments)."""
     began = time.perf_counter()
     with IndexFeed(staging / "lucene") as feed:
-        write_corpus_db(staging / "corpus.sqlite", src, name, progress, each=feed.add)
+        fingerprint = write_corpus_db(staging / "corpus.sqlite", src, name, progress, each=feed.add)
         if progress:  # the indexer ends with what the pipes still hold and its merge: no count to show
             progress("indexing", 0, None)
         count = feed.finish()

@@ -117,12 +117,16 @@ def write_corpus_db(
     each: Callable[[DocRecord], None] | None = None,
 ) -> str:
     """Write a complete corpus database at `path` (which must not exist); return its fingerprint.
-    `each` sees every record as it is stored (see `insert_records`)."""
-    fingerprint = source_fingerprint(src)
+    `each` sees every record as it is stored (see `insert_records`). The records of an unchecked
+    stream are validated in this same pass: their count and fingerprint are known at its end."""
+    checked = not isinstance(src.records, RecordStream) or src.records.checked
     con = sqlite3.connect(path)
     try:
         con.executescript(SCHEMA)
-        insert_records(con, src.records, 0, progress, len(src.records), each)
+        insert_records(con, src.records, 0, progress, len(src.records) if checked else None, each)
+        if progress and not checked:
+            progress("storing", len(src.records), len(src.records))
+        fingerprint = source_fingerprint(src)
         replace_extras(con, src)
         meta = {
             "name": name,

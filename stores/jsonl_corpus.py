@@ -183,6 +183,11 @@ class RecordStream:
     that fingerprints start from. A later pass that reads different bytes (the file changed
     during the ingest) raises IngestError at its end, before anything it fed is committed.
 
+    A stream made `unchecked` has not been validated yet: its first pass *is* the validating read,
+    yielding each record as it passes (a fresh ingest stores and indexes them in that same pass
+    instead of reading the file twice); at its end the stream is `checked` (ids, digest and
+    length known) or the pass raises the IngestError naming every problem.
+
     Document files (PDF, HTML, …) are parsed once into a spool of records (`spooled`: one
     DocRecord JSON per line, in a temporary folder `keep` holds for the stream's life): parsing a
     PDF again on every pass would cost more than writing its text once."""
@@ -199,6 +204,26 @@ class RecordStream:
     ) -> None:
         self.path, self.ids, self.digest, self._raw = path, ids, digest, raw
         self._spooled, self._keep = spooled, keep
+        self._unchecked: tuple[Problems, ProgressFn | None, list[str], Callable[[], None]] | None = None
+
+    @classmethod
+    def unchecked(
+        cls, path: Path, problems: Problems, progress: ProgressFn | None, warnings: list[str], then: Callable[[], None]
+    ) -> RecordStream:
+        """A stream whose first pass validates the file (problems go to `problems`, warnings to
+        `warnings`); `then` runs at that pass's end and raises IngestError when there were problems."""
+        stream = cls(path, {}, hashlib.sha256(), "")
+        stream._unchecked = (problems, progress, warnings, then)
+        return stream
+
+    @property
+    def checked(self) -> bool:
+        return self._unchecked is None
+
+    def check(self) -> None:
+        """The validating pass alone, for a stream made `unchecked` that is not stored after all."""
+        for _ in self:
+            pass
 
     def _parse(self, line: bytes) -> DocRecord | None:
         if not line.strip():
@@ -209,6 +234,9 @@ class RecordStream:
         return len(self.ids)
 
     def __iter__(self) -> Iterator[DocRecord]:
+        if self._unchecked is not None:
+            yield from self._checking(*self._unchecked)
+            return
         raw = hashlib.sha256()
         with self.path.open("rb") as fh:
             for line in fh:
@@ -225,13 +253,32 @@ class RecordStream:
                 "nothing was changed; ingest again once the file is complete",
             )
 
+    def _checking(
+        self, problems: Problems, progress: ProgressFn | None, warnings: list[str], then: Callable[[], None]
+    ) -> Iterator[DocRecord]:
+        """The validating pass, yielding each valid record; once a problem is found nothing more is
+        yielded (the ingest will fail: the rest is only read for its problems)."""
+        problems.clear()
+        self.ids, self.digest, raw = {}, hashlib.sha256(), hashlib.sha256()
+        for rec in _checked_records(self.path, problems, progress, warnings, self.ids, self.digest, raw):
+            if not problems:
+                yield rec
+        self._raw, self._unchecked = raw.hexdigest(), None
+        then()
 
-def read_documents(path: Path, problems: Problems, progress: ProgressFn | None, warnings: list[str]) -> RecordStream:
-    """Validate every record of a JSONL file (problems collected, not raised) and return them as
-    a RecordStream; only the ids, line numbers and two running hashes stay in memory."""
-    first_seen: dict[str, int] = {}
+
+def _checked_records(
+    path: Path,
+    problems: Problems,
+    progress: ProgressFn | None,
+    warnings: list[str],
+    first_seen: dict[str, int],
+    digest: hashlib._Hash,
+    raw: hashlib._Hash,
+) -> Iterator[DocRecord]:
+    """Validate every record of a JSONL file (problems collected, not raised), yielding the good
+    ones; `first_seen` gets each id's line, `digest` the records' canonical JSON, `raw` the bytes."""
     empty: list[str] = []
-    digest, raw = hashlib.sha256(), hashlib.sha256()
     for no, obj in _read_jsonl(path, problems, progress, raw):
         try:
             rec = record_from_json(obj)
@@ -246,11 +293,21 @@ def read_documents(path: Path, problems: Problems, progress: ProgressFn | None, 
             continue
         first_seen[rec.docid] = no
         digest.update(record_json(rec).encode())
+        yield rec
     if empty:
         shown = ", ".join(empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
         warnings.append(
             f"{path}: skipped {len(empty)} document(s) with neither title nor text (nothing to search): {shown}"
         )
+
+
+def read_documents(path: Path, problems: Problems, progress: ProgressFn | None, warnings: list[str]) -> RecordStream:
+    """Validate every record of a JSONL file (problems collected, not raised) and return them as
+    a RecordStream; only the ids, line numbers and two running hashes stay in memory."""
+    first_seen: dict[str, int] = {}
+    digest, raw = hashlib.sha256(), hashlib.sha256()
+    for _ in _checked_records(path, problems, progress, warnings, first_seen, digest, raw):
+        pass
     return RecordStream(path, first_seen, digest, raw.hexdigest())
 
 

@@ -1,10 +1,11 @@
 """Read a corpus from a BEIR folder, a JSONL file, or document files (a file or a folder of them).
 
 BEIR and JSONL readers validate every record and collect *all* problems as `file:line: reason`
-before anything is written, so a user fixes a bad file in one pass and a failed ingest changes
+before anything is committed, so a user fixes a bad file in one pass and a failed ingest changes
 nothing. No reader holds the documents in memory: the validating pass keeps ids and hashes, and
-each later pass (storing, indexing) reads the file again, or for document files a spool of the
-parsed records (`RecordStream`). Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX,
+each later pass (comparing, storing, indexing) reads the file again, or for document files a spool
+of the parsed records (`RecordStream`). A new collection is validated in the pass that stores and
+indexes it (`one_pass`: the file is read once; a problem drops the staged version at its end). Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX,
 text, and text files without an extension such as README or ChangeLog; see `stores.formats`) are
 read leniently by default: a bad file (unreadable, empty, undecodable, an encrypted PDF) is
 skipped and reported as `path: reason` in `CorpusSource.skipped`, files of other types (an
@@ -49,12 +50,20 @@ _FORMATS_HINT = (
 
 
 def read_corpus(
-    path: str | Path, progress: ProgressFn | None = None, *, strict: bool = False, docid_root: Path | None = None
+    path: str | Path,
+    progress: ProgressFn | None = None,
+    *,
+    strict: bool = False,
+    docid_root: Path | None = None,
+    one_pass: bool = False,
 ) -> CorpusSource:
     """Read and validate a corpus; raise `IngestError` listing every bad record.
 
     Document files are lenient unless `strict` (see the module docstring). Their ids are paths
     relative to the folder given, or to `docid_root` when given (a single file: its name).
+    With `one_pass`, a BEIR folder or JSONL file is not read here: its records come back as an
+    unchecked `RecordStream` whose first pass validates them (and then reads the BEIR extras and
+    raises what `read_corpus` would have), so a fresh ingest reads the file once.
     """
     path = Path(path).expanduser()
     problems = Problems()
@@ -67,7 +76,20 @@ def read_corpus(
         reason = unsafe_reason(path)
         if reason is not None:  # a FIFO named x.jsonl, /proc/self/environ: never opened
             raise IngestError([f"{printable_path(path)}: {reason}"], "give a regular file or a folder")
-    if path.is_dir() and (path / "corpus.jsonl").is_file():
+    beir = path.is_dir() and (path / "corpus.jsonl").is_file()
+    if one_pass and (beir or (path.is_file() and path.suffix.lower() in _JSONL_SUFFIXES)):
+        src = CorpusSource("beir" if beir else "jsonl", path)
+
+        def then() -> None:
+            if beir:
+                read_beir_extras(path, src, problems)
+            _raise_problems(src, problems)
+
+        src.records = RecordStream.unchecked(
+            path / "corpus.jsonl" if beir else path, problems, progress, src.warnings, then
+        )
+        return src
+    if beir:
         src = CorpusSource("beir", path)
         src.records = read_documents(path / "corpus.jsonl", problems, progress, src.warnings)
         read_beir_extras(path, src, problems)
@@ -96,6 +118,12 @@ def read_corpus(
         raise QuarryError(
             "bad_input", f"cannot ingest {printable_path(path)}: unsupported file type {path.suffix!r}", _FORMATS_HINT
         )
+    _raise_problems(src, problems)
+    return src
+
+
+def _raise_problems(src: CorpusSource, problems: Problems) -> None:
+    """The end of every read: an IngestError naming every problem, or saying there is nothing."""
     if problems:
         raise IngestError(
             list(problems),
@@ -104,5 +132,4 @@ def read_corpus(
             else "",
         )
     if not src.records:
-        raise IngestError([f"{path}: no documents found"])
-    return src
+        raise IngestError([f"{src.path}: no documents found"])

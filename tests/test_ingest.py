@@ -64,6 +64,55 @@ def test_bad_reingest_changes_nothing(base: Path, home: Path, src: Path) -> None
     assert leftovers("base", home) == []
 
 
+def test_a_bad_source_read_in_one_pass_fails_with_every_problem_and_changes_nothing(
+    base: Path, home: Path, src: Path
+) -> None:
+    """A new collection (or --force) is validated in the pass that stores and indexes it: good
+    records before and after the bad ones do not make it in, every problem is named (not only the
+    first), the BEIR extras are checked too, and neither a collection, a staging folder nor an
+    indexer is left behind; --force over a collection leaves it as it was."""
+    rows = [*topic_docs(20)[:6], {"_id": "x", "title": 3}, *topic_docs(20)[6:9], {"_id": "t001", "title": "dup"}]
+    folder = write_beir(src / "bad-beir", rows, queries={"q1": "retrieval"}, qrels={"test": [("q1", "t001", 1)]})
+    with (folder / "queries.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"_id": "q2"}\n')
+    before = snapshot("base", home)
+    fresh = home.parent / "one-pass-fresh"
+    for name, where, force in (("new", fresh, False), ("base", home, True)):
+        with pytest.raises(IngestError) as info:
+            ingest(folder, name, home=where, force=force)
+        problems = info.value.problems
+        assert len(problems) == 3, problems
+        assert problems[0].startswith(f"{folder / 'corpus.jsonl'}:7: ") and "title must be a string" in problems[0]
+        assert problems[1].startswith(f"{folder / 'corpus.jsonl'}:11: ") and "duplicate document id" in problems[1]
+        assert problems[2].startswith(f"{folder / 'queries.jsonl'}:2: ")
+    assert not (fresh / "collections" / "new" / "CURRENT").exists()
+    assert snapshot("base", home) == before and leftovers("base", home) == []
+    assert not [p for p in (fresh / "collections" / "new").glob("*") if p.name.startswith(".staging")]
+
+
+def test_a_new_collection_reads_its_file_once(src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Validating, storing and indexing a new collection (or --force) is one read of the file; a
+    re-ingest into an existing collection reads it to validate, then again to compare and store."""
+    path = write_jsonl(src / "once.jsonl", topic_docs(20))
+    opened: list[Path] = []
+    real_open = Path.open
+
+    def counting_open(self: Path, *args, **kwargs):
+        if self == path:
+            opened.append(self)
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    reads = []
+    for force, docs in ((False, 19), (True, 20), (False, 21)):
+        write_jsonl(path, topic_docs(docs))
+        opened.clear()
+        ingest(path, "once", home=tmp_path, force=force)
+        reads.append(len(opened))
+    assert reads == [1, 1, 2]
+    assert Collection("once", tmp_path).corpus.count() == 21
+
+
 def test_failed_index_build_keeps_the_old_corpus(
     base: Path, home: Path, src: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -85,8 +134,10 @@ def test_failed_index_build_keeps_the_old_corpus(
 def test_a_source_changed_during_the_ingest_changes_nothing(
     base: Path, home: Path, src: Path, force: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Records are read from the file again when they are stored and indexed, not kept from the
-    validating pass; a file that changed in between fails the ingest before its commit."""
+    """Into an existing collection, records are read from the file again when they are compared,
+    stored and indexed, not kept from the validating pass; a file that changed in between fails the
+    ingest before its commit. A new collection (or --force) is read once — validated as it is
+    stored and indexed — so what that one pass read is what is committed, corpus and index alike."""
     before = snapshot("base", home)
     grows = write_jsonl(src / f"grows-{force}.jsonl", topic_docs(20)[:12])
     read = collection_module.read_corpus
@@ -97,16 +148,25 @@ def test_a_source_changed_during_the_ingest_changes_nothing(
             fh.write('{"_id": "late", "title": "written after validation"}\n')
         return source
 
+    if not force:
+        monkeypatch.setattr(collection_module, "read_corpus", read_then_append)
+        with pytest.raises(IngestError) as info:
+            ingest(grows, "base", home=home)
+        assert info.value.problems == [f"{grows}: the file changed while it was being ingested"]
+        assert snapshot("base", home) == before and Collection("base", home).corpus.get("late") is None
+        assert leftovers("base", home) == []
+        return
+    forced, fresh = home.parent / "forced", home.parent / "fresh"
+    ingest(write_jsonl(src / "first.jsonl", topic_docs(2)), "forced", home=forced)
     monkeypatch.setattr(collection_module, "read_corpus", read_then_append)
-    with pytest.raises(IngestError) as info:
-        ingest(grows, "base", home=home, force=force)
-    assert info.value.problems == [f"{grows}: the file changed while it was being ingested"]
-    assert snapshot("base", home) == before and Collection("base", home).corpus.get("late") is None
-    assert leftovers("base", home) == []
-    fresh_home = home.parent / f"fresh-{force}"
-    with pytest.raises(IngestError):
-        ingest(write_jsonl(grows, topic_docs(3)), "fresh", home=fresh_home)
-    assert not (fresh_home / "collections" / "fresh" / "CURRENT").exists(), "a new collection is not created"
+    for name, where in (("forced", forced), ("fresh", fresh)):  # --force over a collection, and a new one
+        write_jsonl(grows, topic_docs(3))  # "late" is appended once the ingest has opened it, before its pass
+        report = ingest(grows, name, home=where, force=name == "forced")
+        col = Collection(name, where)
+        assert report.documents == 4 == col.corpus.stats()["documents"] and col.corpus.get("late") is not None
+        assert IndexMeta.load(col.paths.lucene_dir).documents == 4
+        assert [h.docid for h in col.lucene.search("written after validation", k=1)] == ["late"]
+        assert leftovers(name, where) == []
 
 
 def test_a_streamed_source_fingerprints_as_its_records_did(src: Path) -> None:
