@@ -280,34 +280,29 @@ def index(
 
 def durable_dense_index(col: Any, *, json_out: bool, address: str | None) -> tuple[Any, bool]:
     """`index --dense` as durable work (`workflows.dense_index`): start the build, or attach to the
-    one running for this version, and follow it to the end; (meta, reused) as `DenseIndex.ensure`
-    returns. Ctrl+C stops following, not the build."""
-    from quarry import infrastructure
+    one running for this version (`quarry.dense_start`, as the HTTP API and `quarry mcp` do), and
+    follow it to the end; (meta, reused) as `DenseIndex.ensure` returns. Ctrl+C stops following,
+    not the build."""
     from quarry import temporal_access as temporal
-    from quarry.dense_build import follow, start_or_attach
-    from stores.dense import DenseIndex, DenseMeta
-    from stores.home import ensure_home, quarry_home
+    from quarry.dense_build import follow
+    from quarry.dense_start import start_dense_build
+    from stores.dense import DenseMeta
 
-    index = DenseIndex(col.paths, col.name)
-    current = index.current_meta(col.corpus.fingerprint)
-    if current is not None:
-        return current, True
-    home = ensure_home(quarry_home())
-    infrastructure.ensure_infrastructure(home, address)
-    build_id = ""
+    started = start_dense_build(col.name, address)
+    if started.reused:
+        return started.meta, True
+    build_id = started.build_id
+    console.print(
+        f"dense index of [bold]{safe(col.name)}[/] building as durable work {safe(build_id)} "
+        f"(Ctrl+C stops following, not the build; follow: quarry job watch {safe(build_id)}; "
+        f"cancel: quarry job cancel {safe(build_id)}"
+        + (f"; Web UI: {safe(started.web_ui)}" if started.web_ui else "")
+        + ")",
+        highlight=False,
+    )
 
     async def main() -> dict[str, Any]:
-        nonlocal build_id
-        client = await temporal.client(address)
-        handle = await start_or_attach(client, home, col.name, col.version)
-        build_id = handle.id
-        ui = temporal.web_ui(handle.id, address)
-        console.print(
-            f"dense index of [bold]{safe(col.name)}[/] building as durable work {safe(handle.id)} "
-            f"(Ctrl+C stops following, not the build; follow: quarry job watch {safe(handle.id)}; "
-            f"cancel: quarry job cancel {safe(handle.id)}" + (f"; Web UI: {safe(ui)}" if ui else "") + ")",
-            highlight=False,
-        )
+        handle = (await temporal.client(address)).get_workflow_handle(build_id)
         with embedding_progress(quiet=json_out, note="(MiniLM, durable dense index)") as progress:
             return await follow(handle, progress)
 

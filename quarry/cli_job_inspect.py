@@ -257,14 +257,12 @@ def watch_dense_build(build_id: str, address: str | None) -> None:
 
 
 def dense_build_progress(build_id: str, address: str | None) -> dict[str, Any]:
-    """A dense index build's answer to its `progress` query (its outcome's stage once it ended)."""
-
-    async def main() -> dict[str, Any]:
-        handle = (await temporal.client(address)).get_workflow_handle(build_id)
-        return await handle.query("progress", rpc_timeout=timedelta(seconds=5))
+    """A dense index build's answer to its `progress` query (its outcome's stage once it ended),
+    with Temporal's status of it (`quarry.dense_start.build_status`)."""
+    from quarry.dense_start import build_status
 
     try:
-        return temporal.attempt(main(), build_id, address)
+        return build_status(build_id, address)
     except QuarryError as err:
         fail(err)
 

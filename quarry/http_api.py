@@ -29,6 +29,8 @@ from quarry.http_common import ERRORS, Service
 from quarry.job_actions import STEER_MAX_CHARS
 from quarry.service_models import (
     CollectionsResult,
+    DenseBuildStarted,
+    DenseBuildStatus,
     DocumentResult,
     JobEventsPage,
     JobList,
@@ -118,6 +120,25 @@ def read_document(
 ) -> DocumentResult:
     """A document's numbered lines (line 1 is its title), `limit` from `offset`."""
     return service.read_document(collection, docid, offset, limit)
+
+
+@router.post("/collections/{collection}/dense-index", status_code=202, tags=["collections"])
+def build_dense_index(collection: Collection, service: Service, response: Response) -> DenseBuildStarted:
+    """Start building the collection's dense (MiniLM) index as durable work on the home's workers,
+    or attach to the build running for it; the id comes back at once (reused: nothing to build)."""
+    started = service.build_dense_index(collection)
+    if started.build_id:
+        response.headers["Location"] = f"/api/dense-builds/{started.build_id}"
+    return started
+
+
+@router.get("/dense-builds/{build_id}", tags=["collections"])
+def dense_build_status(
+    build_id: Annotated[str, Path(max_length=300, description="A build id as dense-index returned it")],
+    service: Service,
+) -> DenseBuildStatus:
+    """Where a dense index build stands: batches and chunks done, chunks/s, time left, its status."""
+    return service.dense_build_status(build_id)
 
 
 # -- jobs -------------------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ from quarry.cli_job_inspect import JOBS_LISTED
 from quarry.service import QuarryService
 from quarry.service_models import (
     CollectionsResult,
+    DenseBuildStarted,
+    DenseBuildStatus,
     DocumentResult,
     JobList,
     JobResult,
@@ -56,7 +58,9 @@ INSTRUCTIONS = (
     "and read a document with read_document(collection, docid). For a research question that needs "
     "many searches, start_job(collection, intent) runs a durable search job: wait_for_job(job_id) "
     "until finished is true (or poll job_status), then job_result(job_id). A job survives this "
-    "session: its id is enough to get its result later. Every docid returned exists in the collection."
+    "session: its id is enough to get its result later. Every docid returned exists in the collection. "
+    "build_dense_index(collection) builds the index the semantic channel searches in full (poll "
+    "dense_build_status(build_id))."
 )
 
 
@@ -147,6 +151,22 @@ def build_server(address: str | None = None) -> Any:
         """Read a document by numbered lines (line 1 is its title), `limit` lines from `offset`.
         Use a docid exactly as search returned it; continue from next_offset."""
         return service.read_document(collection, docid, offset, limit)
+
+    @server.tool()
+    @translated
+    def build_dense_index(collection: str) -> DenseBuildStarted:
+        """Start building the collection's dense (MiniLM) index, which the "semantic" channel
+        searches in full (without it, semantic search re-scores the top lexical hits only). It runs
+        as durable work on the home's workers and survives this session; the build_id comes back at
+        once (reused true: the index is current, nothing to build). Poll dense_build_status(build_id)."""
+        return service.build_dense_index(collection)
+
+    @server.tool()
+    @translated
+    def dense_build_status(build_id: str) -> DenseBuildStatus:
+        """Where a dense index build stands: stage, batches and chunks done of all, chunks/s,
+        seconds left; finished is true once it has ended (status completed, failed or cancelled)."""
+        return service.dense_build_status(build_id)
 
     @server.tool()
     @translated

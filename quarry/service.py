@@ -21,6 +21,8 @@ from nodes.job.config import TOOL_LIMITS, JobConfig
 from quarry.search_sessions import SearchSessions
 from quarry.service_models import (
     CollectionsResult,
+    DenseBuildStarted,
+    DenseBuildStatus,
     DocumentResult,
     JobEventsPage,
     JobList,
@@ -123,6 +125,25 @@ class QuarryService:
             next_offset=page.last_line + 1 if page.last_line < page.total_lines else None,
             note=page.note,
         )
+
+    def build_dense_index(self, collection: str) -> DenseBuildStarted:
+        """Start the collection's durable dense index build (or attach to the running one) and
+        return its id at once, as `quarry index NAME --dense --durable` starts it."""
+        from quarry.dense_start import start_dense_build
+
+        started = start_dense_build(collection, self.address)
+        return DenseBuildStarted(
+            collection=collection, build_id=started.build_id, reused=started.reused, web_ui=started.web_ui
+        )
+
+    def dense_build_status(self, build_id: str) -> DenseBuildStatus:
+        """Where a dense index build stands, as `quarry job progress dense-…` reads it."""
+        from quarry.dense_start import build_status
+        from workflows.dense_progress import progress_line
+
+        p = build_status(build_id, self.address)
+        finished = p["status"] != "running"
+        return DenseBuildStatus.model_validate(p | {"finished": finished, "line": progress_line(p)})
 
     # -- jobs ----------------------------------------------------------------------------------------
 

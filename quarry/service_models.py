@@ -53,6 +53,30 @@ class JobStarted(BaseModel):
     web_ui: str = Field(description="The job in the Temporal Web UI ('' when unknown)")
 
 
+class DenseBuildStarted(BaseModel):
+    collection: str
+    build_id: str = Field(description="Pass to dense_build_status; '' when the current dense index was reused")
+    reused: bool = Field(description="The collection's current version already has its dense index: nothing to build")
+    web_ui: str = Field(default="", description="The build in the Temporal Web UI ('' when unknown)")
+
+
+class DenseBuildStatus(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    build_id: str
+    collection: str | None = None
+    status: str = Field(description="Temporal's: running, completed, failed, cancelled, terminated or timed_out")
+    stage: str = Field(description="planning, embedding, committing or done")
+    finished: bool
+    batches: int | None = None
+    batches_done: int | None = None
+    chunks: int | None = None
+    chunks_done: int | None = None
+    chunks_per_s: float | None = None
+    eta_s: float | None = Field(default=None, description="Seconds left at the current rate")
+    line: str = Field(description="The progress as one line a person reads")
+
+
 class JobStatus(BaseModel):
     model_config = ConfigDict(extra="ignore")
 

@@ -304,3 +304,39 @@ def test_a_taken_port_is_one_message_before_anything_is_announced(home: Path) ->
     said = taken.stdout + taken.stderr
     assert taken.returncode == 2 and "port_taken" in said and "--port" in said, said
     assert "Quarry on http" not in said and "Traceback" not in said
+
+
+def test_a_dense_index_is_built_as_durable_work_through_the_api(api: dict[str, Any]) -> None:
+    """POST .../dense-index starts the durable build and answers at once with its id; its status
+    reads as `quarry job progress` reads it, until it has embedded every chunk; asked again, the
+    current index is reused. An id that is not a build's is a declared 404."""
+    from stores.collection import ingest
+    from tests.drill_kit import wait_for
+    from tests.fakes import short_docs, write_jsonl
+
+    client, doc, home = api["client"], api["openapi"], api["home"]
+    ingest(write_jsonl(home.parent / "dense-src.jsonl", short_docs(12)), "densely", home=home)
+    started = client.post("/api/collections/densely/dense-index")
+    body = conforms(doc, "post", "/api/collections/{collection}/dense-index", started)
+    assert started.status_code == 202 and body["reused"] is False and body["build_id"].startswith("dense-densely-")
+    assert started.headers["location"] == f"/api/dense-builds/{body['build_id']}"
+
+    def status() -> dict[str, Any]:
+        answer = client.get(started.headers["location"])
+        return conforms(doc, "get", "/api/dense-builds/{build_id}", answer)
+
+    wait_for(lambda: status()["finished"], "the dense index build finishing", timeout_s=WAIT_S, every_s=0.5)
+    done = status()
+    assert done["status"] == "completed" and done["stage"] == "done" and done["collection"] == "densely", done
+    chunks = Collection("densely", home=home).corpus.stats()["chunks"]
+    assert done["chunks"] == done["chunks_done"] == chunks and str(chunks) in done["line"].replace(",", "")
+    again = conforms(
+        doc, "post", "/api/collections/{collection}/dense-index", client.post("/api/collections/densely/dense-index")
+    )
+    assert again["reused"] is True and again["build_id"] == ""
+    for bad in ("job-123", "dense-nobody-root-00000000"):
+        missing = client.get(f"/api/dense-builds/{bad}")
+        assert missing.status_code == 404, missing.text
+        assert conforms(doc, "get", "/api/dense-builds/{build_id}", missing)["code"] == "unknown_job"
+    unknown = client.post("/api/collections/nobody/dense-index")
+    assert unknown.status_code == 404 and conforms(doc, "post", "/api/collections/{collection}/dense-index", unknown)

@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 QUERY = "graph neural networks"
 TOOLS = {
     "list_collections",
+    "build_dense_index",
+    "dense_build_status",
     "search",
     "read_search_results",
     "read_document",
@@ -149,6 +151,8 @@ async def test_misuse_is_a_tool_error_with_a_hint_never_a_traceback() -> None:
         blank_steer = await client.call_tool("steer_job", {"job_id": "no-such-job", "text": "  "})
         long_wait = await client.call_tool("wait_for_job", {"job_id": "x", "timeout_s": 100_000})
         no_mark = await client.call_tool("mark_document", {"job_id": "no-such-job", "docid": "gnn03", "relevant": True})
+        no_build = await client.call_tool("dense_build_status", {"build_id": "no-such-job"})
+        dense_nope = await client.call_tool("build_dense_index", {"collection": "nope"})
     for result in (unknown_collection, unknown_docid, empty, symbols, stale_id, past_end, bad_name, job, no_job):
         assert "\nHint: " in error_text(result), result
     assert ": unknown_docid: " in error_text(unknown_docid)
@@ -159,6 +163,8 @@ async def test_misuse_is_a_tool_error_with_a_hint_never_a_traceback() -> None:
     assert "nope" in error_text(unknown_collection) and "nope" in error_text(job)
     assert ": unknown_job: " in error_text(no_job) and ": unknown_job: " in error_text(no_events)
     assert ": empty_text: " in error_text(blank_steer) and ": unknown_job: " in error_text(no_mark)
+    assert ": unknown_job: " in error_text(no_build) and "dense-" in error_text(no_build)
+    assert ": no_collection: " in error_text(dense_nope) and "nope" in error_text(dense_nope)
     assert "timeout_s" in error_text(long_wait)  # the input schema's bound (600 s)
     assert "offset" in error_text(bad_offset)  # the input schema's own check
 
