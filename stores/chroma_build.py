@@ -225,15 +225,21 @@ class NewBuild:
         model batch (n chunks), so a long build shows progress every few seconds, not once per
         write; the chunks are still written to Chroma in one call."""
         texts = [c.text for c in chunks]
-        if on_embedded is None:
+        if on_embedded is None or not texts:
             vectors = self.ef.embed(texts)
         else:
+            # Longest first, as one `encode` call orders its texts, so each model batch pads its
+            # texts to similar lengths; in chunk order every batch of 64 padded to its longest.
+            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
             step = max(1, self.ef.batch_size)
-            parts = []
-            for start in range(0, len(texts), step):
-                parts.append(self.ef.embed(texts[start : start + step]))
-                on_embedded(len(parts[-1]))
-            vectors = np.concatenate(parts) if parts else self.ef.embed([])
+            vectors = np.empty((0, 0), dtype=np.float32)
+            for start in range(0, len(order), step):
+                part = order[start : start + step]
+                embedded = self.ef.embed([texts[i] for i in part])
+                if not vectors.size:
+                    vectors = np.empty((len(texts), embedded.shape[1]), dtype=embedded.dtype)
+                vectors[part] = embedded
+                on_embedded(len(part))
         self.add_vectors(chunks, vectors)
 
     def add_vectors(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:

@@ -345,6 +345,12 @@ def test_a_build_reports_progress_after_every_model_batch(tmp_path: Path, monkey
     assert seen[0] == ("embedding", 0, total) and seen[-1] == ("embedding", total, total)
     dones = [d for _, d, _ in seen]
     assert total > 8 and dones == sorted(dones) and all(b - a <= 8 for a, b in itertools.pairwise(dones)), dones
+    # embedded longest first (less padding per model batch), yet every vector is its own chunk's
+    stored = Collection("ticks", home=tmp_path / "h").dense.chunk_vectors([d["_id"] for d in fixture_docs()])
+    for docid, items in stored.items():
+        texts = [c.text for c in col.corpus.chunks(docid)]
+        np.testing.assert_allclose(np.stack([v for _, v in items]), _hashed(texts), atol=1e-6, err_msg=docid)
+    assert sum(len(items) for items in stored.values()) == total
 
 
 def test_plain_progress_lines_every_ten_percent_or_ten_seconds_with_rate_and_time_left() -> None:

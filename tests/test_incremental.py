@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import stores.collection as collection_module
@@ -102,10 +103,13 @@ def test_adding_five_documents_embeds_exactly_their_chunks_and_search_finds_them
     fresh = Collection("inc-fresh", home)
     for query in ("zeppelin airship", "lexical ranking", "ocean"):
         assert col.lucene.search(query) == fresh.lucene.search(query)
-    # an unchanged document's vectors were carried over, not recomputed differently
+    # an unchanged document's vectors were carried over, not recomputed differently: equal up to
+    # the last bit of float32 (Chroma's cosine space normalises every vector it is given again,
+    # which can move a component by one unit in the last place; a re-embedding moves it by ~1e-3)
     kept = col.dense.chunk_vectors(["n01"])["n01"]
     assert [s for s, _ in kept] == [s for s, _ in old_vectors]
-    assert all((a == b).all() for (_, a), (_, b) in zip(kept, old_vectors, strict=True))
+    for (_, a), (_, b) in zip(kept, old_vectors, strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-7)
 
 
 def test_reingest_updates_only_what_changed_and_matches_a_fresh_ingest(tmp_path: Path, spy) -> None:

@@ -107,3 +107,36 @@ def test_a_running_worker_sees_a_new_version_and_a_job_keeps_its_own(tmp_path: P
     assert [h.docid for h in rt.collection(job).lucene.search("retrieval")] == ["a1"], "a running job keeps its version"
     tools = rt.tools({"collection": "live", "job_id": "j2", "stats": {}})
     assert tools.session.corpus.get_many(["a1", "b1"]).keys() == {"b1"}
+
+
+def test_a_failed_first_write_leaves_no_folder_and_a_relock_finds_the_lock_at_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed first ingest drops the collection folder it made (nothing but the lock was left);
+    one that existed stays. A writer whose lock file was removed between its open and its lock (the
+    folder dropped so by another) locks the file at the path instead of a deleted one."""
+    import fcntl
+    import os
+
+    new, old = tmp_path / "new", tmp_path / "old"
+    old.mkdir()
+    for root in (new, old):
+        with pytest.raises(RuntimeError), writer_lock(root, root.name, drop_if_new=True):
+            raise RuntimeError("the ingest failed")
+    assert not new.exists() and old.is_dir()
+
+    real_flock, dropped = fcntl.flock, []
+
+    def flock_after_a_drop(fd: int, op: int) -> None:
+        if not dropped:  # another writer removes the folder between this one's open and its lock
+            dropped.append(True)
+            os.unlink(new / ".lock")
+            os.rmdir(new)
+        real_flock(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock_after_a_drop)
+    with writer_lock(new, "new"):
+        assert (new / ".lock").read_text() == f"process {os.getpid()}"
+        with pytest.raises(QuarryError, match="being written"), writer_lock(new, "new"):
+            pass
+    assert dropped
