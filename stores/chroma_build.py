@@ -27,7 +27,7 @@ from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
 
 from stores.atomic import write_atomic
-from stores.embedder import MODEL_NAME, embed_texts, embedding_runtime
+from stores.embedder import MODEL_NAME, embed_in_steps, embed_texts, embedding_runtime
 from stores.errors import QuarryError
 from stores.records import Chunk
 
@@ -225,21 +225,10 @@ class NewBuild:
         model batch (n chunks), so a long build shows progress every few seconds, not once per
         write; the chunks are still written to Chroma in one call."""
         texts = [c.text for c in chunks]
-        if on_embedded is None or not texts:
+        if on_embedded is None:
             vectors = self.ef.embed(texts)
         else:
-            # Longest first, as one `encode` call orders its texts, so each model batch pads its
-            # texts to similar lengths; in chunk order every batch of 64 padded to its longest.
-            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-            step = max(1, self.ef.batch_size)
-            vectors = np.empty((0, 0), dtype=np.float32)
-            for start in range(0, len(order), step):
-                part = order[start : start + step]
-                embedded = self.ef.embed([texts[i] for i in part])
-                if not vectors.size:
-                    vectors = np.empty((len(texts), embedded.shape[1]), dtype=embedded.dtype)
-                vectors[part] = embedded
-                on_embedded(len(part))
+            vectors = embed_in_steps(texts, self.ef.batch_size, self.ef.embed, after=on_embedded)
         self.add_vectors(chunks, vectors)
 
     def add_vectors(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:

@@ -43,7 +43,7 @@ from stores.chroma_build import NewBuild, _http_client, _server_label, add_to, c
 from stores.corpus import CorpusStore
 from stores.dense import DenseIndex, DenseMeta
 from stores.dense_sizes import BATCH_CHUNKS, MODEL_BATCH
-from stores.embedder import MODEL_NAME, embed_texts, embedding_runtime
+from stores.embedder import MODEL_NAME, embed_in_steps, embed_texts, embedding_runtime
 from stores.errors import QuarryError
 from stores.home import CollectionPaths
 from stores.records import Chunk
@@ -185,15 +185,19 @@ class StagedBuild:
         if self._staged(batch, digest, chunks):
             return BatchOutcome(batch, len(chunks), embedded=False)
         self._log("start", batch, attempt)
-        parts = []
-        for start in range(0, len(chunks), MODEL_BATCH):
+
+        def stop_if_asked() -> None:
             if should_stop():
                 self._log("stopped", batch, attempt)
                 raise QuarryError("cancelled", f"batch {batch} of the dense build was cancelled", "")
-            parts.append(embed_texts([c.text for c in chunks[start : start + MODEL_BATCH]], MODEL_BATCH))
-            if on_embedded:
-                on_embedded(len(parts[-1]))
-        vectors = np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
+
+        vectors = embed_in_steps(
+            [c.text for c in chunks],
+            MODEL_BATCH,
+            lambda texts: embed_texts(texts, MODEL_BATCH),
+            before=stop_if_asked,
+            after=on_embedded,
+        )
         self._stage(batch, digest, chunks, vectors)
         self._log("done", batch, attempt)
         return BatchOutcome(batch, len(chunks), embedded=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -149,3 +149,28 @@ def embed_texts(texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
     rows = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return rows / np.where(norms > 0, norms, 1.0)  # unit length in float32, whatever the products' precision
+
+
+def embed_in_steps(
+    texts: Sequence[str],
+    batch_size: int,
+    embed: Callable[[list[str]], np.ndarray],
+    *,
+    before: Callable[[], None] | None = None,
+    after: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """`embed` (`embed_texts`, or a stand-in) one model batch of `batch_size` texts at a time, so a caller can report
+    progress after each (`after(n)`) or stop between them (`before()` may raise) — longest texts
+    first, as one `encode` call orders them, so every batch pads its texts to similar lengths (in
+    the texts' own order each batch of 64 padded to its longest: 1.76–1.95× a bare encode of the
+    same chunks, against 1.04–1.18× so; docs/performance.md). Rows come back in `texts`' order."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    vectors = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+    for start in range(0, len(order), max(1, batch_size)):
+        part = order[start : start + max(1, batch_size)]
+        if before is not None:
+            before()
+        vectors[part] = embed([texts[i] for i in part])
+        if after is not None:
+            after(len(part))
+    return vectors
