@@ -114,10 +114,7 @@ def temporal_statuses(limit: int, address: str | None = None) -> dict[str, str] 
             found.setdefault(w.id, w.status.name.lower() if w.status else "unknown")
         return found
 
-    try:
-        return asyncio.run(main())
-    except Exception:  # visibility is an addition to the job store's list, never a reason to fail it
-        return None
+    return _visibility(main())
 
 
 def dense_builds(limit: int, address: str | None = None) -> list[dict[str, Any]] | None:
@@ -144,7 +141,15 @@ def dense_builds(limit: int, address: str | None = None) -> list[dict[str, Any]]
             )
         return found
 
+    return _visibility(main())
+
+
+def _visibility(coro: Coroutine[Any, Any, Any]) -> Any:
+    """What a visibility listing returns, or None when it fails: it is an addition to the job
+    store's list, never a reason to fail it. The coroutine is closed when it could not even start
+    (called inside a running event loop), so nothing warns that it was never awaited."""
     try:
-        return asyncio.run(main())
-    except Exception:  # like temporal_statuses: an addition to `job list`, never a reason to fail it
+        return asyncio.run(coro)
+    except Exception:
+        coro.close()
         return None
