@@ -7,15 +7,22 @@ in-process. Routers consult `current_control()` for the stop signal and the budg
 Under a policy whose judge takes a second look (`nodes.policy.registry`: `llm`), verification fans out
 to librarian activities (one per batch of candidates, a LangGraph `Send` each; the run's
 `max_concurrency` bounds how many run at once) and their judgements are folded in before reflection.
+Under a policy whose round steps call no model (`one_step_rounds`: `heuristic`), a durable job runs
+each round — retrieval, verification, reflection — as one `one_round` activity (`round_`): a third
+of the task transitions, which were most of a heuristic job's cost over the same graph in-process.
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
+import time
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
+from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from graphs.control import current_control
@@ -24,6 +31,7 @@ from nodes.job.config import config_of
 from nodes.job.heartbeat import with_heartbeats
 from nodes.job.state import JobState
 from nodes.llm import librarian as librarian_mod
+from nodes.policy.registry import ONE_ROUND_NODE, spec_of
 from nodes.rounds import answer as answer_mod
 from nodes.rounds import navigator as navigator_mod
 from nodes.rounds import reflection as reflection_mod
@@ -32,6 +40,9 @@ from nodes.rounds import verification as verification_mod
 from nodes.rounds.steering import fold_steering
 
 GRAPH_NAME = "quarry-search"
+# The patch (workflow.patched) under which a job of a `one_step_rounds` policy runs each round as one
+# activity; a job started before it replays its rounds step by step, as it ran.
+ONE_STEP_ROUNDS = "one-step-rounds"
 
 
 # Async shells: the blocking node bodies run in a thread while the activity heartbeats.
@@ -57,6 +68,42 @@ async def reflection(state: JobState) -> dict:
 
 async def answer(state: JobState) -> dict:
     return await with_heartbeats(answer_mod.answer, state)
+
+
+async def round_(state: JobState) -> dict:
+    """A whole round as one step, for a policy whose round steps are quick and call no model
+    (`PolicySpec.one_step_rounds`): retrieval, verification and reflection. (The navigator stays a
+    step of its own: steering is validated against its plan, e.g. years only where the collection
+    has them.) Under Temporal that is one activity: one task transition per round
+    instead of three or four, each of which costs a job ~20-25 ms (docs/performance.md, "Whole
+    heuristic jobs"). Each step is still its own call — its span, heartbeats, stop watch and
+    progress — and after retrieval and verification the state is checkpointed (a watcher sees the
+    step; a hard stop answers from it: workflows.activities.answer_from_state). The round ends early
+    where the routers between the steps would go to answer (`must_answer`: inside an activity, what
+    the state says — a token or dollar budget's steer, the tool-call cap) or at the time budget's
+    steer (`answer_at`); a stop or a steering note reaches the workflow's router when the round ends."""
+    bodies = [retrieval_mod.retrieval, verification_mod.verification, reflection_mod.reflection]
+    current: dict[str, Any] = dict(state)
+    update: dict[str, Any] = {}
+    for body in bodies:  # the bodies are looked up at call time, like the one-step shells' (tests patch them)
+        step = await with_heartbeats(body, current)
+        update.update(step)
+        current.update(step)
+        if body in (retrieval_mod.retrieval, verification_mod.verification):
+            await asyncio.to_thread(reflection_mod.checkpoint, cast(JobState, current))
+            if await _round_ends(cast(JobState, current)):
+                break
+    return update
+
+
+async def _round_ends(state: JobState) -> bool:
+    """Whether a one-step round goes to answer after the step that made `state`."""
+    if state.get("node") == "retrieval" and not (state.get("pool") or {}).get("verified"):
+        return False  # verification applies the hard constraints: it runs once before any answer
+    if time.time() >= state.get("answer_at", math.inf):
+        return True
+    after = route_after_verification if state.get("node") == "verification" else route_after_retrieval
+    return await after(state) == "answer"
 
 
 # Errors no retry can fix fail the node at once. A `QuarryError` leaves a node's activity as an
@@ -138,10 +185,24 @@ def must_answer(state: JobState) -> bool:
     )
 
 
-async def route_start(state: JobState) -> Literal["navigator", "retrieval", "answer"]:
+def one_step_rounds(state: JobState) -> bool:
+    """Whether this job runs each round as one step (`round_`): its policy says so, it runs in a
+    workflow (in-process there is no task transition to save, so a run there goes step by step —
+    and a durable job ranking as its in-process twin does is what tests/test_workflow checks), and
+    the job started under the ONE_STEP_ROUNDS patch."""
+    if not spec_of(state).one_step_rounds or not workflow.in_workflow():
+        return False
+    return workflow.patched(ONE_STEP_ROUNDS)
+
+
+def next_round(state: JobState) -> Literal["one_round", "retrieval"]:
+    return ONE_ROUND_NODE if one_step_rounds(state) else "retrieval"
+
+
+async def route_start(state: JobState) -> Literal["navigator", "one_round", "retrieval", "answer"]:
     if not state.get("plan"):
         return "navigator"
-    return "answer" if must_answer(state) or state.get("stop_reason") else "retrieval"
+    return "answer" if must_answer(state) or state.get("stop_reason") else next_round(state)
 
 
 async def route_after_retrieval(state: JobState) -> Literal["verification", "answer"]:
@@ -169,7 +230,8 @@ async def route_after_fold(state: JobState) -> Literal["reflection", "answer"]:
     return "answer" if must_answer(state) else "reflection"
 
 
-async def route_after_reflection(state: JobState) -> Literal["steer", "retrieval", "answer", "__end__"]:
+def _round_over(state: JobState) -> Literal["steer", "answer", "__end__", ""]:
+    """Where a job goes once a round is over ('' for the next round)."""
     control = current_control()
     if must_answer(state):
         return "answer"
@@ -178,8 +240,21 @@ async def route_after_reflection(state: JobState) -> Literal["steer", "retrieval
     if state.get("stop_reason"):
         return "answer"
     if control.pause_requested:
-        return "__end__"  # END; the workflow continues-as-new with this state and resumes at retrieval
-    return "retrieval"
+        return "__end__"  # END; the workflow continues-as-new with this state and resumes at the next round
+    return ""
+
+
+async def route_after_reflection(state: JobState) -> Literal["steer", "retrieval", "answer", "__end__"]:
+    return _round_over(state) or "retrieval"
+
+
+async def route_after_round(state: JobState) -> Literal["steer", "one_round", "answer", "__end__"]:
+    return _round_over(state) or ONE_ROUND_NODE
+
+
+async def route_to_round(state: JobState) -> Literal["one_round", "retrieval"]:
+    """After the navigator or a steer: the next round, in one step or step by step."""
+    return next_round(state)
 
 
 async def steer(state: JobState) -> dict:
@@ -198,15 +273,17 @@ def make_search_graph() -> StateGraph:
     g.add_node("librarian", librarian, metadata=activity_options(600))  # type: ignore[arg-type]
     g.add_node("fold", fold, metadata=activity_options(120))
     g.add_node("reflection", reflection, metadata=activity_options(600))
+    g.add_node(ONE_ROUND_NODE, round_, metadata=activity_options(1200))  # retrieval + verification + reflection
     g.add_node("steer", steer, metadata={"execute_in": "workflow"})
     g.add_node("answer", answer, metadata=activity_options(600))
     g.add_conditional_edges(START, route_start)
-    g.add_edge("navigator", "retrieval")
+    g.add_conditional_edges("navigator", route_to_round)
     g.add_conditional_edges("retrieval", route_after_retrieval)
     g.add_conditional_edges("verification", route_after_verification, ["librarian", "reflection", "answer"])
     g.add_edge("librarian", "fold")
     g.add_conditional_edges("fold", route_after_fold)
     g.add_conditional_edges("reflection", route_after_reflection)
-    g.add_edge("steer", "retrieval")
+    g.add_conditional_edges("steer", route_to_round)
+    g.add_conditional_edges(ONE_ROUND_NODE, route_after_round)
     g.add_edge("answer", END)
     return g

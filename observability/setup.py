@@ -37,6 +37,7 @@ from observability.agent_span import ForcedIds
 from observability.conventions import ShapingExporter, capture_content
 from observability.jsonl_exporter import JsonlSpanExporter
 from observability.sampling import NoQuerySpans
+from observability.whole_activities import WholeActivities
 from stores.errors import QuarryError
 
 if TYPE_CHECKING:
@@ -95,11 +96,15 @@ def build_provider(service_name: str, home: Path, env: Mapping[str, str] | None 
     )
     otlp = _otlp_exporter(env)
     if otlp is not None:
-        provider.add_span_processor(BatchSpanProcessor(ShapingExporter(otlp, capture_content(env, local_file=False))))
+        provider.add_span_processor(
+            WholeActivities(BatchSpanProcessor(ShapingExporter(otlp, capture_content(env, local_file=False))))
+        )
     if trace_files_on(env):
         provider.add_span_processor(
-            SimpleSpanProcessor(
-                ShapingExporter(JsonlSpanExporter(traces_dir(home)), capture_content(env, local_file=True))
+            WholeActivities(
+                SimpleSpanProcessor(
+                    ShapingExporter(JsonlSpanExporter(traces_dir(home)), capture_content(env, local_file=True))
+                )
             )
         )
     return provider

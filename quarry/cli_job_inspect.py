@@ -19,7 +19,7 @@ from quarry.console import console, fail, out, print_json, safe, terminal_safe
 from quarry.dense_build import is_dense_build
 from quarry.ended_job import render_ended
 from quarry.export import export, suffix_hint
-from quarry.job_progress import WithStepDetail, WorkerWarmingUp, step_detail
+from quarry.job_progress import WithStepDetail, WorkerWarmingUp, step_detail, with_round_so_far
 from quarry.job_records import exit_for, final, known_job, record_termination, seen_terminated, store, trace_file
 from quarry.jobs_render import render_progress, render_result, usage_line
 from quarry.screens import intent_table, job_list_tsv
@@ -159,7 +159,7 @@ def progress_of(job_id: str, address: str | None = None) -> dict[str, Any]:
                 p["status"] = status.name.lower()
         return p
 
-    p = temporal.attempt(main(), job_id, address)
+    p = with_round_so_far(job_id, temporal.attempt(main(), job_id, address))
     if detail := step_detail(job_id, p):
         p["step_detail"] = detail
     try:

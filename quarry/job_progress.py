@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodes.llm.rate_limits import RATE_LIMIT_STAGE
+from nodes.policy.registry import ONE_ROUND_NODE, ONE_ROUND_STEPS
 from quarry.console import terminal_safe
 from quarry.job_records import store
 from stores.errors import QuarryError
 from stores.home import quarry_home
+from stores.job_events import snapshot
 from workflows.warmup import warming_for
 
 STEP_LINE_EVERY_S = 5.0  # `job watch` repeats a running step's progress at most this often
@@ -23,12 +25,36 @@ STEP_LINE_EVERY_S = 5.0  # `job watch` repeats a running step's progress at most
 def running_step(job_id: str, progress: dict[str, Any]) -> dict[str, Any] | None:
     """The running node's long step (node, stage, done, total) or None. The workflow's progress
     query cannot see inside an activity, so the step is read from the job store, where the
-    activity writes it; a step of another node than the one the job reports is over."""
+    activity writes it; a step of another node than the one the job reports is over (a one-step
+    round runs the steps ONE_ROUND_STEPS under the node ONE_ROUND_NODE)."""
     try:
         step = store().step(job_id)
     except QuarryError:
         return None
-    return step if step and step.get("node") == progress.get("node") else None
+    node = progress.get("node")
+    running = ONE_ROUND_STEPS if node == ONE_ROUND_NODE else (node,)
+    return step if step and step.get("node") in running else None
+
+
+def with_round_so_far(job_id: str, progress: dict[str, Any]) -> dict[str, Any]:
+    """The progress with what the running one-step round has done so far. The workflow knows a
+    round's state only when the round is over; the round checkpoints each of its steps to the job
+    store, so the candidates, top 5, searches and tool calls come from there while it runs."""
+    if progress.get("node") != ONE_ROUND_NODE:
+        return progress
+    try:
+        state = store().get(job_id)["state"] or {}
+    except QuarryError:
+        return progress
+    if state.get("round") != progress.get("round") or state.get("node") not in ONE_ROUND_STEPS:
+        return progress  # the round has checkpointed no step yet
+    seen = snapshot(state, str(progress.get("status", "running")))
+    return progress | {
+        "candidates": seen["candidates"],
+        "top": seen["top"][:5],
+        "searches": seen["searches"],
+        "tool_calls": int((state.get("stats") or {}).get("tool_calls", 0)),
+    }
 
 
 def step_text(step: dict[str, Any]) -> str:
@@ -70,6 +96,7 @@ class WithStepDetail:
     async def query(self, name: str, *args: Any, **kwargs: Any) -> Any:
         p = await self._handle.query(name, *args, **kwargs)
         if name == "progress" and isinstance(p, dict):
+            p = await asyncio.to_thread(with_round_so_far, self._job_id, p)
             where = (p.get("round"), p.get("node"), p.get("steps"))
             moved, self._where = where != self._where, where
             step = await asyncio.to_thread(running_step, self._job_id, p)

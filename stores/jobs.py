@@ -169,12 +169,16 @@ class JobStore:
 
     def checkpoint(self, job_id: str, state: dict[str, Any], status: str = "running", *, event: bool = True) -> None:
         """Save the latest state between rounds (creates the row if the job was started elsewhere)
-        and append what a watcher is shown of it to the job's event log (stores.job_events)."""
+        and append what a watcher is shown of it to the job's event log (stores.job_events). A
+        running checkpoint never reopens a finished job: an activity its job abandoned (cancelled,
+        out of time) may still finish a step and checkpoint after the job's final write."""
         now = time.time()
-        self._con().execute(
+        final = ",".join("?" * len(FINAL))
+        cur = self._con().execute(
             "INSERT INTO jobs (job_id, collection, intent, status, created_at, updated_at, round, state)"
             " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(job_id) DO UPDATE SET status=excluded.status,"
-            " updated_at=excluded.updated_at, round=excluded.round, state=excluded.state",
+            " updated_at=excluded.updated_at, round=excluded.round, state=excluded.state"
+            f" WHERE excluded.status IN ({final}) OR jobs.status NOT IN ({final})",
             (
                 job_id,
                 state.get("collection", ""),
@@ -184,9 +188,11 @@ class JobStore:
                 now,
                 int(state.get("round", 0)),
                 _dumps(state),
+                *FINAL,
+                *FINAL,
             ),
         )
-        if event:
+        if event and cur.rowcount > 0:
             job_events.append(self._con(), job_id, job_events.snapshot(state, status))
 
     def finish(self, job_id: str, result: dict[str, Any], state: dict[str, Any] | None = None) -> None:

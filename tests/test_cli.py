@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from nodes.policy.registry import ONE_ROUND_NODE
 from quarry.cli import app
 from stores.collection import Collection
 from tests.fakes import topic_docs, write_beir, write_jsonl
@@ -362,6 +363,11 @@ def test_job_watch_shows_the_running_step_as_job_progress_does(tmp_path: Path, m
     _fake_temporal(monkeypatch, _FakeHandle([PROGRESS]))
     shown = run(home, "job", "progress", "job-step")
     assert shown.exit_code == 0 and want in shown.stdout, shown.output
+    # A heuristic job's round runs as one step: the workflow names that node, the step its own.
+    _fake_temporal(monkeypatch, _FakeHandle([PROGRESS | {"node": ONE_ROUND_NODE}]))
+    assert want in run(home, "job", "progress", "job-step").stdout
+    _fake_temporal(monkeypatch, _FakeHandle([PROGRESS | {"node": "answer"}]))
+    assert "now:" not in run(home, "job", "progress", "job-step").stdout, "a step of another node is over"
     result = {
         "job_id": "job-step",
         "status": "completed",
@@ -377,6 +383,37 @@ def test_job_watch_shows_the_running_step_as_job_progress_does(tmp_path: Path, m
     assert lines.index(next(line for line in lines if want in line)) > lines.index(
         next(line for line in lines if line.startswith("round 1"))
     ), "under the round's header"
+
+
+def test_progress_of_a_one_step_round_shows_the_steps_it_has_checkpointed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a heuristic round runs as one activity, the workflow's progress is the state the round
+    started from; `job progress`, `job watch` and MCP's job_status add what the round checkpointed."""
+    from quarry.job_progress import with_round_so_far
+    from stores.jobs import JobStore
+
+    home = _job_home(tmp_path, monkeypatch, "job-step")
+    running = PROGRESS | {"node": ONE_ROUND_NODE, "round": 2, "candidates": 4, "tool_calls": 2}
+    assert with_round_so_far("job-step", running) == running, "no step of round 2 checkpointed yet"
+    JobStore(home / "jobs.sqlite").checkpoint(
+        "job-step",
+        {
+            "job_id": "job-step",
+            "round": 2,
+            "node": "retrieval",
+            "pool": {"seq": 3, "size": 30},
+            "top": [{"docid": f"d{i}", "score": 1.0 - i / 10} for i in range(8)],
+            "searches": [{"round": 2, "channel": "lexical", "query": "gnn molecules"}],
+            "stats": {"tool_calls": 5},
+        },
+    )
+    shown = with_round_so_far("job-step", running)
+    assert shown["candidates"] == 30 and shown["tool_calls"] == 5 and shown["node"] == ONE_ROUND_NODE
+    assert [t["docid"] for t in shown["top"]] == ["d0", "d1", "d2", "d3", "d4"]
+    assert shown["searches"] == [{"round": 2, "channel": "lexical", "query": "gnn molecules"}]
+    assert with_round_so_far("job-step", running | {"round": 3}) == running | {"round": 3}, "another round's"
+    assert with_round_so_far("job-step", PROGRESS) == PROGRESS, "a step-by-step job's progress is its own"
 
 
 def test_a_worker_running_older_code_is_restarted_by_run(tmp_path, monkeypatch, capsys) -> None:

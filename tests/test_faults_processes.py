@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from nodes.job.config import JobConfig
+from nodes.policy.registry import ONE_ROUND_NODE
 from stores.collection import ingest
 from stores.jobs import JobStore
 from tests.drill_kit import (
@@ -235,6 +236,10 @@ def test_the_home_and_what_holds_intents_are_private_after_a_job(run_over_a_stal
 # -- a paused worker -----------------------------------------------------------------------------
 
 
+# The heuristic job's verification runs inside its one-step round's activity (graphs.search_graph.round_).
+VERIFYING = ONE_ROUND_NODE
+
+
 def _verification_attempts(history) -> list[int]:
     from temporalio.api.enums.v1 import EventType
 
@@ -247,13 +252,13 @@ def _verification_attempts(history) -> list[int]:
         e.activity_task_started_event_attributes.attempt
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
-        and "verification" in scheduled.get(e.activity_task_started_event_attributes.scheduled_event_id, "")
+        and VERIFYING in scheduled.get(e.activity_task_started_event_attributes.scheduled_event_id, "")
     ]
 
 
 async def _pause_until_attempt(address: str, job_id: str, attempt: int) -> list[int]:
     """The pause itself: a stopped worker, until the server has reached `attempt` of the job's
-    pending verification activity (read every 0.2 s); the attempts seen on the way. An activity
+    pending activity running verification (read every 0.2 s); the attempts seen on the way. An activity
     that is no longer pending was given up (the old policy's failure): that fails at once."""
     client = await client_for(address)
     handle = client.get_workflow_handle(job_id)
@@ -263,9 +268,7 @@ async def _pause_until_attempt(address: str, job_id: str, attempt: int) -> list[
         if time.monotonic() > deadline:
             raise AssertionError(f"no attempt {attempt} within {PAUSE_LIMIT_S:.0f} s of pause: {seen}")
         described = await handle.describe()
-        pending = [
-            p.attempt for p in described.raw_description.pending_activities if "verification" in p.activity_type.name
-        ]
+        pending = [p.attempt for p in described.raw_description.pending_activities if VERIFYING in p.activity_type.name]
         assert pending, f"verification is no longer pending after attempts {sorted(set(seen))}: it was given up"
         seen += pending
         await asyncio.sleep(0.2)

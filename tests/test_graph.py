@@ -15,6 +15,8 @@ import pytest
 from graphs.control import Control, reset_control, use_control
 from graphs.search_graph import (
     make_search_graph,
+    one_step_rounds,
+    round_,
     route_after_reflection,
     route_after_retrieval,
     route_after_verification,
@@ -22,17 +24,21 @@ from graphs.search_graph import (
 )
 from graphs.state import initial_state
 from nodes.job.config import JobConfig
+from nodes.job.pool import further_along
 from nodes.job.runtime import NodeRuntime, configure_runtime
+from nodes.job.state import rounds_run
 from tests.conftest import LITERATURE
 
 INTENT = "graph neural networks for molecular property prediction, 2015-2020, not surveys"
-NODES = {"navigator", "retrieval", "verification", "librarian", "fold", "reflection", "steer", "answer"}
+NODES = {"navigator", "retrieval", "verification", "librarian", "fold", "reflection", "one_round", "steer", "answer"}
 # (source, target, conditional): the design's loop plus the control exits and the steer detour.
 EDGES = {
     ("__start__", "navigator", True),
     ("__start__", "retrieval", True),
+    ("__start__", "one_round", True),  # a job continued as new resumes at its next round
     ("__start__", "answer", True),
-    ("navigator", "retrieval", False),
+    ("navigator", "retrieval", True),
+    ("navigator", "one_round", True),
     ("retrieval", "verification", True),
     ("retrieval", "answer", True),
     ("verification", "reflection", True),
@@ -45,7 +51,13 @@ EDGES = {
     ("reflection", "steer", True),
     ("reflection", "answer", True),
     ("reflection", "__end__", True),
-    ("steer", "retrieval", False),
+    ("steer", "retrieval", True),
+    ("steer", "one_round", True),
+    # A one-step round (a policy's `one_step_rounds`, in a workflow) is retrieval → verification → reflection.
+    ("one_round", "one_round", True),
+    ("one_round", "steer", True),
+    ("one_round", "answer", True),
+    ("one_round", "__end__", True),
     ("answer", "__end__", False),
 }
 
@@ -100,8 +112,8 @@ def test_graph_shape_snapshot() -> None:
     for node in NODES:
         assert f"\t{node}(" in mermaid
     # Conditional edges are drawn dotted, fixed ones solid.
-    assert "verification -.-> reflection;" in mermaid and "navigator --> retrieval;" in mermaid
-    assert "steer --> retrieval;" in mermaid and "answer --> __end__;" in mermaid
+    assert "verification -.-> reflection;" in mermaid and "navigator -.-> retrieval;" in mermaid
+    assert "steer -.-> one_round;" in mermaid and "answer --> __end__;" in mermaid
 
 
 def test_nodes_declare_where_they_run() -> None:
@@ -114,6 +126,7 @@ def test_nodes_declare_where_they_run() -> None:
         "librarian": "activity",
         "fold": "activity",
         "reflection": "activity",
+        "one_round": "activity",
         "steer": "workflow",
         "answer": "activity",
     }
@@ -344,3 +357,53 @@ def test_react_graph_shape_and_placement() -> None:
         "finish": "activity",
     }
     assert graph_for("react") == REACT_GRAPH and graph_for("llm") == graph_for("heuristic") == SEARCH_GRAPH
+
+
+# -- one-step rounds ---------------------------------------------------------------------------
+
+
+def _planned(job_id: str, **config: Any) -> dict:
+    """A job's state once its navigator has planned it (the step before its first round)."""
+    from nodes.rounds.navigator import navigator
+
+    state: dict = dict(initial_state(job_id, LITERATURE, INTENT, config=JobConfig(**config)))
+    return state | navigator(state)  # type: ignore[arg-type]
+
+
+async def test_a_one_step_round_is_the_three_steps_and_checkpoints_each(runtime: NodeRuntime, control) -> None:
+    """`round_` (one activity per round under Temporal) ends where retrieval → verification →
+    reflection run one by one end, and a watcher of the job store sees each step."""
+    from nodes.rounds.reflection import reflection
+    from nodes.rounds.retrieval import retrieval
+    from nodes.rounds.verification import verification
+
+    assert not one_step_rounds(_planned("graph-1step-x")), "in-process runs go step by step"
+    stepwise = _planned("graph-1step-a")
+    for body in (retrieval, verification, reflection):
+        stepwise |= body(stepwise)  # type: ignore[arg-type]
+    one = _planned("graph-1step-b")
+    one |= await round_(one)  # type: ignore[arg-type]
+    same = ("round", "node", "queries", "top", "stats", "stop_reason", "new_high", "top_ids", "pool")
+    assert {k: one.get(k) for k in same} == {k: stepwise.get(k) for k in same}
+    assert one["node"] == "reflection" and one["round"] == 2 and rounds_run(one) == 1
+    nodes = [e.data["node"] for e in runtime.jobs.events("graph-1step-b")]
+    assert nodes[-3:] == ["retrieval", "verification", "reflection"]
+
+
+async def test_a_one_step_round_ends_at_the_budget_steer_after_verifying(runtime: NodeRuntime, control) -> None:
+    """Past `answer_at` the round goes to answer — but only once verification has applied the
+    hard constraints, as the routers between steps would; a hard stop then answers from the
+    checkpoint the round left (`further_along`)."""
+    state = _planned("graph-1step-late") | {"answer_at": 0.0}
+    update = await round_(state)  # type: ignore[arg-type]
+    assert update["node"] == "verification" and update["pool"]["verified"] > 0
+    stored = runtime.jobs.get("graph-1step-late")["state"]
+    assert stored["node"] == "verification" and further_along(state, stored) is stored
+    assert further_along(stored, state) is stored and further_along(state, None) is state
+    assert further_along(state, stored | {"job_id": "another"}) is state
+
+
+def test_rounds_run_counts_the_rounds_that_searched() -> None:
+    searches = [{"round": 1}, {"round": 1}, {"round": 2}]
+    assert rounds_run({"round": 3, "searches": searches}) == 2, "round 3 was planned, never run"
+    assert rounds_run({"round": 1}) == 1 and rounds_run({}) == 0

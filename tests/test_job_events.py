@@ -57,6 +57,18 @@ def test_a_termination_ends_the_log_once(tmp_path: Path) -> None:
     ]
 
 
+def test_a_late_checkpoint_never_reopens_a_finished_job(tmp_path: Path) -> None:
+    """An activity the job abandoned (cancelled, out of time) may finish a step after the job's
+    final write: its checkpoint changes nothing — status, state and events stay the job's end."""
+    jobs = JobStore(tmp_path / "jobs.sqlite")
+    jobs.checkpoint("job-1", state(1))
+    jobs.finish("job-1", {"status": "cancelled", "rounds": 1, "ranked": []}, state(1, node="answer"))
+    jobs.checkpoint("job-1", state(2, node="verification"))
+    row = jobs.get("job-1")
+    assert row["status"] == "cancelled" and row["state"]["node"] == "answer" and row["round"] == 1
+    assert [e.data["status"] for e in jobs.events("job-1")] == ["running", "cancelled"]
+
+
 def test_no_key_reaches_an_event(tmp_path: Path) -> None:
     jobs = JobStore(tmp_path / "jobs.sqlite")
     leaky = state(1) | {"searches": [{"round": 1, "channel": "lexical", "query": f"api_key={KEY}"}]}

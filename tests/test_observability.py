@@ -35,6 +35,7 @@ from observability import (
 )
 from observability.conventions import ShapingExporter
 from observability.tool_spans import record_tool_result
+from observability.whole_activities import WholeActivities
 from stores.errors import QuarryError
 
 
@@ -51,7 +52,9 @@ def traced(tmp_path: Path):
 def _exporters(provider: TracerProvider) -> list[object]:
     """The exporters behind a provider's processors (SDK internals: inspection only)."""
     found = []
-    for proc in provider._active_span_processor._span_processors:
+    for whole in provider._active_span_processor._span_processors:
+        assert isinstance(whole, WholeActivities), "every exporter gets an activity's spans whole"
+        proc = whole.inner
         if isinstance(proc, BatchSpanProcessor):
             found.append(("batch", _unwrap(proc._batch_processor._exporter)))
         elif isinstance(proc, SimpleSpanProcessor):

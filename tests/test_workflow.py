@@ -44,6 +44,7 @@ from graphs.search_graph import make_search_graph
 from graphs.state import initial_state
 from nodes.job.config import JobConfig
 from nodes.job.step_control import current_step
+from nodes.policy.registry import ONE_ROUND_NODE
 from nodes.ranking.ranker import HEURISTIC_ORDER
 from stores.jobs import JobStore
 from stores.verifier_file import load_verifier_file
@@ -204,9 +205,14 @@ async def test_progress_query_answers_mid_job(env, literature, quarry_home, queu
         await held.wait_entered()
         progress = await handle.query(SearchJob.progress)
         assert progress["job_id"] == handle.id and progress["status"] == "running"
-        assert progress["node"] == "retrieval" and progress["round"] == 1  # round 1 is being verified
-        assert progress["candidates"] > 0 and len(progress["top"]) == 5
-        assert progress["tool_calls"] == 2, "round 1's lexical and semantic searches, no document read yet"
+        # Round 1 runs as one activity (a one-step round): the workflow names the round and its node...
+        assert progress["node"] == ONE_ROUND_NODE and progress["round"] == 1
+        assert progress["candidates"] == 0 and progress["top"] == [], "the workflow has round 1's state at its end"
+        # ... and the round checkpointed its retrieval, which the job store (events, pages) shows now.
+        stored = JobStore(quarry_home / "jobs.sqlite").get(handle.id)["state"]
+        assert stored["node"] == "retrieval" and stored["round"] == 1 and stored["pool"]["size"] > 0
+        assert len(stored["top"]) >= 5 and stored["pool"]["verified"] == 0
+        assert stored["stats"]["tool_calls"] == 2, "round 1's lexical and semantic searches, no document read yet"
         assert progress["budget"]["seconds"] == 120 and progress["budget"]["left"] > 0
         assert not progress["budget"]["submit_now"] and not progress["stop_requested"]
         held.release()
@@ -229,7 +235,7 @@ async def test_stop_signal_answers_from_best_state(env, literature, quarry_home,
         held.release()
         result = await result_of(handle)
     assert result["status"] == "stopped" and result["stop_reason"] == "stopped"
-    assert result["rounds"] == 1 and held.calls == [1], "answered right after round 1's verification"
+    assert result["rounds"] == 1 and held.calls == [1], "answered once round 1 was over"
     assert {r["docid"] for r in result["ranked"]} == ON_TOPIC_IN_RANGE
     assert all(r["evidence"] for r in result["ranked"])
     assert JobStore(quarry_home / "jobs.sqlite").get(handle.id)["status"] == "stopped"
@@ -302,7 +308,7 @@ async def test_budget_submit_now_steer_answers_early(env, literature, quarry_hom
         progress = await poll_until(
             lambda: handle.query(SearchJob.progress), lambda p: p["budget"]["submit_now"], timeout_s=budget + 10
         )
-        assert progress["status"] == "running" and progress["node"] == "retrieval"
+        assert progress["status"] == "running" and progress["node"] == ONE_ROUND_NODE and progress["round"] == 1
         assert time.monotonic() - began >= 0.7 * budget - 0.5
         held.release()
         result = await result_of(handle)
@@ -374,6 +380,34 @@ async def test_worker_killed_mid_job_resumes_with_same_result(
 
 async def test_history_replays_without_nondeterminism(baseline) -> None:
     await assert_replays(baseline[0])
+    assert await activity_types(baseline[0]) == {"navigator", ONE_ROUND_NODE, "answer", "finish_job"}
+
+
+async def activity_types(handle: WorkflowHandle) -> set[str]:
+    """The node (or workflow activity) names of the activities a job scheduled."""
+    return {
+        e.activity_task_scheduled_event_attributes.activity_type.name.rpartition(".")[2]
+        async for e in handle.fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    }
+
+
+async def test_a_job_that_ran_its_rounds_step_by_step_still_replays(
+    env, literature, quarry_home, queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A heuristic job started before one-step rounds (no ONE_STEP_ROUNDS marker in its history)
+    replays under today's code step by step, as it ran: an upgrade does not break running jobs."""
+    import graphs.search_graph as search_graph
+
+    with monkeypatch.context() as before:  # the code before the patch: no marker, rounds step by step
+        before.setattr(search_graph, "one_step_rounds", lambda state: False)
+        async with build_worker(env.client, home=quarry_home, queue=queue):
+            handle = await start_job(env.client, queue)
+            result = await result_of(handle)
+    assert result["status"] == "completed" and result["ranked"]
+    assert {"retrieval", "verification", "reflection"} <= await activity_types(handle)
+    assert ONE_ROUND_NODE not in await activity_types(handle)
+    await assert_replays(handle)
 
 
 # -- 8. failure ----------------------------------------------------------------------------------

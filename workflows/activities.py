@@ -9,11 +9,13 @@ from temporalio import activity
 
 from nodes.job.config import config_of
 from nodes.job.heartbeat import beating
+from nodes.job.pool import further_along
 from nodes.job.runtime import runtime
+from nodes.job.state import rounds_run
 from nodes.job.usage import Usage
 from nodes.policy.registry import DEFAULT_POLICY, spec_of
 from observability.agent_span import AgentTrace, emit_agent_span
-from stores.errors import error_line
+from stores.errors import QuarryError, error_line
 from stores.redact import redact
 
 
@@ -45,11 +47,20 @@ def checkpoint_job(state: dict[str, Any]) -> None:
 def answer_from_state(state: dict[str, Any]) -> None:
     """Build the answer from the best state so far (after a hard stop or a failure), without
     calling a model (the budget is spent, or the graph could not go on); it waits in the job
-    store for `finish_job`."""
+    store for `finish_job`. A one-step round stopped part-way has checkpointed the steps it did:
+    the answer is built from that checkpoint when it is further along than `state`."""
+    state = dict(further_along(state, _stored_state(state)))
     done = spec_of(state).result_builder()(state, use_model=False)
     runtime().jobs.save_draft(
         state["job_id"], done.result | {"fallbacks": done.state_update.get("fallbacks", state.get("fallbacks", []))}
     )
+
+
+def _stored_state(state: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        return runtime().jobs.get(str(state.get("job_id")))["state"]
+    except QuarryError:  # never checkpointed
+        return None
 
 
 def _empty_result(state: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +74,7 @@ def _empty_result(state: dict[str, Any]) -> dict[str, Any]:
         "ranked": [],
         "run": [],
         "cited": [],
-        "rounds": state.get("round", 0),
+        "rounds": rounds_run(state),
     }
 
 
@@ -109,7 +120,7 @@ def finish_job(
         "status": status,
         "error": stored_error(error),
         "trajectory": trajectory,
-        "stats": dict(state.get("stats", {})) | {"rounds": state.get("round", 0)},
+        "stats": dict(state.get("stats", {})) | {"rounds": rounds_run(state)},
         "usage": Usage.from_dict(state.get("usage")).to_dict(),
         "fallbacks": result.get("fallbacks") or list(state.get("fallbacks", [])),
         "models": {"model": cfg.models.model, "judge_model": cfg.models.judge()} if spec.uses_models else None,

@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from nodes.job.config import config_of
     from nodes.job.state import Mode
     from nodes.job.usage import Usage
-    from nodes.policy.registry import DEFAULT_POLICY
+    from nodes.policy.registry import DEFAULT_POLICY, ONE_ROUND_NODE
     from observability.agent_span import with_run_start
     from stores.errors import QuarryError, error_record
     from workflows import search_attributes
@@ -111,6 +111,7 @@ class SearchJob:
         self.started_at = 0.0
         self.budget_s = 0.0
         self.indexed = False
+        self.round_running = False  # a one-step round (the graph's ONE_ROUND_NODE) is running
 
     # -- handlers ------------------------------------------------------------------------------
 
@@ -121,13 +122,14 @@ class SearchJob:
         cfg = config_of(self.state)
         usage = Usage.from_dict(self.state.get("usage"))
         which, share = budget_used(self.state) if self.state else ("", 0.0)
+        round_no, node = self._where()
         return {
             "job_id": self.state.get("job_id"),
             "status": self.status,
             "policy": self.state.get("policy", DEFAULT_POLICY),
-            "round": self.state.get("round", 0),
+            "round": round_no,
             "steps": self.state.get("steps", 0),
-            "node": self.state.get("node", "start"),
+            "node": node,
             "candidates": int((self.state.get("pool") or {}).get("size", 0)),
             "top": top,
             "budget": {
@@ -160,7 +162,7 @@ class SearchJob:
 
     @workflow.update
     def steer(self, text: str) -> dict[str, Any]:
-        note = {"text": validate_steering(text, years=self._years_known()), "round": self.state.get("round", 0)}
+        note: dict[str, Any] = {"text": validate_steering(text, years=self._years_known()), "round": self._where()[0]}
         self.control.pending_steering.append(note)
         return {"accepted": note["text"], "applies_from_round": note["round"] + 1}
 
@@ -169,6 +171,13 @@ class SearchJob:
         if self.status != "running" or self.control.answer_reason() or self.state.get("node") == "answer":
             raise ValueError("the job is already answering or finished; start a new job to change its requirements")
         validate_steering(text, years=self._years_known())
+
+    def _where(self) -> tuple[int, str]:
+        """The round the job is in and its node: while a one-step round runs, the state is the one it
+        started from (numbered with this round already) at the node before it, so the node is the
+        round's own."""
+        round_no, node = int(self.state.get("round", 0)), str(self.state.get("node", "start"))
+        return (round_no, ONE_ROUND_NODE) if self.round_running else (round_no, node)
 
     def _years_known(self) -> bool:
         """Whether the collection has publication years (the navigator records it in the plan)."""
@@ -209,6 +218,7 @@ class SearchJob:
         self.state = inp.state or dict(
             initial_state(inp.job_id, inp.collection, inp.intent, mode=mode, policy=inp.policy, config=inp.config)
         )
+        self.state["answer_at"] = self.started_at + STEER_FRACTION * self.budget_s  # a one-step round ends there
         steer_task = asyncio.create_task(self._submit_now_at(self.started_at + STEER_FRACTION * self.budget_s))
         self.indexed = inp.indexed
         drive = asyncio.create_task(self._drive(self.state, graph_for(inp.policy)))
@@ -319,7 +329,12 @@ class SearchJob:
             "recursion_limit": RECURSION_LIMIT,
             "max_concurrency": max(1, cfg.models.judge_concurrency),
         }
-        async for value in app.astream(state, config=run_config, stream_mode="values"):
+        async for mode, chunk in app.astream(state, config=run_config, stream_mode=["values", "tasks"]):
+            value = cast(dict[str, Any], chunk)
+            if mode == "tasks":  # a task starting (it has no "result" yet) or ending
+                if value.get("name") == ONE_ROUND_NODE:
+                    self.round_running = "result" not in value
+                continue
             if int(value.get("round", 0)) != int(self.state.get("round", 0)):
                 self._index(round_no=int(value.get("round", 0)))
             self.state = value

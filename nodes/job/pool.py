@@ -36,3 +36,14 @@ def store_pool(jobs: Any, state: Mapping[str, Any], candidates: Mapping[str, Can
         },
         "top": [{"docid": c["docid"], "score": round(c.get("score", 0.0), 4)} for c in ranked[:TOP]],
     }
+
+
+def further_along(state: Mapping[str, Any], stored: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """Of a job's state and its stored checkpoint, the one further along. A one-step round
+    (graphs.search_graph.round_) checkpoints after each of its steps while the workflow still holds
+    the state it started the round from; every step that changes the pool writes a higher `seq`, so
+    the higher one has done more (the same job: a checkpoint only ever grows from its own state)."""
+    if not stored or stored.get("job_id") != state.get("job_id"):
+        return state
+    seq = lambda s: int((s.get("pool") or {}).get("seq", 0))  # noqa: E731
+    return stored if seq(stored) > seq(state) else state

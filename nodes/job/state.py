@@ -93,6 +93,8 @@ class JobState(TypedDict, total=False):
     judgements: Annotated[list[dict[str, Any]], merge_judgements]
     round: int
     node: str
+    answer_at: float  # wall-clock seconds of the budget's "submit now" steer (set by the SearchJob
+    #                   workflow): a one-step round (graphs.search_graph.round_) ends there
     stop_reason: str
     steering: list[dict[str, Any]]
     new_high: int
@@ -112,6 +114,13 @@ class JobState(TypedDict, total=False):
     submitted: dict[str, Any]
     steps: int
     result: dict[str, Any]
+
+
+def rounds_run(state: Mapping[str, Any]) -> int:
+    """How many rounds searched. A reflection that plans another round numbers the state with it
+    before it runs, so a job that answers then (a stop, a budget, the tool-call cap) ran one round
+    fewer than `round` says; each search records the round it ran in."""
+    return max((int(s.get("round", 0)) for s in state.get("searches", [])), default=int(state.get("round", 0)))
 
 
 def bump(stats: dict[str, int], **deltas: int) -> dict[str, int]:

@@ -24,13 +24,17 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from stores.errors import QuarryError
 
 # The graphs a policy can run on (graphs.state maps each name to its builder).
 SEARCH_GRAPH = "quarry-search"  # navigator → retrieval → verification → reflection → answer
 REACT_GRAPH = "quarry-react"  # agent ⇄ tools → finish
+# The search graph's node that runs a whole round for a `one_step_rounds` policy, and the steps it
+# runs (progress names the node; each step writes its own long-step progress under its own name).
+ONE_ROUND_NODE: Final = "one_round"
+ONE_ROUND_STEPS = ("retrieval", "verification", "reflection")
 
 # Command-line options a policy may take beyond the common ones (PolicySpec.options).
 MODEL_OPTIONS = ("model", "max_tokens", "max_dollars")
@@ -61,6 +65,12 @@ class PolicySpec:
     #                             graph fans out (nodes.llm.librarian); verification plans the batches
     verifier: bool = False  # the shipped learned verifier (trained on this policy's scores) may reorder
     conversation: bool = False  # keeps a model conversation whose tool calls are the trajectory's steps
+    one_step_rounds: bool = False  # its round steps are quick and call no model: a whole round is one
+    #                                 activity (graphs.search_graph.round_)
+
+    def __post_init__(self) -> None:
+        if self.one_step_rounds and self.second_look:
+            raise ValueError(f"policy {self.name!r}: a one-step round cannot fan its judge out (second_look)")
 
     def takes(self, option: str) -> bool:
         return option in self.options
@@ -180,6 +190,7 @@ HEURISTIC = register(
         order=_RULE_ORDER,
         order_help=_RULE_ORDER_HELP,
         verifier=True,
+        one_step_rounds=True,
     )
 )
 LLM = register(
@@ -221,6 +232,8 @@ __all__ = [
     "HEURISTIC",
     "LLM",
     "MODEL_OPTIONS",
+    "ONE_ROUND_NODE",
+    "ONE_ROUND_STEPS",
     "POLICIES",
     "REACT",
     "REACT_GRAPH",

@@ -17,7 +17,7 @@ from nodes.job.config import config_of
 from nodes.job.pool import load_pool
 from nodes.job.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
 from nodes.job.runtime import runtime
-from nodes.job.state import JobState, model_step_update, ranked_candidates
+from nodes.job.state import JobState, model_step_update, ranked_candidates, rounds_run
 from nodes.policy.heuristic import HeuristicPolicy
 from nodes.policy.registry import DEFAULT_POLICY, spec_of
 from nodes.policy.seam import AnswerRequest
@@ -147,7 +147,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
         "run": run,
         "checklist": plan.get("checklist", []),
         "stop_reason": state.get("stop_reason", ""),
-        "rounds": state.get("round", 0),
+        "rounds": rounds_run(state),
         "queries": list(
             dict.fromkeys(
                 s.get("label") or s["query"] for s in state.get("searches", []) if s.get("label") or s["query"]

@@ -6,6 +6,8 @@ relevance-feedback terms from the best-verified documents and weight the weakest
 
 from __future__ import annotations
 
+from typing import cast
+
 from nodes.job.config import config_of
 from nodes.job.pool import load_pool
 from nodes.job.runtime import runtime
@@ -39,8 +41,14 @@ def reflection(state: JobState) -> dict:
     update = _reflect(state)
     # The round's checkpoint, written here rather than by an activity of its own (one round trip
     # less per round): the state after this round, so an interrupted job can always be shown.
-    runtime().jobs.checkpoint(state["job_id"], dict(state) | update)
+    checkpoint(cast(JobState, dict(state) | update))
     return update
+
+
+def checkpoint(state: JobState) -> None:
+    """Save the job's state to the job store (its latest checkpoint and a progress event): after
+    each round, and inside a one-step round after each step (graphs.search_graph.round_)."""
+    runtime().jobs.checkpoint(state["job_id"], dict(state))
 
 
 def _reflect(state: JobState) -> dict:
