@@ -8,8 +8,8 @@ Under a policy whose judge takes a second look (`nodes.policy.registry`: `llm`),
 to librarian activities (one per batch of candidates, a LangGraph `Send` each; the run's
 `max_concurrency` bounds how many run at once) and their judgements are folded in before reflection.
 Under a policy whose round steps call no model (`one_step_rounds`: `heuristic`), a durable job runs
-each round — retrieval, verification, reflection — as one `one_round` activity (`round_`): a third
-of the task transitions, which were most of a heuristic job's cost over the same graph in-process.
+each round — retrieval, verification, reflection — as one `one_round` activity (`round_`): under half
+the task transitions, which were most of a heuristic job's cost over the same graph in-process.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ async def round_(state: JobState) -> dict:
     (`PolicySpec.one_step_rounds`): retrieval, verification and reflection. (The navigator stays a
     step of its own: steering is validated against its plan, e.g. years only where the collection
     has them.) Under Temporal that is one activity: one task transition per round
-    instead of three or four, each of which costs a job ~20-25 ms (docs/performance.md, "Whole
+    instead of three, each of which costs a job ~20-25 ms (docs/performance.md, "Whole
     heuristic jobs"). Each step is still its own call — its span, heartbeats, stop watch and
     progress — and after retrieval and verification the state is checkpointed (a watcher sees the
     step; a hard stop answers from it: workflows.activities.answer_from_state). The round ends early
