@@ -25,14 +25,16 @@ STEP_LINE_EVERY_S = 5.0  # `job watch` repeats a running step's progress at most
 def running_step(job_id: str, progress: dict[str, Any]) -> dict[str, Any] | None:
     """The running node's long step (node, stage, done, total) or None. The workflow's progress
     query cannot see inside an activity, so the step is read from the job store, where the
-    activity writes it; a step of another node than the one the job reports is over (a one-step
-    round runs the steps ONE_ROUND_STEPS under the node ONE_ROUND_NODE)."""
+    activity writes it; a step of a node the job does not report running is over. (`running`
+    names the nodes running now, a one-step round's standing for its steps, ONE_ROUND_STEPS; a
+    worker older than it reports only `node`.)"""
     try:
         step = store().step(job_id)
     except QuarryError:
         return None
-    node = progress.get("node")
-    running = ONE_ROUND_STEPS if node == ONE_ROUND_NODE else (node,)
+    running = set(progress.get("running") or [progress.get("node")])
+    if ONE_ROUND_NODE in running or progress.get("node") == ONE_ROUND_NODE:
+        running |= set(ONE_ROUND_STEPS)
     return step if step and step.get("node") in running else None
 
 

@@ -368,6 +368,11 @@ def test_job_watch_shows_the_running_step_as_job_progress_does(tmp_path: Path, m
     assert want in run(home, "job", "progress", "job-step").stdout
     _fake_temporal(monkeypatch, _FakeHandle([PROGRESS | {"node": "answer"}]))
     assert "now:" not in run(home, "job", "progress", "job-step").stdout, "a step of another node is over"
+    # `node` is the last node that finished; `running` (a newer worker's) names the one whose step it is.
+    _fake_temporal(monkeypatch, _FakeHandle([PROGRESS | {"node": "navigator", "running": ["retrieval"]}]))
+    assert want in run(home, "job", "progress", "job-step").stdout
+    _fake_temporal(monkeypatch, _FakeHandle([PROGRESS | {"running": ["verification"]}]))
+    assert "now:" not in run(home, "job", "progress", "job-step").stdout, "retrieval's step is over"
     result = {
         "job_id": "job-step",
         "status": "completed",

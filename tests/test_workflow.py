@@ -206,7 +206,7 @@ async def test_progress_query_answers_mid_job(env, literature, quarry_home, queu
         progress = await handle.query(SearchJob.progress)
         assert progress["job_id"] == handle.id and progress["status"] == "running"
         # Round 1 runs as one activity (a one-step round): the workflow names the round and its node...
-        assert progress["node"] == ONE_ROUND_NODE and progress["round"] == 1
+        assert progress["node"] == ONE_ROUND_NODE and progress["round"] == 1 and progress["running"] == [ONE_ROUND_NODE]
         assert progress["candidates"] == 0 and progress["top"] == [], "the workflow has round 1's state at its end"
         # ... and the round checkpointed its retrieval, which the job store (events, pages) shows now.
         stored = JobStore(quarry_home / "jobs.sqlite").get(handle.id)["state"]
@@ -220,6 +220,7 @@ async def test_progress_query_answers_mid_job(env, literature, quarry_home, queu
         done = await handle.query(SearchJob.progress)
     assert result["status"] == "completed"
     assert done["status"] == "completed" and done["node"] == "answer" and done["round"] == result["rounds"]
+    assert done["running"] == [], "no node runs once the job has answered"
 
 
 # -- 3. stop signal ------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ class SearchJob:
         self.started_at = 0.0
         self.budget_s = 0.0
         self.indexed = False
-        self.round_running = False  # a one-step round (the graph's ONE_ROUND_NODE) is running
+        self.running: dict[str, int] = {}  # the graph's nodes running now (librarians run several at once)
 
     # -- handlers ------------------------------------------------------------------------------
 
@@ -130,6 +130,8 @@ class SearchJob:
             "round": round_no,
             "steps": self.state.get("steps", 0),
             "node": node,
+            # The nodes running now (`node` is the last one that finished): whose step progress to show.
+            "running": sorted(name for name, count in self.running.items() if count),
             "candidates": int((self.state.get("pool") or {}).get("size", 0)),
             "top": top,
             "budget": {
@@ -177,7 +179,7 @@ class SearchJob:
         started from (numbered with this round already) at the node before it, so the node is the
         round's own."""
         round_no, node = int(self.state.get("round", 0)), str(self.state.get("node", "start"))
-        return (round_no, ONE_ROUND_NODE) if self.round_running else (round_no, node)
+        return (round_no, ONE_ROUND_NODE) if self.running.get(ONE_ROUND_NODE) else (round_no, node)
 
     def _years_known(self) -> bool:
         """Whether the collection has publication years (the navigator records it in the plan)."""
@@ -331,9 +333,9 @@ class SearchJob:
         }
         async for mode, chunk in app.astream(state, config=run_config, stream_mode=["values", "tasks"]):
             value = cast(dict[str, Any], chunk)
-            if mode == "tasks":  # a task starting (it has no "result" yet) or ending
-                if value.get("name") == ONE_ROUND_NODE:
-                    self.round_running = "result" not in value
+            if mode == "tasks":  # a node's task starting (it has no "result" yet) or ending
+                name = str(value.get("name"))
+                self.running[name] = max(0, self.running.get(name, 0) + (-1 if "result" in value else 1))
                 continue
             if int(value.get("round", 0)) != int(self.state.get("round", 0)):
                 self._index(round_no=int(value.get("round", 0)))
