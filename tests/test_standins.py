@@ -129,7 +129,10 @@ def test_a_rate_limit_wait_reads_as_one_in_job_progress() -> None:
     assert retry_after_s(Refused(429, {"retry-after": "soon"}), 0) == 1.0, "unreadable: the default wait"
 
 
-def test_a_rate_limit_wait_outlasts_a_steer_but_not_a_stop_or_the_deadline() -> None:
+def test_a_rate_limit_wait_outlasts_a_steer_but_not_a_stop_or_the_deadline(monkeypatch) -> None:
+    import threading
+
+    import nodes.llm.rate_limits as rate_limits
     from nodes.job.step_control import StepControl
     from nodes.llm.rate_limits import wait_out
 
@@ -138,8 +141,14 @@ def test_a_rate_limit_wait_outlasts_a_steer_but_not_a_stop_or_the_deadline() -> 
     assert wait_out(0.3, steered) is True and steered.ended() == ""
     steered.stop("stopped")
     assert wait_out(30.0, steered) is False and steered.ended() == "stopped"
+    # Past the deadline the wait leaves the job's hard stop time to come first (it cancels the step) ...
     late = StepControl(deadline=0.0)  # the clock is past it
-    assert wait_out(30.0, late) is False and late.ended() == "deadline"
+    threading.Timer(0.2, late.stop, ["cancelled"]).start()
+    assert wait_out(30.0, late) is False and late.ended() == "cancelled", "it was still waiting at 0.2 s"
+    # ... and gives up by itself once that grace is over.
+    monkeypatch.setattr(rate_limits, "DEADLINE_GRACE_S", 0.3)
+    alone = StepControl(deadline=0.0)
+    assert wait_out(30.0, alone) is False and alone.ended() == "deadline"
 
 
 def test_strict_tools_are_refused_for_a_model_that_is_not_openai() -> None:

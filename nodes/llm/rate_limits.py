@@ -21,6 +21,10 @@ from nodes.job.step_control import StepControl
 SLOW_DOWN = frozenset({429, 529})  # rate limited; overloaded (Anthropic)
 FIRST_WAIT_S = 1.0  # without a retry-after: 1, 2, 4 … seconds
 SLICE_S = 0.25  # how often a wait looks at the step's control
+# Past the job's deadline a wait goes on this much longer, so the job's own hard stop (a workflow
+# timer at the same instant, which cancels this step) ends the job "budget_exhausted". Giving up at
+# the very deadline raced it: the step's fallback could finish the job "completed" first.
+DEADLINE_GRACE_S = 5.0
 RATE_LIMIT_STAGE = (
     "rate_limit"  # the step stage a wait reports (`job progress` says "waiting out the model's rate limit")
 )
@@ -67,12 +71,18 @@ def retry_after_s(exc: BaseException, retries_so_far: int) -> float | None:
 
 def wait_out(seconds: float, step: StepControl) -> bool:
     """Sleep `seconds` unless the job's work ends first (then False: the caller gives up). A steer
-    does not end it: the steered job still needs the model's next answer."""
-    end = time.monotonic() + seconds
-    while (left := end - time.monotonic()) > 0:
-        if step.ended():
+    does not end it: the steered job still needs the model's next answer. The job's deadline ends
+    it DEADLINE_GRACE_S late, for the job's hard stop to come first."""
+    now = time.monotonic()
+    end, grace_end = now + seconds, None
+    while (left := end - now) > 0:
+        reason = step.ended()
+        if reason == "deadline":
+            grace_end = grace_end if grace_end is not None else now + DEADLINE_GRACE_S
+        if (reason and reason != "deadline") or (grace_end is not None and now >= grace_end):
             return False
         time.sleep(min(SLICE_S, left))  # not step.wait(): a steer sets the step's event for good
+        now = time.monotonic()
     return not step.ended()
 
 
