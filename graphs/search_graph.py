@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Literal, cast
 
@@ -25,7 +26,7 @@ from langgraph.types import Send
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from graphs.control import current_control
+from graphs.control import current_control, reset_control, use_control
 from nodes.job.budget import budget_steer
 from nodes.job.config import config_of
 from nodes.job.heartbeat import with_heartbeats
@@ -97,13 +98,17 @@ async def round_(state: JobState) -> dict:
 
 
 async def _round_ends(state: JobState) -> bool:
-    """Whether a one-step round goes to answer after the step that made `state`."""
-    if state.get("node") == "retrieval" and not (state.get("pool") or {}).get("verified"):
-        return False  # verification applies the hard constraints: it runs once before any answer
-    if time.time() >= state.get("answer_at", math.inf):
-        return True
-    after = route_after_verification if state.get("node") == "verification" else route_after_retrieval
-    return await after(state) == "answer"
+    """Whether a one-step round goes to answer after the step that made `state`: what the router
+    after that step says, with the time budget's steer set once `answer_at` has passed — as the
+    workflow's timer sets it for the routers it runs."""
+    control = current_control()
+    late = time.time() >= state.get("answer_at", math.inf)
+    token = use_control(replace(control, submit_now=control.submit_now or late))
+    try:
+        after = route_after_verification if state.get("node") == "verification" else route_after_retrieval
+        return await after(state) == "answer"
+    finally:
+        reset_control(token)
 
 
 # Errors no retry can fix fail the node at once. A `QuarryError` leaves a node's activity as an
