@@ -37,7 +37,8 @@ KINDS = ("title", "sentence", "citation")
 # construction (semantic weight 0.25, k1 0.6: hybrid −0.6 to −5.4%, the agent −3 to −5%); citing
 # titles share words with the cited titles and chose the same (CACM: hybrid −4.9%, BM25 −1.6%).
 # They are made and reported — what each alone would choose — but only judged queries (a person's
-# marks, a model librarian's judgements of real intents) choose.
+# marks, a model librarian's judgements of real intents) choose; without enough of them, cloze
+# queries (evals.cloze_queries: the sentence taken out of what is searched) choose k1/b.
 KNOWN_ITEM_KINDS = ("title", "sentence")
 CHOOSING_KINDS = ("judged",)
 DEFAULT_QUERIES = 300

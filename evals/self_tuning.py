@@ -1,17 +1,21 @@
 """Self-tuning: choose a collection's BM25 k1/b and channel weights on pseudo-queries, never on qrels.
 
-`self_tune` makes pseudo-queries from the documents (evals.pseudo_queries), adds the queries the
-collection's jobs judged (model librarians, a user's marks: stores.judgements), scores every (k1, b)
-of the BM25 grid on them (the same search loop as the judged grid search, evals.tuning.grid_runs),
-then — when the collection has a dense index — the semantic channel's RRF weight against the
-lexical one at the chosen k1/b, and last a verifier fitted on the agent's candidates for them
-(evals.self_verifier). What each kind of pseudo-query alone would choose is kept beside
-the choice, so a report can say which kinds carry the signal; only judged queries
-(`CHOOSING_KINDS`: real intents with a person's or a model's judgements) choose, because what the
-kinds made from documents alone chose lost on every judged collection measured. A collection
-whose jobs judged nothing yet keeps the defaults, and its profile says so. The result is the collection's
-self-tuned profile (stores.profiles); `apply` also stores k1/b with the index, so every job and
-tool uses them.
+`self_tune` makes pseudo-queries from the documents (evals.pseudo_queries; cloze queries searched
+in an altered copy, evals.cloze_queries), adds the queries the collection's jobs judged (model
+librarians, a user's marks: stores.judgements), scores every (k1, b) of the BM25 grid on them (the
+same search loop as the judged grid search, evals.tuning.grid_runs), then — when the collection has
+a dense index — the semantic channel's RRF weight against the lexical one at the chosen k1/b, and
+last a verifier fitted on the agent's candidates for them (evals.self_verifier). What each kind of
+pseudo-query alone would choose is kept beside the choice, so a report can say which kinds carry
+the signal. Who chooses (docs/eval/self-tuning/README.md has the measurements behind each rule):
+- judged queries (`CHOOSING_KINDS`: real intents with a person's or a model's judgements), from
+  `MIN_CHOOSING_QUERIES` on, choose everything;
+- else cloze queries choose k1/b alone, by `nearest_within_noise`: what they chose for the
+  semantic weight lost on hybrid, and title, sentence and citation queries (known-item searches)
+  chose settings that lost on every judged collection measured;
+- else the defaults stay, and the profile says so.
+The result is the collection's self-tuned profile (stores.profiles); `apply` also stores k1/b with
+the index, so every job and tool uses them.
 
 Why a grid and not a smoother optimiser: nDCG over a few hundred known-item queries is a step
 function of k1/b, and the grid is the one the judged tuning reports, so the two are comparable.
@@ -19,18 +23,24 @@ function of k1/b, and the grid is the one the judged tuning reports, so the two 
 
 from __future__ import annotations
 
+import math
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from evals.cloze_queries import KIND as CLOZE
+from evals.cloze_queries import MIN_QUERIES as MIN_CLOZE_QUERIES
+from evals.cloze_queries import cloze_queries
 from evals.metrics import per_query
 from evals.pseudo_queries import (
     CHOOSING_KINDS,
     DEFAULT_QUERIES,
     DEFAULT_SEED,
     KINDS,
+    PseudoQuery,
     PseudoQuerySet,
     from_judgements,
     generate,
@@ -40,6 +50,7 @@ from nodes.ranking.fusion import reciprocal_rank_fusion
 from stores.collection import Collection, reindex
 from stores.errors import QuarryError
 from stores.judgements import Judgement, JudgementStore, judgements_path
+from stores.lucene import forget_searchers
 from stores.profiles import (
     KindChoice,
     SelfProfile,
@@ -57,7 +68,9 @@ MIN_VERIFIER_QUERIES = 30  # judged queries needed to fit a verifier on them
 # no choice lost more than 3.3% anywhere, none significantly (docs/eval/self-tuning/README.md).
 MIN_CHOOSING_QUERIES = 25
 SEMANTIC_WEIGHTS = (0.25, 0.5, 1.0, 2.0, 4.0)  # relative to the lexical channel's 1
+ALL_KINDS = (*KINDS, CLOZE)
 Run = dict[str, dict[str, float]]
+Rows = dict[str, dict[str, float]]  # query id -> metric -> value
 
 
 @dataclass(frozen=True)
@@ -92,7 +105,7 @@ def self_tune(
     *,
     queries: int = DEFAULT_QUERIES,
     seed: int = DEFAULT_SEED,
-    kinds: tuple[str, ...] = KINDS,
+    kinds: tuple[str, ...] = ALL_KINDS,
     k1_grid: Sequence[float] = DEFAULT_K1_GRID,
     b_grid: Sequence[float] = DEFAULT_B_GRID,
     threads: int = 2,
@@ -107,35 +120,51 @@ def self_tune(
     so an evaluation can tune on simulated marks without writing them into a collection."""
     started = time.perf_counter()
     hashes = col.corpus.hashes()
-    pseudo = generate(col, queries, seed, kinds, hashes)
+    pseudo = generate(col, queries, seed, tuple(k for k in kinds if k in KINDS), hashes)
     if judgements is None:
         judgements = JudgementStore(judgements_path(col.paths)).all()
     pseudo = pseudo.plus(from_judgements(list(judgements)))
-    if not pseudo.queries:
-        raise QuarryError(
-            "no_pseudo_queries",
-            f"no pseudo-queries could be made from {col.name!r}: no document has a title of three words "
-            "or a sentence of eight",
-            "self-tuning needs documents with titles or running text; keep the defaults for this collection",
-        )
     index = col.lucene
     default = (index.meta.k1, index.meta.b)
     settings = sorted({(float(k), float(b)) for k in k1_grid for b in b_grid} | {default})
     texts, qrels, excluded = pseudo.texts(), pseudo.qrels(), pseudo.excluded()
     runs = grid_runs(index, texts, settings, TUNE_DEPTH, threads, progress)
     rows = {s: _scores(qrels, _without(run, excluded)) for s, run in runs.items()}
-    qids, by_kind = list(texts), pseudo.by_kind()
+    cloze: tuple[PseudoQuery, ...] = ()
+    if CLOZE in kinds:
+        cloze, cloze_rows = _cloze_rows(col, queries, seed, hashes, settings, threads, progress)
+        rows = {s: rows[s] | cloze_rows[s] for s in settings}
+    every = PseudoQuerySet(
+        (*pseudo.queries, *cloze), seed, pseudo.sources | {q.source: hashes[q.source] for q in cloze}
+    )
+    if not every.queries:
+        raise QuarryError(
+            "no_pseudo_queries",
+            f"no pseudo-queries could be made from {col.name!r}: no document has a title of three words "
+            "or a sentence of eight",
+            "self-tuning needs documents with titles or running text; keep the defaults for this collection",
+        )
+    qids, by_kind = [q.qid for q in every.queries], every.by_kind()
 
     def best_for(ids: Sequence[str]) -> GridCell:
         return pick_best([GridCell(k1, b, _mean(rows[(k1, b)], ids)) for k1, b in settings])
 
-    # Only judged queries choose (evals.pseudo_queries.CHOOSING_KINDS); without any, the defaults
-    # stay and the profile says so.
+    # Judged queries choose everything from MIN_CHOOSING_QUERIES on (evals.pseudo_queries.CHOOSING_KINDS);
+    # below that, cloze queries choose k1/b alone (evals.cloze_queries), and with neither the
+    # defaults stay and the profile says so.
     choosing_set = pseudo.only(CHOOSING_KINDS)
     if len(choosing_set.queries) < MIN_CHOOSING_QUERIES:
-        choosing_set = pseudo.only(())  # too few to choose on: the defaults stay
+        choosing_set = pseudo.only(())  # too few to choose on
     choosing = [q.qid for q in choosing_set.queries]
-    chosen = best_for(choosing) if choosing else GridCell(*default, _mean(rows[default], qids))
+    cloze_ids = [q.qid for q in cloze]
+    chosen_on: tuple[str, ...]
+    if choosing:
+        chosen, chosen_on = best_for(choosing), ("judged",)
+    elif len(cloze_ids) >= MIN_CLOZE_QUERIES:
+        k1, b = nearest_within_noise(rows, settings, cloze_ids, default)
+        chosen, chosen_on = GridCell(k1, b, _mean(rows[(k1, b)], cloze_ids)), (CLOZE,)
+    else:
+        chosen, chosen_on = GridCell(*default, _mean(rows[default], qids)), ()
     sem_rows = _semantic_rows(col, pseudo, runs[(chosen.k1, chosen.b)], excluded, progress)
     weight = _best_weight(sem_rows, choosing) if sem_rows and choosing else None
     kind_choices = {}
@@ -145,11 +174,11 @@ def self_tune(
             queries=len(ids),
             k1=own.k1,
             b=own.b,
-            semantic_weight=_best_weight(sem_rows, ids) if sem_rows else None,
+            semantic_weight=_best_weight(sem_rows, ids) if sem_rows and kind != CLOZE else None,
             ndcg_default=round(_mean(rows[default], ids)[OBJECTIVE], 4),
             ndcg_chosen=round(own.metrics[OBJECTIVE], 4),
         )
-    scored_on = choosing or qids
+    scored_on = choosing or (cloze_ids if chosen_on == (CLOZE,) else qids)
     profile = SelfProfile(
         collection=col.name,
         documents=documents_signature(hashes),
@@ -161,7 +190,7 @@ def self_tune(
         queries=len(qids),
         seed=seed,
         kinds=kind_choices,
-        chosen_on=tuple(sorted({q.kind for q in choosing_set.queries})),
+        chosen_on=chosen_on,
         min_judged=MIN_CHOOSING_QUERIES,
         pseudo_default=round(_mean(rows[default], scored_on)[OBJECTIVE], 4),
         pseudo_chosen=round(_mean(rows[(chosen.k1, chosen.b)], scored_on)[OBJECTIVE], 4),
@@ -169,7 +198,7 @@ def self_tune(
         tuned_at=datetime.now(UTC).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - started, 1),
     )
-    queries_file = save_pseudo_queries(col.paths, pseudo.payload())
+    queries_file = save_pseudo_queries(col.paths, every.payload())
     profile_file = save_profile(col.paths, profile)  # the verifier's jobs search with it
     if verifier and len(choosing) >= MIN_VERIFIER_QUERIES:
         from evals.self_verifier import fit_self_verifier  # lazy: it loads the search graph
@@ -182,6 +211,74 @@ def self_tune(
     if apply and (chosen.k1, chosen.b) != default:
         reindex(col.name, home=col.paths.root.parent.parent, k1=chosen.k1, b=chosen.b)
     return SelfTuneResult(profile, profile_file, queries_file)
+
+
+def nearest_within_noise(
+    rows: Mapping[tuple[float, float], Rows],
+    settings: Sequence[tuple[float, float]],
+    ids: Sequence[str],
+    default: tuple[float, float],
+) -> tuple[float, float]:
+    """The setting nearest `default` (in steps of the grid) among those whose mean objective on
+    `ids` is within one standard error of the best's (paired, per query); ties to the higher mean.
+
+    Why not the best itself: near its top the objective of a few hundred pseudo-queries is flat,
+    and its argmax wandered between seeds to settings that lost on real queries (scifact-train: k1 3,
+    b 1, −1.6% for BM25); the one-standard-error rule keeps the stored setting unless the evidence
+    against it is clear, and still moved CACM and Cranfield towards their real optima
+    (docs/eval/self-tuning/README.md, fourth measurement)."""
+    ks, bs = sorted({k for k, _ in settings}), sorted({b for _, b in settings})
+    means = {s: _mean(rows[s], ids)[OBJECTIVE] for s in settings}
+    best = max(settings, key=lambda s: (means[s], -_steps(s, default, ks, bs)))
+
+    def within(s: tuple[float, float]) -> bool:
+        diffs = [rows[best][q][OBJECTIVE] - rows[s][q][OBJECTIVE] for q in ids]
+        mu = sum(diffs) / len(diffs)
+        var = sum((d - mu) ** 2 for d in diffs) / max(len(diffs) - 1, 1)
+        return mu <= math.sqrt(var / len(diffs)) + 1e-12
+
+    return min((s for s in settings if within(s)), key=lambda s: (_steps(s, default, ks, bs), -means[s], s))
+
+
+def _steps(s: tuple[float, float], to: tuple[float, float], ks: list[float], bs: list[float]) -> int:
+    return abs(ks.index(s[0]) - ks.index(to[0])) + abs(bs.index(s[1]) - bs.index(to[1]))
+
+
+def _cloze_rows(
+    col: Collection,
+    n: int,
+    seed: int,
+    hashes: Mapping[str, str],
+    settings: Sequence[tuple[float, float]],
+    threads: int,
+    progress: ProgressFn | None,
+) -> tuple[tuple[PseudoQuery, ...], dict[tuple[float, float], Rows]]:
+    """Cloze queries and their per-query scores at every setting, searched in the altered copy
+    (evals.cloze_queries), which is built in a scratch folder of the collection's runs and removed."""
+    if len(hashes) < MIN_CLOZE_QUERIES:  # too few documents to make enough: no copy to build
+        return (), {s: {} for s in settings}
+    col.paths.runs_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="cloze-", dir=col.paths.runs_dir) as scratch:
+        if progress:
+            progress("cloze copy", 0, None)
+        made = cloze_queries(col, Path(scratch) / "lucene", n, seed, hashes)
+        if progress:
+            progress("cloze copy", made.documents, made.documents)
+        texts = {q.qid: q.text for q in made.queries}
+        qrels = {q.qid: dict.fromkeys(q.relevant, 1) for q in made.queries}
+        try:
+            runs = grid_runs(made.index, texts, settings, TUNE_DEPTH, threads, _prefixed("cloze ", progress))
+        finally:
+            forget_searchers()  # the copy's cached searchers would hold the removed folder open
+    return made.queries, {s: _scores(qrels, run) if texts else {} for s, run in runs.items()}
+
+
+def _prefixed(prefix: str, progress: ProgressFn | None) -> ProgressFn | None:
+    """`progress` with its stage names prefixed, so a second grid reports as a phase of its own."""
+    if progress is None:
+        return None
+    report = progress
+    return lambda stage, done, total: report(prefix + stage, done, total)
 
 
 def _semantic_rows(
@@ -224,11 +321,13 @@ def self_profile(
 
 
 __all__ = [
+    "ALL_KINDS",
     "MIN_CHOOSING_QUERIES",
     "MIN_VERIFIER_QUERIES",
     "SEMANTIC_WEIGHTS",
     "TUNE_DEPTH",
     "SelfTuneResult",
+    "nearest_within_noise",
     "self_profile",
     "self_tune",
 ]

@@ -266,13 +266,15 @@ def _tune_self(
     )
     if p.kept_defaults:
         out.print(
-            "chosen on  nothing yet: queries made from the documents alone favour exact word matches by "
-            "construction (what they chose lost on every judged collection measured, "
-            f"docs/eval/self-tuning/README.md); judged queries choose, from {p.min_judged} on — mark results "
-            "(quarry job mark JOB DOCID relevant|not) or run jobs with a model policy, then tune again"
+            "chosen on  nothing yet: cloze queries need documents of 40 words or more, and title, sentence "
+            "and citation queries favour exact word matches by construction (what they chose lost on every "
+            f"judged collection measured, docs/eval/self-tuning/README.md); judged queries choose, from "
+            f"{p.min_judged} on — mark results (quarry job mark JOB DOCID relevant|not) or run jobs with a "
+            "model policy, then tune again"
         )
     else:
-        out.print(f"chosen on  {', '.join(p.chosen_on or p.kinds)} pseudo-queries")
+        what = " (k1/b only)" if p.chosen_on == ("cloze",) else ""
+        out.print(f"chosen on  {', '.join(p.chosen_on or p.kinds)} pseudo-queries{what}")
         out.print(f"pseudo-query nDCG@20  {p.pseudo_default:.4f} at the stored setting → {p.pseudo_chosen:.4f}")
     table = Table(title="what each kind of pseudo-query alone would choose")
     for column in ("kind", "queries", "k1", "b", "semantic ×", "nDCG@20 stored → own"):

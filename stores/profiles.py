@@ -73,8 +73,9 @@ class SelfProfile(BaseModel):
     queries: int
     seed: int
     kinds: dict[str, KindChoice] = Field(default_factory=dict)
-    # The kinds of query that chose the settings (judged: evals.pseudo_queries.CHOOSING_KINDS);
-    # empty when there were none and the defaults were kept; None in a profile from before this rule (all kinds chose).
+    # The kind of query that chose the settings: ("judged",) (evals.pseudo_queries.CHOOSING_KINDS),
+    # else ("cloze",) for k1/b alone (evals.cloze_queries); empty when neither could and the
+    # defaults were kept; None in a profile from before these rules (all kinds chose).
     chosen_on: tuple[str, ...] | None = None
     min_judged: int = 0  # judged queries the tuner needed before they choose (0: any, in older profiles)
     objective: str = "ndcg@20"
@@ -86,14 +87,17 @@ class SelfProfile(BaseModel):
 
     @property
     def kept_defaults(self) -> bool:
-        """Whether nothing chose: no judged queries yet, so the defaults stand."""
+        """Whether nothing chose: too few judged and cloze queries, so the defaults stand."""
         return self.chosen_on == ()
 
     def brief(self) -> str:
         """One line for listings: `k1 0.9 b 0.4 · semantic ×2`."""
         if self.kept_defaults:
             enough = f"fewer than {self.min_judged}" if self.min_judged > 1 else "no"
-            return f"defaults kept (k1 {self.k1:g} b {self.b:g}: {enough} judged queries to tune on yet)"
+            return (
+                f"defaults kept (k1 {self.k1:g} b {self.b:g}: {enough} judged queries to tune on yet, "
+                "and too few documents with running text for cloze queries)"
+            )
         sem = "" if self.semantic_weight is None else f" · semantic ×{self.semantic_weight:g}"
         return f"k1 {self.k1:g} b {self.b:g}{sem}" + (" · own verifier" if self.verifier else "")
 
