@@ -26,8 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.pseudo_queries import SENTENCE_WORDS, PseudoQuery
-from nodes.evidence.sentences import sentences
+from evals.pseudo_queries import PseudoQuery, query_sentences
 from stores.collection import Collection
 from stores.lucene import LuceneIndex
 from stores.lucene_build import build_index
@@ -50,12 +49,12 @@ class ClozeSet:
 
 
 def take_out_sentence(rec: DocRecord, rng: random.Random) -> tuple[DocRecord, str] | None:
-    """The record with one seeded sentence of `SENTENCE_WORDS` words taken out of its body, and
-    that sentence; None for a body under `MIN_DOCUMENT_WORDS` words or without such a sentence."""
+    """The record with one seeded sentence (of `query_sentences`) taken out of its body, and that
+    sentence; None for a body under `MIN_DOCUMENT_WORDS` words or without such a sentence."""
     text = rec.text
     if len(text.split()) < MIN_DOCUMENT_WORDS:
         return None
-    spans = [(a, b) for a, b in sentences(text) if SENTENCE_WORDS[0] <= len(text[a:b].split()) <= SENTENCE_WORDS[1]]
+    spans = query_sentences(text)
     if not spans:
         return None
     a, b = spans[rng.randrange(len(spans))]

@@ -111,10 +111,15 @@ def title_query(rec: DocRecord) -> str | None:
     return rec.title.strip() if len(words) >= MIN_WORDS else None
 
 
+def query_sentences(text: str) -> list[tuple[int, int]]:
+    """`[start, end)` of each sentence of `text` long enough to ask for a document (`SENTENCE_WORDS`)."""
+    return [(a, b) for a, b in sentences(text) if SENTENCE_WORDS[0] <= len(text[a:b].split()) <= SENTENCE_WORDS[1]]
+
+
 def sentence_query(rec: DocRecord, rng: random.Random) -> str | None:
     """Half the content words (4–12) of one body sentence of 8–60 words, in their order."""
     text = rec.text
-    spans = [(a, b) for a, b in sentences(text) if SENTENCE_WORDS[0] <= len(text[a:b].split()) <= SENTENCE_WORDS[1]]
+    spans = query_sentences(text)
     if not spans:
         return None
     a, b = spans[rng.randrange(len(spans))]
@@ -228,6 +233,7 @@ __all__ = [
     "content_words",
     "from_judgements",
     "generate",
+    "query_sentences",
     "sentence_query",
     "title_query",
 ]
