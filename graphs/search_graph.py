@@ -8,8 +8,9 @@ Under a policy whose judge takes a second look (`nodes.policy.registry`: `llm`),
 to librarian activities (one per batch of candidates, a LangGraph `Send` each; the run's
 `max_concurrency` bounds how many run at once) and their judgements are folded in before reflection.
 Under a policy whose round steps call no model (`one_step_rounds`: `heuristic`), a durable job runs
-each round — retrieval, verification, reflection — as one `one_round` activity (`round_`): under half
-the task transitions, which were most of a heuristic job's cost over the same graph in-process.
+each round — retrieval, verification, reflection; the first also plans, the last also answers — as
+one `one_round` activity (`round_`): a third of the task transitions, which were most of a heuristic
+job's cost over the same graph in-process.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Literal, cast
@@ -44,6 +46,8 @@ GRAPH_NAME = "quarry-search"
 # The patch (workflow.patched) under which a job of a `one_step_rounds` policy runs each round as one
 # activity; a job started before it replays its rounds step by step, as it ran.
 ONE_STEP_ROUNDS = "one-step-rounds"
+# The patch under which such a job's first round also plans it (the navigator inside `round_`).
+PLAN_IN_FIRST_ROUND = "plan-in-first-round"
 
 
 # Async shells: the blocking node bodies run in a thread while the activity heartbeats.
@@ -73,10 +77,10 @@ async def answer(state: JobState) -> dict:
 
 async def round_(state: JobState) -> dict:
     """A whole round as one step, for a policy whose round steps are quick and call no model
-    (`PolicySpec.one_step_rounds`): retrieval, verification and reflection. (The navigator stays a
-    step of its own: steering is validated against its plan, e.g. years only where the collection
-    has them.) Under Temporal that is one activity: one task transition per round
-    instead of three, each of which costs a job ~20-25 ms (docs/performance.md, "Whole
+    (`PolicySpec.one_step_rounds`): retrieval, verification and reflection — after the navigator in
+    the first round (`plans_in_first_round`), and followed by the answer in the last. Under Temporal
+    that is one activity: one task transition per round instead of three to five, each of which costs
+    a job ~20-25 ms (docs/performance.md, "Whole
     heuristic jobs"). Each step is still its own call — its span, heartbeats, stop watch and
     progress — and after retrieval and verification the state is checkpointed (a watcher sees the
     step; a hard stop answers from it: workflows.activities.answer_from_state). The round ends early
@@ -86,14 +90,21 @@ async def round_(state: JobState) -> dict:
     bodies = [retrieval_mod.retrieval, verification_mod.verification, reflection_mod.reflection]
     current: dict[str, Any] = dict(state)
     update: dict[str, Any] = {}
+    if not state.get("plan"):  # the first round plans the job too (`route_start`)
+        bodies.insert(0, navigator_mod.navigator)
     for body in bodies:  # the bodies are looked up at call time, like the one-step shells' (tests patch them)
         step = await with_heartbeats(body, current)
         update.update(step)
         current.update(step)
         if body in (retrieval_mod.retrieval, verification_mod.verification):
             await asyncio.to_thread(reflection_mod.checkpoint, cast(JobState, current))
-            if await _round_ends(cast(JobState, current)):
-                break
+        if await _round_ends(cast(JobState, current)):
+            # The answer is built here too, saving the job one more task transition; the workflow's
+            # router ends the graph on it (`route_after_round`) unless it has news the activity could
+            # not see (a steering note), and then a later round answers again.
+            step = await with_heartbeats(answer_mod.answer, current)
+            update.update(step)
+            break
     return update
 
 
@@ -105,10 +116,20 @@ async def _round_ends(state: JobState) -> bool:
     late = time.time() >= state.get("answer_at", math.inf)
     token = use_control(replace(control, submit_now=control.submit_now or late))
     try:
-        after = route_after_verification if state.get("node") == "verification" else route_after_retrieval
+        node = state.get("node")
+        if node == "navigator":  # a round is not over before it searched
+            return False
+        if node == "reflection":
+            return _round_over(state) == "answer"
+        after = route_after_verification if node == "verification" else route_after_retrieval
         return await after(state) == "answer"
     finally:
         reset_control(token)
+
+
+def answered(state: Mapping[str, Any]) -> bool:
+    """Whether the step that made `state` was the answer (the workflow then has nothing left to build)."""
+    return state.get("node") == "answer" and bool((state.get("result") or {}).get("ready"))
 
 
 # Errors no retry can fix fail the node at once. A `QuarryError` leaves a node's activity as an
@@ -204,9 +225,21 @@ def next_round(state: JobState) -> Literal["one_round", "retrieval"]:
     return ONE_ROUND_NODE if one_step_rounds(state) else "retrieval"
 
 
+def plans_in_first_round(state: JobState) -> bool:
+    """Whether a one-step job plans inside its first round, one task transition fewer (under the
+    PLAN_IN_FIRST_ROUND patch: a job started before it replays its navigator step). Until that round
+    ends the workflow has no plan to check a steering note's year range against, and accepts it
+    (`validate_steering` with years assumed known), as it did while a navigator step ran."""
+    if not spec_of(state).one_step_rounds or not workflow.in_workflow():
+        return False
+    # This patch is asked first: replaying a job started before it, ONE_STEP_ROUNDS must not be asked
+    # here, earlier than that job asked it (the SDK remembers a patch's first answer).
+    return workflow.patched(PLAN_IN_FIRST_ROUND) and workflow.patched(ONE_STEP_ROUNDS)
+
+
 async def route_start(state: JobState) -> Literal["navigator", "one_round", "retrieval", "answer"]:
     if not state.get("plan"):
-        return "navigator"
+        return ONE_ROUND_NODE if plans_in_first_round(state) else "navigator"
     return "answer" if must_answer(state) or state.get("stop_reason") else next_round(state)
 
 
@@ -254,7 +287,11 @@ async def route_after_reflection(state: JobState) -> Literal["steer", "retrieval
 
 
 async def route_after_round(state: JobState) -> Literal["steer", "one_round", "answer", "__end__"]:
-    return _round_over(state) or ONE_ROUND_NODE
+    """After a one-step round: where `_round_over` says — but to the end when the round has answered
+    already (`round_`: it went to answer on what the state says, or at `answer_at`, which this
+    workflow's timer may not have marked yet), unless a steering note came in meanwhile."""
+    where = _round_over(state) or ONE_ROUND_NODE
+    return "__end__" if answered(state) and where != "steer" else where
 
 
 async def route_to_round(state: JobState) -> Literal["one_round", "retrieval"]:

@@ -14,11 +14,13 @@ import pytest
 
 from graphs.control import Control, reset_control, use_control
 from graphs.search_graph import (
+    answered,
     make_search_graph,
     one_step_rounds,
     round_,
     route_after_reflection,
     route_after_retrieval,
+    route_after_round,
     route_after_verification,
     route_start,
 )
@@ -396,7 +398,14 @@ async def test_a_one_step_round_ends_at_the_budget_steer_after_verifying(runtime
     checkpoint the round left (`further_along`)."""
     state = _planned("graph-1step-late") | {"answer_at": 0.0}
     update = await round_(state)  # type: ignore[arg-type]
-    assert update["node"] == "verification" and update["pool"]["verified"] > 0
+    assert update["pool"]["verified"] > 0 and "new_high" not in update, "verified, not reflected on"
+    # ...and answered in the same step: the workflow's router then ends the graph, unless it holds
+    # a steering note the activity could not see (a later round answers again).
+    assert answered(update) and runtime.jobs.load_draft("graph-1step-late")["ranked"]  # type: ignore[arg-type]
+    after = state | update
+    assert await route_after_round(after) == "__end__"  # type: ignore[arg-type]
+    control.pending_steering.append({"kind": "exclude", "text": "surveys"})
+    assert await route_after_round(after) == "steer"  # type: ignore[arg-type]
     stored = runtime.jobs.get("graph-1step-late")["state"]
     assert stored["node"] == "verification" and further_along(state, stored) is stored
     assert further_along(stored, state) is stored and further_along(state, None) is state

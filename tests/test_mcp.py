@@ -6,8 +6,10 @@ of them outliving the MCP server that started it. The collection is `lit`, the 4
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -27,6 +29,8 @@ from stores.collection import Collection
 from tests.conftest import LITERATURE
 from tests.fakes import poll_until, search_docs
 from tests.serve_kit import serving
+from workflows.background_processes import pid_of
+from workflows.warmup import warming_for
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "graph neural networks"
@@ -240,8 +244,10 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
 ) -> None:
     """A `quarry mcp` subprocess over stdio starts a job and is killed while the job runs; `quarry
     serve`'s MCP endpoint over Streamable HTTP (a new server, a new session) waits for the same job
-    by id — sending progress notifications — and returns its result, every docid from the collection."""
-    queue = f"mcp-{uuid.uuid4().hex[:8]}"  # a new worker: it warms up, so the job is still running below
+    by id — sending progress notifications — and returns its result, every docid from the collection.
+    The job's worker (the only one on its queue) is held with SIGSTOP from the job's start until the
+    long wait has sent a notification, so the job is still running whatever the machine's speed."""
+    queue = f"mcp-{uuid.uuid4().hex[:8]}"  # a new worker, started by start_job below
     env = {"QUARRY_TEMPORAL_ADDRESS": server.address, "QUARRY_TASK_QUEUE": queue}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -249,9 +255,16 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
         command=sys.executable, args=["-m", "quarry", "--home", str(this_home), "mcp"], cwd=ROOT, env=env
     )
     notes: list[tuple[float, float | None, str | None]] = []
+    noted = asyncio.Event()
+    held: list[int] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
         notes.append((done, total, message))
+        noted.set()
+
+    def resume() -> None:
+        while held:
+            os.kill(held.pop(), signal.SIGCONT)
 
     try:
         # `quarry serve` first, so that the new session below opens the moment the old server dies
@@ -263,6 +276,16 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
                     {"collection": LITERATURE, "intent": "graph neural networks for molecules", "budget_seconds": 90},
                 )
                 assert not started.is_error, started.content
+                worker = pid_of(this_home, "worker")
+                assert worker is not None, "start_job started this home's worker"
+
+                async def warming() -> float | None:
+                    return warming_for(this_home)
+
+                await poll_until(warming, lambda s: s is not None)  # it says so while it loads, for seconds
+                os.kill(worker, signal.SIGSTOP)  # held warming up: the job cannot run, and says it waits
+                held.append(worker)
+                assert warming_for(this_home) is not None
                 job_id = started.structured_content["job_id"]
                 at_kill = (await stdio.call_tool("job_status", {"job_id": job_id})).structured_content
             # leaving the block closed the server's stdin and killed the `quarry mcp` process
@@ -270,9 +293,12 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
 
             async with Client(f"{served.url}/mcp") as http:
                 short = await http.call_tool("wait_for_job", {"job_id": job_id, "timeout_s": 0.5})
-                waited = await http.call_tool(
-                    "wait_for_job", {"job_id": job_id, "timeout_s": 240}, progress_callback=progress
+                waiting = asyncio.create_task(
+                    http.call_tool("wait_for_job", {"job_id": job_id, "timeout_s": 240}, progress_callback=progress)
                 )
+                await asyncio.wait_for(noted.wait(), 60)  # a notification while the job is held
+                resume()
+                waited = await waiting
                 assert {t.name for t in (await http.list_tools()).tools} == TOOLS
                 found = await http.call_tool("search", {"collection": LITERATURE, "query": QUERY, "limit": 3})
                 hit = found.structured_content["hits"][0]["docid"]
@@ -286,6 +312,7 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
                 doc = await http.read_resource(f"quarry://{LITERATURE}/gnn03")
                 report = await http.read_resource(f"quarry://jobs/{job_id}/report")
     finally:
+        resume()
         subprocess.run(
             [sys.executable, "-m", "quarry", "down"], cwd=ROOT, env=dict(os.environ), capture_output=True, timeout=60
         )

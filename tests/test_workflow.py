@@ -285,12 +285,14 @@ async def test_year_steering_is_refused_when_the_store_has_no_years(
     async with build_worker(env.client, home=quarry_home, queue=queue):
         handle = await start_job(env.client, queue, collection="wf-noyears")
         await held.wait_entered()
-        with pytest.raises(WorkflowUpdateFailedError) as info:
-            await handle.execute_update(SearchJob.steer, "only 2019-2021")
-        assert "no publication year" in str(info.value.cause)
         accepted = await handle.execute_update(SearchJob.steer, "not benchmark")
         assert accepted["accepted"] == "not benchmark"
+        # A year range waits for the plan, which round 1 makes (it plans the job too): held here.
+        years = asyncio.create_task(handle.execute_update(SearchJob.steer, "only 2019-2021"))
         held.release()
+        with pytest.raises(WorkflowUpdateFailedError) as info:
+            await years
+        assert "no publication year" in str(info.value.cause)
         result = await result_of(handle)
     assert result["status"] == "completed" and result["ranked"]
     assert not [i for i in result["checklist"] if i["kind"] == "metadata"]
@@ -381,7 +383,8 @@ async def test_worker_killed_mid_job_resumes_with_same_result(
 
 async def test_history_replays_without_nondeterminism(baseline) -> None:
     await assert_replays(baseline[0])
-    assert await activity_types(baseline[0]) == {"navigator", ONE_ROUND_NODE, "answer", "finish_job"}
+    # The first round plans and the last answers inside their own activity (graphs.search_graph.round_).
+    assert await activity_types(baseline[0]) == {ONE_ROUND_NODE, "finish_job"}
 
 
 async def activity_types(handle: WorkflowHandle) -> set[str]:
@@ -402,12 +405,30 @@ async def test_a_job_that_ran_its_rounds_step_by_step_still_replays(
 
     with monkeypatch.context() as before:  # the code before the patch: no marker, rounds step by step
         before.setattr(search_graph, "one_step_rounds", lambda state: False)
+        before.setattr(search_graph, "plans_in_first_round", lambda state: False)
         async with build_worker(env.client, home=quarry_home, queue=queue):
             handle = await start_job(env.client, queue)
             result = await result_of(handle)
     assert result["status"] == "completed" and result["ranked"]
     assert {"retrieval", "verification", "reflection"} <= await activity_types(handle)
     assert ONE_ROUND_NODE not in await activity_types(handle)
+    await assert_replays(handle)
+
+
+async def test_a_job_that_planned_in_a_step_of_its_own_still_replays(
+    env, literature, quarry_home, queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A heuristic job started with one-step rounds but before its first round planned it (no
+    PLAN_IN_FIRST_ROUND marker) replays under today's code with its navigator step, as it ran."""
+    import graphs.search_graph as search_graph
+
+    with monkeypatch.context() as before:
+        before.setattr(search_graph, "plans_in_first_round", lambda state: False)
+        async with build_worker(env.client, home=quarry_home, queue=queue):
+            handle = await start_job(env.client, queue)
+            result = await result_of(handle)
+    assert result["status"] == "completed" and result["ranked"]
+    assert {"navigator", ONE_ROUND_NODE} <= await activity_types(handle)
     await assert_replays(handle)
 
 
@@ -561,3 +582,21 @@ async def test_graph_code_reads_only_the_control_its_workflow_installs(env, queu
     async with Worker(env.client, task_queue=queue, workflows=[ControlProbe]):
         seen = await env.client.execute_workflow(ControlProbe.run, id=f"probe-{uuid.uuid4().hex}", task_queue=queue)
     assert seen == ["", "stopped", "True", ""]
+
+
+def test_each_workflow_runner_is_what_its_name_says() -> None:
+    """The runners bench_jobs compares (--runners): Temporal's sandbox as it is, the sandbox with
+    every module passed through (its restrictions still apply), and no sandbox."""
+    from temporalio.worker import UnsandboxedWorkflowRunner
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+    from workflows.worker import RUNNERS, workflow_runner
+
+    runners = {kind: workflow_runner(kind) for kind in RUNNERS}
+    assert isinstance(runners["unsandboxed"], UnsandboxedWorkflowRunner)
+    sandboxed, passthrough = runners["sandboxed"], runners["passthrough"]
+    assert isinstance(sandboxed, SandboxedWorkflowRunner) and isinstance(passthrough, SandboxedWorkflowRunner)
+    assert passthrough.restrictions.passthrough_all_modules and not sandboxed.restrictions.passthrough_all_modules
+    assert passthrough.restrictions.invalid_module_members == sandboxed.restrictions.invalid_module_members
+    with pytest.raises(ValueError, match="unknown workflow runner"):
+        workflow_runner("no-such-runner")

@@ -29,9 +29,9 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.langgraph import graph
 
     from graphs.control import Control, reset_control, use_control
-    from graphs.search_graph import quick_activity_options
+    from graphs.search_graph import answered, quick_activity_options
     from graphs.state import graph_for, initial_state
-    from nodes.evidence.planning import validate_steering
+    from nodes.evidence.planning import parse_years, validate_steering
     from nodes.job.budget import budget_used
     from nodes.job.config import config_of
     from nodes.job.state import Mode
@@ -49,6 +49,10 @@ with workflow.unsafe.imports_passed_through():
 # the real caps are the job's rounds, steps and budgets.
 RECURSION_LIMIT = 10_000
 CHECKPOINT_EVERY_STEPS = 5
+# How long a steering note with a year range waits for the job's plan (which says whether the
+# collection has years); below `quarry job steer`'s own wait (quarry.job_actions.STEER_WAIT_S).
+STEER_PLAN_WAIT_S = 5.0
+ANSWERING = "the job is already answering or finished; start a new job to change its requirements"
 # The patch (workflow.patched) under which a failed job's execution ends Failed instead of Completed.
 FAILED_JOBS_FAIL = "failed-job-ends-failed"
 
@@ -163,23 +167,38 @@ class SearchJob:
         self.control.stop_requested = True
 
     @workflow.update
-    def steer(self, text: str) -> dict[str, Any]:
-        note: dict[str, Any] = {"text": validate_steering(text, years=self._years_known()), "round": self._where()[0]}
+    async def steer(self, text: str) -> dict[str, Any]:
+        if not self.state.get("plan") and any(y is not None for y in parse_years(text)[:2]):
+            # A year range is checked against the plan, which the first round (or the navigator)
+            # makes: wait for it a little, then check (past that, years are taken as known).
+            with suppress(TimeoutError):
+                await workflow.wait_condition(lambda: bool(self.state.get("plan")), timeout=STEER_PLAN_WAIT_S)
+            if self._answering():
+                raise ApplicationError(ANSWERING, type="steer_rejected", non_retryable=True)
+        try:
+            checked = validate_steering(text, years=self._years_known())
+        except ValueError as err:
+            raise ApplicationError(str(err), type="steer_rejected", non_retryable=True) from None
+        note: dict[str, Any] = {"text": checked, "round": self._where()[0]}
         self.control.pending_steering.append(note)
         return {"accepted": note["text"], "applies_from_round": note["round"] + 1}
 
     @steer.validator
     def _validate_steer(self, text: str) -> None:
-        if self.status != "running" or self.control.answer_reason() or self.state.get("node") == "answer":
-            raise ValueError("the job is already answering or finished; start a new job to change its requirements")
+        if self._answering():
+            raise ValueError(ANSWERING)
         validate_steering(text, years=self._years_known())
+
+    def _answering(self) -> bool:
+        return self.status != "running" or bool(self.control.answer_reason()) or self.state.get("node") == "answer"
 
     def _where(self) -> tuple[int, str]:
         """The round the job is in and its node: while a one-step round runs, the state is the one it
         started from (numbered with this round already) at the node before it, so the node is the
         round's own."""
         round_no, node = int(self.state.get("round", 0)), str(self.state.get("node", "start"))
-        return (round_no, ONE_ROUND_NODE) if self.running.get(ONE_ROUND_NODE) else (round_no, node)
+        # (a first round that plans the job too starts from round 0, before its plan numbers it 1)
+        return (max(round_no, 1), ONE_ROUND_NODE) if self.running.get(ONE_ROUND_NODE) else (round_no, node)
 
     def _years_known(self) -> bool:
         """Whether the collection has publication years (the navigator records it in the plan)."""
@@ -241,8 +260,8 @@ class SearchJob:
         finally:
             steer_task.cancel()
 
-        answered = self.state.get("node") == "answer" and bool((self.state.get("result") or {}).get("ready"))
-        if self.status == "running" and not answered:
+        done = answered(self.state)
+        if self.status == "running" and not done:
             # The graph paused for continue-as-new: carry the state, the budget and the flags over.
             workflow.continue_as_new(
                 JobInput(
@@ -260,7 +279,7 @@ class SearchJob:
                     trace=inp.trace,
                 )
             )
-        if not answered:
+        if not done:
             try:  # the result of the best state so far waits in the job store
                 await workflow.execute_activity(answer_from_state, self.state, **quick_activity_options())
             except ActivityError:  # nothing to answer from (e.g. the collection is gone)

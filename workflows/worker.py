@@ -14,7 +14,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.langgraph import LangGraphPlugin
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from graphs.state import graph_builders
 from nodes.job.runtime import NodeRuntime, configure_runtime, runtime
@@ -30,9 +30,11 @@ from workflows.shared import task_queue
 # What a stopped worker gives its running activities to finish before Temporal hands them on.
 SHUTDOWN_GRACE_S = 10.0
 # How workflow code runs: in Temporal's sandbox (it re-imports the workflow module per run and
-# proxies restricted modules, catching non-determinism at run time) or without it (determinism
-# then rests on the replay tests, tests/test_workflow.py). Measured in bench/bench_jobs.py --runners.
-RUNNERS = ("sandboxed", "unsandboxed")
+# proxies restricted modules, catching non-determinism at run time), in the sandbox with every
+# module passed through (restrictions still checked, nothing but the workflow module re-imported),
+# or without it (determinism then rests on the replay tests, tests/test_workflow.py). Measured in
+# bench/bench_jobs.py --runners: the three cost a CACM job the same within the spread.
+RUNNERS = ("sandboxed", "passthrough", "unsandboxed")
 DEFAULT_RUNNER = "sandboxed"
 # Embedding batches of a durable dense build one worker process runs at once (`QUARRY_EMBED_CONCURRENCY`):
 # MiniLM already uses every core for one batch, so more only interleave them; add workers to go faster.
@@ -43,7 +45,11 @@ def workflow_runner(kind: str = DEFAULT_RUNNER) -> WorkflowRunner:
     """The workflow runner named `kind` (one of RUNNERS)."""
     if kind not in RUNNERS:
         raise ValueError(f"unknown workflow runner {kind!r}; one of {', '.join(RUNNERS)}")
-    return UnsandboxedWorkflowRunner() if kind == "unsandboxed" else SandboxedWorkflowRunner()
+    if kind == "unsandboxed":
+        return UnsandboxedWorkflowRunner()
+    if kind == "passthrough":
+        return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_all_modules())
+    return SandboxedWorkflowRunner()
 
 
 def graphs() -> dict:
