@@ -11,11 +11,13 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.filesize import decimal
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Task, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from stores.errors import QuarryError, printable
-from stores.readers import ProgressFn
+from stores.readers import BYTE_STAGES, ProgressFn
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)  # never hard-wrap paths in error messages
 out = Console(soft_wrap=True, emoji=False)
@@ -66,6 +68,17 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+class DoneOfTotal(ProgressColumn):
+    """`done/total` as a count, or as sizes for a stage followed in bytes (stores.readers.BYTE_STAGES:
+    "1.2 GB/2.4 GB", not "1200000000/2400000000")."""
+
+    def render(self, task: Task) -> Text:
+        done, total = int(task.completed), None if task.total is None else int(task.total)
+        if task.fields.get("bytes"):
+            return Text(f"{decimal(done)}/{decimal(total) if total is not None else '?'}", style="progress.download")
+        return Text(f"{done}/{total if total is not None else '?'}", style="progress.download")
+
+
 @contextmanager
 def progress_bar(enabled: bool = True) -> Iterator[ProgressFn]:
     """A ProgressFn drawing one bar per stage on stderr (silent when output is not a TTY)."""
@@ -73,7 +86,7 @@ def progress_bar(enabled: bool = True) -> Iterator[ProgressFn]:
         SpinnerColumn(),
         TextColumn("{task.description:<10}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        DoneOfTotal(),
         TimeElapsedColumn(),
         console=console,
         transient=False,
@@ -83,7 +96,7 @@ def progress_bar(enabled: bool = True) -> Iterator[ProgressFn]:
 
     def update(stage: str, done: int, total: int | None) -> None:
         if stage not in tasks:
-            tasks[stage] = progress.add_task(stage, total=total)
+            tasks[stage] = progress.add_task(stage, total=total, bytes=stage in BYTE_STAGES)
         progress.update(tasks[stage], completed=done, total=total)
 
     with progress:

@@ -22,6 +22,10 @@ from stores.file_document import MAX_DOCUMENT_CHARS
 from stores.records import DocRecord, record_json
 
 ProgressFn = Callable[[str, int, int | None], None]
+# A JSONL file's reading is followed in bytes (its documents are not counted before they are read);
+# a progress display shows the stages named here as sizes, the others as counts.
+READING_BYTES = "reading JSONL"
+BYTE_STAGES = frozenset({READING_BYTES})
 """Called as `progress(stage, done, total)`; the command line draws it as a bar."""
 
 _MAX_PROBLEMS = 1000
@@ -152,7 +156,7 @@ def _read_jsonl(
     for no, line in _utf8_lines(path, problems, raw):
         done += len(line)
         if progress and no % 500 == 0:
-            progress("reading", done, total)
+            progress(READING_BYTES, done, total)
         if not line.strip():
             continue
         try:
@@ -160,7 +164,7 @@ def _read_jsonl(
         except json.JSONDecodeError as exc:
             problems.add(f"{path}:{no}", f"not valid JSON ({exc.msg} at column {exc.colno})")
     if progress:
-        progress("reading", total, total)
+        progress(READING_BYTES, total, total)
 
 
 def _utf8_lines(path: Path, problems: Problems, digest: hashlib._Hash | None = None) -> Iterator[tuple[int, str]]:

@@ -32,6 +32,7 @@ from stores.document_files import printable_path as printable_path
 from stores.errors import IngestError, QuarryError
 from stores.file_document import MAX_DOCUMENT_CHARS as MAX_DOCUMENT_CHARS
 from stores.formats import is_supported
+from stores.jsonl_corpus import BYTE_STAGES as BYTE_STAGES
 from stores.jsonl_corpus import CorpusSource as CorpusSource
 from stores.jsonl_corpus import Problems, read_beir_extras, read_documents
 from stores.jsonl_corpus import ProgressFn as ProgressFn

@@ -162,6 +162,25 @@ def test_an_ingest_reports_reading_storing_then_indexing(tmp_path: Path) -> None
         progress=lambda *a: seen.append(a),
     )
     stages = [stage for stage, _, _ in seen]
-    assert stages.index("reading") < stages.index("storing") < stages.index("indexing")
+    assert stages.index("reading JSONL") < stages.index("storing") < stages.index("indexing")
+    size = (tmp_path / "docs.jsonl").stat().st_size
+    assert ("reading JSONL", size, size) in seen, "a JSONL file is followed in bytes"
     assert ("storing", 40, 40) in seen
     assert seen[-2:] == [("indexing", 0, None), ("indexing", 40, 40)]
+
+
+def test_the_progress_bar_shows_bytes_as_sizes_and_documents_as_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    import quarry.console as terminal
+
+    shown = StringIO()
+    monkeypatch.setattr(terminal, "console", Console(file=shown, force_terminal=True, width=100, color_system=None))
+    with terminal.progress_bar(True) as progress:
+        progress("reading JSONL", 1_234_567_890, 2_400_000_000)
+        progress("storing", 10, 40)
+    text = shown.getvalue()
+    assert "1.2 GB/2.4 GB" in text and "1234567890" not in text
+    assert "10/40" in text

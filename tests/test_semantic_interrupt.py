@@ -440,3 +440,32 @@ def test_a_stop_that_comes_while_another_batch_holds_the_lock_is_honoured_before
     worker.join(60)
     assert result and result[0].stopped == "stopped" and result[0].done == 0
     assert embed.calls == [], "nothing was embedded after the stop"
+
+
+def test_chunks_are_embedded_longest_first_within_a_window_in_the_callers_order(tmp_path: Path) -> None:
+    """A batch pads its texts to its longest: within each window of EMBED_WINDOW chunks the
+    longest go first, while the windows keep the caller's order (its best documents first, what a
+    stop leaves unembedded is the end)."""
+    lengths = [3, 9, 1, 7, 2, 8]
+    keys = [(f"d{i}", 0) for i in range(len(lengths))]
+    texts = {k: "x" * n for k, n in zip(keys, lengths, strict=True)}
+    order = chunk_vectors_mod.longest_first_within(keys, texts, 3)
+    assert [len(texts[k]) for k in order] == [9, 3, 1, 8, 7, 2]
+    assert chunk_vectors_mod.longest_first_within(keys, texts, 0) == keys, "a window of one keeps the order"
+    assert sorted(order) == sorted(keys)
+
+
+def test_embed_hands_the_model_a_window_longest_first(tmp_path: Path) -> None:
+    sizes = [5, 40, 12, 25]
+    docs = [{"_id": f"m{i}", "title": "", "text": " ".join(["word"] * n)} for i, n in enumerate(sizes)]
+    ingest(write_jsonl(tmp_path / "mixed.jsonl", docs), "mixed", home=tmp_path / "home")
+    col = Collection("mixed", tmp_path / "home")
+    seen: list[list[int]] = []
+
+    def embed(texts, batch_size: int = 32) -> np.ndarray:
+        seen.append([len(t) for t in texts])
+        return np.stack([unit_vector(t) for t in texts])
+
+    got = ChunkVectors(tmp_path / "mixed.sqlite", col.corpus, embed=embed).embed([(d["_id"], 0) for d in docs])
+    assert got.done == len(docs) and len(seen) == 1
+    assert seen[0] == sorted(seen[0], reverse=True) and seen[0] != [len(d["text"]) for d in docs]
