@@ -41,6 +41,8 @@ from stores.errors import QuarryError
 from stores.redact import redact
 
 EVENTS_PAGE = 200  # events one call returns at most (a client asks again from the last id)
+# A running job's status when no worker answered its query: "running, waiting", with the reason.
+WAITING_FOR_WORKER = frozenset({"worker_warming_up", "no_worker"})
 
 
 def _redacted(model: Any) -> Any:
@@ -183,9 +185,12 @@ class QuarryService:
         try:
             p = progress_of(job_id, self.address)
         except QuarryError as err:
-            if err.code != "worker_warming_up":
+            # The job runs on Temporal whether or not a worker answers now (one warming up, one
+            # restarting): a status that says so, not an error, so a client's wait goes on.
+            if err.code not in WAITING_FOR_WORKER:
                 raise
-            return _redacted(JobStatus(**base, status="running", finished=False, node="waiting", note=err.message))
+            note = err.message + (f" — {err.hint}" if err.code == "no_worker" and err.hint else "")
+            return _redacted(JobStatus(**base, status="running", finished=False, node="waiting", note=note))
         status = str(p.get("status", "running"))
         top = [{k: t.get(k) for k in ("docid", "title", "score")} for t in p.get("top", [])]
         # Finished only once the job store holds its end (the result is written before the

@@ -15,6 +15,8 @@ import sys
 import time
 import uuid
 
+import pytest
+
 from nodes.job.config import JobConfig
 from stores.jobs import JobStore
 from tests.drill_kit import (
@@ -202,12 +204,15 @@ def test_jobs_are_searchable_by_their_attributes_on_the_embedded_server(home, se
     assert handle.id in ids and result["status"] == "completed"
 
 
-def test_job_commands_with_no_worker_say_so(home, server) -> None:
+def test_job_commands_with_no_worker_say_so(home, server, monkeypatch: pytest.MonkeyPatch) -> None:
     """A running job whose worker is gone: progress and steer say no worker answers (exit ≠ 0,
-    no traceback); stop, cancel and terminate still reach the job through the server."""
+    no traceback); the service's status (MCP's job_status and wait_for_job, the HTTP API) says the
+    job waits for a worker, with what to do, so a client's wait goes on; stop, cancel and terminate
+    still reach the job through the server."""
     from typer.testing import CliRunner
 
     from quarry.cli import app
+    from quarry.service import QuarryService
 
     queue = f"drill-noworker-{uuid.uuid4().hex[:8]}"
     handle = asyncio.run(start(server.address, queue))  # no worker polls this queue
@@ -219,6 +224,10 @@ def test_job_commands_with_no_worker_say_so(home, server) -> None:
     for args in (["progress", handle.id], ["steer", handle.id, "not surveys"]):
         res = cli(*args)
         assert res.exit_code != 0 and "(no_worker)" in res.output and "Traceback" not in res.output, res.output
+    monkeypatch.setenv("QUARRY_HOME", str(home))
+    status = QuarryService(address=server.address).job_status(handle.id)
+    assert (status.status, status.finished, status.node) == ("running", False, "waiting")
+    assert "no worker answered" in status.note and "quarry worker" in status.note, status.note
     assert cli("stop", handle.id).exit_code == 0
     res = cli("terminate", handle.id, "--reason", "drill over")
     assert res.exit_code == 0 and "terminated" in res.output

@@ -296,6 +296,9 @@ class SearchJob:
             args=[self.state, self.status, error, reason, with_run_start(inp.trace, self.started_at)],
             **quick_activity_options(),
         )
+        # A steering note still waiting for the plan (`steer`) is answered — refused, the job has
+        # ended — before the run closes, rather than left to a "workflow completed" error.
+        await workflow.wait_condition(workflow.all_handlers_finished)
         if self.status == "cancelled":
             raise asyncio.CancelledError("cancelled by request; the best result so far is in the job store")
         if self.status == "failed":
