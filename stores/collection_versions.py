@@ -38,10 +38,19 @@ def new_staging(paths: CollectionPaths) -> Path:
     return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=paths.root))
 
 
+def version_id(fingerprint: str, now_ns: int | None = None) -> str:
+    """A new version's id: its local time to the nanosecond, then the fingerprint's head, so ids
+    sort as the versions were made (`stores.versions.prune` orders them so). One clock reading:
+    the second and its fraction read apart could cross a second's edge between them, and the id
+    then sorted a second early (a test that pruned by that order failed once in a suite run)."""
+    ns = time.time_ns() if now_ns is None else now_ns
+    return f"{time.strftime('%Y%m%dT%H%M%S', time.localtime(ns // 10**9))}-{ns % 10**9:09d}-{fingerprint[:8]}"
+
+
 def commit_version(paths: CollectionPaths, staging: Path, fingerprint: str) -> str:
     """Make `staging` (a complete corpus + BM25 index + dense index, if any) the current
     version; then mark it committed and prune what nobody may read (`stores.versions`)."""
-    version = f"{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns() % 10**9:09d}-{fingerprint[:8]}"
+    version = version_id(fingerprint)
     versions = paths.root / VERSIONS_DIR
     versions.mkdir(exist_ok=True)
     staging.rename(versions / version)

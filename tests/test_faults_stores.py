@@ -290,6 +290,18 @@ def test_killed_ingests_never_count_and_running_jobs_keep_their_versions(tmp_pat
     assert info.value.code == "version_gone"
 
 
+def test_version_ids_sort_as_the_versions_were_made_across_a_seconds_edge() -> None:
+    """The id's second and its fraction come from one clock reading: read apart, the edge of a
+    second could fall between them and the id sort before one made earlier in that second."""
+    from stores.collection_versions import version_id
+
+    edge = 1_700_000_000 * 10**9
+    made = [edge - 2_000, edge - 1, edge, edge + 1_000]  # nanoseconds, in the order they were made
+    ids = [version_id("0123456789abcdef", ns) for ns in made]
+    assert sorted(ids) == ids and ids[1].endswith("-999999999-01234567") and ids[2].endswith("-000000000-01234567")
+    assert ids[2].startswith(time.strftime("%Y%m%dT%H%M%S", time.localtime(1_700_000_000)))
+
+
 def test_running_pins_are_the_running_jobs_of_the_collection(tmp_path: Path) -> None:
     from stores.jobs import RUNNING_HORIZON_SECONDS, running_pins
 
