@@ -35,6 +35,7 @@ import numpy as np
 
 from stores.corpus import CorpusStore
 from stores.embedder import DIMENSION, MODEL_NAME, embed_texts
+from stores.sqlite_wal import use_wal
 
 __all__ = ["ChunkVectors", "Embedded"]
 
@@ -99,7 +100,7 @@ class ChunkVectors:
         con = getattr(self._local, "con", None)
         if con is None:
             con = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-            con.execute("PRAGMA journal_mode=WAL")
+            use_wal(con)  # retried while another process holds the file (stores.sqlite_wal)
             con.executescript(SCHEMA)
             self._local.con = con
         if not self._checked:

@@ -22,6 +22,7 @@ from typing import Any
 from stores import job_events
 from stores.errors import QuarryError, error_line
 from stores.redact import redact
+from stores.sqlite_wal import use_wal
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -96,7 +97,7 @@ class JobStore:
         if con is None:
             con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             con.row_factory = sqlite3.Row
-            con.execute("PRAGMA journal_mode=WAL")
+            use_wal(con)  # retried while another process holds the file (stores.sqlite_wal)
             con.execute("PRAGMA busy_timeout=30000")
             self._local.con = con
             with self._open_lock:
