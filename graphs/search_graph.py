@@ -228,8 +228,8 @@ def next_round(state: JobState) -> Literal["one_round", "retrieval"]:
 def plans_in_first_round(state: JobState) -> bool:
     """Whether a one-step job plans inside its first round, one task transition fewer (under the
     PLAN_IN_FIRST_ROUND patch: a job started before it replays its navigator step). Until that round
-    ends the workflow has no plan to check a steering note's year range against, and accepts it
-    (`validate_steering` with years assumed known), as it did while a navigator step ran."""
+    ends the workflow has no plan to check a steering note's year range against: the `steer` update
+    waits for it a few seconds (workflows.search_job.STEER_PLAN_WAIT_S)."""
     if not spec_of(state).one_step_rounds or not workflow.in_workflow():
         return False
     # This patch is asked first: replaying a job started before it, ONE_STEP_ROUNDS must not be asked

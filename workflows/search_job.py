@@ -52,6 +52,7 @@ CHECKPOINT_EVERY_STEPS = 5
 # How long a steering note with a year range waits for the job's plan (which says whether the
 # collection has years); below `quarry job steer`'s own wait (quarry.job_actions.STEER_WAIT_S).
 STEER_PLAN_WAIT_S = 5.0
+STEER_WAITS_FOR_PLAN = "steer-waits-for-plan"
 ANSWERING = "the job is already answering or finished; start a new job to change its requirements"
 # The patch (workflow.patched) under which a failed job's execution ends Failed instead of Completed.
 FAILED_JOBS_FAIL = "failed-job-ends-failed"
@@ -168,7 +169,9 @@ class SearchJob:
 
     @workflow.update
     async def steer(self, text: str) -> dict[str, Any]:
-        if not self.state.get("plan") and any(y is not None for y in parse_years(text)[:2]):
+        has_years = any(y is not None for y in parse_years(text)[:2])
+        # (under a patch: a job that took a year note before this wait replays without its timer)
+        if has_years and not self.state.get("plan") and workflow.patched(STEER_WAITS_FOR_PLAN):
             # A year range is checked against the plan, which the first round (or the navigator)
             # makes: wait for it a little, then check (past that, years are taken as known).
             with suppress(TimeoutError):
