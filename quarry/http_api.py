@@ -25,7 +25,7 @@ from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 from nodes.job.config import JOB_BOUNDS, TOOL_LIMITS, JobConfig
 from quarry.cli_job_inspect import JOBS_LISTED
 from quarry.export import FORMATS
-from quarry.http_common import ERRORS, Service
+from quarry.http_common import ERRORS, Service, in_thread
 from quarry.job_actions import STEER_MAX_CHARS
 from quarry.service_models import (
     CollectionsResult,
@@ -94,24 +94,24 @@ def list_collections(service: Service) -> CollectionsResult:
 
 
 @router.post("/collections/{collection}/search", tags=["search"])
-def search(collection: Collection, body: SearchRequest, service: Service) -> SearchResult:
+async def search(collection: Collection, body: SearchRequest, service: Service) -> SearchResult:
     """Search a collection: a deep ranking is cached behind the returned search_id; a page is shown."""
-    return service.search(collection, body.query, body.channel, body.offset, body.limit)
+    return await in_thread(service.search, collection, body.query, body.channel, body.offset, body.limit)
 
 
 @router.get("/searches/{search_id}", tags=["search"])
-def read_search_results(
+async def read_search_results(
     search_id: Annotated[str, Path(max_length=40)],
     service: Service,
     offset: Annotated[int, Query(ge=1)] = TOOL_LIMITS.page_offset,
     limit: Annotated[int, Query(ge=1, le=TOOL_LIMITS.page_limit_max)] = TOOL_LIMITS.page_limit,
 ) -> SearchResult:
     """Another page of an earlier search's ranking, without searching again."""
-    return service.read_search_results(search_id, offset, limit)
+    return await in_thread(service.read_search_results, search_id, offset, limit)
 
 
 @router.get("/collections/{collection}/documents/{docid:path}", tags=["search"])
-def read_document(
+async def read_document(
     collection: Collection,
     docid: Annotated[str, Path(max_length=500, description="A docid exactly as search returned it")],
     service: Service,
@@ -119,7 +119,7 @@ def read_document(
     limit: Annotated[int, Query(ge=1, le=TOOL_LIMITS.read_limit_max)] = TOOL_LIMITS.read_limit,
 ) -> DocumentResult:
     """A document's numbered lines (line 1 is its title), `limit` from `offset`."""
-    return service.read_document(collection, docid, offset, limit)
+    return await in_thread(service.read_document, collection, docid, offset, limit)
 
 
 @router.post("/collections/{collection}/dense-index", status_code=202, tags=["collections"])

@@ -8,8 +8,10 @@ handler (quarry.http_app) turns it into the JSON error, so no router builds erro
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar, TypeVarTuple, Unpack
 
+import anyio
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
@@ -90,9 +92,22 @@ def quarry_error_response(err: QuarryError) -> JSONResponse:
     return error_response(status_of(err.code), err.code, err.message, err.hint)
 
 
-def service(request: Request) -> QuarryService:
-    """The app's one service (its search sessions outlive a request: a search_id pages later)."""
+async def service(request: Request) -> QuarryService:
+    """The app's one service (its search sessions outlive a request: a search_id pages later).
+    Async, as it does no I/O: FastAPI runs a plain `def` dependency in its thread pool."""
     return request.app.state.service
+
+
+T = TypeVar("T")
+Args = TypeVarTuple("Args")
+
+
+async def in_thread(fn: Callable[[Unpack[Args]], T], *args: *Args) -> T:
+    """Run a blocking service call (Lucene, SQLite) off the event loop, in one hop to a worker thread.
+    The hot endpoints (search, paging, reading) are `async def` around it because a plain `def`
+    endpoint costs three hops — FastAPI runs the endpoint, and then the validation of its response,
+    each in the thread pool — about 0.5 ms a request on this 2-core machine (docs/performance.md)."""
+    return await anyio.to_thread.run_sync(fn, *args)
 
 
 Service = Annotated[QuarryService, Depends(service)]

@@ -31,7 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nodes.job.config import TOOL_LIMITS
 from nodes.tools.excerpts import CUT
-from quarry.http_common import ERRORS, Service
+from quarry.http_common import ERRORS, Service, in_thread
+from quarry.service import QuarryService
 from stores.errors import QuarryError
 
 router = APIRouter(prefix="/pi-serini", tags=["pi-serini"], responses=ERRORS)
@@ -134,8 +135,12 @@ def _hit(hit: Any) -> SearchHit:
 
 
 @router.post("/{collection}/search", response_model_exclude_none=True)
-def search(collection: Collection, body: SearchRequest, service: Service) -> SearchResponse:
+async def search(collection: Collection, body: SearchRequest, service: Service) -> SearchResponse:
     """Pi-Serini's `searchUrl`: a page of a BM25 ranking of the collection, best first."""
+    return await in_thread(_search, collection, body, service)
+
+
+def _search(collection: str, body: SearchRequest, service: QuarryService) -> SearchResponse:
     started = time.perf_counter()
     step = TOOL_LIMITS.page_limit_max
     try:
@@ -161,10 +166,16 @@ def search(collection: Collection, body: SearchRequest, service: Service) -> Sea
 
 
 @router.post("/{collection}/read-document", response_model_exclude_none=True)
-def read_document(
+async def read_document(
     collection: Collection, body: ReadDocumentRequest, service: Service
 ) -> ReadDocumentFound | ReadDocumentNotFound:
     """Pi-Serini's `readDocumentUrl`: lines of one document, or `{found: false}` for an unknown docid."""
+    return await in_thread(_read_document, collection, body, service)
+
+
+def _read_document(
+    collection: str, body: ReadDocumentRequest, service: QuarryService
+) -> ReadDocumentFound | ReadDocumentNotFound:
     started = time.perf_counter()
     offset, limit = body.offset, min(body.limit, TOOL_LIMITS.read_limit_max)
     try:
