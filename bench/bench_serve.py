@@ -16,6 +16,9 @@ of the collection's queries, through
   (a) `QuarryService().search(...)` in this process — the reference,
   (b) `POST /api/collections/{name}/search` (httpx.Client, keep-alive),
   (c) the `search` tool through the MCP SDK's client over Streamable HTTP (`/mcp` of the same server),
+  (c') the same tool through a minimal JSON-RPC client (httpx, `RawMcp`) on the same `/mcp`: what the
+       server's side of MCP costs, without the SDK client's own (its streams, tasks and the
+       validation of every result against the tool's output schema),
   (d) the same tool over stdio to the `quarry mcp` subprocess,
 
 after --warmup untimed rounds; each door's p50/p90, its p50 ratio to (a), and its fixed overhead
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -47,6 +51,7 @@ import numpy as np
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from bench.raw_mcp import RawMcpHttp, raw_stdio_server
 from bench.slices import DEFAULT_DATASETS
 from stores.atomic import write_atomic
 from workflows.process_exit import run_script
@@ -211,12 +216,32 @@ async def measure(args: argparse.Namespace, home: Path, result: dict[str, Any]) 
                     args_ = {"collection": name, "query": q, "offset": 1, "limit": LIMIT}
                     return docids_of_mcp(await stdio.call_tool("search", args_))
 
+                raw_http = RawMcpHttp(http).start()
+
+                async def mcp_over_http_raw(q: str) -> list[str]:
+                    args_ = {"collection": name, "query": q, "offset": 1, "limit": LIMIT}
+                    return [h["docid"] for h in raw_http.call_tool("search", args_)["structuredContent"]["hits"]]
+
                 doors: dict[str, Call] = {"in-process": in_process, "http": over_http, "mcp-http": mcp_over_http}
-                if not args.no_stdio:
-                    doors["mcp-stdio"] = mcp_over_stdio
-                print(f"[{name}] latency: {args.n} calls per door, {len(queries)} queries, limit {LIMIT} …", flush=True)
-                result["latency"] = await latency(doors, queries, args.n, args.warmup)
-                report_latency(result["latency"])
+                doors["mcp-http-raw"] = mcp_over_http_raw
+                with contextlib.ExitStack() as stack:
+                    if not args.no_stdio:
+                        raw_stdio = stack.enter_context(raw_stdio_server(home, stdio_log))
+
+                        async def mcp_over_stdio_raw(q: str) -> list[str]:
+                            args_ = {"collection": name, "query": q, "offset": 1, "limit": LIMIT}
+                            return [
+                                h["docid"] for h in raw_stdio.call_tool("search", args_)["structuredContent"]["hits"]
+                            ]
+
+                        doors["mcp-stdio"] = mcp_over_stdio
+                        doors["mcp-stdio-raw"] = mcp_over_stdio_raw
+                    print(
+                        f"[{name}] latency: {args.n} calls per door, {len(queries)} queries, limit {LIMIT} …",
+                        flush=True,
+                    )
+                    result["latency"] = await latency(doors, queries, args.n, args.warmup)
+                    report_latency(result["latency"])
 
             if args.load_seconds > 0:
                 print(f"[{name}] load: {args.clients} clients for {args.load_seconds:g} s …", flush=True)
@@ -234,7 +259,7 @@ def report_latency(lat: dict[str, Any]) -> None:
     for door, d in lat["doors"].items():
         verdict = "" if "pass" not in d else ("  PASS" if d["pass"] else "  FAIL") + f" (<= {TARGET_RATIO})"
         print(
-            f"    {door:<11} p50 {d['p50_ms']:7.2f} ms  p90 {d['p90_ms']:7.2f} ms  ratio {d['p50_ratio']:5.2f}"
+            f"    {door:<13} p50 {d['p50_ms']:7.2f} ms  p90 {d['p90_ms']:7.2f} ms  ratio {d['p50_ratio']:5.2f}"
             f"  overhead {d['overhead_p50_diff_ms']:+6.2f} ms (paired {d['overhead_paired_median_ms']:+6.2f})"
             f"{verdict}" + (f"  {d['pages_differing_from_in_process']} pages differ" if door != "in-process" else ""),
             flush=True,
