@@ -41,6 +41,11 @@ How:
   `stores.embedder.embed_texts` does on such a CPU since stop 34 (autocast re-casts the weights on
   every call: ~0.4 s a call, which one call over all the chunks, as here, hides).
   `--torch-only` leaves the ONNX variants out.
+- `--more` (stop 39, on a CPU with AVX512-BF16 but no AMX) adds two PyTorch variants:
+  torch bf16c, the bf16 copy's transformer under `torch.compile` (Inductor, weights frozen and
+  prepacked, dynamic shapes; its compile time is reported apart, not timed), and torch int8, the
+  fp32 model's Linear layers quantised dynamically per channel (`torch.ao`, VNNI kernels) except
+  the FFN output layers whose weights reach past |2|, which stay fp32 (the outliers above).
 - ONNX encode: the same tokenizer call as today (`SentenceTransformer.preprocess`: truncation at
   256 tokens, padding to the longest of the batch), the same length-sorted batches of 64, then one
   `InferenceSession.run` per batch (CPU provider, all graph optimisations,
@@ -320,6 +325,55 @@ def top10_overlap(ref_q: np.ndarray, ref_c: np.ndarray, q: np.ndarray, c: np.nda
     }
 
 
+def encoder_of(model: Any) -> Encoder:
+    """A SentenceTransformer's encode as one variant: unit rows in float32."""
+
+    def encode(texts: Sequence[str]) -> np.ndarray:
+        vectors = model.encode(
+            list(texts), batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        rows = np.asarray(vectors, dtype=np.float32)
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    return encode
+
+
+def compiled_bf16(model: Any, texts: Sequence[str]) -> tuple[Encoder, float]:
+    """The bf16 copy with its transformer compiled by Inductor, and the seconds its first calls took
+    (the compile: one batch of every length bucket the timed sample has)."""
+    import torch
+    import torch._inductor.config as inductor
+
+    inductor.freezing = True  # weights as constants: prepacked for oneDNN's bf16 kernels
+    copy_ = copy.deepcopy(model).to(torch.bfloat16)
+    copy_[0].model = torch.compile(copy_[0].model, dynamic=True)
+    encode = encoder_of(copy_)
+    started = time.perf_counter()
+    encode(texts[:: max(1, len(texts) // 400)])
+    return encode, time.perf_counter() - started
+
+
+def int8_dynamic(model: Any) -> Encoder:
+    """The fp32 model with its Linear layers in int8 (dynamic activations, per-channel weights),
+    the outlier FFN output layers (a weight past |2|) left in fp32."""
+    import torch
+
+    copy_ = copy.deepcopy(model)
+    inner = copy_[0].model
+    kept = {
+        name
+        for name, layer in inner.named_modules()
+        if isinstance(layer, torch.nn.Linear) and float(layer.weight.detach().abs().max()) > 2.0
+    }
+    spec = {
+        name: torch.ao.quantization.per_channel_dynamic_qconfig
+        for name, layer in inner.named_modules()
+        if isinstance(layer, torch.nn.Linear) and name not in kept
+    }
+    copy_[0].model = torch.ao.quantization.quantize_dynamic(inner, spec, dtype=torch.qint8)
+    return encoder_of(copy_)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS)
@@ -328,6 +382,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--torch-only", action="store_true", help="leave out the ONNX Runtime variants")
+    parser.add_argument("--more", action="store_true", help="add torch.compile (bf16) and torch int8 variants")
     parser.add_argument("--wait", type=float, default=300, help="longest wait (s) for other tests/benches to end")
     args = parser.parse_args()
     import onnxruntime
@@ -352,16 +407,14 @@ def main() -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16):  # the same call, matrix products in bfloat16
             return torch_fp32(texts)
 
-    bf16_weights = copy.deepcopy(model).to(torch.bfloat16)
-
-    def torch_bf16w(texts: Sequence[str]) -> np.ndarray:  # adopted at stop 34 (`embed_texts`): weights converted once
-        vectors = bf16_weights.encode(
-            list(texts), batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
-        rows = np.asarray(vectors, dtype=np.float32)
-        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    # adopted at stop 34 (`embed_texts`): weights converted once
+    torch_bf16w = encoder_of(copy.deepcopy(model).to(torch.bfloat16))
 
     variants: dict[str, Encoder] = {base: torch_fp32, "torch bf16": torch_bf16, "torch bf16w": torch_bf16w}
+    compile_s: float | None = None
+    if args.more:
+        variants["torch bf16c"], compile_s = compiled_bf16(model, texts)
+        variants["torch int8"] = int8_dynamic(model)
     for kind in () if args.torch_only else KINDS:
         for threads in (1, 2):
             variants[f"onnx {kind} t{threads}"] = onnx_encoder(model, REPO / exports["files"][kind], threads)
@@ -385,6 +438,8 @@ def main() -> None:
     qvecs = {base: variants[base](queries)}
     vectors["bf16"], qvecs["bf16"] = torch_bf16(texts), torch_bf16(queries)
     vectors["bf16w"], qvecs["bf16w"] = torch_bf16w(texts), torch_bf16w(queries)
+    for kind in ("bf16c", "int8") if args.more else ():
+        vectors[kind], qvecs[kind] = variants[f"torch {kind}"](texts), variants[f"torch {kind}"](queries)
     thread_drift = {}
     for kind in () if args.torch_only else KINDS:
         two, one = variants[f"onnx {kind} t2"], variants[f"onnx {kind} t1"]
@@ -429,6 +484,7 @@ def main() -> None:
         "machine_before": quiet,
         "machine_after": quiet_after,
         "target": {"speedup": TARGET_SPEEDUP, "cosine_min": TARGET_COSINE},
+        "compile_s": compile_s,
         "variants": rows,
     }
     print(
