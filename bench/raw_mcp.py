@@ -1,6 +1,6 @@
 """A minimal MCP client for bench.bench_serve: what the server's side of an MCP call costs, without
 the SDK client's own costs (its memory streams and tasks, and the validation of every result
-against the tool's output schema, about 1–1.5 ms a call here). It speaks the same JSON-RPC on the
+against the tool's output schema, about 1.1–1.8 ms a call here, docs/performance.md). It speaks the same JSON-RPC on the
 same transports as any client; nothing in Quarry knows it exists."""
 
 from __future__ import annotations
