@@ -29,9 +29,15 @@ TEXT_PRINTABLE_SHARE = 0.95
 
 
 def decode(raw: bytes) -> str:
-    """Text of a file: UTF-8 (BOM or not) when valid, else the detected encoding."""
+    """Text of a file: UTF-16 when its byte-order mark says so and its bytes agree, UTF-8 (BOM or
+    not) when valid, else the detected encoding."""
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return raw.decode("utf-16")
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError:
+            if b"\x00" in raw[:8192]:  # UTF-16 indeed (its ASCII has NUL halves), but cut mid-character
+                raise Unreadable("UTF-16 text that ends mid-character: the file looks cut short") from None
+            # else not UTF-16 after all (a Latin-1 text may begin with "ÿþ"): read as if unmarked
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:

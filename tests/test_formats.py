@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from stores.errors import IngestError, QuarryError
+from stores.file_document import Unreadable
 from stores.readers import read_corpus
 from stores.records import DocRecord, document_lines, line_pages, page_of_line
 from stores.text_files import decode
@@ -252,10 +253,18 @@ def test_rst_and_latex_read_as_text_with_their_titles(tmp_path: Path) -> None:
             "Les élèves étudient à l'école près du théâtre.",
         ),
         ("naïve café résumé".encode("latin-1"), "naïve café résumé"),
+        ("日本語の文書検索".encode("utf-16"), "日本語の文書検索"),
+        # 8-bit text that begins with the bytes of a UTF-16 mark but cannot be UTF-16 (odd length)
+        ("ÿþ café près retrievals".encode("cp1252"), "ÿþ café près retrievals"),
     ],
 )
 def test_encodings_are_detected(raw: bytes, expected: str) -> None:
     assert decode(raw) == expected
+
+
+def test_utf16_cut_mid_character_is_refused_with_a_reason() -> None:
+    with pytest.raises(Unreadable, match="cut short"):
+        decode("utf-16 text".encode("utf-16") + b"x")
 
 
 def test_a_single_file_is_a_corpus_of_one(tmp_path: Path) -> None:
