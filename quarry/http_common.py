@@ -104,9 +104,10 @@ Args = TypeVarTuple("Args")
 
 async def in_thread(fn: Callable[[Unpack[Args]], T], *args: *Args) -> T:
     """Run a blocking service call (Lucene, SQLite) off the event loop, in one hop to a worker thread.
-    The hot endpoints (search, paging, reading) are `async def` around it because a plain `def`
-    endpoint costs three hops — FastAPI runs the endpoint, and then the validation of its response,
-    each in the thread pool — about 0.5 ms a request on this 2-core machine (docs/performance.md)."""
+    The hot endpoints (search, paging, reading) are `async def` around it because FastAPI runs a
+    plain `def` endpoint, and then the validation of its response, each in its thread pool: with the
+    dependency above that was three hops, about 0.5 ms a request more on this 2-core machine
+    (docs/performance.md)."""
     return await anyio.to_thread.run_sync(fn, *args)
 
 
