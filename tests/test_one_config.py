@@ -154,6 +154,7 @@ ALLOWED: dict[tuple[str, str, float], str] = {
     ("evals/tuning.py", "threads", 2): "CPU threads of an evaluation",
     ("evals/self_tuning.py", "threads", 2): "CPU threads of the tuning's searches",
     ("evals/html_extraction.py", "runs", 5): "timing repetitions of a benchmark",
+    ("evals/dense_adaptation_probe.py", "--pairs(default=)", 1000): "training pairs of a probe, not a search depth",
     ("nodes/tools/agent_tools.py", "SubmitArgs.confidence", 50): "a neutral confidence (of 0-100), not a limit",
 }
 
