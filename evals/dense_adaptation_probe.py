@@ -2,9 +2,9 @@
 
     python -m evals.dense_adaptation_probe cranfield [--pairs 1000] [--epochs 1] [--seed 13]
 
-Why (issue 22): the verifier's features cannot reach +3% over the default agent on Cranfield or
-scifact-train even fitted on their own qrels (docs/eval/ranker.md, in-sample bound), so a gain that
-large needs a signal the agent does not have. The semantic channel is the agent's strongest one, and
+Why (issue 22): fitted on a collection's own qrels, the verifier's features reach at most +0.2%
+over the default agent on scifact-train and +3.7% on Cranfield (docs/eval/ranker.md, in-sample
+bound), so +3% without qrels needs a signal the agent does not have. The semantic channel is the agent's strongest one, and
 it is the one part never fitted to the collection. This measures the first step of fitting it: the
 inverse cloze task (a sentence of a document → the rest of that document, `evals.cloze_queries`),
 in-batch negatives, a few hundred steps on the CPU — then dense retrieval alone, before and after,
