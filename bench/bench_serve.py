@@ -20,6 +20,7 @@ of the collection's queries, through
        server's side of MCP costs, without the SDK client's own (its streams, tasks and the
        validation of every result against the tool's output schema),
   (d) the same tool over stdio to the `quarry mcp` subprocess,
+  (d') the same tool over stdio through the minimal client, to a second `quarry mcp` subprocess,
 
 after --warmup untimed rounds; each door's p50/p90, its p50 ratio to (a), and its fixed overhead
 per call (p50(door) − p50(a), and the median of the per-query differences) are reported. Then the

@@ -1,6 +1,8 @@
 """Probe: does MiniLM adapted to a collection on its own cloze pairs rank its real queries better?
 
-    python -m evals.dense_adaptation_probe cranfield [--pairs 1000] [--epochs 1] [--seed 13]
+    python -m evals.dense_adaptation_probe cranfield --home H [--pairs 1000] [--epochs 1] [--seed 13]
+
+(H holds the collection, ingested: its documents, queries and qrels are read from there.)
 
 Why (issue 22): fitted on a collection's own qrels, the verifier's features reach at most +0.2%
 over the default agent on scifact-train and +3.7% on Cranfield (docs/eval/ranker.md, in-sample
@@ -30,10 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from bench.slices import DEFAULT_DATASETS
 from evals.cloze_queries import take_out_sentence
 from evals.metrics import per_query
+from evals.runner import judged_queries
 from evals.significance import compare
+from stores.collection import Collection
 from stores.records import DocRecord
 from workflows.process_exit import run_script
 
@@ -43,20 +46,6 @@ WARMUP_SHARE = 0.1
 SCALE = 20.0  # cosine × 20 as logits: sentence-transformers' MultipleNegativesRankingLoss default
 TRAIN_MAX_TOKENS = 256
 DEPTH = 100
-
-
-def read_beir(folder: Path) -> tuple[list[DocRecord], dict[str, str], dict[str, dict[str, int]]]:
-    docs = [
-        DocRecord(docid=str(r["_id"]), title=r.get("title") or "", text=r.get("text") or "")
-        for r in map(json.loads, (folder / "corpus.jsonl").read_text().splitlines())
-    ]
-    queries = {str(r["_id"]): r["text"] for r in map(json.loads, (folder / "queries.jsonl").read_text().splitlines())}
-    qrels: dict[str, dict[str, int]] = {}
-    split = next(p for p in (folder / "qrels" / "test.tsv", folder / "qrels" / "train.tsv") if p.exists())
-    for line in split.read_text().splitlines()[1:]:
-        qid, docid, score = line.split("\t")[:3]
-        qrels.setdefault(qid, {})[docid] = int(score)
-    return docs, queries, qrels
 
 
 def as_text(rec: DocRecord) -> str:
@@ -131,8 +120,9 @@ def dense_run(model: Any, docs: list[DocRecord], queries: dict[str, str]) -> dic
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("collection", help="a BEIR folder under --datasets")
-    parser.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS)
+    parser.add_argument("collection", help="a collection of --home with judged queries")
+    parser.add_argument("--home", type=Path, default=None, help="QUARRY_HOME holding the collection")
+    parser.add_argument("--split", default=None, help="qrels split (default: the one `quarry eval` picks)")
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--seed", type=int, default=13)
@@ -140,8 +130,10 @@ def main() -> None:
     args = parser.parse_args()
     from stores.embedder import _model
 
-    docs, queries, qrels = read_beir(args.datasets / args.collection)
-    queries = {q: t for q, t in queries.items() if q in qrels}
+    col = Collection(args.collection, home=args.home)  # a QuarryError ends it in one line (run_script)
+    _, qids, texts, qrels = judged_queries(col, args.split)
+    docs = list(col.corpus.iter_records())
+    queries = {q: texts[q] for q in qids}
     base = _model()  # fp32, the weights Quarry ships
     before = per_query(qrels, dense_run(base, docs, queries))
     pairs = cloze_pairs(docs, args.pairs, args.seed)

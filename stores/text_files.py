@@ -35,14 +35,14 @@ def decode(raw: bytes) -> str:
         try:
             return raw.decode("utf-16")
         except UnicodeDecodeError:
-            if b"\x00" in raw[:8192]:  # UTF-16 indeed (its ASCII has NUL halves), but cut mid-character
+            if b"\x00" in raw[:SNIFF_BYTES]:  # UTF-16 indeed (its ASCII has NUL halves), but cut mid-character
                 raise Unreadable("UTF-16 text that ends mid-character: the file looks cut short") from None
             # else not UTF-16 after all (a Latin-1 text may begin with "ÿþ"): read as if unmarked
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         pass
-    if b"\x00" in raw[:8192]:
+    if b"\x00" in raw[:SNIFF_BYTES]:
         raise Unreadable("binary data, not text")
     from charset_normalizer import from_bytes
 
