@@ -27,7 +27,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from evals.metrics import per_query
-from evals.ranker_probes import _hybrid
+from evals.ranker_probes import hybrid_per_query
 from evals.ranker_scorers import METRIC, UNLEAKED, fit_ascent, rerank
 from evals.significance import compare
 from evals.train_ranker import collect, heuristic_runs
@@ -107,7 +107,7 @@ def main() -> None:
     if len(set(args.collections)) < 2:
         parser.error("leave-one-collection-out needs at least two collections")
     datasets = {n: collect(args.home, n) for n in args.collections}
-    hybrid = {n: _hybrid(args.home, d) for n, d in datasets.items()}
+    hybrid = {n: hybrid_per_query(args.home, d) for n, d in datasets.items()}
     print(
         "| gate | fallback | held out | threshold | verifier orders | heuristic | verifier | gated (p) | gated vs heuristic (p) |\n"
         "|---|---|---|---|---:|---:|---:|---:|---:|"

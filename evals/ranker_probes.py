@@ -64,7 +64,9 @@ def _relative(data: dict[str, Any], runs: dict[str, dict[str, float]], hybrid: d
     return float(np.mean([v[metric] for v in pq.values()]) / np.mean([v[metric] for v in hybrid.values()]) - 1)
 
 
-def _hybrid(home: Path, data: dict[str, Any]) -> dict[str, dict[str, float]]:
+def hybrid_per_query(home: Path, data: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Hybrid RRF(BM25, MiniLM)'s per-query scores on the judged queries of `data`'s collection:
+    the baseline every probe reports against."""
     col = Collection(data["collection"], home)
     rank = system_ranker(col, "hybrid", None, None, 1000)
     _, qids, texts, _ = judged_queries(col, None)
@@ -96,7 +98,7 @@ def main() -> None:
     datasets = {n: collect(args.home, n) for n in args.collections}
     print("| collection | in-domain 5-fold | held out | held out, monotone |\n|---|---|---|---|")
     for name, data in datasets.items():
-        hybrid = _hybrid(args.home, data)
+        hybrid = hybrid_per_query(args.home, data)
         others = [d for n, d in datasets.items() if n != name]
         cells = [_relative(data, in_domain(data), hybrid)]
         cells += [_relative(data, rerank(data, _fit(others, monotone)), hybrid) for monotone in (False, True)]
