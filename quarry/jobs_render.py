@@ -100,8 +100,8 @@ def score_help(result: dict[str, Any]) -> str:
     ranker = str(result.get("ranker") or "")
     if ranker.startswith("verifier"):
         how = (
-            f"the learned verifier {ranker}: weighted reciprocal ranks of the document in the job's searches, "
-            "by S and under other BM25 settings — docs/eval/ranker.md"
+            f"the learned verifier {ranker}: weighted reciprocal ranks of the document in the job's rankings "
+            "(its searches, by S, by its best evidence) — docs/eval/ranker.md"
         )
     else:
         how = display_spec(result).order_help
