@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,15 +66,19 @@ FALLBACK: dict[str, Score] = {
 }
 
 
+def by_verifier(verifier: Verifier) -> Score:
+    """The verifier's scores for a head's feature matrix."""
+    return lambda head: np.asarray([verifier.score(x) for x in head])
+
+
 def gated(
     verifier: Verifier, agreement: Callable[[np.ndarray], float], threshold: float, above: bool, fallback: str
 ) -> Score:
     """The verifier's order where the channels' agreement is ≥ threshold (`above`) or < it, else the fallback's."""
+    own = by_verifier(verifier)
 
     def score(head: np.ndarray) -> np.ndarray:
-        if (agreement(head) >= threshold) == above:
-            return np.asarray([verifier.score(x) for x in head])
-        return FALLBACK[fallback](head)
+        return (own if (agreement(head) >= threshold) == above else FALLBACK[fallback])(head)
 
     return score
 
@@ -99,6 +104,38 @@ def fit_gate(train: list[dict[str, Any]], verifier: Verifier, agreement_name: st
     return best[1], best[2]
 
 
+@dataclass(frozen=True)
+class Fold:
+    """One held-out collection's verifier (fitted on the others) and the baselines every gate is compared with."""
+
+    train: list[dict[str, Any]]
+    verifier: Verifier
+    metric: str
+    base: float  # hybrid's mean on the held-out queries
+    heur_pq: dict[str, dict[str, float]]
+    heur: float
+    plain: float  # the ungated verifier's mean
+    heads: list[np.ndarray]
+
+
+def fold(datasets: dict[str, dict[str, Any]], held: str, hybrid: dict[str, dict[str, float]]) -> Fold:
+    test = datasets[held]
+    train = [d for n, d in datasets.items() if n != held]
+    verifier = fit_ascent(train, "verifier", UNLEAKED)
+    metric = METRIC.get(held, "ndcg@20")
+    heur_pq, heur = mean_metric(test, heuristic_runs(test))
+    return Fold(
+        train,
+        verifier,
+        metric,
+        float(np.mean([v[metric] for v in hybrid.values()])),
+        heur_pq,
+        heur,
+        mean_metric(test, rerank(test, by_verifier(verifier)))[1],
+        [np.asarray(list(r["features"].values())) for r in test["queries"] if r["features"]],
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True)
@@ -112,27 +149,24 @@ def main() -> None:
         "| gate | fallback | held out | threshold | verifier orders | heuristic | verifier | gated (p) | gated vs heuristic (p) |\n"
         "|---|---|---|---|---:|---:|---:|---:|---:|"
     )
+    folds = {held: fold(datasets, held, hybrid[held]) for held in datasets}  # once, for every gate
     for agreement_name, (agreement, _) in AGREEMENT.items():
         for fallback in FALLBACK:
             for held, test in datasets.items():
-                verifier = fit_ascent([d for n, d in datasets.items() if n != held], "verifier", UNLEAKED)
-                threshold, above = fit_gate(
-                    [d for n, d in datasets.items() if n != held], verifier, agreement_name, fallback
+                f = folds[held]
+                threshold, above = fit_gate(f.train, f.verifier, agreement_name, fallback)
+                gate_pq, gate = mean_metric(
+                    test, rerank(test, gated(f.verifier, agreement, threshold, above, fallback))
                 )
-                metric = METRIC.get(held, "ndcg@20")
-                base = float(np.mean([v[metric] for v in hybrid[held].values()]))
-                heur_pq, heur = mean_metric(test, heuristic_runs(test))
-                _, plain = mean_metric(test, rerank(test, lambda m, v=verifier: np.asarray([v.score(x) for x in m])))
-                gate_pq, gate = mean_metric(test, rerank(test, gated(verifier, agreement, threshold, above, fallback)))
-                heads = [np.asarray(list(r["features"].values())) for r in test["queries"] if r["features"]]
-                used = np.mean([(agreement(h) >= threshold) == above for h in heads])
-                vs_hybrid = compare("gated", gate_pq, "hybrid", hybrid[held], metric)
-                vs_heur = compare("gated", gate_pq, "heuristic", heur_pq, metric)
+                used = np.mean([(agreement(h) >= threshold) == above for h in f.heads])
+                vs_hybrid = compare("gated", gate_pq, "hybrid", hybrid[held], f.metric)
+                vs_heur = compare("gated", gate_pq, "heuristic", f.heur_pq, f.metric)
                 assert vs_hybrid is not None and vs_heur is not None, "fewer than two queries to compare"
+                base = f.base
                 print(
                     f"| {agreement_name} | {fallback} | {held} | {'≥' if above else '<'} {threshold:g} | {used:.0%} "
-                    f"| {heur / base - 1:+.2%} | {plain / base - 1:+.2%} | {gate / base - 1:+.2%} ({vs_hybrid.p_value:.3f}) "
-                    f"| {vs_heur.relative:+.2%} ({vs_heur.p_value:.3f}) |",
+                    f"| {f.heur / base - 1:+.2%} | {f.plain / base - 1:+.2%} | {gate / base - 1:+.2%} "
+                    f"({vs_hybrid.p_value:.3f}) | {vs_heur.relative:+.2%} ({vs_heur.p_value:.3f}) |",
                     flush=True,
                 )
 
