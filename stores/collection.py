@@ -183,7 +183,9 @@ def ingest(
     stores and indexes it (`read_corpus(one_pass=True)`): a bad record fails the ingest at that
     pass's end, naming every problem, and the staged version is dropped — nothing changes."""
     paths = collection_paths(name, home or quarry_home())
-    src = read_corpus(path, progress, strict=strict, one_pass=force or not paths.corpus_db.is_file())
+    src = read_corpus(
+        path, progress, strict=strict, one_pass=force or not paths.corpus_db.is_file(), home=home or quarry_home()
+    )
     with writer_lock(paths.root, name, drop_if_new=True):  # a failed first ingest leaves no folder
         paths = collection_paths(name, home or quarry_home())  # the version current now that we hold the lock
         tidy(paths)

@@ -13,12 +13,12 @@ import hashlib
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 
 from stores.formats import Unreadable, format_suffix, is_supported, read_file
 from stores.jsonl_corpus import CorpusSource, EmptyRecord, Problems, ProgressFn, RecordStream, record_from_json
 from stores.records import DocRecord, record_json
+from stores.scratch import held_scratch
 
 
 def file_docid(path: Path, root: Path) -> str:
@@ -128,11 +128,13 @@ def read_files(
     problems: Problems,
     progress: ProgressFn | None,
     within: Path | None,
+    home: Path,
 ) -> None:
     """Read document files (ids relative to `root`) into a spooled RecordStream; a bad file
-    becomes a problem `path: reason`. `within`: see `unsafe_reason`."""
+    becomes a problem `path: reason`. `within`: see `unsafe_reason`. The spool holds the user's
+    text, so it lives in `home`'s scratch area (`stores.scratch`), never the system's /tmp."""
     first_file: dict[str, Path] = {}
-    keep = tempfile.TemporaryDirectory(prefix="quarry-read-")  # removed with the stream
+    keep = held_scratch(home, "read-")  # removed with the stream; swept if this process is killed
     spool = Path(keep.name) / "records.jsonl"
     digest, raw = hashlib.sha256(), hashlib.sha256()
     # Files without a suffix last: `README` and `README.md` share the id "README", and the file

@@ -32,6 +32,7 @@ from stores.document_files import printable_path as printable_path
 from stores.errors import IngestError, QuarryError
 from stores.file_document import MAX_DOCUMENT_CHARS as MAX_DOCUMENT_CHARS
 from stores.formats import is_supported
+from stores.home import quarry_home
 from stores.jsonl_corpus import BYTE_STAGES as BYTE_STAGES
 from stores.jsonl_corpus import CorpusSource as CorpusSource
 from stores.jsonl_corpus import Problems, read_beir_extras, read_documents
@@ -57,6 +58,7 @@ def read_corpus(
     strict: bool = False,
     docid_root: Path | None = None,
     one_pass: bool = False,
+    home: Path | None = None,
 ) -> CorpusSource:
     """Read and validate a corpus; raise `IngestError` listing every bad record.
 
@@ -65,6 +67,7 @@ def read_corpus(
     With `one_pass`, a BEIR folder or JSONL file is not read here: its records come back as an
     unchecked `RecordStream` whose first pass validates them (and then reads the BEIR extras and
     raises what `read_corpus` would have), so a fresh ingest reads the file once.
+    Parsed document files are spooled in the scratch area of `home` (default: QUARRY_HOME).
     """
     path = Path(path).expanduser()
     problems = Problems()
@@ -101,7 +104,8 @@ def read_corpus(
         src = CorpusSource("folder" if path.is_dir() else "file", path)
         root = docid_root or (path if path.is_dir() else path.parent)
         files = document_files(path, src) if path.is_dir() else [path]
-        read_files(files, root, src, problems, progress, path.resolve() if path.is_dir() else None)
+        within = path.resolve() if path.is_dir() else None
+        read_files(files, root, src, problems, progress, within, home or quarry_home())
         if not strict:
             src.skipped, problems = list(problems), Problems()
         if not src.records and not problems:
