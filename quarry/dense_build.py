@@ -52,22 +52,35 @@ def runs_durable(chunks: int, durable: bool | None) -> bool:
 
 async def start_or_attach(client: Any, home: Path, name: str, version: str | None, **options: Any) -> Any:
     """The handle of this version's build: the running one, or a new one (which resumes from the
-    batches a cancelled or crashed build staged)."""
+    batches a cancelled or crashed build staged). The version is pinned for the build before it
+    starts (`stores.versions.pin_version`), so no `quarry add` between this call and the build's
+    first step prunes it; a version pruned already is `version_gone`. A build that cannot be
+    started releases the pin."""
     from temporalio.common import WorkflowIDConflictPolicy
 
+    from stores.home import collection_paths
+    from stores.versions import pin_version, unpin
     from workflows.dense_activities import DenseBuildInput
     from workflows.dense_index import DenseIndexBuild
 
+    build_id = dense_build_id(home, name, version)
+    root = collection_paths(name, home).root
+    if version is not None:
+        pin_version(root, build_id, version)
     inp = DenseBuildInput(collection=name, version=version, **options)
-    return await client.start_workflow(
-        DenseIndexBuild.run,
-        inp,
-        id=dense_build_id(home, name, version),
-        task_queue=task_queue(home),
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        static_summary=f"dense index of {name}",
-        memo={"collection": name, "version": version or "root"},  # what `quarry job list` shows
-    )
+    try:
+        return await client.start_workflow(
+            DenseIndexBuild.run,
+            inp,
+            id=build_id,
+            task_queue=task_queue(home),
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            static_summary=f"dense index of {name}",
+            memo={"collection": name, "version": version or "root"},  # what `quarry job list` shows
+        )
+    except BaseException:
+        unpin(root, build_id)
+        raise
 
 
 async def follow(handle: Any, progress: ProgressFn, *, every_s: float = POLL_EVERY_S) -> dict[str, Any]:

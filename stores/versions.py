@@ -10,6 +10,12 @@ Pruning keeps the newest `keep` committed versions, the current one, and every v
 job may read: the one its checkpoint names (`collection_version`), or — for a job that has not
 checkpointed yet — every version that was current at some moment since the job was created. The
 job store says which jobs run (`stores.jobs.running_pins`); if it cannot be read nothing is pruned.
+Work that runs outside the job store — a durable dense build writing into its version — pins that
+version with a file of its own (`pin_version`, `collections/<name>/pins/<holder>.json`), refreshes
+it as it goes and removes it when it ends (`unpin`). A pin outlives its holder only when the holder
+is killed beyond recovery (its workflow terminated, the server's database gone); it then stops
+counting once it has not been refreshed for as long as a running job's row counts
+(`stores.jobs.RUNNING_HORIZON_SECONDS`), and the next prune removes its file.
 
 Writers (they hold the collection's writer lock, `stores.locks`, so any other writer is gone)
 also remove `.staging-*` folders left by killed ingests and move a dense index kept in the
@@ -19,6 +25,7 @@ collection's root by older Quarry versions into the version it was built for.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 import time
@@ -26,11 +33,75 @@ import warnings
 from pathlib import Path
 
 from stores.atomic import write_atomic
+from stores.errors import QuarryError
 from stores.home import VERSIONS_DIR, CollectionPaths, current_version
-from stores.jobs import running_pins
+from stores.jobs import RUNNING_HORIZON_SECONDS, running_pins
+from stores.locks import writer_lock
 
 MARKER = ".committed"
 STAGING_PREFIX = ".staging-"
+PINS_DIR = "pins"
+_HOLDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")  # a pin's file name: a workflow id such as dense-…
+
+
+def _pin_file(root: Path, holder: str) -> Path:
+    if not _HOLDER.fullmatch(holder) or ".." in holder:
+        raise ValueError(f"not a pin holder's name: {holder!r}")
+    return root / PINS_DIR / f"{holder}.json"
+
+
+def pin_version(root: Path, holder: str, version: str) -> None:
+    """Pin `version` of the collection at `root` for `holder` (or refresh its pin): no writer
+    prunes it until `unpin` (or until the pin goes stale, see the module doc). A new pin is
+    written under the writer lock, so no prune under way can miss it (a busy collection is
+    `collection_busy`); a refresh needs no lock (prunes see the pin already). Raises QuarryError
+    `version_gone` when the version is no longer there to pin (pruned already)."""
+    pin = _pin_file(root, holder)
+    if pin.is_file():
+        _write_pin(root, pin, version)
+        return
+    with writer_lock(root, root.name):
+        _write_pin(root, pin, version)
+
+
+def _write_pin(root: Path, pin: Path, version: str) -> None:
+    pin.parent.mkdir(mode=0o700, exist_ok=True)
+    write_atomic(pin, json.dumps({"version": version, "refreshed": time.time()}) + "\n")
+    if not (root / VERSIONS_DIR / version).is_dir():
+        pin.unlink(missing_ok=True)
+        raise QuarryError(
+            "version_gone",
+            f"version {version} of collection {root.name!r} is gone (pruned or replaced)",
+            f"build the dense index of the current version: quarry index {root.name} --dense",
+        )
+
+
+def unpin(root: Path, holder: str) -> None:
+    """Release `holder`'s pin (nothing happens when it holds none)."""
+    _pin_file(root, holder).unlink(missing_ok=True)
+
+
+def held_pins(root: Path, *, now: float | None = None, drop_stale: bool = False) -> dict[str, str]:
+    """{holder: version} of the pins that count; with `drop_stale` (a writer, under the lock)
+    the files of stale or unreadable pins are removed."""
+    folder = root / PINS_DIR
+    if not folder.is_dir():
+        return {}
+    since = (time.time() if now is None else now) - RUNNING_HORIZON_SECONDS
+    out = {}
+    for pin in folder.glob("*.json"):
+        try:
+            data = json.loads(pin.read_text(encoding="utf-8"))
+            version, refreshed = str(data["version"]), float(data["refreshed"])
+        except FileNotFoundError:
+            continue  # released meanwhile
+        except (OSError, ValueError, KeyError, TypeError):
+            version, refreshed = "", 0.0  # a torn write cannot happen (write_atomic): a foreign file
+        if version and refreshed >= since:
+            out[pin.stem] = version
+        elif drop_stale:
+            pin.unlink(missing_ok=True)
+    return out
 
 
 def _folders(root: Path) -> list[Path]:
@@ -114,7 +185,8 @@ def prune(paths: CollectionPaths, name: str, home: Path, keep: int) -> list[str]
         return removed
     order = sorted(committed)  # ids start with their creation time
     current = current_version(root)
-    kept = set(order[-keep:]) | ({current} if current else set()) | {v for v, _ in pins if v}
+    held = set(held_pins(root, drop_stale=True).values())
+    kept = set(order[-keep:]) | ({current} if current else set()) | {v for v, _ in pins if v} | held
     for _, created in (p for p in pins if p[0] is None):
         # Unknown pin: every version current at some moment since the job was created.
         for i, version in enumerate(order):
@@ -187,4 +259,16 @@ def _fingerprint(folder: Path) -> str | None:
     return row[0] if row else None
 
 
-__all__ = ["MARKER", "STAGING_PREFIX", "adopt_legacy_dense", "commit_times", "mark_committed", "prune", "tidy"]
+__all__ = [
+    "MARKER",
+    "PINS_DIR",
+    "STAGING_PREFIX",
+    "adopt_legacy_dense",
+    "commit_times",
+    "held_pins",
+    "mark_committed",
+    "pin_version",
+    "prune",
+    "tidy",
+    "unpin",
+]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,14 @@ from temporalio.worker import Replayer
 
 from quarry.dense_build import build_error, collection_of_build, dense_build_id, follow, runs_durable, start_or_attach
 from stores.collection import Collection, ingest
+from stores.collection_edits import add
 from stores.dense import DenseIndex, DenseMeta
 from stores.dense_sizes import DURABLE_MIN_CHUNKS
 from stores.dense_staging import STAGING_DIR, StagedBuild, read_ledger
 from stores.embedder import embed_texts
+from stores.errors import QuarryError
+from stores.jobs import RUNNING_HORIZON_SECONDS
+from stores.versions import PINS_DIR, held_pins, pin_version
 from tests.fakes import search_docs, write_jsonl
 from workflows.dense_index import DenseIndexBuild
 from workflows.dense_progress import progress_line
@@ -148,6 +153,7 @@ async def test_cancel_leaves_the_live_index_and_a_rerun_resumes(
         release.set()
     err = build_error(failed.value, NAME)
     assert err is not None and err.code == "cancelled" and "untouched" in err.message and "--dense" in err.hint
+    assert held_pins(col.paths.root) == {}, "a cancelled build releases its version"
 
     assert (col.paths.chroma_dir / "dense.json").read_text() == before, "the live index is untouched"
     assert_same_vectors(index_vectors(col), live)
@@ -203,3 +209,83 @@ def test_a_build_id_names_its_collection(tmp_path: Path) -> None:
         for v in (version, None):
             assert collection_of_build(dense_build_id(tmp_path, name, v)) == name
     assert collection_of_build("job-1f2e3d") == "" and collection_of_build("dense-x") == ""
+
+
+async def test_adds_during_a_durable_build_leave_its_version_pinned(
+    env, dense_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three `add`s while a durable build embeds would prune the version it writes (three versions
+    are kept): the build pins it, completes on it, and lets it go when it ends."""
+    name = "pinned"
+    ingest(write_jsonl(tmp_path / "pinned.jsonl", search_docs()), name, home=dense_home)
+    version = Collection(name, dense_home).version
+    assert version is not None
+
+    def add_one(i: int) -> str | None:
+        doc = {"_id": f"extra{i}", "title": f"Added paper {i}", "text": f"Federated learning note number {i}."}
+        add(name, [write_jsonl(tmp_path / f"extra{i}.jsonl", [doc])], home=dense_home)
+        return Collection(name, dense_home).version
+
+    held, release = threading.Event(), threading.Event()
+    real = StagedBuild.embed_batch
+
+    def gated(self, corpus, batch, after, **kw):
+        if batch >= 1 and not release.is_set():
+            held.set()
+            release.wait(60)
+        return real(self, corpus, batch, after, **kw)
+
+    monkeypatch.setattr(StagedBuild, "embed_batch", gated)
+    queue = task_queue(dense_home)
+    try:
+        async with (
+            build_worker(env.client, home=dense_home, queue=queue),
+            build_embed_worker(env.client, home=dense_home, queue=queue),
+        ):
+            handle = await start_or_attach(
+                env.client, dense_home, name, version, batch_chunks=BATCH_CHUNKS, max_in_flight=1
+            )
+            await asyncio.wait_for(asyncio.to_thread(held.wait, 60), 70)
+            newest = [await asyncio.to_thread(add_one, i) for i in range(3)][-1]
+            assert (Collection(name, dense_home).paths.root / "versions" / version).is_dir(), "pinned: not pruned"
+            release.set()
+            result = await asyncio.wait_for(handle.result(), 120)
+    finally:
+        release.set()
+    assert result["version"] == version and result["embedded_batches"] == result["batches"]
+    built = Collection(name, dense_home, version)
+    assert built.version == version
+    assert DenseIndex(built.paths, name).current_meta(built.corpus.fingerprint) is not None
+    assert Collection(name, dense_home).version == newest != version
+    assert held_pins(built.paths.root) == {}, "the pin is released when the build ends"
+    add_one(3)
+    assert not (built.paths.root / "versions" / version).exists(), "once released, the version is pruned as usual"
+
+
+def test_a_pin_left_by_a_build_killed_for_good_goes_stale(tmp_path: Path) -> None:
+    """A build whose workflow was terminated (or whose server's database is gone) never releases its
+    pin: once unrefreshed for as long as a running job's row counts, it keeps nothing, and the next
+    change removes it; a version pruned already cannot be pinned."""
+    home = tmp_path / "home"
+    ingest(write_jsonl(tmp_path / "docs.jsonl", search_docs()[:6]), "stale", home=home)
+    root = Collection("stale", home).paths.root
+    first = Collection("stale", home).version
+    assert first is not None
+    pin_version(root, "dense-stale-killed", first)
+
+    def add_one(i: int) -> None:
+        doc = {"_id": f"extra{i}", "title": f"Added paper {i}", "text": f"Graph learning note number {i}."}
+        add("stale", [write_jsonl(tmp_path / f"extra{i}.jsonl", [doc])], home=home)
+
+    for i in range(3):
+        add_one(i)
+    assert (root / "versions" / first).is_dir() and held_pins(root) == {"dense-stale-killed": first}
+    pin = root / PINS_DIR / "dense-stale-killed.json"
+    pin.write_text(json.dumps({"version": first, "refreshed": time.time() - RUNNING_HORIZON_SECONDS - 60}))
+    assert held_pins(root) == {}
+    add_one(3)
+    assert not (root / "versions" / first).exists() and not pin.exists()
+    with pytest.raises(QuarryError) as gone:
+        pin_version(root, "dense-stale-again", first)
+    assert gone.value.code == "version_gone" and held_pins(root) == {}
+    assert not (root / PINS_DIR / "dense-stale-again.json").exists()

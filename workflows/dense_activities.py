@@ -1,6 +1,11 @@
 """The activities of a durable dense index build (`workflows.dense_index`): plan, find the next
-batches, embed one batch, commit. Thin: what they do is `stores.dense_staging`'s; here they open the
-collection of the worker's home and turn its errors into Temporal's."""
+batches, embed one batch, commit, release. Thin: what they do is `stores.dense_staging`'s; here they
+open the collection of the worker's home and turn its errors into Temporal's.
+
+The build pins the version it writes (`stores.versions.pin_version`, held by the build's workflow
+id), so `quarry add`s meanwhile never prune it: pinned when the build starts (`quarry.dense_build`)
+and again by its plan, refreshed with every segment, released by its commit — or, when the build
+fails or is cancelled, by `release_dense_pin`."""
 
 from __future__ import annotations
 
@@ -17,7 +22,9 @@ from stores.dense import DenseIndex
 from stores.dense_sizes import BATCH_CHUNKS, BATCHES_IN_FLIGHT, SEGMENT_BATCHES
 from stores.dense_staging import BatchOutcome, DensePlan, Segment, StagedBuild, plan_build, segment
 from stores.errors import QuarryError
+from stores.home import collection_paths
 from stores.locks import writer_lock
+from stores.versions import pin_version, unpin
 
 EMBED_QUEUE_SUFFIX = "-embed"  # the queue of embedding batches: its own per-worker concurrency
 
@@ -53,29 +60,51 @@ def _collection(plan_or_name: DensePlan | str, version: str | None = None) -> Co
     return Collection(plan_or_name, runtime().home, version)
 
 
+def _version_gone(name: str, version: str | None) -> QuarryError:
+    return QuarryError(
+        "version_gone",
+        f"version {version} of collection {name!r} is gone (pruned or replaced)",
+        f"build the dense index of the current version: quarry index {name} --dense",
+    )
+
+
 def _pinned(col: Collection, plan: DensePlan) -> None:
     if col.version != plan.version:
-        raise QuarryError(
-            "version_gone",
-            f"version {plan.version} of collection {plan.collection!r} is gone (pruned or replaced)",
-            f"build the dense index of the current version: quarry index {plan.collection} --dense",
-        )
+        raise _version_gone(plan.collection, plan.version)
+
+
+def _holder() -> str:
+    """Who holds a build's pin: its workflow id (the same across the runs it continues as)."""
+    holder = activity.info().workflow_id
+    assert holder, "a dense build's activities run in its workflow"
+    return holder
+
+
+def _pin(col: Collection, version: str | None) -> None:
+    """Pin (or refresh the pin of) the build's version for this build's workflow."""
+    if version is not None:
+        pin_version(col.paths.root, _holder(), version)
 
 
 @activity.defn
 @beating
 def plan_dense_build(inp: DenseBuildInput) -> DensePlan:
-    """Fix the build's plan (see `stores.dense_staging.plan_build`)."""
+    """Fix the build's plan (see `stores.dense_staging.plan_build`) on its pinned version; a
+    version asked for that is gone already is `version_gone`, not silently the current one."""
     col = _collection(inp.collection, inp.version)
+    if inp.version is not None and col.version != inp.version:
+        raise _version_gone(inp.collection, inp.version)
+    _pin(col, col.version)
     return plan_build(col.paths, col.name, col.corpus, inp.batch_chunks)
 
 
 @activity.defn
 @beating
 def dense_segment(plan: DensePlan, after: str, count: int) -> Segment:
-    """The next `count` batches' keys."""
+    """The next `count` batches' keys (the version's pin refreshed)."""
     col = _collection(plan)
     _pinned(col, plan)
+    _pin(col, plan.version)
     return segment(plan, col.corpus, after, count)
 
 
@@ -106,8 +135,16 @@ def commit_dense_build(plan: DensePlan) -> dict[str, Any]:
     _pinned(col, plan)
     with writer_lock(col.paths.root, col.name):
         meta = StagedBuild(col.paths, plan).commit(DenseIndex(col.paths, col.name), col.corpus)
+        unpin(col.paths.root, _holder())
     return asdict(meta)
 
 
-ACTIVITIES = [plan_dense_build, dense_segment, commit_dense_build]  # on the job queue
+@activity.defn
+def release_dense_pin(collection: str) -> None:
+    """Release the pin of a build that failed or was cancelled (its staged batches stay for a rerun,
+    which pins the version again). A collection removed meanwhile has nothing to release."""
+    unpin(collection_paths(collection, runtime().home).root, _holder())
+
+
+ACTIVITIES = [plan_dense_build, dense_segment, commit_dense_build, release_dense_pin]  # on the job queue
 EMBED_ACTIVITIES = [embed_dense_batch]  # on the embed queue

@@ -6,20 +6,25 @@ worker polls it (a worker embeds `EMBED_CONCURRENCY` at once), each heartbeating
 worker's batch goes to another within the heartbeat timeout; a batch already staged is skipped. The
 staged build is swapped in by one last activity, exactly as an in-process build is, so the live
 index is untouched until then: a cancelled build leaves it as it was, and keeps its staged batches
-for the next run of the same build, which resumes from them. Every `segment_batches` batches the run
-continues as new with its counts, so a million-document build keeps a small history. The `progress`
-query and the Web UI's current details show batches done / total, chunks/s and the time left.
+for the next run of the same build, which resumes from them. The version the build writes is pinned
+for it (`workflows.dense_activities`), so changes to the collection meanwhile never prune it; the pin
+goes with the commit, or with a last activity when the build fails or is cancelled (a run that
+continues as new keeps it). Every `segment_batches` batches the run continues as new with its
+counts, so a million-document build keeps a small history. The `progress` query and the Web UI's
+current details show batches done / total, chunks/s and the time left.
 """
 
 from __future__ import annotations
 
 import asyncio
+from contextlib import suppress
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, FailureError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
@@ -32,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         embed_dense_batch,
         embed_queue,
         plan_dense_build,
+        release_dense_pin,
     )
     from workflows.dense_progress import progress_line
 
@@ -44,6 +50,9 @@ RETRY = RetryPolicy(
 )
 QUICK = timedelta(minutes=10)  # plan, next batches, commit (a commit adds every staged vector to Chroma)
 BATCH_LIMIT = timedelta(hours=2)  # one batch's start-to-close: generous, the heartbeat notices a dead worker
+# Releasing a pin is one file removed; should it keep failing the pin goes stale instead (stores.versions).
+RELEASE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5)
+RELEASE_PATCH = "release-pin-on-failure"  # builds that failed before releasing pins replay without it
 
 
 @workflow.defn(name="DenseIndexBuild")
@@ -54,6 +63,17 @@ class DenseIndexBuild:
 
     @workflow.run
     async def run(self, inp: DenseBuildInput) -> dict[str, Any]:
+        try:
+            return await self._build(inp)
+        except (FailureError, asyncio.CancelledError):  # failed or cancelled: a last activity may still run
+            if workflow.patched(RELEASE_PATCH):
+                with suppress(ActivityError):  # else left to go stale: the build's own failure is what counts
+                    await workflow.execute_activity(
+                        release_dense_pin, inp.collection, start_to_close_timeout=QUICK, retry_policy=RELEASE_RETRY
+                    )
+            raise
+
+    async def _build(self, inp: DenseBuildInput) -> dict[str, Any]:
         self._inp = inp
         # the first run plans; a run continued as new carries the plan
         plan: DensePlan = (
