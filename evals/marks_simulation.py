@@ -15,7 +15,8 @@ measured on a judged collection without letting the tuning see the queries it is
    and `agent-self` run on the test half, compared with bm25, hybrid and the default agent there by
    the paired randomization test of evals.significance.
 
-Everything runs on a copy of the collection in a temporary home, so the user's collection, its
+Everything runs on a copy of the collection in a temporary home (in the scratch area of
+the collection's own home, `stores.scratch`), so the user's collection, its
 profile and its judgements are never touched. Run: `python -m evals.marks_simulation NAME
 [--home H] [--marks 10,30,all] [--metric ndcg@20]`; the JSON goes to `--out`, the Markdown table
 to stdout.
@@ -28,7 +29,6 @@ import json
 import random
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,6 +41,7 @@ from stores.collection import Collection
 from stores.errors import QuarryError
 from stores.judgements import Judgement
 from stores.profiles import PROFILE_FILE, PSEUDO_QUERIES_FILE
+from stores.scratch import scratch_dir
 
 MARK_DEPTH = 20  # what a researcher reads of a job's list before marking
 DEFAULT_MARKS = ("10", "30", "all")
@@ -134,8 +135,8 @@ def simulate(
     train, test = halves(qids, seed)
     counts = _counts(marks, len(train))
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="quarry-marks-") as tmp:
-        col = copy_collection(source, Path(tmp))
+    with scratch_dir(source.paths.root.parent.parent, "marks-") as tmp:  # a copy of the user's text: in the home
+        col = copy_collection(source, tmp)
         base: dict[str, EvalResult] = {}
         for system in BASELINES:  # the agent on every query: train for the marks, test for the score
             note(f"[{col.name}] {system} on {len(qids) if system == 'agent' else len(test)} queries …")

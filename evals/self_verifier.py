@@ -15,10 +15,8 @@ The jobs write to a temporary job store, so they never appear among the user's j
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +27,7 @@ from evals.ranker_scorers import fit_ascent, rerank
 from evals.train_ranker import collect_one
 from stores.collection import Collection
 from stores.jobs import JobStore
+from stores.scratch import scratch_dir
 
 VERIFIER_QUERIES = 150  # pseudo-queries whose jobs are run (about a second each here)
 OBJECTIVE = "ndcg@20"
@@ -65,8 +64,8 @@ def fit_self_verifier(
     rt = NodeRuntime(col.paths.root.parent.parent)
     config = JobConfig(profile="self", verifier=False)
     rows = []
-    with tempfile.TemporaryDirectory(prefix="quarry-self-verifier-") as tmp:
-        rt.jobs = JobStore(Path(tmp) / "jobs.sqlite")
+    with scratch_dir(col.paths.root.parent.parent, "self-verifier-") as tmp:  # the user's queries: in the home
+        rt.jobs = JobStore(tmp / "jobs.sqlite")
         configure_runtime(rt)
         try:
             for n, q in enumerate(chosen, start=1):

@@ -85,9 +85,19 @@ def test_a_pid_now_running_another_process_does_not_keep_a_folder(tmp_path: Path
 
 
 def test_ingest_of_document_files_writes_nothing_to_the_system_temp_folder(tmp_path: Path, system_tmp: Path):
+    """Looked at while the ingest runs (each progress report), not only after: a spool removed at
+    the end was still the user's text in /tmp for as long as it ran — and forever if it was killed."""
     home = tmp_path / "home"
-    ingest(_notes(tmp_path / "notes", 5), "notes", home=home)
+    seen: list[tuple[list[str], list[str]]] = []
+
+    def look(stage: str, done: int, total: int | None) -> None:
+        scratch = home / SCRATCH_DIR
+        seen.append(([p.name for p in system_tmp.iterdir()], [p.name for p in scratch.glob("read-*/records.jsonl")]))
+
+    ingest(_notes(tmp_path / "notes", 5), "notes", home=home, progress=look)
     assert Collection("notes", home=home).corpus.count() == 5
+    assert seen and all(in_tmp == [] for in_tmp, _ in seen), seen
+    assert any(spool for _, spool in seen), "the spool was in the home's scratch area while the ingest ran"
     assert list(system_tmp.iterdir()) == []
     assert list((home / SCRATCH_DIR).iterdir()) == []  # the spool went with the stream
 
