@@ -16,6 +16,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 
 from stores.atomic import write_atomic
 from stores.embedder import MODEL_NAME, embed_in_steps, embed_texts, embedding_runtime
-from stores.errors import QuarryError
+from stores.errors import QuarryError, disk_full
 from stores.records import Chunk
 
 META_FILE = "dense.json"
@@ -150,6 +151,29 @@ def _persistent_client(path: Path) -> Any:
     return chromadb.PersistentClient(path=str(path), settings=_settings())
 
 
+@contextmanager
+def disk_checked(root: Path) -> Iterator[None]:
+    """Chroma's writes under `root` (a collection's folder), with a full disk as one QuarryError.
+
+    Chroma's Rust core reports a full disk as `chromadb.errors.InternalError("… database or disk
+    is full")`, with no errno for a caller to test, so it would end a build in a traceback;
+    `stores.errors.disk_full` reads it. A build writes beside the current index and is swapped in
+    only when complete, so the previous dense index is untouched: the message says so."""
+    try:
+        yield
+    except QuarryError:
+        raise
+    except Exception as exc:
+        full = disk_full(exc, home=root)
+        if full is None:
+            raise
+        raise QuarryError(
+            full.code,
+            f"the dense index was not written: {full.message}; the previous dense index is unchanged",
+            full.hint,
+        ) from exc
+
+
 def _batches(chunks: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:
     batch: list[Chunk] = []
     for chunk in chunks:
@@ -175,6 +199,7 @@ class NewBuild:
     client: Any
     coll: Any
     ef: MiniLMEmbedding
+    root: Path  # the collection's folder: where a full disk is reported
 
     @classmethod
     def start(
@@ -205,20 +230,21 @@ class NewBuild:
             folder.mkdir()
         client = None
         try:
-            client = _http_client(server) if server else _persistent_client(folder / f"build-{build_id}")
-            ef = MiniLMEmbedding(batch_size)
-            create = client.get_or_create_collection if reuse else client.create_collection
-            coll = create(
-                name,
-                embedding_function=ef,
-                configuration={"hnsw": {"space": "cosine"}},
-                metadata={"quarry_collection": index_name, "fingerprint": fingerprint},
-            )
+            with disk_checked(root):
+                client = _http_client(server) if server else _persistent_client(folder / f"build-{build_id}")
+                ef = MiniLMEmbedding(batch_size)
+                create = client.get_or_create_collection if reuse else client.create_collection
+                coll = create(
+                    name,
+                    embedding_function=ef,
+                    configuration={"hnsw": {"space": "cosine"}},
+                    metadata={"quarry_collection": index_name, "fingerprint": fingerprint},
+                )
         except BaseException:
-            build = cls(server, build_id, name, staging, folder, client, None, None)  # type: ignore[arg-type]
+            build = cls(server, build_id, name, staging, folder, client, None, None, root)  # type: ignore[arg-type]
             build.abandon()
             raise
-        return cls(server, build_id, name, staging, folder, client, coll, ef)
+        return cls(server, build_id, name, staging, folder, client, coll, ef, root)
 
     def add_chunks(self, chunks: Sequence[Chunk], on_embedded: Callable[[int], None] | None = None) -> None:
         """Embed `chunks` and add them with their line ranges. `on_embedded(n)` is told after each
@@ -233,7 +259,8 @@ class NewBuild:
 
     def add_vectors(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         """Add chunks whose vectors are already embedded (a durable build's batches), by id."""
-        add_to(self.coll, chunks, vectors)
+        with disk_checked(self.root):
+            add_to(self.coll, chunks, vectors)
 
     def meta(self, fingerprint: str, chunks: int, documents: int, started: float) -> DenseMeta:
         return DenseMeta(
@@ -250,8 +277,9 @@ class NewBuild:
 
     def seal(self, meta: DenseMeta) -> None:
         """Close the client (flushing its files) and write the build's meta: ready to swap in."""
-        self.client.close()
-        meta.dump(self.folder)
+        with disk_checked(self.root):
+            self.client.close()
+            meta.dump(self.folder)
 
     def close(self) -> None:
         if self.client is not None:

@@ -16,7 +16,16 @@ import stat
 from pathlib import Path
 
 from stores.formats import Unreadable, format_suffix, is_supported, read_file
-from stores.jsonl_corpus import CorpusSource, EmptyRecord, Problems, ProgressFn, RecordStream, record_from_json
+from stores.jsonl_corpus import (
+    BEIR_FILES,
+    QRELS_DIR,
+    CorpusSource,
+    EmptyRecord,
+    Problems,
+    ProgressFn,
+    RecordStream,
+    record_from_json,
+)
 from stores.records import DocRecord, record_json
 from stores.scratch import held_scratch
 
@@ -119,6 +128,19 @@ def unsafe_reason(path: Path, within: Path | None = None) -> str | None:
         kind = next((name for test, name in _KINDS if test(mode)), "a special file")
         return f"not a regular file ({kind})"
     return None
+
+
+def unsafe_dataset_files(folder: Path) -> list[str]:
+    """`path: reason` for each file of a BEIR folder that must not be opened — the rule a folder
+    of documents follows (`unsafe_reason` within the folder), so a `corpus.jsonl` or
+    `qrels/test.tsv` linked to /proc/self/environ or /etc/passwd is never read into the corpus,
+    its queries or its judgements; a link that stays inside the folder is followed. Checked
+    before any of them is opened (`BEIR_FILES`, and `qrels/*.tsv` wherever `qrels` leads)."""
+    within = folder.resolve()
+    qrels = folder / QRELS_DIR
+    entries = [folder / name for name in BEIR_FILES] + (sorted(qrels.glob("*.tsv")) if qrels.is_dir() else [])
+    found = [p for p in entries if p.exists() or p.is_symlink()]
+    return [f"{printable_path(p)}: {reason}" for p in found if (reason := unsafe_reason(p, within)) is not None]
 
 
 def read_files(

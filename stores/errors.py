@@ -76,12 +76,19 @@ class IngestError(QuarryError):
 
 # errno values of a full disk (ENOSPC) and of an exhausted disk quota (EDQUOT).
 _DISK_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", 122)}
+# A full disk as native code words it, where no errno reaches Python: the JVM's IOException in
+# Anserini's log, Chroma's Rust core ("database or disk is full", "No space left on device (os
+# error 28)"), SQLite's own message.
+DISK_FULL_TEXT = re.compile(
+    r"No space left on device|ENOSPC|errno[ =:]*28\b|os error 28\b|Disk quota exceeded|database or disk is full", re.I
+)
 
 
 def disk_full(exc: BaseException, home: object = None) -> QuarryError | None:
     """A full disk behind `exc` (itself or anything in its cause/context chain: an OSError with
-    ENOSPC/EDQUOT, or SQLite's "database or disk is full") as one QuarryError naming the path when
-    known (else the home it was writing under, `home`); None for any other failure.
+    ENOSPC/EDQUOT, SQLite's "database or disk is full", or a native library's error that says so,
+    `DISK_FULL_TEXT`) as one QuarryError naming the path when known (else the home it was writing
+    under, `home`); None for any other failure.
 
     Why here: a full disk can surface from any store write (SQLite, a temporary file, Lucene's
     output), so the top-level handlers (the `quarry` command group, `run_script`) map it once
@@ -97,7 +104,8 @@ def disk_full(exc: BaseException, home: object = None) -> QuarryError | None:
         full_db = isinstance(current, sqlite3.OperationalError) and (
             getattr(current, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(current)
         )
-        if full_db or (isinstance(current, OSError) and current.errno in _DISK_FULL_ERRNOS):
+        native = not isinstance(current, (OSError, QuarryError)) and DISK_FULL_TEXT.search(str(current)) is not None
+        if full_db or native or (isinstance(current, OSError) and current.errno in _DISK_FULL_ERRNOS):
             path = getattr(current, "filename", None)
             where = f" (writing {path})" if path else f" (writing under {home})" if home else ""
             return QuarryError(

@@ -29,6 +29,10 @@ BYTE_STAGES = frozenset({READING_BYTES})
 """Called as `progress(stage, done, total)`; the command line draws it as a bar."""
 
 _MAX_PROBLEMS = 1000
+# What reading a BEIR folder opens (`read_corpus`, `read_beir_extras`): these files and
+# `qrels/*.tsv`. `stores.document_files.unsafe_dataset_files` checks each before any is opened.
+BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "answers.jsonl", "citations.tsv")
+QRELS_DIR = "qrels"
 _KNOWN_META = {"year", "venue", "authors", "keywords"}
 
 
@@ -360,7 +364,7 @@ def read_beir_extras(folder: Path, src: CorpusSource, problems: Problems) -> Non
             problems.add(
                 f"{folder / 'answers.jsonl'}:{no}", f"answer for query {qid!r}, which queries.jsonl does not have"
             )
-    qrels_dir = folder / "qrels"
+    qrels_dir = folder / QRELS_DIR
     if qrels_dir.is_dir():
         for tsv in sorted(p for p in qrels_dir.glob("*.tsv") if p.is_file()):  # a FIFO is never opened
             rows, unknown = [], 0

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from stores.atomic import write_atomic
 from stores.errors import QuarryError
+from stores.format_chars import drop_format_chars
 from stores.jvm import autoclass, pyserini_lucene
 
 META_FILE = "quarry-index.json"
@@ -78,7 +79,13 @@ class IndexMeta:
 
 def distinct_terms(text: str) -> int:
     """How many distinct searchable words `text` has (what `MAX_QUERY_TERMS` limits)."""
-    return len({m.group().lower() for m in _WORD.finditer(_CONTROL.sub(" ", text or ""))})
+    return len({m.group().lower() for m in _WORD.finditer(_searchable(text))})
+
+
+def _searchable(text: str | None) -> str:
+    """The text BM25 compares: format characters dropped (as the index feed drops them,
+    `stores.format_chars`), control characters and lone surrogates as spaces."""
+    return _CONTROL.sub(" ", drop_format_chars(text or ""))
 
 
 def bag_of_words(text: str) -> str:
@@ -88,9 +95,11 @@ def bag_of_words(text: str) -> str:
     and the text is passed on unchanged (its own analyzer tokenises best: possessives,
     abbreviations). Two things still need care: Lucene rejects a query with more than 1024
     clauses (one per distinct term), so the text is cut after `MAX_QUERY_TERMS` distinct words;
-    and control characters are replaced by spaces. Text with no word character yields "".
+    and control characters are replaced by spaces. Invisible format characters (a trailing
+    right-to-left mark, a soft hyphen) are dropped, as they are from indexed documents: Lucene's
+    tokenizer would keep them inside the word. Text with no word character yields "".
     """
-    text = _CONTROL.sub(" ", text or "")
+    text = _searchable(text)
     distinct: set[str] = set()
     for match in _WORD.finditer(text):
         distinct.add(match.group().lower())

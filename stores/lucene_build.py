@@ -30,7 +30,8 @@ from typing import IO
 
 import orjson
 
-from stores.errors import QuarryError
+from stores.errors import DISK_FULL_TEXT, QuarryError
+from stores.format_chars import drop_format_chars
 from stores.jvm import JVM_OPTIONS, anserini_jar, java_executable
 from stores.lucene import DEFAULT_B, DEFAULT_K1, IndexMeta
 from stores.readers import ProgressFn
@@ -45,7 +46,6 @@ EARLY_BYTES = 64 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _INDEXED = re.compile(r"Total ([\d,]+) documents indexed")
 _JAVA_ERROR = re.compile(r"\bERROR\b.*?- (.*)")
-_DISK_FULL = re.compile(r"No space left on device|ENOSPC|errno[ =:]*28\b|Disk quota exceeded", re.I)
 _TOO_LONG_HINT = "documents over 20 million characters cannot be indexed; split them and ingest again"
 
 
@@ -87,7 +87,7 @@ def run_index_collection(input_dir: Path, out_dir: Path, threads: int) -> int:
 def indexed_count(returncode: int, output: str, out_dir: Path) -> int:
     """How many documents Anserini's output says it indexed; an error when it failed or logged
     a document it could not read (it goes on with the next shard, exit 0)."""
-    if returncode != 0 or not list(out_dir.glob("segments_*")) or _DISK_FULL.search(output):
+    if returncode != 0 or not list(out_dir.glob("segments_*")) or DISK_FULL_TEXT.search(output):
         raise index_failure(returncode, output, out_dir)
     found = _INDEXED.search(output)
     errors = [m.group(1)[:300] for m in _JAVA_ERROR.finditer(output)]
@@ -100,8 +100,10 @@ def indexed_count(returncode: int, output: str, out_dir: Path) -> int:
 def index_line(rec: DocRecord) -> bytes:
     """The record as one JsonCollection line. orjson because this runs once per document in the
     ingest's one pass and is ~30× faster than `json.dumps` on a document's text; text with a lone
-    surrogate (which UTF-8 cannot carry) is written \\u-escaped by `json` instead."""
-    doc = {"id": rec.docid, "contents": rec.index_contents()}
+    surrogate (which UTF-8 cannot carry) is written \\u-escaped by `json` instead. Invisible format
+    characters are dropped (`stores.format_chars`): a soft hyphen inside a word would otherwise
+    hide the word from the query that names it."""
+    doc = {"id": rec.docid, "contents": drop_format_chars(rec.index_contents())}
     try:
         return orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:
@@ -334,7 +336,7 @@ def index_failure(returncode: int, output: str, out_dir: Path) -> QuarryError:
     the IOException and may still exit 0, having written no segment); otherwise the tail of its
     output. The hint names no command: the build may belong to a first ingest, an `add` or an
     index rebuild, and the collection's previous version is untouched in every case."""
-    if _DISK_FULL.search(output):
+    if DISK_FULL_TEXT.search(output):
         return QuarryError(
             "disk_full",
             f"Lucene indexing failed: the disk holding {out_dir.parent} is full "

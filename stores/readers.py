@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stores.document_files import SOURCE_PATH as SOURCE_PATH
-from stores.document_files import document_files, is_utf8, read_files, unsafe_reason
+from stores.document_files import document_files, is_utf8, read_files, unsafe_dataset_files, unsafe_reason
 from stores.document_files import printable_path as printable_path
 from stores.errors import IngestError, QuarryError
 from stores.file_document import MAX_DOCUMENT_CHARS as MAX_DOCUMENT_CHARS
@@ -81,6 +81,10 @@ def read_corpus(
         if reason is not None:  # a FIFO named x.jsonl, /proc/self/environ: never opened
             raise IngestError([f"{printable_path(path)}: {reason}"], "give a regular file or a folder")
     beir = path.is_dir() and (path / "corpus.jsonl").is_file()
+    if beir and (unsafe := unsafe_dataset_files(path)):  # links out of the dataset: never opened
+        raise IngestError(
+            unsafe, "copy the files named into the dataset folder (links that stay inside it are followed)"
+        )
     if one_pass and (beir or (path.is_file() and path.suffix.lower() in _JSONL_SUFFIXES)):
         src = CorpusSource("beir" if beir else "jsonl", path)
 

@@ -502,6 +502,54 @@ def test_lucene_on_a_full_disk_says_the_disk_is_full(tmp_path: Path) -> None:
     assert "quarry index NAME" not in other.hint
 
 
+def _fill(mount: Path, leave: int) -> None:
+    """Fill the filesystem at `mount` to its last byte, then give `leave` bytes back."""
+    filler_file = mount / "filler"
+    with filler_file.open("wb", buffering=0) as fh, pytest.raises(OSError):
+        while True:
+            fh.write(b"\0" * 4096)
+    os.truncate(filler_file, filler_file.stat().st_size - leave)
+
+
+def test_a_dense_build_on_a_full_disk_is_one_message_and_keeps_the_previous_index(tmp_path: Path) -> None:
+    """A real full disk (a tmpfs filled to its last 64 KiB: room for the BM25 settings, not for
+    Chroma's database), under an in-process `quarry index NAME --dense` and under the rebuild of a
+    dense index that exists: Chroma's `InternalError("database or disk is full")` is one message
+    naming the home, no staging is left, and the previous dense index still answers."""
+    from typer.testing import CliRunner
+
+    from quarry.cli import app
+    from tests.test_faults_cli import one_message
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], check=True, capture_output=True)
+    try:
+        home = mount / "home"
+        kept = dense_collection(home, tmp_path / "notes", "kept")
+        ingest(zeppelins(tmp_path / "z"), "bare", home=home)
+        before, hits = kept.dense.meta, kept.dense.search("lexical ranking", k=3)
+        kept.dense.close()
+        _fill(mount, leave=64 << 10)
+
+        result = CliRunner().invoke(app, ["--home", str(home), "index", "bare", "--dense"])
+        one_message(result, "disk_full")
+        assert "the dense index was not written: the disk is full" in result.output and str(home) in result.output
+        assert "free space" in result.output
+        bare = Collection("bare", home)
+        assert staging_dirs(home, "bare") == [] and not bare.paths.chroma_dir.exists()
+
+        with pytest.raises(QuarryError) as info:
+            DenseIndex(kept.paths, "kept").build(kept.corpus, batch_size=16)
+        assert info.value.code == "disk_full" and "the previous dense index is unchanged" in info.value.message
+        assert staging_dirs(home, "kept") == []
+        again = Collection("kept", home)
+        assert again.dense.meta == before and again.dense.search("lexical ranking", k=3) == hits
+        again.dense.close()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True, capture_output=True)
+
+
 def test_the_first_ingest_creates_a_private_home(tmp_path: Path) -> None:
     """The home holds corpus text and, later, intents: a new home made by `ingest` is 0700 (the
     umask would otherwise give 0755), before any job, worker or server command tightens it."""
