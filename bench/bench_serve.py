@@ -25,8 +25,11 @@ of the collection's queries, through
 after --warmup untimed rounds; each door's p50/p90, its p50 ratio to (a), and its fixed overhead
 per call (p50(door) − p50(a), and the median of the per-query differences) are reported. Then the
 load: --clients concurrent httpx.AsyncClient clients search for --load-seconds; every non-200 or
-exception counts as an error (must be zero); requests/s, p50 and p99 latency and the CPU seconds of
-the server and of this (client) process are reported. Results go to bench/out/bench_serve.json.
+exception counts as an error (must be zero); each search is followed by the next page of its
+search_id (`GET /api/searches/ID`), where a 404 — the id already let go — is an error too (the
+shared sessions keep ids by age and memory, quarry.search_sessions); searches/s, pages read and
+404s, p50 and p99 search latency and the CPU seconds of the server and of this (client) process are
+reported. Results go to bench/out/bench_serve.json.
 The clients share the 2 cores with the server: run it on a quiet machine.
 """
 
@@ -136,6 +139,7 @@ async def latency(doors: dict[str, Call], queries: list[str], n: int, warmup: in
 async def load(url: str, name: str, queries: list[str], clients: int, seconds: float, pid: int) -> dict[str, Any]:
     lat: list[float] = []
     errors: Counter[str] = Counter()
+    pages: Counter[str] = Counter()  # the browse after each search: read, 404 (its search_id gone), other
     deadline = time.monotonic() + seconds
 
     async def client(k: int) -> None:
@@ -150,10 +154,23 @@ async def load(url: str, name: str, queries: list[str], clients: int, seconds: f
                 except Exception as err:  # every failure counts, none stops the run
                     errors[type(err).__name__] += 1
                     continue
-                if r.status_code == 200:
-                    lat.append(time.perf_counter() - started)
-                else:
+                if r.status_code != 200:
                     errors[f"HTTP {r.status_code}"] += 1
+                    continue
+                lat.append(time.perf_counter() - started)
+                # Then the next page of that very search, as a client browsing it does: its
+                # search_id must still be held although 49 other clients searched meanwhile.
+                search_id = r.json()["search_id"]
+                try:
+                    page = await http.get(f"/api/searches/{search_id}", params={"offset": LIMIT + 1, "limit": LIMIT})
+                except Exception as err:
+                    errors[type(err).__name__] += 1
+                    continue
+                if page.status_code == 200:
+                    pages["read"] += 1
+                else:
+                    pages["404" if page.status_code == 404 else "other"] += 1
+                    errors[f"page HTTP {page.status_code}"] += 1
 
     cpu_server, cpu_self = cpu_seconds(pid), os.times()
     started = time.perf_counter()
@@ -166,6 +183,8 @@ async def load(url: str, name: str, queries: list[str], clients: int, seconds: f
         "clients": clients,
         "seconds": round(wall, 2),
         "requests_ok": len(lat),
+        "pages_read": pages["read"],
+        "pages_404": pages["404"],
         "errors": sum(errors.values()),
         "error_kinds": dict(errors),
         "requests_per_s": round(len(lat) / wall, 1),
@@ -269,7 +288,8 @@ def report_latency(lat: dict[str, Any]) -> None:
 
 def report_load(ld: dict[str, Any]) -> None:
     print(
-        f"    {ld['requests_ok']} requests in {ld['seconds']} s: {ld['requests_per_s']} req/s, "
+        f"    {ld['requests_ok']} searches in {ld['seconds']} s: {ld['requests_per_s']} searches/s, "
+        f"{ld['pages_read']} pages of them read, {ld['pages_404']} 404s; "
         f"p50 {ld['p50_ms']} ms, p99 {ld['p99_ms']} ms, max {ld['max_ms']} ms; errors {ld['errors']} "
         f"{ld['error_kinds'] or ''}· CPU s: server {ld['server_cpu_s']}, clients {ld['client_cpu_s']}",
         flush=True,

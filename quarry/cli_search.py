@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,9 @@ from stores.errors import QuarryError
 from stores.records import line_pages
 from workflows.job_input import check_text
 
+if TYPE_CHECKING:
+    from nodes.tools.ranking_cache import RankingCache
+
 commands = typer.Typer()
 
 
@@ -30,11 +33,13 @@ def tools_for(
     b: float | None = None,
     semantic: bool = False,
     new_search_id: Callable[[], str] | None = None,
+    cache: RankingCache | None = None,
 ):
     """The agent's tools (`nodes.tools.corpus.ToolSession`) over collection `name`, as every front
     door opens them (the command line, `quarry mcp`): BM25 at the stored k1/b unless given, the
     semantic channel only when asked for; `new_search_id` names its searches (a door that keeps
-    several sessions gives them one sequence)."""
+    several sessions gives them one sequence) and `cache` keeps their rankings (a server's is shared
+    by its clients: quarry.search_sessions)."""
     from nodes.tools.corpus import ToolSession  # lazy: the tools cost ~110 ms of start-up
 
     col = open_collection(name)
@@ -46,7 +51,11 @@ def tools_for(
 
     # The dense index (and its model) is only loaded when asked for: it costs seconds.
     return ToolSession(
-        _Searcher(), col.corpus, semantic=_semantic(col, _Searcher()) if semantic else None, new_search_id=new_search_id
+        _Searcher(),
+        col.corpus,
+        semantic=_semantic(col, _Searcher()) if semantic else None,
+        new_search_id=new_search_id,
+        cache=cache,
     )
 
 

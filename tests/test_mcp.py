@@ -344,7 +344,7 @@ def test_sessions_of_versions_before_the_previous_are_let_go(monkeypatch: pytest
 
     version = {"v": "v1"}
     monkeypatch.setattr(stores.home, "collection_paths", lambda name: type("P", (), {"version": version["v"]})())
-    monkeypatch.setattr(quarry.cli_search, "tools_for", lambda name, semantic, new_search_id: object())
+    monkeypatch.setattr(quarry.cli_search, "tools_for", lambda name, semantic, new_search_id, cache: object())
     sessions = SearchSessions()
     first, _ = sessions.tools(LITERATURE, "lexical")
     assert sessions.tools(LITERATURE, "lexical")[0] is first  # the same version: the same session

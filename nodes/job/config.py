@@ -51,7 +51,14 @@ class ToolLimits:
     read_limit_max: int = 500  # … and at most
     citation_limit: int = 10  # documents expand_citations shows by default …
     citation_limit_max: int = 50  # … and at most
-    cache_size: int = 32  # rankings a session keeps (least recently used dropped first)
+    cache_size: int = 32  # rankings an agent's own session keeps (least recently used dropped first)
+    # A server's sessions (`quarry serve`, `quarry mcp`) are shared by all its clients, so they keep
+    # rankings by time and memory instead (nodes.tools.ranking_cache.SharedRankingCache): a ranking
+    # is kept while it was used in the last `shared_cache_min_age_s` seconds or while the session's
+    # rankings fit in `shared_cache_bytes`, whichever keeps more — never past `shared_cache_ceiling_bytes`.
+    shared_cache_min_age_s: float = 600.0
+    shared_cache_bytes: int = 128 * 2**20
+    shared_cache_ceiling_bytes: int = 512 * 2**20
     query_chars: int = 20_000  # a query is searched cut to this many characters
     # Lengths a model's arguments are cut to after validation (nodes.tools.clipped: the schema shows no
     # maxLength, so grammar-constrained servers are not slowed by it).
