@@ -11,7 +11,9 @@ CSL-JSON; quarry.export for CSV and Markdown) only spell a `Reference` in their 
   book / arXiv; an arXiv id anywhere in the metadata makes a preprint.
 - Key: `firstauthorYYYYfirstword` (ASCII), a/b/c suffixes for clashes, given by sorted docid so
   the key depends on the job's documents, not on their rank or on the format.
-- Title: a title that is markup or a directive, not a title, becomes the docid's last segment.
+- Title: a title that is markup or a directive, not a title, becomes the docid's last segment;
+  markup inside a title is removed and code names marked (quarry.bibliography_titles).
+- Authors: people parsed into their parts, organisations kept whole (quarry.bibliography_names).
 - Location: a document read from a local file or folder gets a `file://` URL (absolute and
   percent-encoded) from where the collection says it was ingested (`corpus.meta()`); the
   exporter never opens the file itself.
@@ -21,13 +23,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from quarry.bibliography_rules import Kind, arxiv_id, display_title, institution, is_arxiv_venue, venue_kind
+from quarry.bibliography_names import Name, parse_names
+from quarry.bibliography_rules import Kind, arxiv_id, cited_title, institution, is_arxiv_venue, venue_kind
+from quarry.bibliography_titles import Title
 from stores.readers import SOURCE_PATH
 from stores.records import DocRecord
 
@@ -86,22 +90,6 @@ def assign_keys(bases: Mapping[str, str]) -> dict[str, str]:
 
 
 # --- names, dates, locations ------------------------------------------------------------------
-
-
-def names(authors: Sequence[str]) -> list[tuple[str, str]]:
-    """(family, given) for "Last, F." and "First Last" forms."""
-    out = []
-    for name in authors:
-        name = " ".join(name.split())
-        if not name:
-            continue
-        if "," in name:
-            family, given = (p.strip() for p in name.split(",", 1))
-        else:
-            *given_parts, family = name.split(" ")
-            given = " ".join(given_parts)
-        out.append((family, given))
-    return out
 
 
 _ISO_DATE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
@@ -201,8 +189,9 @@ class Reference:
     docid: str
     key: str
     kind: Kind
-    title: str
-    authors: tuple[tuple[str, str], ...]  # (family, given)
+    title: str  # cleaned: no markup, hyphenation repaired
+    title_parts: Title  # the same title with its code names and acronyms marked for case protection
+    authors: tuple[Name, ...]
     date: tuple[int, ...]  # (), (Y,), (Y, M) or (Y, M, D)
     venue: str | None  # proceedings, journal, institution or publisher; None for arXiv/local/misc
     keywords: tuple[str, ...]
@@ -224,7 +213,7 @@ def references(result: Mapping[str, Any], records: Mapping[str, DocRecord], orig
         docid = str(item["docid"])
         rec = records.get(docid)
         extras: Mapping[str, Any] = rec.extras if rec else {}
-        title = display_title((rec.title if rec else "") or item.get("title") or "", docid)
+        cited = cited_title((rec.title if rec else "") or item.get("title") or "", docid)
         year = (rec.year if rec else None) or (item.get("year") if isinstance(item.get("year"), int) else None)
         venue = rec.venue if rec else None
         url = web_url(extras.get("url"))
@@ -253,13 +242,14 @@ def references(result: Mapping[str, Any], records: Mapping[str, DocRecord], orig
         container = venue if kind in ("conference", "journal", "report", "book") else None
         if kind == "report" and venue:
             container = institution(venue)
-        authors = tuple(names(rec.authors)) if rec else ()
+        authors = tuple(parse_names(rec.authors)) if rec else ()
         drafts.append(
             dict(
                 rank=rank,
                 docid=docid,
                 kind=kind,
-                title=title,
+                title=cited.text,
+                title_parts=cited,
                 authors=authors,
                 date=tuple(date_parts(year, extras) or ()),
                 venue=container,
@@ -274,7 +264,7 @@ def references(result: Mapping[str, Any], records: Mapping[str, DocRecord], orig
     keys = assign_keys(
         {
             d["docid"]: base_key(
-                d["authors"][0][0] if d["authors"] else None,
+                d["authors"][0].surname if d["authors"] else None,
                 d["date"][0] if d["date"] else None,
                 d["title"],
                 d["docid"],

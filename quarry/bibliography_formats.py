@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from quarry.bibliography import Reference
+from quarry.bibliography_names import Name
+from quarry.bibliography_titles import Title
 
 MET_AT = 3.0  # a requirement counts as met from this evidence score (0–5) on
 
@@ -78,11 +80,28 @@ def tex(text: str) -> str:
     return _TEX_CHARS.sub(lambda m: table[m.group()], text)
 
 
-def _tex_name(family: str, given: str) -> str:
-    """One BibTeX name, "Family, Given"; a name containing " and " is braced so BibTeX does not
-    split it into two people."""
-    name = tex(f"{family}, {given}".strip(", "))
-    return f"{{{name}}}" if re.search(r"\band\b", name, re.I) else name
+def _tex_name(name: Name) -> str:
+    """One BibTeX name: "von Last, Jr, First" for a person (BibTeX's own three-part form), an
+    organisation braced whole ("{The PARI Group}") so BibTeX never splits or abbreviates it; a
+    name containing " and " is braced so BibTeX does not split it into two people."""
+    if name.literal:
+        return "{" + tex(name.literal) + "}"
+    text = tex(", ".join(p for p in (name.surname, name.suffix, name.given) if p))
+    return f"{{{text}}}" if re.search(r"\band\b", text, re.I) else text
+
+
+def csl_title(title: Title) -> str:
+    """A title in CSL's rich text: each protected part in `<span class="nocase">`, so a style's
+    title casing leaves `printf` and `SQLite` as they are."""
+    return "".join(f'<span class="nocase">{text}</span>' if keep else text for text, keep in title.segments)
+
+
+def csl_name(name: Name) -> dict[str, str]:
+    """One CSL name variable: `literal` for an organisation, the parts for a person."""
+    if name.literal:
+        return {"literal": name.literal}
+    parts = {"family": name.family, "given": name.given, "non-dropping-particle": name.particle, "suffix": name.suffix}
+    return {key: value for key, value in parts.items() if value}
 
 
 # kind -> (entry type, field holding the venue); arXiv preprints follow arXiv's own BibTeX export
@@ -100,7 +119,8 @@ _BIBTEX_TYPE = {
 def bibtex(refs: Sequence[Reference]) -> str:
     """BibTeX written by bibtexparser. Titles (and proceedings/journal names) are double-braced:
     pandoc and biber otherwise sentence-case an English title ("A Python Toolkit" -> "A python
-    toolkit"), and Quarry cannot tell a proper noun from a word, so the whole title is kept."""
+    toolkit"), and Quarry cannot tell a proper noun from a word, so the whole title is kept —
+    which also keeps its code names and acronyms (`printf`, SQLite) as written."""
     import bibtexparser
     from bibtexparser.model import Entry, Field
 
@@ -109,7 +129,7 @@ def bibtex(refs: Sequence[Reference]) -> str:
         entry_type, container = _BIBTEX_TYPE[ref.kind]
         fields = [Field("title", "{" + tex(ref.title) + "}")]
         if ref.authors:
-            fields.append(Field("author", " and ".join(_tex_name(f, g) for f, g in ref.authors)))
+            fields.append(Field("author", " and ".join(_tex_name(n) for n in ref.authors)))
         if ref.date:
             fields.append(Field("year", str(ref.date[0])))
         if len(ref.date) > 1:
@@ -144,6 +164,13 @@ def _ris_writer() -> type:
     return Writer
 
 
+def _ris_name(name: Name) -> str:
+    """One RIS AU: "Family, Given, Suffix" for a person; an organisation whole, with the
+    trailing comma that marks a corporate author (EndNote's convention, which pandoc's reader
+    also honours): without it "The PARI Group" is read as the person "Group, The PARI"."""
+    return _line(name.literal + "," if name.literal else name.display())
+
+
 _RIS_TYPE = {
     "conference": "CONF",
     "journal": "JOUR",
@@ -170,7 +197,7 @@ def ris(refs: Sequence[Reference]) -> str:
     for ref in refs:
         entry: dict[str, Any] = {"type_of_reference": _RIS_TYPE[ref.kind], "id": ref.key, "title": _line(ref.title)}
         if ref.authors:
-            entry["authors"] = [_line(f"{f}, {g}".strip(", ")) for f, g in ref.authors]
+            entry["authors"] = [_ris_name(n) for n in ref.authors]
         if ref.date:
             entry["year"] = str(ref.date[0])
         if len(ref.date) > 1:  # RIS DA is YYYY/MM/DD/
@@ -213,11 +240,11 @@ def csl_json(refs: Sequence[Reference]) -> str:
         entry: dict[str, Any] = {
             "id": ref.key,
             "type": _CSL_TYPE[ref.kind],
-            "title": ref.title,
+            "title": csl_title(ref.title_parts),
             "note": note(ref.item, ref.rank),
         }
         if ref.authors:
-            entry["author"] = [{"family": f, "given": g} if g else {"family": f} for f, g in ref.authors]
+            entry["author"] = [csl_name(n) for n in ref.authors]
         if ref.date:
             entry["issued"] = {"date-parts": [list(ref.date)]}
         if ref.venue:

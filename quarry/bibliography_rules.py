@@ -1,5 +1,6 @@
 """The classification rules of quarry.bibliography: what kind of publication a venue names,
-the arXiv id a document carries, and which "titles" are markup rather than titles.
+the arXiv id a document carries, and which "titles" are markup rather than titles (the markup
+inside a real title is removed, and its code names marked, by quarry.bibliography_titles).
 
 Kept apart and table-tested (tests/test_bibliography.py) because they are the rules a user
 will want to read and extend: a venue list is never complete.
@@ -10,6 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 from typing import Any, Literal
+
+from quarry.bibliography_titles import _RST_LABEL, Title, clean_title
 
 Kind = Literal["conference", "journal", "report", "book", "arxiv", "local", "misc"]
 
@@ -108,6 +111,18 @@ def is_junk_title(title: str) -> bool:
 
 
 def display_title(title: str, docid: str) -> str:
-    """The title to cite: the record's, or the docid's last segment when that is junk or empty."""
-    title = " ".join(title.split())
-    return title if title and not is_junk_title(title) else PurePosixPath(docid).name or docid
+    """The title to cite: the record's cleaned (`clean_title`), or the docid's last segment when
+    that is junk or empty."""
+    return cited_title(title, docid).text
+
+
+def cited_title(title: str, docid: str) -> Title:
+    """The title to cite with its case-protected parts: the record's cleaned (`clean_title`), or
+    the docid's last segment (protected: a file name) when that is junk or empty."""
+    title = _RST_LABEL.sub("", " ".join(title.split()))
+    if title and not is_junk_title(title):
+        cleaned = clean_title(title)
+        if cleaned.text and re.search(r"[^\W\d_]", cleaned.text):
+            return cleaned
+    name = PurePosixPath(docid).name or docid
+    return Title(((name, True),))

@@ -53,7 +53,7 @@ def csv_rows(refs: Sequence[Reference]) -> str:
                 ref.year or "",
                 ref.kind,
                 ref.venue or "",
-                "; ".join(f"{f}, {g}".strip(", ") for f, g in ref.authors),
+                "; ".join(n.display() for n in ref.authors),
                 ref.url or "",
                 item.get("rank_score", ""),
                 item.get("score", ""),
