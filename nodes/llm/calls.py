@@ -27,7 +27,7 @@ from nodes.llm.models import ModelSpec, endpoint
 from nodes.llm.rate_limits import RATE_LIMIT_STAGE, retry_after_s, status_of, wait_out
 from observability.tool_spans import llm_span, record_model_messages, record_usage
 from stores.errors import QuarryError
-from stores.redact import redact
+from stores.redact import redact, shown_url
 
 T = TypeVar("T", bound=BaseModel)
 _JSON_BLOCK = re.compile(r"\{.*\}", re.S)
@@ -62,12 +62,13 @@ class Structured(Generic[T]):
 
 
 def _where(model: Any, spec: str) -> str:
-    """A model's endpoint for error messages (base URL only; keys are never part of it): the one
-    the client was given, else the one the environment gives its provider."""
+    """A model's endpoint for error messages (base URL only, without any user-info or credential
+    query value it carried): the one the client was given, else the one the environment gives its
+    provider."""
     for attr in ("openai_api_base", "anthropic_api_url", "base_url"):
         value = getattr(model, attr, None)
         if isinstance(value, str) and value:
-            return value
+            return shown_url(value)
     try:
         return endpoint(ModelSpec.parse(spec))
     except QuarryError:

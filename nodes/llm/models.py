@@ -7,8 +7,10 @@ A model is named `provider:name`:
 - `ollama:NAME` — a local Ollama server (`OLLAMA_HOST`, default http://127.0.0.1:11434).
 
 Credentials are read from the environment by the provider clients and never copied anywhere
-else. `check_endpoint` is the fast pre-flight the command line runs before submitting a job, so
-an endpoint that is down fails in seconds with its address named, not minutes into a job.
+else; one a base URL carries is split off it (nodes.llm.endpoints) and handed to the client in
+memory, so the URL a client, a message or a span sees has none. `check_endpoint` is the fast
+pre-flight the command line runs before submitting a job, so an endpoint that is down fails in
+seconds with its address named (and no credential), not minutes into a job.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from nodes.job.config import ModelSettings
+from nodes.llm.endpoints import resolve
 from stores.errors import QuarryError
 
 if TYPE_CHECKING:
@@ -62,15 +65,9 @@ class ModelSpec:
 
 
 def endpoint(spec: ModelSpec) -> str:
-    """The base URL a model's calls go to (for messages and pre-flight checks; never a key)."""
-    if spec.provider == "openai":
-        return os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or "https://api.openai.com/v1"
-    if spec.provider == "anthropic":
-        return (
-            os.environ.get("ANTHROPIC_BASE_URL") or os.environ.get("ANTHROPIC_API_URL") or "https://api.anthropic.com"
-        )
-    host = os.environ.get("OLLAMA_HOST") or "http://127.0.0.1:11434"
-    return host if "://" in host else f"http://{host}"
+    """The base URL a model's calls go to, without any credential it carried (for messages and
+    pre-flight checks; never a key, a password or a token)."""
+    return resolve(spec.provider).url
 
 
 def make_chat_model(model: str, settings: ModelSettings) -> BaseChatModel:
@@ -82,10 +79,13 @@ def make_chat_model(model: str, settings: ModelSettings) -> BaseChatModel:
     from langchain.chat_models import init_chat_model
 
     spec = ModelSpec.parse(model)
+    where = resolve(spec.provider)
     kwargs: dict = {"temperature": settings.temperature, "max_tokens": settings.max_output_tokens}
     if spec.provider == "openai":
         kwargs |= {"timeout": settings.timeout_s, "max_retries": 0}
-        if os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE"):
+        if where.configured:
+            kwargs |= {"base_url": where.url, "default_headers": where.headers or None}
+            kwargs |= {"default_query": where.query or None}
             # OpenAI-compatible servers (llama.cpp, Ollama's /v1, older vLLM) read `max_tokens`;
             # LangChain sends only OpenAI's newer `max_completion_tokens`, which they ignore, so
             # generation would run to the end of the context window.
@@ -94,11 +94,19 @@ def make_chat_model(model: str, settings: ModelSettings) -> BaseChatModel:
                 kwargs["api_key"] = NO_KEY
     elif spec.provider == "anthropic":
         kwargs |= {"timeout": settings.timeout_s, "max_retries": 0}
+        # LangChain's Anthropic client takes no default query, so only user-info is passed on (a
+        # query in the base URL never worked: the SDK appends the path after it).
+        if where.configured:
+            kwargs |= {"base_url": where.url, "default_headers": where.headers or None}
     else:
+        client: dict = {"timeout": settings.timeout_s}
+        client |= {"headers": where.headers} if where.headers else {}
+        client |= {"params": where.query} if where.query else {}
         kwargs = {
             "temperature": settings.temperature,
             "num_predict": settings.max_output_tokens,
-            "client_kwargs": {"timeout": settings.timeout_s},
+            "client_kwargs": client,
+            "base_url": where.url,
         }
     return init_chat_model(spec.name, model_provider=spec.provider, **kwargs)
 
@@ -107,7 +115,7 @@ def check_endpoint(model: str, timeout_s: float = 3.0) -> str:
     """Fail fast, naming the endpoint, when a model cannot possibly answer: no key for a hosted
     API, or nothing listening at its address. Returns the endpoint checked."""
     spec = ModelSpec.parse(model)
-    url = endpoint(spec)
+    url = endpoint(spec)  # without credentials: every message below may be printed
     if (
         spec.provider == "openai"
         and not os.environ.get("OPENAI_API_KEY")
