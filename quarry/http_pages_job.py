@@ -101,7 +101,10 @@ def job_context(service: QuarryService, job_id: str) -> dict[str, Any]:
     )
     budget = (live or {}).get("budget") or {}
     budget_s = budget.get("seconds") or config.get("max_seconds")
-    used_s = budget.get("used") if live is not None else (row.get("updated_at") or 0) - (row.get("created_at") or 0)
+    # A finished job's time is counted as its budget was: from when a worker started running it
+    # (`run_started_at`), not from its submission — a worker's start-up is not the job's time.
+    ran_from = state.get("run_started_at") or row.get("created_at") or 0
+    used_s = budget.get("used") if live is not None else max(0.0, (row.get("updated_at") or 0) - ran_from)
     status = str((result or live or row).get("status") or row["status"])
     answer = (result or {}).get("answer")
     if isinstance(answer, str):  # results stored before answers had fields

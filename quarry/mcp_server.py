@@ -21,11 +21,13 @@ loses nothing, and any later session (over either transport) gets its status and
 from __future__ import annotations
 
 import time
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from pydantic import Field, ValidationError
 
 from nodes.job.config import JOB_BOUNDS, TOOL_LIMITS, JobConfig
 from nodes.policy.registry import DEFAULT_POLICY
@@ -64,11 +66,66 @@ INSTRUCTIONS = (
 )
 
 
+# A resource whose collection, document or job does not exist: the SDK's "not found" resource error
+# (mcp 2.x answers it with -32602 per SEP-2164, the spec's successor of -32002), not a crash.
+NOT_FOUND = frozenset({"no_collection", "bad_name", "unknown_docid", "unknown_job"})
+
+
+def package_version() -> str:
+    """Quarry's installed version, which the server reports in its `serverInfo`."""
+    try:
+        return version("quarry")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+def error_text(err: QuarryError) -> str:
+    """A QuarryError as the text a client reads: code, message and hint, with no key in it."""
+    return redact(f"{err.code}: {err.message}\nHint: {err.hint}")
+
+
 def tool_error(err: QuarryError) -> Exception:
     """A QuarryError as the SDK's anticipated tool error: `is_error` with code, message and hint."""
-    from mcp.server.mcpserver.exceptions import ToolError
+    return ToolError(error_text(err))
 
-    return ToolError(redact(f"{err.code}: {err.message}\nHint: {err.hint}"))
+
+def resource_error(err: QuarryError) -> ResourceError:
+    """A QuarryError as the SDK's anticipated resource error (no traceback in the server's log):
+    "not found" for a collection, document or job that does not exist."""
+    kind = ResourceNotFoundError if err.code in NOT_FOUND else ResourceError
+    return kind(error_text(err))
+
+
+def arguments_error(tool: str, invalid: ValidationError) -> QuarryError:
+    """Arguments that fail a tool's input schema as one readable line per tool call (which
+    argument, what it should be), instead of pydantic's report with its links and input dumps."""
+    said = []
+    for e in invalid.errors():
+        field = ".".join(str(part) for part in e["loc"]) or "the arguments"
+        msg = str(e["msg"])
+        if e["type"] == "missing":
+            said.append(f"{field} is required")
+        elif msg.startswith("Input "):
+            said.append(f"{field} {msg[len('Input ') :]}")
+        else:
+            said.append(f"{field}: {msg}")
+    return QuarryError(
+        "bad_arguments",
+        f"{tool}: " + "; ".join(said),
+        "call it again with the types its input schema states (tools/list shows them)",
+    )
+
+
+class QuarryMCPServer(MCPServer):
+    """The SDK's server, with a tool's argument errors said in one line (`arguments_error`)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as err:
+            if isinstance(err.__cause__, ValidationError):
+                raise tool_error(arguments_error(name, err.__cause__)) from err.__cause__
+            raise
 
 
 def progress_message(status: JobStatus) -> str:
@@ -81,7 +138,7 @@ def progress_message(status: JobStatus) -> str:
 def build_server(address: str | None = None) -> Any:
     """The MCP server (an `mcp.server.mcpserver.MCPServer`) with Quarry's tools and resources.
     `address` is the Temporal frontend the job tools talk to (None: the rule every command uses)."""
-    server = MCPServer("quarry", instructions=INSTRUCTIONS)
+    server = QuarryMCPServer("quarry", instructions=INSTRUCTIONS, version=package_version())
     service = QuarryService(address, door="mcp")
 
     def translated(fn):  # a QuarryError leaves as a tool error, never as a traceback
@@ -271,7 +328,20 @@ def build_server(address: str | None = None) -> Any:
 
     # -- resources -------------------------------------------------------------------------------
 
+    def as_resource(fn):  # a QuarryError leaves as a resource error, never as a traceback
+        import functools
+
+        @functools.wraps(fn)
+        def read(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except QuarryError as err:
+                raise resource_error(err) from None
+
+        return read
+
     @server.resource("quarry://{collection}/{docid}", name="document", mime_type="text/plain")
+    @as_resource
     def document(collection: str, docid: str) -> str:
         """A document of a collection as numbered lines (its first page: read_document pages further)."""
         page = service.read_document(collection, docid, 1, TOOL_LIMITS.read_limit_max)
@@ -280,11 +350,13 @@ def build_server(address: str | None = None) -> Any:
         return f"{page.title}\n\n{lines}{more}"
 
     @server.resource("quarry://jobs/{job_id}/result", name="job result", mime_type="application/json")
+    @as_resource
     def job_result_resource(job_id: str) -> str:
         """A finished job's result as JSON (what job_result returns)."""
         return service.job_result(job_id).model_dump_json(indent=1)
 
     @server.resource("quarry://jobs/{job_id}/report", name="job report", mime_type="text/markdown")
+    @as_resource
     def job_report(job_id: str) -> str:
         """A finished job's report in Markdown (what `quarry job export --format markdown` writes)."""
         return service.job_export(job_id, "markdown")

@@ -42,7 +42,7 @@ from stores.redact import redact
 
 EVENTS_PAGE = 200  # events one call returns at most (a client asks again from the last id)
 # A running job's status when no worker answered its query: "running, waiting", with the reason.
-WAITING_FOR_WORKER = frozenset({"worker_warming_up", "no_worker"})
+WAITING_FOR_WORKER = frozenset({"worker_warming_up", "no_worker", "worker_unresponsive"})
 
 
 def _redacted(model: Any) -> Any:
@@ -101,11 +101,7 @@ class QuarryService:
 
         held = self.sessions.holding(search_id)
         if held is None:
-            raise QuarryError(
-                "unknown_search_id",
-                f"no cached search {search_id!r}",
-                "use a search_id returned by search on this server, or search again",
-            )
+            raise self.sessions.unknown(search_id)
         name, tools, lock = held
         with lock:
             page = checked_page(tools.read_search_results(self.door, search_id, offset, limit))
@@ -189,17 +185,18 @@ class QuarryService:
             # restarting): a status that says so, not an error, so a client's wait goes on.
             if err.code not in WAITING_FOR_WORKER:
                 raise
-            note = err.message + (f" — {err.hint}" if err.code == "no_worker" and err.hint else "")
+            note = err.message + (f" — {err.hint}" if err.code != "worker_warming_up" and err.hint else "")
             return _redacted(JobStatus(**base, status="running", finished=False, node="waiting", note=note))
-        status = str(p.get("status", "running"))
+        ending = str(p.get("status", "running"))
         top = [{k: t.get(k) for k in ("docid", "title", "score")} for t in p.get("top", [])]
-        # Finished only once the job store holds its end (the result is written before the
-        # workflow closes): a job that has just ended says so on the next call.
+        # One source for status and finished: the job store. A job ends there once its result is
+        # written (before the workflow closes); until then it is running, whatever the workflow's
+        # own word, so `finished` is true exactly when `status` is a final one.
         shown = JobStatus(
             **base | {"round": p.get("round", row["round"])},
-            status=status,
+            status="running",
             finished=False,
-            note="" if status == "running" else "its result is being recorded; ask again",
+            note="" if ending == "running" else f"it is ending ({ending}): its result is being recorded; ask again",
             node=str(p.get("node", "")),
             top=top,
             budget=p.get("budget") or {},

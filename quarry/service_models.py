@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nodes.tools.results import HitView
+from stores.jobs import FINAL
 
 
 class CollectionsResult(BaseModel):
@@ -90,6 +91,14 @@ class JobStatus(BaseModel):
     top: list[dict[str, Any]] = Field(default_factory=list, description="The current top 5 (docid, title, score)")
     budget: dict[str, Any] = Field(default_factory=dict, description="Seconds used and left, model budgets")
     note: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _finished_from_status(cls, data: Any) -> Any:
+        """One source: `finished` is whether `status` is a final one, whatever a caller passed."""
+        if isinstance(data, dict) and "status" in data:
+            data = data | {"finished": data["status"] in FINAL}
+        return data
 
 
 class Evidence(BaseModel):

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # imported when called: the command line pays for temporalio 
 
 NAMESPACE_NOT_FOUND = "temporal.api.errordetails.v1.NamespaceNotFoundFailure"
 SERVER_HINT = "start it with `quarry server`, or set --temporal-address / QUARRY_TEMPORAL_ADDRESS"
+DESCRIBE_S = 3.0  # how long telling a finished job from an unanswered one may take
 CONNECT_HINT = "start it with `quarry server` (or `quarry run`, which starts it), or set --temporal-address"
 
 
@@ -51,18 +52,67 @@ def _detail_types(err: RPCError) -> set[str]:
 
 
 def no_worker(message: str, job_id: str | None) -> QuarryError:
-    """No worker answered: while this home's worker is still warming up, say that (and do not
-    invite a second worker); otherwise say how to start one."""
+    """No worker answered: say why, from what this home's workers are doing (workflows.warmup.
+    worker_state) — one warming up or still starting (do not invite a second worker), one polling
+    that does not answer (unresponsive: it may be stopped), or none at all (say how to start one)."""
     from stores.home import quarry_home
-    from workflows.warmup import warming_message
+    from workflows.warmup import warming_message, worker_state
 
-    if (warming := warming_message(quarry_home())) is not None:
+    home = quarry_home()
+    follow = f"follow it: quarry job watch {job_id}" if job_id else "try again in a few seconds"
+    if (warming := warming_message(home)) is not None:
+        return QuarryError("worker_warming_up", warming, follow)
+    state = worker_state(home)
+    what = f"job {job_id}" if job_id else "the job"
+    if state.stopped:
+        pids = ", ".join(map(str, state.stopped))
+        return QuarryError(
+            "worker_unresponsive",
+            f"the worker is not answering (unresponsive) for {what}: its process {pids} is stopped",
+            f"resume it (kill -CONT {pids}) or restart it (quarry down, then quarry worker); "
+            "the job goes on from its last step",
+        )
+    if state.polling:
+        return QuarryError(
+            "worker_unresponsive",
+            f"the worker is not answering (unresponsive) for {what}: {message}",
+            "it may be overloaded or stuck; if it stays so, restart it (quarry down, then quarry worker) — "
+            "the job goes on from its last step",
+        )
+    if state.starting is not None:
         return QuarryError(
             "worker_warming_up",
-            warming,
-            f"follow it: quarry job watch {job_id}" if job_id else "try again in a few seconds",
+            f"the worker is starting (pid {state.starting}); the job starts when it is ready",
+            follow,
         )
     return QuarryError("no_worker", message, "start one: quarry worker (quarry run starts one in the background)")
+
+
+def _still_running(job_id: str, address: str | None) -> bool | None:
+    """Whether Temporal describes the job's workflow as running (None: it could not be asked).
+    Run in a thread of its own, so it works whether or not the caller is inside an event loop."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+    from datetime import timedelta
+
+    from workflows.dev_server import reachable
+
+    at = _address(address)
+    if not reachable(at):
+        return None
+
+    async def describe() -> bool:
+        from workflows.client import connect
+
+        client = await connect(at, tracing=False, starting_up_wait_s=DESCRIBE_S)
+        found = await client.get_workflow_handle(job_id).describe(rpc_timeout=timedelta(seconds=DESCRIBE_S))
+        return found.status is not None and found.status.name == "RUNNING"
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        try:
+            return pool.submit(asyncio.run, describe()).result(timeout=2 * DESCRIBE_S)
+        except Exception:  # the server did not say: the caller keeps the status code's reading
+            return None
 
 
 def quarry_error(
@@ -76,10 +126,12 @@ def quarry_error(
     what to do, chosen by the error's type and gRPC status code — the message text decides nothing:
 
     NOT_FOUND → unknown_job (a namespace that does not exist: unknown_namespace); ALREADY_EXISTS →
-    job_exists; FAILED_PRECONDITION → job_finished; INVALID_ARGUMENT → bad_request;
-    DEADLINE_EXCEEDED, CANCELLED (and an update's RPC timeout) → no_worker, or worker_warming_up
-    while this home's worker warms up; UNAVAILABLE and ServerUnreachable → no_server; any other
-    status → temporal_error. Any other RuntimeError is temporal_error too.
+    job_exists; FAILED_PRECONDITION → job_finished, unless Temporal describes the workflow as
+    still running (then as DEADLINE_EXCEEDED); INVALID_ARGUMENT → bad_request; DEADLINE_EXCEEDED,
+    CANCELLED (and an update's RPC timeout) → `no_worker` (which says worker_warming_up while this
+    home's worker warms up or starts, worker_unresponsive when it polls but does not answer);
+    UNAVAILABLE and ServerUnreachable → no_server; any other status → temporal_error. Any other
+    RuntimeError is temporal_error too.
 
     `address` is the server the command talked to (default: workflows.shared.temporal_address);
     `source` says where that address came from, for a connection that could not be made."""
@@ -121,6 +173,10 @@ def quarry_error(
             f"see it: quarry job result {job_id or 'JOB_ID'}; a new job gets a new id (quarry run)",
         )
     if status == RPCStatusCode.FAILED_PRECONDITION:
+        # Temporal says this both of a closed workflow and of a running one whose worker does not
+        # take its workflow task (stopped, stuck): the workflow's own status tells them apart.
+        if job_id and _still_running(job_id, address):
+            return no_worker(f"its worker did not take the request: {text[:200]}", job_id)
         return QuarryError(
             "job_finished", f"{what} has already finished", f"see its result: quarry job result {job_id or 'JOB_ID'}"
         )

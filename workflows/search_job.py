@@ -242,6 +242,9 @@ class SearchJob:
         self.state = inp.state or dict(
             initial_state(inp.job_id, inp.collection, inp.intent, mode=mode, policy=inp.policy, config=inp.config)
         )
+        # The budget runs from here: the first workflow task a worker ran (its time, workflow.now()),
+        # not the submission — a job queued while its worker starts or warms up loses none of it.
+        self.state["run_started_at"] = self.started_at
         self.state["answer_at"] = self.started_at + STEER_FRACTION * self.budget_s  # a one-step round ends there
         steer_task = asyncio.create_task(self._submit_now_at(self.started_at + STEER_FRACTION * self.budget_s))
         self.indexed = inp.indexed

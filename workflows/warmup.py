@@ -5,7 +5,10 @@ meanwhile waits, and a query to it (`quarry job progress`) times out. Without th
 said "no worker answered … start one: quarry worker", inviting a second worker. So the worker
 writes QUARRY_HOME/run/warming-<pid>.json (its identity, as the process records of
 `workflows.background_processes` keep it, and when it began) before warming up and removes it once it
-polls; a command that gets no answer reads it, trusting it only while that very process runs.
+polls, when it records itself as polling instead; a command that gets no answer reads them
+(`worker_state`), trusting each only while that very process runs: a worker warming up, one still
+starting, and one polling that does not answer (unresponsive: paused, stopped, overloaded) are each
+said as what they are — none of them is "no worker", and none means the job has finished.
 """
 
 from __future__ import annotations
@@ -13,17 +16,18 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from stores.atomic import write_atomic
 
 
-def _path(home: Path, pid: int) -> Path:
-    return Path(home) / "run" / f"warming-{pid}.json"
+def _path(home: Path, pid: int, kind: str = "warming") -> Path:
+    return Path(home) / "run" / f"{kind}-{pid}.json"
 
 
-def mark_warming(home: Path) -> Path:
-    """Record that this process is warming up (atomic: a reader sees all of it or nothing)."""
+def _mark(home: Path, kind: str) -> Path:
+    """Record this process's status `kind` with its identity (atomic: a reader sees all or nothing)."""
     from workflows.background_processes import identity
 
     run = Path(home) / "run"
@@ -32,13 +36,21 @@ def mark_warming(home: Path) -> Path:
     data: dict = {"pid": pid, "since": time.time()}
     if (ident := identity(pid)) is not None:
         data |= {"start_time": ident.start_time, "cmdline": list(ident.cmdline)}
-    path = _path(home, pid)
+    path = _path(home, pid, kind)
     write_atomic(path, json.dumps(data), mode=0o600)
     return path
 
 
+def mark_warming(home: Path) -> Path:
+    """Record that this process is warming up."""
+    return _mark(home, "warming")
+
+
 def clear_warming(home: Path) -> None:
-    """This process is polling (or stopping): it is warming up no more."""
+    """This process is polling (or stopping): it is warming up no more. It is recorded as past its
+    warm-up (`run/polling-<pid>.json`), so a worker that then does not answer is told apart from
+    one still starting (`worker_state`)."""
+    _mark(home, "polling")
     _path(home, os.getpid()).unlink(missing_ok=True)
 
 
@@ -69,3 +81,56 @@ def warming_message(home: Path) -> str | None:
     if so_far is None:
         return None
     return f"the worker is warming up ({so_far:.0f} s so far); the job starts when it is ready"
+
+
+@dataclass(frozen=True)
+class WorkerState:
+    """What this home's worker processes are doing, for a job whose worker did not answer.
+
+    `warming_s`: the longest warm-up under way (None: none); `polling`: the pids of live workers
+    past their warm-up — one that does not answer is unresponsive, not missing; `stopped`: those of
+    them the kernel holds stopped (SIGSTOP, a debugger, Ctrl+Z); `starting`: a worker this home
+    started in the background that has not begun its warm-up yet (still loading Quarry)."""
+
+    warming_s: float | None = None
+    polling: tuple[int, ...] = ()
+    stopped: tuple[int, ...] = ()
+    starting: int | None = None
+
+
+def _process_stopped(pid: int) -> bool:
+    """Whether the kernel holds the process stopped (state T or t in /proc/PID/stat)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in ("T", "t")
+
+
+def _live(home: Path, kind: str) -> list[int]:
+    """The pids of live processes with a `kind` status file (files of gone processes are removed)."""
+    from workflows.background_processes import record_alive
+
+    run = Path(home) / "run"
+    pids = []
+    for path in sorted(run.glob(f"{kind}-*.json")) if run.is_dir() else ():
+        pid = record_alive(Path(home), path)
+        if pid is None:
+            path.unlink(missing_ok=True)
+        else:
+            pids.append(pid)
+    return pids
+
+
+def worker_state(home: Path) -> WorkerState:
+    """This home's workers as their status files and the kernel describe them (see WorkerState)."""
+    from workflows.background_processes import pid_of
+
+    warming = warming_for(home)
+    warming_pids = set(_live(home, "warming"))
+    polling = tuple(p for p in _live(home, "polling") if p not in warming_pids)
+    background = pid_of(Path(home), "worker")
+    starting = (
+        background if background is not None and background not in warming_pids and background not in polling else None
+    )
+    return WorkerState(warming, polling, tuple(p for p in polling if _process_stopped(p)), starting)

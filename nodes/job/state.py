@@ -95,6 +95,7 @@ class JobState(TypedDict, total=False):
     node: str
     answer_at: float  # wall-clock seconds of the budget's "submit now" steer (set by the SearchJob
     #                   workflow): a one-step round (graphs.search_graph.round_) ends there
+    run_started_at: float  # wall-clock seconds when a worker started running the job: its budget's start
     stop_reason: str
     steering: list[dict[str, Any]]
     new_high: int
