@@ -204,9 +204,19 @@ class JobStore:
             status=result["status"],
             event=False,
         )
+        # The rounds the result counts (rounds that searched), not the state's `round`: a
+        # reflection numbers the state with the round it plans, which a stop or budget never runs.
+        rounds = result.get("rounds")
         self._con().execute(
-            "UPDATE jobs SET result=?, status=?, updated_at=?, error=? WHERE job_id=?",
-            (_dumps(result), result["status"], now, redact(error_line(result.get("error"))) or None, job_id),
+            "UPDATE jobs SET result=?, status=?, updated_at=?, error=?, round=COALESCE(?, round) WHERE job_id=?",
+            (
+                _dumps(result),
+                result["status"],
+                now,
+                redact(error_line(result.get("error"))) or None,
+                rounds if isinstance(rounds, int) and not isinstance(rounds, bool) else None,
+                job_id,
+            ),
         )
         job_events.append(self._con(), job_id, job_events.ending(result))
 

@@ -173,8 +173,8 @@ def test_read_shows_pages_and_its_json_is_the_tools_output(tmp_path: Path) -> No
 
 
 def test_the_web_ui_list_shows_the_intent_and_the_final_status(home, server) -> None:
-    """On a real dev server: the job's summary is its intent (escaped, cut at a word with an
-    ellipsis) and its QuarryStatus is the job's final status, `stopped` for a stopped job."""
+    """On a real dev server: the job's summary is its collection, mode and intent (escaped, cut at
+    a word with an ellipsis) and its QuarryStatus is the job's final status, `stopped` for a stopped job."""
     from workflows.search_attributes import STATUS
 
     queue = f"screens-{uuid.uuid4().hex[:8]}"
@@ -193,7 +193,7 @@ def test_the_web_ui_list_shows_the_intent_and_the_final_status(home, server) -> 
     finally:
         worker.kill(signal.SIGTERM)
     summary = asyncio.run(desc.static_summary())
-    assert summary.startswith("graph neural networks \\*\\*for\\*\\* \\[molecules\\]\\(x\\)"), summary
+    assert summary.startswith("lit · list · graph neural networks \\*\\*for\\*\\* \\[molecules\\]\\(x\\)"), summary
     assert summary.endswith("…") and len(summary) <= 110 and "and more words" in summary
     assert desc.typed_search_attributes.get(STATUS) == result["status"] == "stopped"
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -78,48 +80,84 @@ async def submit(client: Client, inp: JobInput, queue: str | None = None) -> Wor
         return await _start(client, inp, queue)
 
 
-SUMMARY_CHARS = 100  # the Web UI list's Summary column: the intent, cut at a word
+SUMMARY_CHARS = 100  # the Web UI list's Summary column: collection, mode and intent, cut at a word
 SUMMARY_BYTES = 200  # Temporal's limit for a static summary
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+_LOOPBACK = ("127.", "localhost", "[::1]", "::1")
 
 
-def ui_summary(intent: str) -> str:
-    """The job's one-line summary for the Web UI's list: the intent (a researcher's own words)
-    on one line, cut at a word with an ellipsis near SUMMARY_CHARS and within Temporal's 200-byte
-    limit, control characters made visible and Markdown escaped (the UI renders the summary as
-    Markdown, so `[x](y)` or `**` in an intent must show as written)."""
+def _md(text: str) -> str:
+    """`text` shown as written by the Web UI, which renders summaries and details as Markdown."""
     from stores.errors import printable
 
-    text = " ".join(printable(intent).split())
-    room = SUMMARY_CHARS
+    return _MARKDOWN.sub(r"\\\1", printable(text))
+
+
+def ui_shows_content(address: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether the Web UI's summary and details may carry the intent: the content policy of
+    trace export (observability.content_policy) applied to the server's UI — on by default when the
+    server is on this machine (like the local trace files), off for a remote one; the standard
+    `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` turns it on or off either way."""
+    from observability.content_policy import capture_content
+
+    return capture_content(os.environ if env is None else env, local_file=address.startswith(_LOOPBACK))
+
+
+def ui_summary(inp: JobInput, *, content: bool = True) -> str:
+    """The job's one-line summary for the Web UI's list, "cacm · list · time sharing systems…":
+    its collection and mode, then (when `content`) the intent, a researcher's own words, on one
+    line, cut at a word with an ellipsis so the line stays near SUMMARY_CHARS and within
+    Temporal's 200-byte limit; control characters made visible and Markdown escaped (the UI
+    renders the summary as Markdown, so `[x](y)` or `**` in an intent must show as written)."""
+    from stores.errors import printable
+
+    head = f"{_md(inp.collection)} · {inp.mode}"
+    if not content:
+        return head
+    text = " ".join(printable(inp.intent).split())
+    room = max(SUMMARY_CHARS - len(head) - 3, 20)
     while True:
         cut = (
             text
             if len(text) <= room
             else (text[: room + 1].rsplit(" ", 1)[0].rstrip(" ,;:") if " " in text[: room + 1] else text[:room])
         )
-        shown = _MARKDOWN.sub(r"\\\1", cut) + ("…" if len(cut) < len(text) else "")
+        shown = f"{head} · " + _md(cut) + ("…" if len(cut) < len(text) else "")
         if len(shown.encode()) <= SUMMARY_BYTES:
             return shown
         room = room * 3 // 4  # many multi-byte characters or escapes: shorter
 
 
-async def _start(client: Client, inp: JobInput, queue: str | None) -> WorkflowHandle:
-    summary = ui_summary(inp.intent)
-    from stores.errors import printable
+def ui_details(inp: JobInput, *, content: bool = True) -> str:
+    """The job's details for the Web UI's job page (Markdown): the intent when `content`, then
+    what it runs with — collection, mode, policy, search profile, rounds and budgets."""
+    cfg = inp.config
+    budget = [f"{cfg.max_seconds:g} s"]
+    if cfg.max_tokens is not None:
+        budget.append(f"{cfg.max_tokens:,} tokens")
+    if cfg.max_dollars is not None:
+        budget.append(f"${cfg.max_dollars:g}")
+    lines = [f"**intent**: {_md(inp.intent[:2000])}"] if content else []
+    lines += [
+        f"**collection**: {_md(inp.collection)} · **mode**: {inp.mode} · **policy**: {inp.policy}",
+        f"**budget**: {', '.join(budget)} · **rounds**: up to {cfg.max_rounds} · **profile**: {cfg.profile}",
+    ]
+    return "\n\n".join(lines)
 
-    intent = _MARKDOWN.sub(r"\\\1", printable(inp.intent[:2000]))
-    details = (
-        f"**intent**: {intent}\n\n**collection**: {inp.collection} · **mode**: {inp.mode} · "
-        f"**policy**: {inp.policy} · **budget**: {inp.config.max_seconds:g} s"
-    )
+
+async def _start(client: Client, inp: JobInput, queue: str | None) -> WorkflowHandle:
+    content = ui_shows_content(client.service_client.config.target_host)
     common: dict[str, Any] = dict(
         id=inp.job_id,
         task_queue=queue or task_queue(),
-        static_summary=summary,
-        static_details=details,
+        static_summary=ui_summary(inp, content=content),
+        static_details=ui_details(inp, content=content),
         memo={AGENT_TRACE_MEMO: inp.trace} if inp.trace else None,
     )
+    # The Web UI shows a job's input as its history's first event holds it: the budget is written
+    # in `budget_seconds` too (the workflow's `migrated` moves it into the config, the same value),
+    # so the input shows it at the top instead of `null`.
+    inp = replace(inp, budget_seconds=inp.config.max_seconds)
     try:
         return await client.start_workflow(
             SearchJob.run,

@@ -58,7 +58,7 @@ class JobInput:
     # Inputs written before the budget moved into the config: a job already running in Temporal
     # whose history carries its wall-clock budget here. The workflow moves it into
     # `config.max_seconds` (it wins when not None: workflows.job_input.migrated); a new submission
-    # never sets it.
+    # writes the config's budget here too (the same value), so Temporal's Web UI shows it.
     budget_seconds: float | None = None
     # Caps, depths, models, the time/token/dollar budgets and prices: one object (nodes.job.config).
     config: JobConfig = field(default_factory=JobConfig)
