@@ -20,8 +20,11 @@ The rules, in order:
    __x__, *x*, _x_ at word edges) and HTML tags become their text.
 4. Case protection of the rest, word by word: a word with a capital after its first letter
    (SQLite, HTTP/2, iOS), a lower-case word with code characters (os.path, std::vec, read_file,
-   printf(3), --help) or digits (x86, utf8), the command a man page names ("printf - format and
-   print data"), and a title that is a single lower-case word.
+   printf(3), --help) or digits (x86, utf8), the names a man page's NAME line gives ("printf -
+   format and print data", "gcloud sql users list - …"), a first word in lower case ("adduser
+   in Debian"), the lower-case words of a title written in title case ("Reference Manual for
+   libxslt"), and a short title all in lower case (a command: "pip check").
+   A roff/TeX quotation ("`intelligent'") becomes typographic quotes, not code.
 """
 
 from __future__ import annotations
@@ -100,6 +103,10 @@ _MARKUP = (
 _AROUND_CODE = (*_MARKUP[:3], (re.compile(r"(\*\*?|__?)(`+[^`]+`+)\1"), r"\2"))
 
 
+# A roff/TeX quotation ("Compute `intelligent' differences"): quotes, not a code span.
+_TEX_QUOTES = re.compile(r"(?<![`\w])`([^`']+)'(?!\w)")
+
+
 def _plain(text: str) -> str:
     """Markup other than code removed from `text`."""
     for pattern, repl in _MARKUP:
@@ -111,7 +118,15 @@ def _plain(text: str) -> str:
 
 _INNER_CAPITAL = re.compile(r"^.+[A-Z]")  # SQLite, HTTP, iOS, HTTP/2
 _CODE_CHARS = re.compile(r"[\w)](\.|::|->|/)[\w(]|_|\(\d?\w*\)|^--?[a-z]|[=$]|^[a-z]+\d|\d[a-z]")
-_MAN_NAME = re.compile(r"^([a-z][\w.+-]*(?:,\s*[a-z][\w.+-]*)*)(\(\d\w*\))?\s+[-–—]\s")
+# A man page's NAME line: the names (one or several words, all starting in lower case: "gcloud
+# sql users list", "gzip, gunzip, zcat") before " - ".
+_MAN_NAME = re.compile(r"^([a-z][\w.+:-]*(?:,?\s+[a-z][\w.+:-]*){0,7})(\(\d\w*\))?\s+[-–—]\s")
+# Words a title case leaves in lower case: a title-cased title's other lower-case words are names.
+# CSL's own list (what citeproc's title case keeps lower-case), with "vs", "per", "is", "are", "be".
+_MINOR = frozenset(
+    "a an and as at but by down for from in into nor of on onto or over so the till to up via with yet"
+    " vs per is are be".split()
+)
 _TOKEN = re.compile(r"\S+")
 _OPENERS = "\"'\u201c\u2018\u00ab(["  # quotes and brackets before a word
 _CLOSERS = "\"'\u201d\u2019\u00bb,;:!?.)]"  # and after it
@@ -124,24 +139,45 @@ def _needs_protection(core: str) -> bool:
     return bool(_INNER_CAPITAL.search(core) or _CODE_CHARS.search(core))
 
 
+def _lower_names(words: list[str]) -> set[str]:
+    """The lower-case words of a title its author wrote in title case ("Reference Manual for
+    libxslt"): there a lower-case word that title case would capitalise is a name. A title in
+    sentence case ("Reporting bugs and getting help") has none."""
+    major = [w.strip(_OPENERS + _CLOSERS) for w in words]
+    major = [w for w in major if w and w.lower() not in _MINOR and re.match(r"[^\W\d_]", w)]
+    capitalised = [w for w in major if w[:1].isupper()]
+    if len(capitalised) < 2 or len(capitalised) < 0.6 * len(major):
+        return set()
+    return {w for w in major if w[:1].islower()}
+
+
 def _protect_words(text: str, whole: bool) -> list[tuple[str, bool]]:
     """`text` split into segments with each word that needs it protected; `whole`: the title is
-    this one text (so its man-page name and a single lower-case word count)."""
+    this one text (so the rules about a title's first word and its whole shape apply)."""
     names: set[int] = set()
     if whole and (m := _MAN_NAME.match(text)):
         names = set(range(m.start(1), m.end(2) if m.group(2) else m.end(1)))
-    single = whole and re.fullmatch(r"[a-z][\w.+-]*", text.strip()) is not None
+    words = text.split()
+    # A short title all in lower case is a command ("pip check", "grep"); a longer one is a phrase.
+    command = whole and len(words) <= 2 and all(re.match(r"[a-z\d]", w) and w not in _MINOR for w in words)
+    named = _lower_names(words) if whole else set()
     out: list[tuple[str, bool]] = []
     last = 0
     for match in _TOKEN.finditer(text):
         word = match.group()
         lead = len(word) - len(word.lstrip(_OPENERS))
         trail = len(word) - len(word.rstrip(_CLOSERS))
-        if re.search(r"\(\d?\w*\)$", word.rstrip(",;:!?.")):  # "printf(3)": the parenthesis is the name's
+        if re.search(r"\w\(\d?\w*\)$", word.rstrip(",;:!?.")):  # "printf(3)": the parenthesis is the name's
             trail = len(word) - len(word.rstrip(",;:!?."))
             lead = 0
         core = word[lead : len(word) - trail]
-        keep = single or match.start() in names or _needs_protection(core)
+        keep = (
+            command
+            or match.start() in names
+            or (whole and match.start() == 0 and core[:1].islower())  # "adduser in Debian", "libxslt Reference"
+            or core in named
+            or _needs_protection(core)
+        )
         if not keep or not core:
             continue
         start = match.start() + lead
@@ -155,6 +191,7 @@ def _protect_words(text: str, whole: bool) -> list[tuple[str, bool]]:
 def clean_title(raw: str) -> Title:
     """`raw` cleaned by the module's rules, as protected and plain segments."""
     text = strip_labels(repair_hyphenation(" ".join(raw.split())))
+    text = _TEX_QUOTES.sub("\u2018\\1\u2019", text)
     for pattern, repl in _AROUND_CODE:
         text = pattern.sub(repl, text)
     pieces: list[tuple[str, bool]] = []
@@ -185,11 +222,15 @@ def clean_title(raw: str) -> Title:
 
 
 def _merge(segments: list[tuple[str, bool]]) -> tuple[tuple[str, bool], ...]:
-    """Adjacent segments of the same kind joined, empty ones dropped."""
+    """Adjacent segments of the same kind joined (protected words with only spaces between them
+    too: "gcloud sql users list" is one span), empty ones dropped."""
+    segments = [s for s in segments if s[0]]
+    for n in range(1, len(segments) - 1):
+        text, keep = segments[n]
+        if not keep and not text.strip() and segments[n - 1][1] and segments[n + 1][1]:
+            segments[n] = (text, True)
     out: list[tuple[str, bool]] = []
     for text, keep in segments:
-        if not text:
-            continue
         if out and out[-1][1] == keep:
             out[-1] = (out[-1][0] + text, keep)
         else:

@@ -15,6 +15,7 @@ import re
 import stat
 from pathlib import Path
 
+from stores.file_ids import base_docid, file_docids
 from stores.formats import Unreadable, format_suffix, is_supported, read_file
 from stores.jsonl_corpus import (
     BEIR_FILES,
@@ -32,9 +33,9 @@ from stores.scratch import held_scratch
 
 def file_docid(path: Path, root: Path) -> str:
     """A document file's id: its path under `root` without the format suffix, whitespace as "_"
-    (`notes/a b.md` under `notes` → `a_b`; `README.Debian` keeps its name: `.Debian` is no format)."""
-    rel = path.relative_to(root)
-    return re.sub(r"\s+", "_", (rel.with_suffix("") if format_suffix(path) else rel).as_posix())
+    (`notes/a b.md` under `notes` → `a_b`; `README.Debian` keeps its name: `.Debian` is no format);
+    files that would share one are told apart when read (`stores.file_ids`)."""
+    return base_docid(path, root, format_suffix)
 
 
 # The absolute path a document file was read from, kept in its record's extras: `quarry add` tells
@@ -159,31 +160,27 @@ def read_files(
     keep = held_scratch(home, "read-")  # removed with the stream; swept if this process is killed
     spool = Path(keep.name) / "records.jsonl"
     digest, raw = hashlib.sha256(), hashlib.sha256()
-    # Files without a suffix last: `README` and `README.md` share the id "README", and the file
-    # with a format keeps it (the other is left out with a warning, not as a bad file).
-    files = sorted(files, key=lambda p: not format_suffix(p))
+    readable = []
+    for path in files:
+        reason = unsafe_reason(path, within)  # first: whatever its name, it is never opened
+        if reason is not None:
+            problems.add(printable_path(path), reason)
+        elif not is_supported(path):  # after unsafe_reason: a suffix-less file is sniffed, so opened
+            src.unsupported.append(printable_path(path))
+        else:
+            readable.append(path)
+    # `manual.html` and `manual.pdf`, `README` and `README.md`: both read, each under its whole name.
+    ids = file_docids(readable, root, format_suffix)
     with spool.open("wb") as out:
-        for i, path in enumerate(files, start=1):
+        for i, path in enumerate(readable, start=1):
             if progress:
-                progress("reading", i - 1, len(files))
+                progress("reading", i - 1, len(readable))
             shown = printable_path(path)
-            reason = unsafe_reason(path, within)  # first: whatever its name, it is never opened
-            if reason is not None:
-                problems.add(shown, reason)
-                continue
-            if not is_supported(path):  # after unsafe_reason: a suffix-less file is sniffed, so opened
-                src.unsupported.append(shown)
-                continue
-            docid = file_docid(path, root)
+            docid = ids[path]
             if not is_utf8(docid):
                 problems.add(shown, "the file name is not valid UTF-8: rename the file")
                 continue
             if docid in first_file:
-                if not format_suffix(path) and format_suffix(first_file[docid]):
-                    src.warnings.append(
-                        f"{shown}: not read: {printable_path(first_file[docid])} has the same document id {docid!r}"
-                    )
-                    continue
                 problems.add(
                     shown,
                     f"duplicate document id {docid!r} (also the id of "
@@ -204,8 +201,8 @@ def read_files(
             out.write(body + b"\n")
             raw.update(body + b"\n")
     src.records = RecordStream(spool, first_file, digest, raw.hexdigest(), spooled=True, keep=keep)
-    if progress and files:
-        progress("reading", len(files), len(files))
+    if progress and readable:
+        progress("reading", len(readable), len(readable))
 
 
 def document_files(path: Path, src: CorpusSource) -> list[Path]:

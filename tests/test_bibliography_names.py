@@ -69,12 +69,23 @@ def test_names_split_into_parts(raw: str, parsed: Name | None) -> None:
         ("`Link text <https://x>`_ and a reference_", "Link text and a reference", ()),
         ("Rust 1.75 <br> release notes", "Rust 1.75 release notes", ()),
         ("A lan\u2010 guage", "A language", ()),  # a PDF's hyphen at a line break
-        ("lan- guage and hy\u00adphen", "language and hyphen", ()),  # and a soft hyphen
-        ("read-only and pre- and post-processing", "read-only and pre- and post-processing", ()),
+        ("Lan- guage and hy\u00adphen", "Language and hyphen", ()),  # and a soft hyphen
+        ("Read-only and pre- and post-processing", "Read-only and pre- and post-processing", ()),
         ("os.path — Common pathname manipulations", None, ("os.path",)),
         ("std::vec::Vec, read_file() and x86", None, ("std::vec::Vec", "read_file()", "x86")),
         ("Time sharing systems for IBM 7090", None, ("IBM",)),
         ("grep", "grep", ("grep",)),  # a title that is one command
+        ("pip check", "pip check", ("pip check",)),  # a short title all in lower case: a command
+        ("gcloud sql users list - lists Cloud SQL users", None, ("gcloud sql users list", "SQL")),  # NAME line
+        ("adduser in Debian", None, ("adduser",)),  # a first word in lower case is a name
+        ("Reference Manual for libxslt", None, ("libxslt",)),  # title case: its lower-case word is a name
+        ("Reporting bugs and getting help", None, ()),  # sentence case: nothing to protect
+        ("WebAssembly System Interface (WASI)", None, ("WebAssembly", "WASI")),
+        (
+            "Algorithm::Diff - Compute `intelligent' differences",
+            "Algorithm::Diff - Compute \u2018intelligent\u2019 differences",
+            ("Algorithm::Diff",),
+        ),
         ("The C++ Programming Language", None, ()),
     ],
 )
