@@ -98,7 +98,7 @@ def ingest(
         Path,
         typer.Argument(
             help="BEIR folder, .jsonl file, or a document file or folder "
-            "(.pdf .html .docx .md .rst .tex .txt, recursive)"
+            "(.pdf .html .docx .md .rst .tex .txt, man pages, any of them .gz; recursive)"
         ),
     ],
     name: Annotated[str, typer.Option("--name", help="Collection name")],

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,7 +18,7 @@ from quarry.console import fail, out, print_json, terminal_safe
 from quarry.embedding_progress import embedding_progress
 from quarry.screens import page_lines
 from stores.errors import QuarryError
-from stores.records import line_pages
+from stores.records import DocRecord, line_pages
 from workflows.job_input import check_text
 
 if TYPE_CHECKING:
@@ -198,6 +198,13 @@ def search(
         out.print(terminal_safe(page.render(name)), highlight=False, markup=False)
 
 
+def record_metadata(rec: DocRecord) -> dict[str, Any]:
+    """A document's metadata as its record holds it: year, venue, authors, keywords and the extras
+    (`sources` among them: where the year and authors were read)."""
+    known = {"year": rec.year, "venue": rec.venue, "authors": list(rec.authors), "keywords": list(rec.keywords)}
+    return {k: v for k, v in known.items() if v not in (None, [])} | rec.extras
+
+
 @commands.command()
 def read(
     name: str,
@@ -205,7 +212,12 @@ def read(
     offset: Annotated[int, typer.Option(min=1, help="First line")] = 1,
     limit: Annotated[int, typer.Option(min=1, help="Number of lines")] = TOOL_LIMITS.read_limit,
     json_out: Annotated[
-        bool, typer.Option("--json", help="The page as one JSON object (what the read_document tool returns)")
+        bool,
+        typer.Option(
+            "--json",
+            help="The page as one JSON object (what the read_document tool returns) with the document's "
+            "metadata, which says where its year and authors were read (metadata.sources)",
+        ),
     ] = False,
 ) -> None:
     """Read a document by numbered lines (with its pages for a PDF)."""
@@ -214,10 +226,10 @@ def read(
         page = read_page(tools, docid, offset, limit)  # the one implementation (MCP, ReAct)
     except QuarryError as err:
         fail(err)
-    if json_out:
-        print_json(page.model_dump())
-        return
     rec = tools.corpus.get_many([docid]).get(docid)
+    if json_out:
+        print_json({**page.model_dump(), "metadata": record_metadata(rec) if rec is not None else {}})
+        return
     pages = line_pages(rec) if rec is not None and rec.page_starts else []
     text = "\n".join(page_lines(page, pages, name)) if pages else page.render(name)
     out.print(terminal_safe(text), highlight=False, markup=False)

@@ -2,10 +2,14 @@
 dispatch by file suffix and the title policy every format shares.
 
 Formats, by file suffix: PDF (`stores.pdf`, pages kept), HTML and DOCX (`stores.structured_formats`),
-Markdown (with YAML front matter), reStructuredText, LaTeX and plain text (`stores.text_formats`);
+Markdown (with YAML front matter), reStructuredText, LaTeX and plain text (`stores.text_formats`),
+man pages (roff under a section suffix such as `.1` or `.3pm`, or `.man`: `stores.manpages`);
 a file without a suffix (README, NEWS, ChangeLog, INSTALL, AUTHORS, TODO …) is plain text when its
-first bytes are UTF-8 text (`stores.text_files.sniff_text`), else of an unsupported type like any
-other. Reading and decoding a file's bytes is `stores.text_files`.
+first bytes are UTF-8 text (`stores.text_files.looks_like_text`), else of an unsupported type like
+any other. A gzipped file (`ls.1.gz`, `changelog.Debian.gz`, `manual.html.gz`) is read as what it
+holds, by its name without `.gz` (`stores.gzipped`, `stores.file_source`). Reading and decoding a
+file's bytes is `stores.text_files`. Dates and authors come with where they were read
+(`stores.metadata_sources`).
 
 `FileDocument`, `Unreadable`, `cap_title` and the size and title limits live in
 `stores.file_document` (re-exported here), which the format readers import without importing
@@ -28,8 +32,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from stores.file_document import MAX_DOCUMENT_CHARS, TITLE_MAX_CHARS, FileDocument, Unreadable, cap_title
+from stores.file_source import FileSource, file_source
+from stores.manpages import is_man_name, looks_like_roff, read_man
 from stores.structured_formats import read_docx, read_html
-from stores.text_files import sniff_text
+from stores.text_files import looks_like_text
 from stores.text_formats import read_latex, read_markdown, read_rst, read_txt
 from stores.titles import file_name_title, junk_title
 
@@ -86,19 +92,40 @@ def plain_text_candidate(path: Path) -> bool:
     return path.suffix == "" or path.name.split(".", 1)[0].upper() in TEXT_DOCUMENT_NAMES
 
 
+def _reader(path: Path) -> tuple[FileSource, Callable[[FileSource], FileDocument]] | None:
+    """The file as a reader gets it and the reader of its format, or None for an unsupported file.
+    A `.gz` file is what it holds (`stores.gzipped`); a man page is roff under a section suffix
+    (`stores.manpages`); a plain-text candidate is text by its first bytes. Reads only the first
+    bytes, and only of a file whose name does not already say its format."""
+    source = file_source(path)
+    reader = READERS.get(source.suffix)
+    if reader is not None:
+        return source, reader
+    head: bytes | None = None
+    if is_man_name(source.name):
+        head = source.head()
+        if looks_like_roff(head):
+            return source, read_man
+    if plain_text_candidate(Path(source.name)):
+        head = source.head() if head is None else head
+        if head is not None and looks_like_text(head):
+            return source, read_txt
+    return None
+
+
 def is_supported(path: Path) -> bool:
-    """Whether Quarry reads `path`: a supported suffix, or a plain-text candidate that is text
-    (`sniff_text`). Call it only on a path `stores.document_files.unsafe_reason` accepts: it opens the file."""
-    return bool(format_suffix(path)) or (plain_text_candidate(path) and sniff_text(path))
+    """Whether Quarry reads `path` (see `_reader`). Call it only on a path
+    `stores.document_files.unsafe_reason` accepts: it may open the file."""
+    return _reader(path) is not None
 
 
-def _read_pdf(path: Path) -> FileDocument:
+def _read_pdf(source: FileSource) -> FileDocument:
     from stores.pdf import read_pdf
 
-    return read_pdf(path)
+    return read_pdf(source)
 
 
-READERS: dict[str, Callable[[Path], FileDocument]] = {
+READERS: dict[str, Callable[[FileSource], FileDocument]] = {
     ".pdf": _read_pdf,
     ".html": read_html,
     ".htm": read_html,
@@ -121,13 +148,11 @@ def read_file(path: Path) -> FileDocument:
     a paged reader caps its own, as its page offsets index the text). A document nothing names,
     or whose title is junk (`stores.titles.junk_title`: "=====", a table row, a mode line), is
     titled by its file name; a junk title's words go back to the top of the text."""
-    suffix = path.suffix.lower()
-    reader = READERS.get(suffix)
-    if reader is None and plain_text_candidate(path) and sniff_text(path):
-        reader = read_txt
-    if reader is None:
+    found = _reader(path)
+    if found is None:
         raise Unreadable(f"unsupported file type {path.suffix or '(none)'!r}")
-    doc = reader(path)
+    source, reader = found
+    doc = reader(source)
     if not doc.title.strip() or junk_title(doc.title):
         text = doc.text
         if doc.title.strip() and not doc.page_starts:

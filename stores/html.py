@@ -1,5 +1,5 @@
 """HTML pages as documents: the page's main text, with inline elements kept inline, its title and
-its citation metadata.
+its citation metadata (`stores.html_meta`).
 
 Why its own rules and not a boilerplate remover: measured on five real pages of five generators
 (mdBook, Sphinx/Furo, MkDocs Material, Javadoc 8, a static blog) with hand-marked main text
@@ -36,6 +36,7 @@ import re
 from typing import Any
 
 from stores.html_chrome import is_chrome, never_text, tag_name
+from stores.html_meta import html_metadata
 from stores.titles import html_title
 
 __all__ = ["extract", "html_text", "parse", "read_html_text", "render_html"]
@@ -275,39 +276,6 @@ def render_html(source: str, *, chrome: bool = True) -> str:
     return _render([soup.body or soup], set(), page_level=False, chrome=chrome)
 
 
-_HTML_META = {
-    "author": "authors",
-    "citation_author": "authors",
-    "dc.creator": "authors",
-    "citation_publication_date": "year",
-    "citation_date": "year",
-    "dc.date": "year",
-    "citation_journal_title": "venue",
-    "citation_conference_title": "venue",
-    "keywords": "keywords",
-    "citation_keywords": "keywords",
-    "citation_doi": "doi",
-    "dc.identifier": "doi",
-}
-
-
-def _metadata(soup: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
-    for tag in soup.find_all("meta"):
-        key = _HTML_META.get(str(tag.get("name") or "").strip().lower())
-        value = str(tag.get("content") or "").strip()
-        if not key or not value:
-            continue
-        if key == "authors":
-            meta.setdefault("authors", []).append(value)
-        elif key == "year":
-            if re.match(r"^\d{4}", value):
-                meta.setdefault("year", value[:4])
-        else:
-            meta.setdefault(key, value)
-    return meta
-
-
 def _within(el: Any, root_ids: set[int], *, page_level: bool) -> bool:
     """Whether `el` is inside one of the roots and outside any chrome there (itself included)."""
     if is_chrome(el, page_level=page_level):
@@ -349,4 +317,4 @@ def read_html_text(source: str) -> tuple[str, str, dict[str, Any]]:
     """(title, text, metadata) of an HTML page's source."""
     soup = parse(source)
     title, text = extract(soup)
-    return title, text, _metadata(soup)
+    return title, text, html_metadata(soup)

@@ -29,16 +29,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from pathlib import Path
+from typing import Any
 
 from stores import file_document
 from stores.file_document import FileDocument, Unreadable, cap_title
+from stores.file_source import FileSource
+from stores.metadata_sources import Claim, bibliographic
 from stores.titles import junk_title, placeholder_title
 
 _SOFT_HYPHEN_EOL = re.compile(r"\x02[ \t]*\n[ \t]*")
 _LINE_BREAKS = re.compile(r"\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
-_YEAR = re.compile(r"^D?:?(\d{4})")
 
 # See the module docstring: where a running header or footer sits, and how often it must repeat.
 RUNNING_EDGE_LINES = 2
@@ -134,13 +135,53 @@ def _too_long(chars: int, page: int, pages: int) -> Unreadable:
     )
 
 
-def read_pdf(path: Path) -> FileDocument:
+def _xmp_claims(pdf: str | bytes) -> dict[str, Claim]:
+    """The date and author claims of the PDF's XMP packet by source (`dc:date`, `xmp:CreateDate`,
+    `dc:creator`). pypdf reads XMP (PDFium does not); a packet it cannot parse gives nothing, as
+    the text was already read."""
+    import io
+    import logging
+
+    from pypdf import PdfReader
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # a damaged packet is not the user's concern here
+    try:
+        xmp = PdfReader(io.BytesIO(pdf) if isinstance(pdf, bytes) else pdf).xmp_metadata
+        if xmp is None:
+            return {}
+        dates = xmp.dc_date or []
+        found = {"dc:date": dates[0] if dates else None, "xmp:CreateDate": xmp.xmp_create_date}
+        creators = list(xmp.dc_creator or [])
+    except Exception:  # pypdf's own failure on a malformed packet (ValueError, KeyError, PdfReadError …)
+        return {}
+    claims = {key: Claim("date", value, f"pdf:xmp:{key}") for key, value in found.items() if value}
+    claims["dc:creator"] = Claim("authors", creators, "pdf:xmp:dc:creator")
+    return claims
+
+
+def pdf_bibliographic(info: dict[str, str], pdf: str | bytes) -> dict[str, Any]:
+    """Year, date and authors of a PDF with their sources (`stores.metadata_sources`), in order of
+    trust: XMP `dc:date` (the publication date), Info `CreationDate`, XMP `xmp:CreateDate`; XMP
+    `dc:creator`, Info `Author`. `ModDate` is when the file was last saved, not a publication date."""
+    xmp = _xmp_claims(pdf)
+    order = (
+        xmp.get("dc:date"),
+        Claim("date", info.get("CreationDate", ""), "pdf:info:CreationDate"),
+        xmp.get("xmp:CreateDate"),
+        xmp.get("dc:creator"),
+        Claim("authors", info.get("Author", ""), "pdf:info:Author"),
+    )
+    return bibliographic(c for c in order if c is not None)
+
+
+def read_pdf(source: FileSource) -> FileDocument:
     """Title, text, pages and metadata of a PDF; the size limit is checked as pages are read,
     so a 20,000-page file is refused at the page that passes it, not after all of them."""
     import pypdfium2 as pdfium
 
+    pdf: str | bytes = source.read() if source.gzipped else str(source.path)
     try:
-        doc = pdfium.PdfDocument(str(path))
+        doc = pdfium.PdfDocument(pdf)
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():
             raise Unreadable("encrypted PDF (password protected); decrypt it first") from exc
@@ -167,9 +208,7 @@ def read_pdf(path: Path) -> FileDocument:
     if placeholder_title(title):
         title = ""  # what tools write when the author gave no title
     title, text, starts = paginate(drop_running_lines(pages), title)
-    meta: dict = {"page_count": len(pages)}
-    if info.get("Author", "").strip():
-        meta["authors"] = info["Author"].strip()
+    meta: dict[str, Any] = {"page_count": len(pages), **pdf_bibliographic(info, pdf)}
     if info.get("Keywords", "").strip():
         meta["keywords"] = info["Keywords"].strip()
     return FileDocument(title, text, meta, starts)

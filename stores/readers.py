@@ -6,7 +6,8 @@ nothing. No reader holds the documents in memory: the validating pass keeps ids 
 each later pass (comparing, storing, indexing) reads the file again, or for document files a spool
 of the parsed records (`RecordStream`). A new collection is validated in the pass that stores and
 indexes it (`one_pass`: the file is read once; a problem drops the staged version at its end). Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX,
-text, and text files without an extension such as README or ChangeLog; see `stores.formats`) are
+text, man pages, any of them gzipped, and text files without an extension such as README or
+ChangeLog; see `stores.formats`) are
 read leniently by default: a bad file (unreadable, empty, undecodable, an encrypted PDF) is
 skipped and reported as `path: reason` in `CorpusSource.skipped`, files of other types (an
 extension-less file that is not UTF-8 text, such as an executable, included) are named in
@@ -47,7 +48,8 @@ from stores.jsonl_corpus import docids as docids
 _JSONL_SUFFIXES = {".jsonl", ".json", ".ndjson"}
 _FORMATS_HINT = (
     "give a BEIR folder (with corpus.jsonl), a .jsonl file, or document files or folders "
-    "(.pdf .html .docx .md .rst .tex .txt, or text without an extension such as README)"
+    "(.pdf .html .docx .md .rst .tex .txt, man pages such as ls.1, any of them gzipped, "
+    "or text without an extension such as README)"
 )
 
 

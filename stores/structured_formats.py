@@ -11,30 +11,32 @@ Heading 1 paragraph, with author and keywords. Either falls back to its first li
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from stores.file_document import FileDocument, Unreadable
-from stores.text_files import read_text
+from stores.file_source import FileSource
 from stores.text_formats import first_line_title
 
 
-def read_html(path: Path) -> FileDocument:
+def read_html(source: FileSource) -> FileDocument:
     """The page's main text, title and citation metadata (`stores.html`)."""
     from stores.html import read_html_text
 
-    title, text, meta = read_html_text(read_text(path))
+    title, text, meta = read_html_text(source.text())
     if not title:
         title, text = first_line_title(text)
     return FileDocument(title, text, meta)
 
 
-def read_docx(path: Path) -> FileDocument:
+def read_docx(source: FileSource) -> FileDocument:
+    import io
+
     import docx
     from docx.opc.exceptions import PackageNotFoundError
 
+    package = io.BytesIO(source.read()) if source.gzipped else str(source.path)
     try:
-        document = docx.Document(str(path))
+        document = docx.Document(package)
     except (PackageNotFoundError, KeyError, ValueError) as exc:
         raise Unreadable(f"not a readable DOCX file ({exc})") from exc
     except Exception as exc:  # zipfile.BadZipFile, lxml errors: a damaged file, whatever the cause

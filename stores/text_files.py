@@ -78,20 +78,32 @@ def read_text(path: Path) -> str:
     return decode(read_regular(path))
 
 
-def sniff_text(path: Path) -> bool:
-    """Whether a file without a suffix is text to read (see `SNIFF_BYTES`). Opened non-blocking,
-    like `read_regular`; a file that cannot be opened is not text here (reading it would say why)."""
+def read_head(path: Path, size: int = SNIFF_BYTES) -> bytes | None:
+    """The first `size` bytes of the regular file `path`, or None when it cannot be opened or is
+    not a regular file. Opened non-blocking, like `read_regular`."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
-        return False
+        return None
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
+            return None
         try:
-            head = fh.read(SNIFF_BYTES)
+            return fh.read(size)
         except OSError:
-            return False
+            return None
+
+
+def sniff_text(path: Path) -> bool:
+    """Whether a file without a suffix is text to read (see `SNIFF_BYTES`); a file that cannot be
+    opened is not text here (reading it would say why)."""
+    head = read_head(path)
+    return head is not None and looks_like_text(head)
+
+
+def looks_like_text(head: bytes) -> bool:
+    """Whether a file's first bytes (`SNIFF_BYTES` at most, from a file or a decompressed stream)
+    are text to read (see `SNIFF_BYTES`)."""
     if not head or b"\x00" in head:
         return False
     try:

@@ -4,7 +4,8 @@ and LaTeX.
 Its own module because these formats share one shape (a decoded text file, a title found in the
 text or its front matter) apart from the suffix dispatch (`stores.formats`) and the formats whose
 text comes out of markup or a package (`stores.structured_formats`). Markdown's YAML front matter
-gives title, authors, year/date, venue, keywords and doi. A man page rendered as text has its
+gives title, authors, year/date, venue, keywords and doi; reStructuredText's bibliographic fields
+(`:Author:`, `:Date:`) give authors and year, each with its source (`stores.metadata_sources`). A man page rendered as text has its
 line-end hyphenation (U+2010) joined. Titles come from the sources that name a document (front
 matter, a man page's NAME line, a reStructuredText section title, `\\title`) before its first line
 that is text (`stores.titles`).
@@ -14,11 +15,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from pathlib import Path
 from typing import Any
 
 from stores.file_document import FileDocument, Unreadable
-from stores.text_files import read_text
+from stores.file_source import FileSource
+from stores.metadata_sources import Claim, bibliographic
 from stores.titles import man_page_title, rst_title, text_title
 
 # Rendered man pages (`man -P cat`, groff's UTF-8 output) break words at a line end with U+2010
@@ -41,10 +42,10 @@ def join_man_hyphens(text: str) -> str:
     return _MAN_HYPHEN_EOL.sub("", text)
 
 
-def read_txt(path: Path) -> FileDocument:
+def read_txt(source: FileSource) -> FileDocument:
     """Plain text; a man page saved as text ("GREP(1) User Commands GREP(1)", or its NAME section
     first) is titled by its NAME line and kept whole, its line-end hyphenation joined."""
-    content = read_text(path)
+    content = source.text()
     name = man_page_title(content)
     if name:
         return FileDocument(name, join_man_hyphens(content).strip())
@@ -78,22 +79,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def front_matter_metadata(front: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(title, metadata) from a front matter block: known keys mapped, the rest kept as extras."""
+def front_matter_metadata(front: dict[str, Any], origin: str = "markdown:front-matter") -> tuple[str, dict[str, Any]]:
+    """(title, metadata) from a front matter block: known keys mapped, the rest kept as extras.
+    Year and authors come with their sources (`stores.metadata_sources`): a `date` before a
+    `year`, keys named `{origin}:{key}`."""
     meta: dict[str, Any] = {}
     title = ""
+    dates: list[Claim] = []
+    authors: list[Claim] = []
     for key, value in front.items():
-        known = _FRONT_KEYS.get(str(key).lower())
+        name = str(key).lower()
+        known = _FRONT_KEYS.get(name)
         if known == "title":
             title = str(value or "").strip()
         elif known == "year":
-            if isinstance(value, (dt.date, dt.datetime)):
-                value = value.year
-            elif isinstance(value, str) and re.match(r"^\d{4}-\d\d(-\d\d)?", value.strip()):
-                value = value.strip()[:4]
-            meta.setdefault("year", value)
-        elif known == "authors" and isinstance(value, list):
-            meta["authors"] = [str(_plain(a)) for a in value]
+            dates.insert(0 if name == "date" else len(dates), Claim("date", value, f"{origin}:{key}"))
+        elif known == "authors":
+            names = [str(_plain(a)) for a in value] if isinstance(value, list) else value
+            authors.append(Claim("authors", names, f"{origin}:{key}"))
         elif known == "keywords" and isinstance(value, list):
             meta["keywords"] = [str(k) for k in value]
         elif known == "doi" and value is not None:
@@ -102,14 +105,17 @@ def front_matter_metadata(front: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             meta[known] = _plain(value)
         else:
             meta[str(key)] = _plain(value)
-    return title, meta
+    found = bibliographic(dates + authors)
+    if dates and "year" not in found:
+        found["year"] = dates[0].value  # no date in it: validated as a year, so the file is refused saying why
+    return title, meta | found
 
 
-def read_markdown(path: Path) -> FileDocument:
+def read_markdown(source: FileSource) -> FileDocument:
     import frontmatter
     import yaml
 
-    content = read_text(path)
+    content = source.text()
     try:
         post = frontmatter.loads(content)
     except yaml.YAMLError as exc:
@@ -124,11 +130,34 @@ def read_markdown(path: Path) -> FileDocument:
     return FileDocument(title, body, meta)
 
 
-def read_rst(path: Path) -> FileDocument:
+# reStructuredText's bibliographic fields (docutils' "docinfo"): a field list near the top.
+_RST_FIELD = re.compile(r"^:(author|authors|date):[ \t]*(\S.*?)\s*$", re.IGNORECASE | re.MULTILINE)
+_RST_DOCINFO_LINES = 60
+
+
+def rst_field_claims(text: str) -> list[Claim]:
+    """Date and author claims of a reStructuredText document's bibliographic fields (`:Date:`,
+    `:Author:`, `:Authors:` among its first lines; several authors are separated by ";", else by
+    ",", as docutils reads them)."""
+    head = "\n".join(text.splitlines()[:_RST_DOCINFO_LINES])
+    claims = []
+    for m in _RST_FIELD.finditer(head):
+        key, value = m.group(1).lower(), m.group(2)
+        if key == "date":
+            claims.append(Claim("date", value, "rst:field:date"))
+        else:
+            names = value.split(";") if ";" in value or key == "author" else value.split(",")
+            claims.append(Claim("authors", names, f"rst:field:{key}"))
+    return claims
+
+
+def read_rst(source: FileSource) -> FileDocument:
     """reStructuredText as text; the title is the first section title (`stores.titles.rst_title`:
-    past `..` comments and directives), and the adornment rows around it are dropped."""
-    title, text = rst_title(read_text(path))
-    return FileDocument(title, text)
+    past `..` comments and directives), and the adornment rows around it are dropped. Year and
+    authors come from its bibliographic fields (`rst_field_claims`)."""
+    content = source.text()
+    title, text = rst_title(content)
+    return FileDocument(title, text, bibliographic(rst_field_claims(content)))
 
 
 _TEX_COMMAND = r"\\{name}\s*(?:\[[^\]]*\])?\s*\{{((?:[^{{}}]|\{{[^{{}}]*\}})*)\}}"
@@ -142,16 +171,16 @@ def _tex_arg(source: str, name: str) -> str | None:
 _TEX_MARKUP_LINE = re.compile(r"^\s*(?:%.*|(?:\\[A-Za-z@]+\*?\s*(?:\[[^\]]*\]\s*)*(?:\{[^{}]*\}\s*)*)+(?:%.*)?)$")
 
 
-def read_latex(path: Path) -> FileDocument:
+def read_latex(source: FileSource) -> FileDocument:
     """LaTeX as text (the source, as BM25 and the reader see it), with `\\title` and `\\author`."""
-    source = read_text(path)
-    title = _tex_arg(source, "title")
+    tex = source.text()
+    title = _tex_arg(tex, "title")
     meta: dict[str, Any] = {}
-    authors = _tex_arg(source, "author")
+    authors = _tex_arg(tex, "author")
     if authors:
         meta["authors"] = [a.strip() for a in re.split(r"\\and\b|,", authors) if a.strip()]
     if title is None:  # the first line of prose: never a % comment or a command line (\\documentclass{…})
         title = next(
-            (line.strip() for line in source.splitlines() if line.strip() and not _TEX_MARKUP_LINE.match(line)), ""
+            (line.strip() for line in tex.splitlines() if line.strip() and not _TEX_MARKUP_LINE.match(line)), ""
         )
-    return FileDocument(title, source.strip(), meta)
+    return FileDocument(title, tex.strip(), meta)

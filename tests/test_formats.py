@@ -154,7 +154,14 @@ def test_markdown_front_matter_gives_title_and_metadata(tmp_path: Path) -> None:
         ("Ann Lee", "Bo Chan"),
         ("bm25", "splade"),
     )
-    assert rec.extras == {"doi": "10.1145/3404835", "status": "draft", "source_path": str(path)}
+    sources = {k: f"markdown:front-matter:{v}" for k, v in (("year", "date"), ("date", "date"), ("authors", "authors"))}
+    assert rec.extras == {
+        "doi": "10.1145/3404835",
+        "status": "draft",
+        "date": "2021-03-04",
+        "sources": sources,
+        "source_path": str(path),
+    }
     assert rec.text == "We expand documents."  # the repeated heading is not body text
     assert "---" not in rec.text
 
@@ -194,7 +201,15 @@ def test_html_drops_scripts_and_navigation_and_reads_citation_meta(tmp_path: Pat
         "Web Note",
         ("Ann Lee",),
         2019,
-        {"doi": "10.1/x", "source_path": str(path)},
+        {
+            "doi": "10.1/x",
+            "date": "2019-05-01",
+            "sources": {
+                k: f"html:citation_{v}"
+                for k, v in (("year", "publication_date"), ("date", "publication_date"), ("authors", "author"))
+            },
+            "source_path": str(path),
+        },
     )
     # Paragraphs are separated by a blank line (issue 20): sentence splitting ends a sentence there,
     # so a heading cannot run into the next paragraph's first sentence.

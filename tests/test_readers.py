@@ -224,19 +224,21 @@ def test_folder_without_readable_files_is_rejected_naming_what_it_found(tmp_path
     assert "no readable documents found" in problems[-1] and "data.csv" in problems[-1]
 
 
-def test_text_files_mapping_to_the_same_id_skip_the_second_or_reject_with_strict(tmp_path: Path) -> None:
-    # "notes.md" and "notes.txt" both become docid "notes": two documents cannot share an id.
+def test_files_differing_only_by_their_suffix_are_both_kept_under_their_whole_names(tmp_path: Path) -> None:
+    """ "notes.md" and "notes.txt" would both be "notes": each is read, under its whole name (the id
+    says which), and `--strict` has nothing to refuse; a file with no twin keeps its short id."""
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "notes.md").write_text("# Notes in markdown\nbody\n", encoding="utf-8")
     (folder / "notes.txt").write_text("Notes in text\nbody\n", encoding="utf-8")
-    src = read_corpus(folder)
-    assert [(r.docid, r.title) for r in src.records] == [("notes", "Notes in markdown")]
-    (skip,) = src.skipped
-    assert skip.startswith(f"{folder / 'notes.txt'}: duplicate document id 'notes'")
-    with pytest.raises(IngestError) as info:
-        read_corpus(folder, strict=True)
-    assert any("notes" in p and "duplicate" in p for p in info.value.problems)
+    (folder / "other.md").write_text("# Other\nbody\n", encoding="utf-8")
+    for src in (read_corpus(folder), read_corpus(folder, strict=True)):
+        assert sorted((r.docid, r.title) for r in src.records) == [
+            ("notes.md", "Notes in markdown"),
+            ("notes.txt", "Notes in text"),
+            ("other", "Other"),
+        ]
+        assert src.skipped == [] and src.warnings == []
 
 
 def test_nonexistent_path(tmp_path: Path) -> None:
@@ -376,9 +378,9 @@ def test_a_man_page_without_extension_is_titled_and_dehyphenated(tmp_path: Path)
     assert "In particular, it will ignore symbolic links." in rec.text
 
 
-def test_a_readme_beside_readme_md_leaves_the_id_to_the_markdown_file(tmp_path: Path) -> None:
-    """`README` and `README.md` share the id "README": the file with a format keeps it, and the
-    extension-less one is left out with a warning, not as a bad file (`--strict` still ingests)."""
+def test_a_readme_beside_readme_md_is_read_too(tmp_path: Path) -> None:
+    """`README` and `README.md` would share the id "README": both are read, each under its whole
+    name, and nothing is left out (`--strict` ingests)."""
     folder = tmp_path / "proj"
     folder.mkdir()
     (folder / "README").write_text("Plain readme\nold text\n", encoding="utf-8")
@@ -386,8 +388,9 @@ def test_a_readme_beside_readme_md_leaves_the_id_to_the_markdown_file(tmp_path: 
     (folder / "NEWS").write_text("Release 2.0\nfaster ranking\n", encoding="utf-8")
     src = read_corpus(folder, strict=True)
     by_id = {r.docid: r for r in src.records}
-    assert sorted(by_id) == ["NEWS", "README"] and by_id["README"].title == "Project"
-    assert any(w.startswith(f"{folder / 'README'}: not read") for w in src.warnings)
+    assert sorted(by_id) == ["NEWS", "README", "README.md"]
+    assert (by_id["README.md"].title, by_id["README"].title) == ("Project", "Plain readme")
+    assert src.warnings == []
 
 
 def test_conventional_document_names_with_a_variant_suffix_are_read_as_text(tmp_path: Path) -> None:
