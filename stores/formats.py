@@ -159,7 +159,7 @@ def read_file(path: Path) -> FileDocument:
             text = f"{doc.title.strip()}\n\n{doc.text}" if doc.text else doc.title.strip()
         if not text.strip():
             return doc  # nothing to search: the reader says "empty file"
-        return FileDocument(file_name_title(path.name), text, doc.metadata, doc.page_starts)
+        return FileDocument(file_name_title(source.name), text, doc.metadata, doc.page_starts)
     if len(doc.title) <= TITLE_MAX_CHARS or doc.page_starts:
         return doc
     text = f"{doc.title}\n\n{doc.text}" if doc.text else doc.title

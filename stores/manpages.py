@@ -101,7 +101,7 @@ def _section(text: str, headings: tuple[str, ...]) -> list[str]:
 
 
 def _name_list(text: str) -> list[str]:
-    """"A, B and C" as names, emails and remarks in parentheses left out."""
+    """Names out of "A, B and C", emails and remarks in parentheses left out."""
     text = _PARENS.sub("", _EMAIL.sub("", text))
     return [" ".join(p.split()).strip(" .,") for p in _SEPARATORS.split(text) if p.strip(" .,")]
 
