@@ -88,7 +88,12 @@ def test_pdf_year_and_authors_come_from_xmp_before_the_info_dictionary(tmp_path:
     info = {"/Author": "Karim Belabas", "/CreationDate": "D:20170314120000Z", "/ModDate": "D:20240101000000Z"}
     _pdf(folder / "both.pdf", info=info, xmp=True)
     _pdf(folder / "info.pdf", info=info, xmp=False)
+    (folder / "packed.pdf.gz").write_bytes(
+        gzip.compress(_pdf(tmp_path / "packed.pdf", info=info, xmp=True).read_bytes())
+    )
     recs = _records(folder)
+    assert recs["packed"].extras["sources"] == recs["both"].extras["sources"]  # gzipped, read as the PDF it holds
+    assert recs["packed"].text == recs["both"].text and recs["packed"].page_starts == recs["both"].page_starts
     both, only_info = recs["both"], recs["info"]
     assert (both.year, both.authors) == (2016, ("The PARI Group",))
     assert both.extras["date"] == "2016-05-01"
