@@ -91,11 +91,12 @@ _MARKUP = (
     (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),  # [text][ref]
     (re.compile(r"`([^`<]+?)\s*<[^>]*>`__?"), r"\1"),  # `text <url>`_
     (re.compile(r"`([^`]+)`__?"), r"\1"),  # `text`_
-    (re.compile(r"(?<!\w)([^\W\d_][^\W_]*)__?(?!\w)"), r"\1"),  # reST reference: word_
     (re.compile(r"<[^<>]*>"), ""),  # HTML tags
-    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # **strong**, __strong__
+    (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), r"\1"),  # **strong**
+    (re.compile(r"(?<!\w)__(?=\S)(?!\w+__(?!\w))(.+?)(?<=\S)__(?!\w)"), r"\1"),  # __strong__, not __init__
     (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
     (re.compile(r"(?<![\w])_(?=\S)([^_]+?)(?<=\S)_(?!\w)"), r"\1"),  # _emphasis_ (not snake_case)
+    (re.compile(r"(?<!\w)([^\W\d_][^\W_]*)__?(?!\w)"), r"\1"),  # reST reference: word_
 )
 
 

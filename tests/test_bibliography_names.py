@@ -86,6 +86,8 @@ def test_names_split_into_parts(raw: str, parsed: Name | None) -> None:
             "Algorithm::Diff - Compute \u2018intelligent\u2019 differences",
             ("Algorithm::Diff",),
         ),
+        ("__init__ and __strong words__", "__init__ and strong words", ("__init__",)),  # a dunder is no emphasis
+        ("__ppc_set_ppr_med, __ppc_set_ppr_low - Set the Priority", None, ("__ppc_set_ppr_med", "__ppc_set_ppr_low")),
         ("The C++ Programming Language", None, ()),
     ],
 )
