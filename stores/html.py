@@ -262,10 +262,13 @@ def parse(source: str) -> Any:
     """BeautifulSoup's tree (over lxml) of a page."""
     import warnings
 
-    from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning
+    from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, XMLParsedAsHTMLWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
+        # XHTML manuals (DocBook output in /usr/share/doc) are read as the HTML browsers show; the
+        # warning printed a screenful per file during an ingest.
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
         return BeautifulSoup(source, "lxml")
 
 

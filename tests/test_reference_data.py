@@ -305,3 +305,22 @@ def test_a_man_pages_author_section_gives_names_only_when_it_states_names(sectio
     from stores.manpages import author_names
 
     assert author_names(section) == names
+
+
+def test_an_xhtml_manual_is_read_without_a_warning(tmp_path: Path) -> None:
+    """XHTML manuals (libxslt's gtk-doc pages in /usr/share/doc) start with an XML declaration: such
+    a page is read as the HTML browsers show, and nothing is printed about parsing XML as HTML."""
+    import warnings
+
+    folder = tmp_path / "doc"
+    folder.mkdir()
+    (folder / "index.html").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<html>\n<head>'
+        '<title>APT User Guide</title><meta name="DC.Date" content="2021-08-01"/></head>'
+        "<body><p>apt installs packages.</p>" + "<p>Its options are described below.</p>" * 20 + "</body></html>",
+        encoding="utf-8",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rec = _records(folder)["index"]
+    assert (rec.title, rec.year) == ("APT User Guide", 2021) and rec.text.startswith("apt installs packages.")
