@@ -1,6 +1,7 @@
 """`quarry serve`: this home's collections and jobs over HTTP — the JSON API, live job events,
 Pi-Serini's http-json backend, the job pages and the MCP server at /mcp — in one uvicorn process
-(quarry.http_app). Loopback by default; any other address needs QUARRY_API_TOKEN."""
+(quarry.http_app). Loopback by default; any other address needs QUARRY_API_TOKEN. It answers only
+the Host names of its allow-list (quarry.http_trust: loopback, --host, --allow-host)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from stores.errors import QuarryError
 
 commands = typer.Typer()
 TOKEN_ENV = "QUARRY_API_TOKEN"
+ALLOW_HOSTS_ENV = "QUARRY_ALLOW_HOSTS"  # more names the server answers to, separated by spaces
 MIN_TOKEN_CHARS = 16
 
 
@@ -58,6 +60,14 @@ def serve_cmd(
     cors: Annotated[
         list[str] | None, typer.Option(help="An origin allowed to call the API from a browser (repeat)")
     ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            envvar=ALLOW_HOSTS_ENV,
+            help="Another name clients reach this server by, e.g. its LAN address or DNS name (repeat); "
+            "the loopback names and --host are always answered, any other Host is refused (421)",
+        ),
+    ] = None,
     address: AddressOpt = None,
 ) -> None:
     """Serve the JSON API, live job events, job pages, Pi-Serini's backend and MCP at /mcp over HTTP."""
@@ -74,16 +84,19 @@ def serve_cmd(
     from quarry.http_app import create_app
 
     try:
+        app = create_app(address, token=token, host=host, port=port, allow_hosts=allow_host, cors=cors or None)
         sock = bound(host, port)
     except QuarryError as err:
         fail(err)
-    app = create_app(address, token=token, host=host, cors=cors or None)
     shown = f"[{host}]" if ":" in host else host
     out.print(
         f"Quarry on http://{safe(shown)}:{port}  ·  jobs http://{safe(shown)}:{port}/jobs  ·  API /docs  ·  MCP /mcp"
         + ("  ·  bearer token required" if token else ""),
         highlight=False,
     )
+    if not is_loopback(host):
+        names = ", ".join(app.state.allow.names)
+        out.print(f"Answers the names {safe(names)} (add one with --allow-host NAME)", highlight=False)
     uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[sock])
 
 

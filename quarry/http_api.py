@@ -19,13 +19,16 @@ from typing import Annotated, Literal
 
 import anyio
 from fastapi import APIRouter, Header, Path, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.json_schema import GetJsonSchemaHandler, JsonSchemaValue
+from pydantic_core import CoreSchema
 from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 
 from nodes.job.config import JOB_BOUNDS, TOOL_LIMITS, JobConfig
+from nodes.policy.registry import find, names
 from quarry.cli_job_inspect import JOBS_LISTED
 from quarry.export import FORMATS
-from quarry.http_common import ERRORS, Service, in_thread
+from quarry.http_common import ERRORS, NUMBER_MAX, Integer, Service, in_thread
 from quarry.job_actions import STEER_MAX_CHARS
 from quarry.service_models import (
     CollectionsResult,
@@ -44,6 +47,7 @@ from quarry.service_models import (
     SteerAccepted,
 )
 from stores.errors import QuarryError
+from stores.home import NAME_PATTERN
 from workflows.job_input import MAX_INTENT_CHARS
 
 router = APIRouter(prefix="/api", responses=ERRORS)
@@ -52,35 +56,64 @@ MEDIA = {"bibtex": "application/x-bibtex", "ris": "application/x-research-info-s
          "csv": "text/csv", "markdown": "text/markdown"}  # fmt: skip
 
 JobId = Annotated[str, Path(max_length=200, description="A job id as start returned it")]
-Collection = Annotated[str, Path(max_length=200, description="A collection's name (GET /api/collections)")]
+Collection = Annotated[
+    str, Path(max_length=200, pattern=NAME_PATTERN, description="A collection's name (GET /api/collections)")
+]
+EventNumber = Annotated[int, Query(ge=0, le=NUMBER_MAX, description="Only events numbered after this")]
+
+
+def _registered(name: str) -> str:
+    if find(name) is None:
+        raise ValueError(f"unknown policy {name!r}: use one of {', '.join(names())}")
+    return name
+
+
+class _PolicyNames:
+    """The JSON schema of a policy name: the registry's names, read when the schema is built (so a
+    policy registered after import is listed too, and no list is copied here)."""
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return {**handler(schema), "enum": list(names())}
+
+
+PolicyName = Annotated[str, AfterValidator(_registered), _PolicyNames()]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body exactly as /openapi.json describes it: no unknown field, and no value of another
+    JSON type taken for the declared one ("5" is not a number, "yes" not a boolean)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class SearchRequest(Strict):
-    query: str = Field(max_length=4000, description="Words the documents would use (lexical) or a meaning (semantic)")
+    query: str = Field(
+        min_length=1, max_length=4000, description="Words the documents would use (lexical) or a meaning (semantic)"
+    )
     channel: Literal["lexical", "semantic"] = "lexical"
-    offset: int = Field(default=1, ge=1, description="First rank to show (1-based)")
-    limit: int = Field(default=TOOL_LIMITS.preview, ge=1, le=TOOL_LIMITS.page_limit_max)
+    offset: Integer = Field(default=1, ge=1, le=TOOL_LIMITS.depth, description="First rank to show (1-based)")
+    limit: Integer = Field(default=TOOL_LIMITS.preview, ge=1, le=TOOL_LIMITS.page_limit_max)
 
 
 class JobRequest(Strict):
-    collection: str = Field(max_length=200)
-    intent: str = Field(max_length=MAX_INTENT_CHARS, description="The research need: topic, methods, years, exclusions")
+    collection: str = Field(max_length=200, pattern=NAME_PATTERN, description="A collection's name")
+    intent: str = Field(
+        min_length=1, max_length=MAX_INTENT_CHARS, description="The research need: topic, methods, years, exclusions"
+    )
     mode: Literal["list", "answer"] = "list"
-    policy: str | None = Field(default=None, max_length=40, description="heuristic (default), llm or react")
+    policy: PolicyName | None = Field(default=None, description="A registered policy (default: heuristic)")
     budget_seconds: float = Field(default=JobConfig().max_seconds, ge=JOB_BOUNDS.min_seconds, le=JOB_BOUNDS.max_seconds)
     model: str | None = Field(default=None, max_length=200, description="PROVIDER:NAME for policy llm or react")
 
 
 class SteerRequest(Strict):
-    text: str = Field(max_length=STEER_MAX_CHARS, description='One requirement or exclusion, e.g. "not surveys"')
+    text: str = Field(
+        min_length=1, max_length=STEER_MAX_CHARS, description='One requirement or exclusion, e.g. "not surveys"'
+    )
 
 
 class MarkRequest(Strict):
-    docid: str = Field(max_length=500)
+    docid: str = Field(min_length=1, max_length=500)
     relevant: bool
 
 
@@ -103,7 +136,7 @@ async def search(collection: Collection, body: SearchRequest, service: Service) 
 async def read_search_results(
     search_id: Annotated[str, Path(max_length=40)],
     service: Service,
-    offset: Annotated[int, Query(ge=1)] = TOOL_LIMITS.page_offset,
+    offset: Annotated[int, Query(ge=1, le=TOOL_LIMITS.depth)] = TOOL_LIMITS.page_offset,
     limit: Annotated[int, Query(ge=1, le=TOOL_LIMITS.page_limit_max)] = TOOL_LIMITS.page_limit,
 ) -> SearchResult:
     """Another page of an earlier search's ranking, without searching again."""
@@ -115,7 +148,7 @@ async def read_document(
     collection: Collection,
     docid: Annotated[str, Path(max_length=500, description="A docid exactly as search returned it")],
     service: Service,
-    offset: Annotated[int, Query(ge=1)] = 1,
+    offset: Annotated[int, Query(ge=1, le=NUMBER_MAX)] = 1,
     limit: Annotated[int, Query(ge=1, le=TOOL_LIMITS.read_limit_max)] = TOOL_LIMITS.read_limit,
 ) -> DocumentResult:
     """A document's numbered lines (line 1 is its title), `limit` from `offset`."""
@@ -176,11 +209,7 @@ def job_result(job_id: JobId, service: Service) -> JobResult:
 
 
 @router.get("/jobs/{job_id}/events", tags=["jobs"])
-def job_events(
-    job_id: JobId,
-    service: Service,
-    after: Annotated[int, Query(ge=0, description="Only events numbered after this")] = 0,
-) -> JobEventsPage:
+def job_events(job_id: JobId, service: Service, after: EventNumber = 0) -> JobEventsPage:
     """A job's progress events after a number, as JSON (the stream's events, for polling clients)."""
     return service.job_events(job_id, after)
 
@@ -195,19 +224,22 @@ async def job_stream(
     job_id: JobId,
     service: Service,
     request: Request,
-    last_event_id: Annotated[str | None, Header(max_length=20)] = None,
-    after: Annotated[int, Query(ge=0, description="Resume after this event (Last-Event-ID wins)")] = 0,
+    last_event_id: Annotated[
+        str | None, Header(max_length=20, description=f"The last event received: a number, 0 to {NUMBER_MAX}")
+    ] = None,
+    after: Annotated[int, Query(ge=0, le=NUMBER_MAX, description="Resume after this event (Last-Event-ID wins)")] = 0,
 ) -> EventSourceResponse:
     """A job's progress as Server-Sent Events (`progress`, then one `end`); reconnect with Last-Event-ID."""
     start = after
     if last_event_id is not None:
-        if not last_event_id.strip().isdigit():
+        given = last_event_id.strip()
+        if not (given.isascii() and given.isdigit() and int(given) <= NUMBER_MAX):
             raise QuarryError(
                 "bad_request",
-                f"Last-Event-ID {last_event_id!r} is not an event number",
+                f"Last-Event-ID {last_event_id!r} is not an event number (0 to {NUMBER_MAX})",
                 "send the id of the last event received",
             )
-        start = int(last_event_id.strip())
+        start = int(given)
     await anyio.to_thread.run_sync(service.job_events, job_id, start, 1)  # unknown_job before the stream opens
     return EventSourceResponse(_events(service, job_id, start, request), ping=15)
 

@@ -2,10 +2,12 @@
 backend (quarry.http_pi_serini), the job pages (quarry.http_pages) and the MCP server over
 Streamable HTTP at `/mcp` (quarry.mcp_server) — every door calling one `QuarryService`.
 
-Safety lives here, once for every route: a bearer token when one is configured (required by
-`quarry serve` on any non-loopback address), request bodies bounded before they are read, CORS
-only for origins asked for, and every failure — a QuarryError, a body that is not the schema, an
-unknown route, a bug — as the JSON `{code, message, hint}` with a 4xx/5xx status, never a traceback.
+Safety lives here, once for every route: only the Host names and Origins of one allow-list
+(quarry.http_trust, shared with /mcp: no DNS rebinding, no cross-site request), a bearer token when
+one is configured (required by `quarry serve` on any non-loopback address), request bodies bounded
+before they are read, CORS only for origins asked for, and every failure — a QuarryError, a body
+that is not the schema, an unknown route (a 405 with its `Allow`), a bug — as the JSON
+`{code, message, hint}` with a 4xx/5xx status, never a traceback.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from urllib.parse import parse_qs, urlencode
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from quarry.http_common import MAX_BODY_BYTES, error_response, quarry_error_response
+from quarry.http_trust import AllowList, origin_of
 from quarry.service import QuarryService
 from stores.errors import QuarryError
 
@@ -44,15 +49,17 @@ def _cookie(header: str, name: str) -> str:
 
 class Guard:
     """Pure ASGI middleware (it must not buffer Server-Sent Events or MCP streams, as Starlette's
-    BaseHTTPMiddleware would): refuses a request without the bearer token when one is set (401) and
-    a body over `max_body` bytes (413) — by its Content-Length, or while it streams in. A browser
-    cannot send a bearer header to a page, so a page opened once with `?token=` keeps it in a
-    same-site HttpOnly cookie, honoured for reading (GET) only."""
+    BaseHTTPMiddleware would), before any route runs, so a refused request starts nothing: refuses
+    a `Host` the allow-list does not name (421: a rebound name) and an `Origin` it does not (403: a
+    page of another site), a request without the bearer token when one is set (401) and a body over
+    `max_body` bytes (413) — by its Content-Length, or while it streams in. A browser cannot send a
+    bearer header to a page, so a page opened once with `?token=` keeps it in a same-site HttpOnly
+    cookie, honoured for reading (GET) only."""
 
     def __init__(
-        self, app: ASGIApp, token: str | None, max_body: int = MAX_BODY_BYTES, preflight: bool = False
+        self, app: ASGIApp, token: str | None, allow: AllowList, max_body: int = MAX_BODY_BYTES, preflight: bool = False
     ) -> None:
-        self.app, self.token, self.max_body = app, token, max_body
+        self.app, self.token, self.allow, self.max_body = app, token, allow, max_body
         self.preflight = preflight  # CORS is on: a browser's preflight (OPTIONS) carries no token by design
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -61,6 +68,10 @@ class Guard:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         method = scope.get("method", "GET")
+        refusal = self._foreign(headers.get("host"), headers.get("origin"))
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
         exempt = self.preflight and method == "OPTIONS"
         if self.token is not None and not exempt and not self._authorised(headers.get("authorization", "")):
             reading = method in ("GET", "HEAD")
@@ -104,6 +115,26 @@ class Guard:
                 await send(message)
 
         await self.app(scope, bounded, unless_refused)
+
+    def _foreign(self, host: str | None, origin: str | None) -> JSONResponse | None:
+        """The refusal of a request from a name or a site this server is not (None: neither)."""
+        names = ", ".join(self.allow.names)
+        if not self.allow.allows_host(host):
+            return error_response(
+                421,
+                "foreign_host",
+                f"this Quarry server does not answer to the Host {host or '(none)'!r}",
+                f"open it by a name it answers ({names}), or start quarry serve with --allow-host NAME",
+            )
+        if not self.allow.allows_origin(origin):
+            return error_response(
+                403,
+                "foreign_origin",
+                f"requests from the page {origin!r} are refused (it is not this server's own origin)",
+                "call the API from this server's pages or a client outside the browser, "
+                "or start quarry serve with --cors ORIGIN for a page you trust",
+            )
+        return None
 
     def _authorised(self, header: str) -> bool:
         scheme, _, given = header.partition(" ")
@@ -157,8 +188,15 @@ def _handlers(app: FastAPI) -> None:
         if err.status_code == 404:
             return error_response(404, "not_found", f"no route {request.url.path!r}", "the API is listed at /docs")
         if err.status_code == 405:
-            return error_response(405, "method_not_allowed", f"{request.method} is not served at {request.url.path!r}")
-        return error_response(err.status_code, "http_error", str(err.detail))
+            allowed = _methods_at(request)
+            return error_response(
+                405,
+                "method_not_allowed",
+                f"{request.method} is not served at {request.url.path!r}",
+                f"use {' or '.join(allowed)}",
+                headers={"Allow": ", ".join(allowed)},
+            )
+        return error_response(err.status_code, "http_error", str(err.detail), headers=dict(err.headers or {}))
 
     @app.exception_handler(Exception)
     async def bug(request: Request, err: Exception) -> Any:
@@ -171,17 +209,39 @@ def _handlers(app: FastAPI) -> None:
         )
 
 
+def _methods_at(request: Request) -> list[str]:
+    """The methods some route serves at the request's path (the `Allow` header of a 405): every
+    route whose path matches, as `GET` and `POST /api/jobs` are two routes (Starlette's own 405
+    names only the first)."""
+    path = request.scope.get("path", "")
+    methods: set[str] = set()
+    for route in iter_route_contexts(request.app.routes):
+        pattern = getattr(route, "path_regex", None)
+        if route.methods and pattern is not None and pattern.match(path):
+            methods |= set(route.methods)
+    return sorted(methods)
+
+
 def create_app(
-    address: str | None = None, *, token: str | None = None, host: str = "127.0.0.1", cors: list[str] | None = None
+    address: str | None = None,
+    *,
+    token: str | None = None,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    allow_hosts: list[str] | None = None,
+    cors: list[str] | None = None,
 ) -> FastAPI:
     """The app for `quarry serve`: `address` is the Temporal frontend (None: the usual rule), `token`
-    the bearer token every request must carry (None: none), `host` the address it binds (the MCP
-    transport's DNS-rebinding protection follows it), `cors` the origins allowed to call it."""
+    the bearer token every request must carry (None: none), `host` and `port` the address it binds
+    (None: any port) and `allow_hosts` more names it answers to — one allow-list
+    (quarry.http_trust) for every route and the MCP transport — and `cors` the origins allowed to
+    call it from a browser. A bad name or origin is a QuarryError before anything is built."""
     from quarry import http_api, http_pages, http_pi_serini
     from quarry.mcp_server import build_server
 
+    allow = AllowList.build(host, port, allow_hosts or (), cors or ())
     mcp = build_server(address)
-    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host)
+    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", transport_security=allow.transport_security())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -193,6 +253,7 @@ def create_app(
     )
     app.state.service = QuarryService(address, door="http")
     app.state.address = address
+    app.state.allow = allow
     _handlers(app)
     app.include_router(http_api.router)
     app.include_router(http_pi_serini.router)
@@ -201,6 +262,7 @@ def create_app(
     if cors:
         from starlette.middleware.cors import CORSMiddleware
 
-        app.add_middleware(CORSMiddleware, allow_origins=cors, allow_methods=["*"], allow_headers=["*"])
-    app.add_middleware(Guard, token=token, preflight=bool(cors))
+        origins = [origin_of(c) for c in cors]  # as the allow-list holds them
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["*"], allow_headers=["*"])
+    app.add_middleware(Guard, token=token, allow=allow, preflight=bool(cors))
     return app

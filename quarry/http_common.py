@@ -14,13 +14,27 @@ from typing import Annotated, Any, TypeVar, TypeVarTuple, Unpack
 import anyio
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 
 from quarry.service import QuarryService
 from stores.errors import QuarryError, printable
 from stores.redact import redact
 
 MAX_BODY_BYTES = 1 << 20  # a request body larger than 1 MiB is refused (413) before it is read
+# The largest integer a client may send (an offset, a line, an event number): what JSON carries
+# exactly (JavaScript's Number.MAX_SAFE_INTEGER), far below SQLite's 2**63 - 1, so no number a
+# client sends can overflow a store; the schemas declare it (`le`) and a larger one is a 422.
+NUMBER_MAX = 2**53 - 1
+
+
+def _json_integer(value: Any) -> Any:
+    """A number with no fraction as the int it is (JSON Schema's `integer` includes 5.0); a string
+    or a boolean stays as sent, for a strict model to refuse as /openapi.json says."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# An integer field of a strict request body: what JSON Schema calls an integer, and nothing else.
+Integer = Annotated[int, BeforeValidator(_json_integer)]
 
 # The HTTP status of a QuarryError, by its code (any other code is a 400: the request cannot be served as asked).
 NOT_FOUND = {
@@ -61,9 +75,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for status, text in (
         (400, "The request cannot be served as asked"),
         (401, "A bearer token is required (QUARRY_API_TOKEN)"),
+        (403, "The request comes from a page of another site (Origin not allowed)"),
         (404, "Unknown collection, document, search or job"),
         (409, "The job is not in a state that allows this"),
         (413, "The request body is too large"),
+        (421, "The Host is not a name this server answers to (DNS rebinding refused)"),
         (422, "The request does not match the schema"),
         (503, "Temporal, a worker or a store is not reachable"),
     )

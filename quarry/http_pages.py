@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from quarry import http_pages_view as view
-from quarry.http_common import Service, status_of
+from quarry.http_common import NUMBER_MAX, Service, status_of
 from stores.errors import QuarryError, printable
 from stores.redact import redact
 
@@ -112,7 +112,7 @@ def document_page(
     name: str,
     docid: str,
     service: Service,
-    offset: Annotated[int | None, Query(ge=1)] = None,
+    offset: Annotated[int | None, Query(ge=1, le=NUMBER_MAX)] = None,
     lines: Annotated[str, Query(pattern=r"^(\d{1,9}(-\d{1,9})?)?$")] = "",
     job: str = "",
 ) -> HTMLResponse:

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nodes.job.config import TOOL_LIMITS
 from nodes.tools.excerpts import CUT
-from quarry.http_common import ERRORS, Service, in_thread
+from quarry.http_common import ERRORS, NUMBER_MAX, Integer, Service, in_thread
 from quarry.service import QuarryService
 from stores.errors import QuarryError
 
@@ -53,15 +53,20 @@ class Closed(BaseModel):
 
 class SearchRequest(Closed):
     query: str = Field(min_length=1, description="The query, searched with BM25")
-    offset: int = Field(default=1, ge=1, description="1-based rank of the first hit")
-    limit: int = Field(ge=1, description=f"Hits wanted (a ranking holds at most {TOOL_LIMITS.depth})")
+    offset: Integer = Field(default=1, ge=1, le=NUMBER_MAX, description="1-based rank of the first hit")
+    limit: Integer = Field(
+        ge=1, le=NUMBER_MAX, description=f"Hits wanted (a ranking holds at most {TOOL_LIMITS.depth})"
+    )
 
 
 class ReadDocumentRequest(Closed):
     docid: str = Field(min_length=1, description="A docid exactly as search returned it")
-    offset: int = Field(default=1, ge=1, description="1-based first line")
-    limit: int = Field(
-        default=TOOL_LIMITS.read_limit, ge=1, description=f"Lines wanted; at most {TOOL_LIMITS.read_limit_max} per call"
+    offset: Integer = Field(default=1, ge=1, le=NUMBER_MAX, description="1-based first line")
+    limit: Integer = Field(
+        default=TOOL_LIMITS.read_limit,
+        ge=1,
+        le=NUMBER_MAX,
+        description=f"Lines wanted; at most {TOOL_LIMITS.read_limit_max} per call",
     )
 
 

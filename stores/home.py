@@ -13,7 +13,8 @@ from pathlib import Path
 
 from stores.errors import QuarryError
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"  # a collection's name (check_name also refuses "..")
+_NAME = re.compile(NAME_PATTERN)
 
 
 def quarry_home(explicit: str | os.PathLike[str] | None = None) -> Path:

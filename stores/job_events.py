@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 """
 TOP = 5
+SEQ_MAX = 2**63 - 1  # SQLite's largest INTEGER: a number past it cannot be bound (OverflowError)
 SEARCHES = 8  # the latest searches an event shows (a round's queries)
 
 
@@ -91,8 +92,13 @@ def append(con: sqlite3.Connection, job_id: str, data: dict[str, Any]) -> int | 
 
 
 def since(con: sqlite3.Connection, job_id: str, after: int = 0, limit: int = 500) -> list[JobEvent]:
-    """The job's events numbered after `after`, oldest first (at most `limit`)."""
+    """The job's events numbered after `after`, oldest first (at most `limit`). Any integer a door
+    passes is taken: one at or past SQLite's range has no events after it, one below 1 means from
+    the first, so no caller can make SQLite overflow."""
+    if after >= SEQ_MAX or limit <= 0:
+        return []
     rows = con.execute(
-        "SELECT seq, at, body FROM events WHERE job_id=? AND seq > ? ORDER BY seq LIMIT ?", (job_id, after, limit)
+        "SELECT seq, at, body FROM events WHERE job_id=? AND seq > ? ORDER BY seq LIMIT ?",
+        (job_id, max(after, 0), min(limit, SEQ_MAX)),
     )
     return [JobEvent(int(r[0]), float(r[1]), json.loads(r[2])) for r in rows]

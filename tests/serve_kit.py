@@ -14,8 +14,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 READY_S = 60.0  # the longest `quarry serve` may take to answer (imports, opening the job store)
@@ -73,3 +75,20 @@ def serving(home: Path, *args: str, env: dict[str, str] | None = None, host: str
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def in_process(home: Path, base_url: str = "http://127.0.0.1:8765", **options: Any) -> Iterator[Any]:
+    """`quarry serve`'s app (quarry.http_app.create_app with `options`) over `home` in this process,
+    behind a Starlette TestClient (its lifespan, hence /mcp, running): for requests no real client on
+    loopback would send — any Host, any Origin — and for checks that must see the app before any
+    route runs. QUARRY_HOME is `home` while the block runs."""
+    from starlette.testclient import TestClient
+
+    from quarry.http_app import create_app
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("QUARRY_HOME", str(home))
+        app = create_app(**options)
+        with TestClient(app, base_url=base_url) as client:
+            yield client
