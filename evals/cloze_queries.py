@@ -17,11 +17,16 @@ The searched copy is a Lucene index of the altered documents built in a scratch 
 caller's, inside the collection's runs); above `MAX_DOCUMENTS` documents it holds a seeded sample
 that includes every query's source, so tuning a million documents stays minutes, not an ingest.
 Seeded and bounded like the other kinds; reads documents only, never queries or qrels.
+
+A sentence is never taken out of a document it is all of (a body of one long sentence, no title
+or keywords): that document would be left with nothing to index, Lucene would skip it, and the
+copy would be incomplete; it stays whole and asks nothing.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +42,7 @@ MIN_DOCUMENT_WORDS = 40  # a document shorter than this says too little once a s
 MAX_DOCUMENTS = 20_000  # documents in the searched copy (all of a smaller collection)
 MIN_QUERIES = 50  # fewer cloze queries than this choose nothing: the grid's differences are noise
 READ_BATCH = 1_000
+_WORD = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -50,15 +56,21 @@ class ClozeSet:
 
 def take_out_sentence(rec: DocRecord, rng: random.Random) -> tuple[DocRecord, str] | None:
     """The record with one seeded sentence (of `query_sentences`) taken out of its body, and that
-    sentence; None for a body under `MIN_DOCUMENT_WORDS` words or without such a sentence."""
+    sentence; None for a body under `MIN_DOCUMENT_WORDS` words or without such a sentence, and
+    never a sentence whose removal leaves the record no word to index (see the module doc)."""
     text = rec.text
     if len(text.split()) < MIN_DOCUMENT_WORDS:
         return None
-    spans = query_sentences(text)
+    spans = [(a, b) for a, b in query_sentences(text) if _keeps_words(rec, text[:a], text[b:])]
     if not spans:
         return None
     a, b = spans[rng.randrange(len(spans))]
     return rec.model_copy(update={"text": (text[:a] + " " + text[b:]).strip()}), text[a:b]
+
+
+def _keeps_words(rec: DocRecord, before: str, after: str) -> bool:
+    """Whether the record still has a word to index with its body cut to `before` + `after`."""
+    return any(_WORD.search(part) for part in (rec.title, before, after, *rec.keywords))
 
 
 def _altered(

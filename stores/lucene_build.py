@@ -47,6 +47,10 @@ _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _INDEXED = re.compile(r"Total ([\d,]+) documents indexed")
 _JAVA_ERROR = re.compile(r"\bERROR\b.*?- (.*)")
 _TOO_LONG_HINT = "documents over 20 million characters cannot be indexed; split them and ingest again"
+# What Java's String.trim() strips: Anserini skips a document whose contents are empty after it
+# (DefaultLuceneDocumentGenerator's EmptyDocumentException), counts it as "empty" and names it nowhere.
+_JAVA_BLANK = "".join(map(chr, range(0x21)))
+NAMED_UNINDEXED = 5  # documents an incomplete index names (their count is always given)
 
 
 def default_threads() -> int:
@@ -103,7 +107,16 @@ def index_line(rec: DocRecord) -> bytes:
     surrogate (which UTF-8 cannot carry) is written \\u-escaped by `json` instead. Invisible format
     characters are dropped (`stores.format_chars`): a soft hyphen inside a word would otherwise
     hide the word from the query that names it."""
-    doc = {"id": rec.docid, "contents": drop_format_chars(rec.index_contents())}
+    return _line(rec.docid, index_text(rec))
+
+
+def index_text(rec: DocRecord) -> str:
+    """What Lucene is given of the record (title + text + keywords, format characters dropped)."""
+    return drop_format_chars(rec.index_contents())
+
+
+def _line(docid: str, contents: str) -> bytes:
+    doc = {"id": docid, "contents": contents}
     try:
         return orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:
@@ -142,6 +155,8 @@ class IndexFeed:
         self._shards: list[IO[bytes] | None] = [None] * self.threads
         self._early: list[bytes] | None = []  # lines given before the indexer opened every pipe
         self._early_bytes = 0
+        self.blank = 0  # documents given with nothing to index (Anserini skips them)
+        self._blank_ids: list[str] = []  # the first `NAMED_UNINDEXED` of them
 
     @property
     def _log(self) -> Path:
@@ -193,7 +208,12 @@ class IndexFeed:
             self._write(no, line)
 
     def add(self, rec: DocRecord) -> None:
-        line = index_line(rec)
+        contents = index_text(rec)
+        if not contents.strip(_JAVA_BLANK):
+            self.blank += 1
+            if len(self._blank_ids) < NAMED_UNINDEXED:
+                self._blank_ids.append(rec.docid)
+        line = _line(rec.docid, contents)
         if self._early is None:
             self._write(self.added, line)
         else:
@@ -226,12 +246,30 @@ class IndexFeed:
         self._shards = [None] * self.threads
         indexed = indexed_count(self._proc.wait(), self._output(), self.out_dir)
         if indexed != self.added:
-            raise QuarryError(
-                "index_incomplete",
-                f"Lucene indexed {indexed} of {self.added} documents; nothing was changed",
-                "see the documents named in the error above (too long or malformed) and ingest again",
-            )
+            raise self._incomplete(indexed)
         return indexed
+
+    def _incomplete(self, indexed: int) -> QuarryError:
+        """The error for an index short of what was added, naming the documents it can: those
+        given with nothing to index (Anserini counts them but never says which they were)."""
+        missing = self.added - indexed
+        detail = ""
+        if self.blank:
+            named = ", ".join(repr(d[:80]) for d in self._blank_ids)
+            more = f" and {self.blank - len(self._blank_ids):,} more" if self.blank > len(self._blank_ids) else ""
+            detail = f"; {self.blank:,} had no text to index: {named}{more}"
+        if missing > self.blank:
+            detail += f"; {missing - self.blank:,} not named by Lucene (too long or malformed)"
+        hint = (
+            "give those documents a title or text (or leave them out) and run the command again"
+            if self.blank
+            else "see the documents named in the error above (too long or malformed) and run the command again"
+        )
+        return QuarryError(
+            "index_incomplete",
+            f"Lucene indexed {indexed:,} of {self.added:,} documents{detail}; nothing was changed",
+            hint,
+        )
 
     def _output(self) -> str:
         return self._log.read_text(encoding="utf-8", errors="replace") if self._tmp and self._log.is_file() else ""

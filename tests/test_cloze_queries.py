@@ -55,6 +55,16 @@ def test_a_sentence_is_taken_out_of_its_document() -> None:
     assert take_out_sentence(DocRecord(docid="e", text=sentences[0]), random.Random(2)) is None  # under 40 words
 
 
+def test_a_document_of_one_sentence_keeps_it() -> None:
+    """Taken out of a document it is all of, a sentence would leave it nothing to index (Lucene
+    skips such a document, and the copy was incomplete): with a title left it may go, else not."""
+    sentence = " ".join(f"w{j}" for j in range(45)) + "."
+    assert take_out_sentence(DocRecord(docid="d", text=sentence), random.Random(2)) is None
+    assert take_out_sentence(DocRecord(docid="d", text=sentence, keywords=("   ",)), random.Random(2)) is None
+    titled = take_out_sentence(DocRecord(docid="d", title="A title", text=sentence), random.Random(2))
+    assert titled is not None and titled[1] == sentence and titled[0].index_contents() == "A title"
+
+
 def test_cloze_queries_are_seeded_bounded_and_searched_without_their_sentence(
     col: Collection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

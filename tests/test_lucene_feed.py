@@ -65,6 +65,17 @@ def test_a_lone_surrogate_is_written_escaped() -> None:
     assert json.loads(line) == {"id": "s", "contents": "t\na\ud800b"} and line.endswith(b"\n")
 
 
+def test_an_incomplete_index_names_the_documents_without_text(tmp_path: Path) -> None:
+    """Anserini skips a document with nothing to index and only counts it: the error names it."""
+    blank = [DocRecord(docid=f"blank{i}", title="", text=" \n\t ") for i in range(7)]
+    with pytest.raises(QuarryError) as err:
+        build_index([*records(5), *blank], tmp_path / "idx", fingerprint="x")
+    message = err.value.message
+    assert err.value.code == "index_incomplete" and "indexed 5 of 12 documents" in message
+    assert "7 had no text to index" in message and "'blank0'" in message and "'blank4'" in message
+    assert "and 2 more" in message and "'blank5'" not in message and "title or text" in err.value.hint
+
+
 def fake_indexer(monkeypatch: pytest.MonkeyPatch, script: str) -> None:
     """Run `script` (given the pipes' folder) in place of Anserini."""
     monkeypatch.setattr(
