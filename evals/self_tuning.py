@@ -15,7 +15,13 @@ the signal. Who chooses (docs/eval/self-tuning/README.md has the measurements be
   chose settings that lost on every judged collection measured;
 - else the defaults stay, and the profile says so.
 The result is the collection's self-tuned profile (stores.profiles); `apply` also stores k1/b with
-the index, so every job and tool uses them.
+the index, so every job and tool uses them. Without `apply` nothing in use changes: a profile
+applied before (and not stale) stays as it is, and the new one is kept beside it as a candidate.
+
+Tuning holds the collection's writer lock (stores.locks) from start to end: it reads one version
+throughout, and another writer's commit could prune that version under its searchers; a writer
+that comes meanwhile is told the collection is busy, as is a tune that comes while one writes.
+Its cloze copy is scratch in QUARRY_HOME (stores.scratch), swept if a tune is killed.
 
 Why a grid and not a smoother optimiser: nDCG over a few hundred known-item queries is a step
 function of k1/b, and the grid is the one the judged tuning reports, so the two are comparable.
@@ -24,7 +30,7 @@ function of k1/b, and the grid is the one the judged tuning reports, so the two 
 from __future__ import annotations
 
 import math
-import tempfile
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,17 +55,21 @@ from evals.tuning import DEFAULT_B_GRID, DEFAULT_K1_GRID, OBJECTIVE, SECONDARY, 
 from nodes.ranking.fusion import reciprocal_rank_fusion
 from stores.collection import Collection, reindex
 from stores.errors import QuarryError
+from stores.home import current_version
 from stores.judgements import Judgement, JudgementStore, judgements_path
+from stores.locks import writer_lock
 from stores.lucene import forget_searchers
 from stores.profiles import (
     KindChoice,
     SelfProfile,
+    candidate_path,
     documents_signature,
     profile_status,
     save_profile,
     save_pseudo_queries,
 )
 from stores.readers import ProgressFn
+from stores.scratch import scratch_dir
 
 TUNE_DEPTH = 100  # nDCG@20 and MAP of a known-item search are decided in the first hundred
 MIN_VERIFIER_QUERIES = 30  # judged queries needed to fit a verifier on them
@@ -76,8 +86,9 @@ Rows = dict[str, dict[str, float]]  # query id -> metric -> value
 @dataclass(frozen=True)
 class SelfTuneResult:
     profile: SelfProfile
-    profile_file: Path
+    profile_file: Path  # the candidate's file when `in_use` was kept
     queries_file: Path
+    in_use: SelfProfile | None = None  # the applied profile a tune without `apply` left in place
 
 
 def _without(run: Run, excluded: Mapping[str, Sequence[str]]) -> Run:
@@ -118,6 +129,59 @@ def self_tune(
     `verifier` also fits the profile's own verifier (evals.self_verifier: one in-process agent job
     per pseudo-query it uses). `judgements` replaces the collection's stored ones (None: read them),
     so an evaluation can tune on simulated marks without writing them into a collection."""
+    with writer_lock(col.paths.root, col.name, who="self-tuning in process", reentrant=True):
+        if current_version(col.paths.root) != col.version:  # a writer committed since `col` was opened
+            col = Collection(col.name, _home(col))
+        _drop_old_scratch(col)
+        return _tune_locked(
+            col,
+            queries=queries,
+            seed=seed,
+            kinds=kinds,
+            k1_grid=k1_grid,
+            b_grid=b_grid,
+            threads=threads,
+            apply=apply,
+            verifier=verifier,
+            judgements=judgements,
+            progress=progress,
+        )
+
+
+def _home(col: Collection) -> Path:
+    return col.paths.root.parent.parent
+
+
+def _drop_old_scratch(col: Collection) -> None:
+    """Remove cloze copies that tunes killed before scratch moved to QUARRY_HOME left in the
+    collection's runs folder (no other tune runs: this one holds the writer lock)."""
+    if col.paths.runs_dir.is_dir():
+        for left in col.paths.runs_dir.glob("cloze-*"):
+            shutil.rmtree(left, ignore_errors=True)
+
+
+def _in_use(col: Collection, hashes: dict[str, str]) -> SelfProfile | None:
+    """The applied profile jobs use now (applied and not stale), which only `apply` may replace."""
+    status = profile_status(col.paths, col.name, hashes)
+    return status.profile if status is not None and status.profile.applied and not status.stale else None
+
+
+def _tune_locked(
+    col: Collection,
+    *,
+    queries: int,
+    seed: int,
+    kinds: tuple[str, ...],
+    k1_grid: Sequence[float],
+    b_grid: Sequence[float],
+    threads: int,
+    apply: bool,
+    verifier: bool,
+    judgements: Sequence[Judgement] | None,
+    progress: ProgressFn | None,
+) -> SelfTuneResult:
+    """`self_tune` with the collection's writer lock held. What it stores is written last, once
+    everything was chosen (and applied, with `apply`), so a failure leaves the old state whole."""
     started = time.perf_counter()
     hashes = col.corpus.hashes()
     pseudo = generate(col, queries, seed, tuple(k for k in kinds if k in KINDS), hashes)
@@ -198,19 +262,21 @@ def self_tune(
         tuned_at=datetime.now(UTC).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - started, 1),
     )
-    queries_file = save_pseudo_queries(col.paths, every.payload())
-    profile_file = save_profile(col.paths, profile)  # the verifier's jobs search with it
     if verifier and len(choosing) >= MIN_VERIFIER_QUERIES:
         from evals.self_verifier import fit_self_verifier  # lazy: it loads the search graph
 
-        weights, figures = fit_self_verifier(col, choosing_set, progress=progress)
+        weights, figures = fit_self_verifier(col, choosing_set, profile, progress=progress)  # its jobs search with it
         profile = profile.model_copy(
             update={"verifier": weights, "verifier_pseudo": figures, "seconds": round(time.perf_counter() - started, 1)}
         )
-        save_profile(col.paths, profile)
     if apply and (chosen.k1, chosen.b) != default:
-        reindex(col.name, home=col.paths.root.parent.parent, k1=chosen.k1, b=chosen.b)
-    return SelfTuneResult(profile, profile_file, queries_file)
+        reindex(col.name, home=_home(col), k1=chosen.k1, b=chosen.b)  # the lock is ours: it enters again
+    in_use = None if apply else _in_use(col, hashes)
+    queries_file = save_pseudo_queries(col.paths, every.payload())
+    profile_file = save_profile(col.paths, profile, candidate=in_use is not None)
+    if in_use is None:
+        candidate_path(col.paths).unlink(missing_ok=True)  # this profile supersedes any candidate
+    return SelfTuneResult(profile, profile_file, queries_file, in_use)
 
 
 def nearest_within_noise(
@@ -254,14 +320,13 @@ def _cloze_rows(
     progress: ProgressFn | None,
 ) -> tuple[tuple[PseudoQuery, ...], dict[tuple[float, float], Rows]]:
     """Cloze queries and their per-query scores at every setting, searched in the altered copy
-    (evals.cloze_queries), which is built in a scratch folder of the collection's runs and removed."""
+    (evals.cloze_queries), which is built in a scratch folder of QUARRY_HOME and removed."""
     if len(hashes) < MIN_CLOZE_QUERIES:  # too few documents to make enough: no copy to build
         return (), {s: {} for s in settings}
-    col.paths.runs_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="cloze-", dir=col.paths.runs_dir) as scratch:
+    with scratch_dir(_home(col), "cloze-") as scratch:
         if progress:
             progress("cloze copy", 0, None)
-        made = cloze_queries(col, Path(scratch) / "lucene", n, seed, hashes)
+        made = cloze_queries(col, scratch / "lucene", n, seed, hashes)
         if progress:
             progress("cloze copy", made.documents, made.documents)
         texts = {q.qid: q.text for q in made.queries}

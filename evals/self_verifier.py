@@ -27,6 +27,7 @@ from evals.ranker_scorers import fit_ascent, rerank
 from evals.train_ranker import collect_one
 from stores.collection import Collection
 from stores.jobs import JobStore
+from stores.profiles import ProfileStatus, SelfProfile
 from stores.scratch import scratch_dir
 
 VERIFIER_QUERIES = 150  # pseudo-queries whose jobs are run (about a second each here)
@@ -51,25 +52,30 @@ def spread(pseudo: PseudoQuerySet, limit: int) -> list:
 def fit_self_verifier(
     col: Collection,
     pseudo: PseudoQuerySet,
+    profile: SelfProfile,
     *,
     limit: int = VERIFIER_QUERIES,
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> tuple[dict[str, Any] | None, dict[str, float]]:
-    """(the verifier as a dict, or None when it did not beat the heuristic order; the two objectives)."""
+    """(the verifier as a dict, or None when it did not beat the heuristic order; the two objectives).
+    The jobs search with `profile`, the one being tuned, whether or not it is stored as the
+    collection's (a tune without --apply keeps an applied one in place)."""
     from nodes.job.config import JobConfig
+    from nodes.job.profile_choice import resolve_profile
     from nodes.job.runtime import NodeRuntime, configure_runtime
 
     chosen = spread(pseudo, limit)
     qrels, excluded = pseudo.qrels(), pseudo.excluded()
     rt = NodeRuntime(col.paths.root.parent.parent)
     config = JobConfig(profile="self", verifier=False)
+    settings = resolve_profile(col.name, "self", ProfileStatus(profile, 0.0))
     rows = []
     with scratch_dir(col.paths.root.parent.parent, "self-verifier-") as tmp:  # the user's queries: in the home
         rt.jobs = JobStore(tmp / "jobs.sqlite")
         configure_runtime(rt)
         try:
             for n, q in enumerate(chosen, start=1):
-                rows.append(collect_one(rt, col, q.qid, q.text, config))
+                rows.append(collect_one(rt, col, q.qid, q.text, config, profile=settings))
                 if progress:
                     progress("agent jobs", n, len(chosen))
         finally:

@@ -61,9 +61,14 @@ REPORT = REPO / "docs" / "eval" / "ranker.md"
 NOTES_HEADING = "## What this says"
 
 
-def collect_one(rt, col: Collection, qid: str, text: str, config: Any = None) -> dict[str, Any]:
+def collect_one(
+    rt, col: Collection, qid: str, text: str, config: Any = None, profile: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """One heuristic job in-process on `text` (with `config`, a JobConfig, else the defaults): its
-    run and its verified candidates' features, exactly as its answer step hands them to a verifier."""
+    run and its verified candidates' features, exactly as its answer step hands them to a verifier.
+    `profile` pins the job's search settings (as NodeRuntime.search_profile gives them) instead of
+    those the collection's stored profile gives: self-tuning fits a verifier for a profile not
+    stored as the collection's yet."""
     from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
@@ -72,15 +77,13 @@ def collect_one(rt, col: Collection, qid: str, text: str, config: Any = None) ->
     from nodes.rounds.answer import ranker_inputs
 
     job_id = f"ranker-{col.name}-{qid}"
+    start = initial_state(job_id, col.name, text, config=config)
+    if profile is not None:
+        start["profile"] = profile
     token = use_control(Control())
     try:
         state = cast(
-            JobState,
-            asyncio.run(
-                make_search_graph()
-                .compile()
-                .ainvoke(initial_state(job_id, col.name, text, config=config), config={"recursion_limit": 10_000})
-            ),
+            JobState, asyncio.run(make_search_graph().compile().ainvoke(start, config={"recursion_limit": 10_000}))
         )
     finally:
         reset_control(token)

@@ -255,11 +255,22 @@ def _tune_self(
             )
     except QuarryError as err:
         fail(err)
-    p = result.profile
+    p, in_use = result.profile, result.in_use
     if json_out:
-        print_json(p.model_dump(exclude={"sample"}) | {"profile_file": str(result.profile_file)})
+        print_json(
+            p.model_dump(exclude={"sample"})
+            | {"profile_file": str(result.profile_file), "candidate": in_use is not None}
+            | ({"in_use": in_use.brief()} if in_use else {})
+        )
         return
-    stored = "applied: jobs and tools use it" if apply else "not applied: add --apply for jobs to use it"
+    if apply:
+        stored = "applied: jobs and tools use it"
+    elif in_use is not None:
+        stored = (
+            f"a candidate only: the applied profile ({safe(in_use.brief())}) stays in use; add --apply to use this one"
+        )
+    else:
+        stored = "not applied: add --apply for jobs to use it"
     out.print(
         f"self-tuned [bold]{safe(name)}[/] on {p.queries} pseudo-queries (seed {p.seed}, no qrels read, "
         f"{p.seconds:.0f} s): {safe(p.brief())} ({stored})"

@@ -6,7 +6,9 @@ recorded as a documents-only signature plus the content hash of a sample of docu
 pseudo-queries' sources): a new version with the same documents (queries or qrels added) finds the
 signature equal and uses the profile as it is; one whose documents changed estimates how many
 did from the sample and marks the profile stale from `STALE_SHARE` on (jobs then fall back to the
-defaults and `quarry collections` says to tune again). This module only keeps the numbers: the
+defaults and `quarry collections` says to tune again). A tune without `--apply` never replaces a
+profile that is applied and in use: its result is kept beside it as a candidate
+(`runs/self-profile-candidate.json`), which no job reads. This module only keeps the numbers: the
 choice is `evals.self_tuning`'s, the use is the job's and the evaluation's.
 """
 
@@ -25,6 +27,7 @@ from stores.errors import QuarryError
 from stores.home import CollectionPaths
 
 PROFILE_FILE = "self-profile.json"
+CANDIDATE_FILE = "self-profile-candidate.json"
 PSEUDO_QUERIES_FILE = "pseudo-queries.json"
 STALE_SHARE = 0.1  # from this share of changed documents on, a profile is stale
 
@@ -127,12 +130,17 @@ def profile_path(paths: CollectionPaths) -> Path:
     return paths.runs_dir / PROFILE_FILE
 
 
+def candidate_path(paths: CollectionPaths) -> Path:
+    return paths.runs_dir / CANDIDATE_FILE
+
+
 def pseudo_queries_path(paths: CollectionPaths) -> Path:
     return paths.runs_dir / PSEUDO_QUERIES_FILE
 
 
-def save_profile(paths: CollectionPaths, profile: SelfProfile) -> Path:
-    path = profile_path(paths)
+def save_profile(paths: CollectionPaths, profile: SelfProfile, *, candidate: bool = False) -> Path:
+    """Store the collection's profile, or with `candidate` a candidate beside it (see the module doc)."""
+    path = candidate_path(paths) if candidate else profile_path(paths)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, profile.model_dump_json(indent=1))
     return path
@@ -175,12 +183,14 @@ def profile_status(paths: CollectionPaths, name: str, hashes: dict[str, str]) ->
 
 
 __all__ = [
+    "CANDIDATE_FILE",
     "PROFILE_FILE",
     "PSEUDO_QUERIES_FILE",
     "STALE_SHARE",
     "KindChoice",
     "ProfileStatus",
     "SelfProfile",
+    "candidate_path",
     "documents_signature",
     "profile_path",
     "profile_status",
