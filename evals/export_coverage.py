@@ -47,8 +47,11 @@ def coverage(folder: Path) -> dict[str, Any]:
     csl = export(result, records, "csl-json", origin)
     items = json.loads(csl)
     titles = {item["id"]: _SPAN.sub("", item["title"]) for item in items}
-    csl_file = home / "refs.json"
+    csl_file, bare_file = home / "refs.json", home / "bare.json"
     csl_file.write_text(csl, encoding="utf-8")
+    # The same entries without case protection: what citeproc does to them unprotected.
+    bare_file.write_text(json.dumps([item | {"title": titles[item["id"]]} for item in items]), encoding="utf-8")
+    rendered, bare = _pandoc(csl_file), _pandoc(bare_file)
     return {
         "documents": len(records),
         "bibtex": _counts(re.split(r"^@", bib, flags=re.M)[1:], r"^\s*year = ", r"^\s*author = "),
@@ -60,7 +63,10 @@ def coverage(folder: Path) -> dict[str, Any]:
         },
         "protected_titles": sum('class="nocase"' in item["title"] for item in items),
         "marked_titles": sorted((key, title) for key, title in titles.items() if MARKUP.search(title)),
-        "pandoc_warnings": _pandoc_warnings(csl_file),
+        "pandoc_warnings": rendered[1] if rendered else None,
+        # Entries whose rendering changes when their protection is taken away (citeproc would
+        # re-case a code name or acronym of theirs).
+        "recased_without_protection": len(set(bare[0]) - set(rendered[0])) if rendered and bare else None,
     }
 
 
@@ -73,8 +79,10 @@ def _counts(entries: list[str], year: str, author: str) -> dict[str, int]:
     }
 
 
-def _pandoc_warnings(bibliography: Path) -> list[str] | None:
-    """pandoc's warnings rendering every entry of a CSL-JSON file; None without pandoc."""
+def _pandoc(bibliography: Path) -> tuple[list[str], list[str]] | None:
+    """(the rendered entries, one a line, and pandoc's warnings) of every entry of a CSL-JSON
+    file under pandoc's default style (Chicago author-date, which title-cases titles); None
+    without pandoc."""
     try:
         import pypandoc
 
@@ -82,13 +90,15 @@ def _pandoc_warnings(bibliography: Path) -> list[str] | None:
     except (ImportError, OSError):
         return None
     done = subprocess.run(
-        [binary, "--citeproc", "-t", "plain", "--bibliography", str(bibliography)],
+        [binary, "--citeproc", "-t", "plain", "--wrap=none", "--bibliography", str(bibliography)],
         input="---\nnocite: |\n  @*\n---\n",
         capture_output=True,
         text=True,
         check=False,
     )
-    return [line for line in done.stderr.splitlines() if line.strip()]
+    return [line for line in done.stdout.splitlines() if line.strip()], [
+        line for line in done.stderr.splitlines() if line.strip()
+    ]
 
 
 def main() -> None:
@@ -106,6 +116,7 @@ def main() -> None:
             f"| {row['author']} ({100 * row['author'] / n:.0f}%) |"
         )
     print(f"titles with a case-protected part (CSL nocase): {data['protected_titles']}")
+    print(f"entries pandoc renders differently without that protection: {data['recased_without_protection']}")
     print(f"titles with markup: {len(data['marked_titles'])}")
     for key, title in data["marked_titles"]:
         print(f"  {key}: {title}")

@@ -121,7 +121,7 @@ _INNER_CAPITAL = re.compile(r"^.+[A-Z]")  # SQLite, HTTP, iOS, HTTP/2
 _CODE_CHARS = re.compile(r"[\w)](\.|::|->|/)[\w(]|_|\(\d?\w*\)|^--?[a-z]|[=$]|^[a-z]+\d|\d[a-z]")
 # A man page's NAME line: the names (one or several words, all starting in lower case: "gcloud
 # sql users list", "gzip, gunzip, zcat") before " - ".
-_MAN_NAME = re.compile(r"^([a-z][\w.+:-]*(?:,?\s+[a-z][\w.+:-]*){0,7})(\(\d\w*\))?\s+[-–—]\s")
+_MAN_NAME = re.compile(r"^([a-z][\w.+:-]*(?:,?\s+[a-z][\w.+:-]*){0,63})(\(\d\w*\))?\s+[-–—]\s")
 # Words a title case leaves in lower case: a title-cased title's other lower-case words are names.
 # CSL's own list (what citeproc's title case keeps lower-case), with "vs", "per", "is", "are", "be".
 _MINOR = frozenset(
