@@ -125,7 +125,8 @@ def anserini_alone(col: Any, scratch: Path) -> float:
     "ingest ≤ 1.5× Anserini's own time on the same export". Run after the ingest, alone."""
     import shutil
 
-    from stores.lucene_build import default_threads, run_index_collection, write_json_collection
+    from stores.anserini_run import run_index_collection
+    from stores.lucene_build import default_threads, write_json_collection
 
     threads = default_threads()
     write_json_collection(col.corpus.iter_records(), scratch / "in", threads)

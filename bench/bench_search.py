@@ -39,9 +39,10 @@ import numpy as np
 from bench.slices import DEFAULT_DATASETS
 from nodes.tools.corpus import ToolSession
 from nodes.tools.results import SearchPage
+from stores.anserini_run import run_index_collection
 from stores.collection import Collection, ingest
 from stores.jvm import pyserini_lucene
-from stores.lucene_build import build_index, run_index_collection, write_json_collection
+from stores.lucene_build import build_index, write_json_collection
 from workflows.process_exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]

@@ -492,7 +492,7 @@ FULL_DISK_OUTPUT = """\
 
 
 def test_lucene_on_a_full_disk_says_the_disk_is_full(tmp_path: Path) -> None:
-    from stores.lucene_build import index_failure
+    from stores.anserini_run import index_failure
 
     err = index_failure(0, FULL_DISK_OUTPUT, tmp_path / ".staging-x" / "lucene")
     assert err.code == "disk_full" and "full" in err.message and "exit 0" not in err.message

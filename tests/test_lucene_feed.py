@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 import stores.lucene_build as lucene_build
+from stores.anserini_run import run_index_collection
 from stores.collection import Collection, ingest
 from stores.errors import QuarryError
 from stores.lucene import META_FILE, LuceneIndex
-from stores.lucene_build import IndexFeed, build_index, index_line, run_index_collection, write_json_collection
+from stores.lucene_build import IndexFeed, build_index, index_line, write_json_collection
 from stores.records import DocRecord
 from tests.fakes import topic_docs, write_jsonl
 
