@@ -26,29 +26,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stores.home import ensure_home
+from stores.process_identity import proc_readable, running_since
 
 SCRATCH_DIR = "tmp"
 SCRATCH_MAX_AGE_S = 7 * 24 * 3600  # without /proc: a pid can be reused, so age ends a folder's claim
 _NO_START = "x"  # the start time where /proc cannot tell it
 _OWNER = re.compile(r"(?P<pid>\d+)-(?P<start>\d+|x)-[^-]+$")
-
-
-def running_since(pid: int) -> str | None:
-    """The start time (clock ticks since boot) of the running process `pid`; None when none runs
-    under it, it is a zombie, or /proc cannot tell. Unlike a command line, it holds until the
-    process is gone, and a later process under the same pid has another."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
-    except (OSError, ValueError):
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()  # the name in (...) may hold spaces and parentheses
-    if len(fields) < 20 or fields[0] in ("Z", "X"):  # fields[0] is field 3 (state), [19] field 22
-        return None
-    return fields[19]
-
-
-def _proc_readable() -> bool:
-    return Path("/proc/self/stat").is_file()
 
 
 def _pid_runs(pid: int) -> bool:
@@ -74,7 +57,7 @@ def _owner_alive(name: str, now: float, mtime: float) -> bool:
     if found is None:
         return False  # not a name this module makes: nothing owns it
     pid, start = int(found["pid"]), found["start"]
-    if _proc_readable():
+    if proc_readable():
         return start != _NO_START and running_since(pid) == start
     return _pid_runs(pid) and now - mtime < SCRATCH_MAX_AGE_S
 
@@ -125,4 +108,4 @@ def scratch_dir(home: Path, prefix: str) -> Iterator[Path]:
         held.cleanup()
 
 
-__all__ = ["SCRATCH_DIR", "held_scratch", "running_since", "scratch_dir", "scratch_root", "sweep"]
+__all__ = ["SCRATCH_DIR", "held_scratch", "scratch_dir", "scratch_root", "sweep"]

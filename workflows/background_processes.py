@@ -31,6 +31,7 @@ from pathlib import Path
 
 from stores.atomic import write_atomic
 from stores.home import ensure_home
+from stores.process_identity import proc_readable, running_since
 
 # The dev server's own record (pid, ports), kept by workflows.dev_server beside its pid file and
 # removed with it here.
@@ -72,36 +73,19 @@ class Identity:
     cmdline: tuple[str, ...]
 
 
-def _running_since(pid: int) -> str | None:
-    """The start time of the running process `pid` (None when there is none, or it is a zombie).
-    Unlike its command line (empty while a process exits), it holds until the process is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
-    except (OSError, ValueError):
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()  # the name in (...) may hold spaces and parentheses
-    if len(fields) < 20 or fields[0] in ("Z", "X"):  # fields[0] is field 3 (state), [19] field 22
-        return None
-    return fields[19]
-
-
 def identity(pid: int) -> Identity | None:
     """The identity of the running process `pid` (None when there is none, or it is a zombie)."""
-    start = _running_since(pid)
+    start = running_since(pid)
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError):
         return None
-    if start is None or start != _running_since(pid):
+    if start is None or start != running_since(pid):
         return None
     args = raw.split(b"\0")
     if args and args[-1] == b"":
         args.pop()
     return Identity(start, tuple(a.decode("utf-8", "surrogateescape") for a in args))
-
-
-def _proc_readable() -> bool:
-    return Path("/proc/self/stat").is_file()
 
 
 def looks_like_quarry(home: Path, name: str, pid: int, cmdline: tuple[str, ...] | list[str]) -> bool:
@@ -176,7 +160,7 @@ def _verdict(home: Path, name: str, record: _Record) -> str:
     way out, whose command line already reads empty) runs under it."""
     if not alive(record.pid):
         return "gone"
-    if not _proc_readable():  # no /proc (not Linux): the pid is all there is to go on
+    if not proc_readable():  # no /proc (not Linux): the pid is all there is to go on
         return "same"
     now = identity(record.pid)
     if now is None:
@@ -268,10 +252,10 @@ def stop_detached(home: Path, name: str, wait_s: float = STOP_WAIT_S, say: Calla
         return False
     pid = record.pid
     # From here on the process is known by its start time: its command line reads empty while it exits.
-    since = _running_since(pid) if _proc_readable() else None
+    since = running_since(pid) if proc_readable() else None
 
     def running() -> bool:
-        return alive(pid) and (since is None or _running_since(pid) == since)
+        return alive(pid) and (since is None or running_since(pid) == since)
 
     def signal_it(sig: int) -> bool:
         if not running():
