@@ -54,6 +54,7 @@ UNAVAILABLE = {
     "no_temporal",
     "no_worker",
     "worker_warming_up",
+    "worker_unresponsive",
     "temporal_error",
     "chroma_unreachable",
     "endpoint_down",

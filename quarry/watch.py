@@ -73,16 +73,11 @@ async def watch(handle: Any, emit: Callable[[str], None], every_s: float = EVERY
                 misses = 0
             except Exception:  # no worker answered this tick, or the job just ended: try again next tick
                 progress, misses = None, misses + 1
-                if misses == 5:
-                    from stores.home import quarry_home
-                    from workflows.warmup import warming_message
+                if misses == 5:  # say why, in the words `job progress` uses (warming up, stopped, none)
+                    from workflows.rpc_errors import no_worker
 
-                    warming = warming_message(quarry_home())
-                    emit(
-                        f"  ({warming})"
-                        if warming
-                        else "  (no worker is answering for this job; it resumes when one runs: quarry worker)"
-                    )
+                    why = no_worker("no worker is answering for this job; it resumes when one runs", None)
+                    emit(f"  ({why.message}: {why.hint})")
             if progress:
                 for line in view.lines(progress):
                     emit(line)

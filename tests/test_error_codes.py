@@ -417,3 +417,13 @@ def test_job_result_shows_the_code_and_json_carries_it(tmp_path: Path) -> None:
     assert json.loads(as_json.stdout)["error"]["code"] == "version_gone"
     shown = runner.invoke(app, ["--home", str(tmp_path), "job", "result", "job-gone"])
     assert shown.exit_code == 1 and "(version_gone)" in shown.output and "quarry job rerun job-gone" in shown.output
+
+
+def test_every_code_a_job_rpc_can_give_has_its_http_status() -> None:
+    """A worker that is down, warming up or unresponsive is the server's condition (503), not a
+    bad request (400): an HTTP client should retry, not change what it sent."""
+    from quarry.http_common import status_of
+
+    for code in ("no_worker", "worker_warming_up", "worker_unresponsive", "no_server"):
+        assert status_of(code) == 503, code
+    assert status_of("job_finished") == 409 and status_of("unknown_job") == 404
