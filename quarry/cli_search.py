@@ -12,17 +12,17 @@ import typer
 
 from nodes.job.config import TOOL_LIMITS, JobConfig
 from nodes.job.step_control import StepControl, using_step
-from nodes.tools.results import DocumentPage, SearchPage, ToolError
 from quarry.cli_collections import check_bm25, open_collection
 from quarry.console import fail, out, print_json, terminal_safe
 from quarry.embedding_progress import embedding_progress
 from quarry.screens import page_lines
 from stores.errors import QuarryError
-from stores.records import DocRecord, line_pages
 from workflows.job_input import check_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: the tools' pydantic pages and records load with the command that runs
     from nodes.tools.ranking_cache import RankingCache
+    from nodes.tools.results import DocumentPage, SearchPage
+    from stores.records import DocRecord
 
 commands = typer.Typer()
 
@@ -88,6 +88,8 @@ def checked_query(query: str, channel: str, collection: str | None = None) -> No
 def search_page(tools, query: str, channel: str, offset: int, limit: int, reason: str = "command line") -> SearchPage:
     """One page of a search: the tool's preview, or (another offset/limit) that ranking paged by
     `read_search_results` without searching again. A ToolError comes out as a QuarryError."""
+    from nodes.tools.results import ToolError
+
     page = tools.search(reason, query, channel)
     if not isinstance(page, ToolError) and (offset, limit) != (1, TOOL_LIMITS.preview) and page.total:
         page = tools.read_search_results(reason, page.search_id, offset, limit)
@@ -102,6 +104,8 @@ def read_page(tools, docid: str, offset: int, limit: int, reason: str = "command
 
 def checked_page(page):
     """A tool's page, or its ToolError as a QuarryError (code, message, hint unchanged)."""
+    from nodes.tools.results import ToolError
+
     if isinstance(page, ToolError):
         raise QuarryError(page.code, page.message, page.hint)
     return page
@@ -230,6 +234,8 @@ def read(
     if json_out:
         print_json({**page.model_dump(), "metadata": record_metadata(rec) if rec is not None else {}})
         return
+    from stores.records import line_pages
+
     pages = line_pages(rec) if rec is not None and rec.page_starts else []
     text = "\n".join(page_lines(page, pages, name)) if pages else page.render(name)
     out.print(terminal_safe(text), highlight=False, markup=False)
