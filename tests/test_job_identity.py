@@ -24,6 +24,7 @@ from nodes.job.config import JobConfig
 from quarry.cli import app
 from tests.drill_kit import Worker, client_for, result_of, start
 from tests.serve_kit import serving
+from workflows.search_attributes import ROUND
 
 INTENTS = ("graph neural networks for molecules", "transformer language models for translation")
 
@@ -35,6 +36,7 @@ async def _described(address: str, job_id: str) -> tuple[str, str, dict[str, Any
     desc = await handle.describe()
     first = (await handle.fetch_history()).events[0].workflow_execution_started_event_attributes
     inp = json.loads(first.input.payloads[0].data)
+    inp["_ui_round"] = desc.typed_search_attributes.get(ROUND)  # the Web UI's round column
     return await desc.static_summary() or "", await desc.static_details() or "", inp
 
 
@@ -96,7 +98,7 @@ def test_round_counts_agree_in_job_list_result_and_page(home: Path, two_jobs) ->
     assert listed.exit_code == 0, listed.output
     rows = {r["job_id"]: r for r in map(json.loads, listed.stdout.splitlines()) if r.get("job_id")}
     with serving(home) as served, httpx.Client(base_url=served.url, timeout=60) as browser:
-        for job_id, returned in zip(two_jobs["ids"], two_jobs["results"], strict=True):
+        for job_id, returned, (_, _, inp) in zip(two_jobs["ids"], two_jobs["results"], two_jobs["shown"], strict=True):
             res = runner.invoke(app, ["--home", str(home), "job", "result", job_id, "--json"])
             assert res.exit_code == 0, res.output
             result = json.loads(res.stdout)
@@ -104,5 +106,6 @@ def test_round_counts_agree_in_job_list_result_and_page(home: Path, two_jobs) ->
             assert page.status_code == 200, page.text[:500]
             shown = re.search(r'<b id="round">(\d+)</b>', page.text)
             assert shown, page.text[:2000]
-            counts = (rows[job_id]["round"], result["rounds"], result["stats"]["rounds"], int(shown.group(1)))
+            ui_round = inp["_ui_round"]  # the Web UI's round column (QuarryRound)
+            counts = (rows[job_id]["round"], result["rounds"], result["stats"]["rounds"], int(shown.group(1)), ui_round)
             assert len(set(counts)) == 1 and returned["rounds"] == counts[0], (job_id, counts)

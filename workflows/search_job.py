@@ -56,6 +56,9 @@ STEER_WAITS_FOR_PLAN = "steer-waits-for-plan"
 ANSWERING = "the job is already answering or finished; start a new job to change its requirements"
 # The patch (workflow.patched) under which a failed job's execution ends Failed instead of Completed.
 FAILED_JOBS_FAIL = "failed-job-ends-failed"
+# The patch under which the Web UI's round column ends at the rounds the result counts (a round a
+# reflection planned and a stop or budget never ran is not one).
+ROUNDS_FROM_RESULT = "round-column-from-result"
 
 # Checkpoints, the answer after a hard stop and the final write retry by time like the graph's
 # nodes and heartbeat (graphs.search_graph.quick_activity_options): a worker paused while it holds
@@ -302,6 +305,9 @@ class SearchJob:
             args=[self.state, self.status, error, reason, with_run_start(inp.trace, self.started_at)],
             **quick_activity_options(),
         )
+        rounds = final.get("rounds")
+        if isinstance(rounds, int) and workflow.patched(ROUNDS_FROM_RESULT):
+            self._index(round_no=rounds)
         # A steering note still waiting for the plan (`steer`) is answered — refused, the job has
         # ended — before the run closes, rather than left to a "workflow completed" error.
         await workflow.wait_condition(workflow.all_handlers_finished)
