@@ -75,9 +75,9 @@ def worker(address: AddressOpt = None) -> None:
 
 @commands.command()
 def down() -> None:
-    """Stop the background server and worker that Quarry started."""
+    """Stop the background server, worker and resident searcher that Quarry started."""
     home = quarry_home()
-    for name in ("worker", "temporal-server"):
+    for name in ("worker", "temporal-server", "resident"):
         # Only the very process this home started is signalled: a stale record is said and removed.
         out.print(f"{name}: {'stopped' if stop_detached(home, name, say=say_note) else 'not running'}")
 

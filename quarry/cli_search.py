@@ -26,6 +26,10 @@ if TYPE_CHECKING:  # types only: the tools' pydantic pages and records load with
 
 commands = typer.Typer()
 
+# How `tools_for` opens a collection: afresh by default; the resident searcher (quarry.resident.server)
+# sets one that keeps each version of a collection open between the commands it runs.
+collection_opener: Callable[[str], Any] = open_collection
+
 
 def tools_for(
     name: str,
@@ -42,7 +46,7 @@ def tools_for(
     by its clients: quarry.search_sessions)."""
     from nodes.tools.corpus import ToolSession  # lazy: the tools cost ~110 ms of start-up
 
-    col = open_collection(name)
+    col = collection_opener(name)
     lucene = col.lucene
 
     class _Searcher:  # the stored BM25 parameters unless --k1/--b override them

@@ -6,6 +6,7 @@ tests that change collections build their own under their own names.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -18,6 +19,10 @@ import pytest
 
 from tests.drill_kit import free_port
 from tests.fakes import long_doc, search_docs, topic_docs, write_jsonl
+
+# The tests' `quarry` commands run in-process: a resident searcher (quarry.resident) would outlive
+# each test's home by its idle timeout. tests/test_resident_search.py turns it on for its own.
+os.environ.setdefault("QUARRY_RESIDENT", "0")
 
 SHARED = "shared"
 SHARED_TOPIC_DOCS = 70  # > 50 so that the page-limit cap of read_search_results is observable

@@ -205,10 +205,15 @@ def pid_of(home: Path, name: str, say: Callable[[str], None] | None = None) -> i
     return record.pid if record is not None else None
 
 
-def spawn_detached(home: Path, name: str, cmd: list[str]) -> subprocess.Popen:
+def spawn_detached(
+    home: Path, name: str, cmd: list[str], record: bool = True, pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen:
     """Start a background process that outlives this command; logs go to QUARRY_HOME/logs.
     It runs under umask 077 (what it creates — the Temporal database, the job store, traces —
-    is its owner's alone) and its record keeps its identity (see the module's doc)."""
+    is its owner's alone) and its record keeps its identity (see the module's doc). With
+    `record=False` the process writes its own record (`record_process`) once it knows it is the one
+    that stays — the resident searcher, of which a second copy started at the same moment leaves.
+    `pass_fds` are inherited (the resident searcher's readiness pipe)."""
     logs = ensure_home(home) / "logs"
     logs.mkdir(mode=0o700, exist_ok=True)
     fd = os.open(logs / f"{name}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -222,9 +227,32 @@ def spawn_detached(home: Path, name: str, cmd: list[str]) -> subprocess.Popen:
             start_new_session=True,
             env=os.environ.copy(),
             umask=0o077,
+            pass_fds=pass_fds,
         )
-    _write_record(home, name, proc.pid, [str(c) for c in cmd])
+    if record:
+        _write_record(home, name, proc.pid, [str(c) for c in cmd])
     return proc
+
+
+def record_process(home: Path, name: str, pid: int) -> None:
+    """Record running process `pid` as background process `name` of `home` (pid, start time,
+    command line): the resident searcher records itself, or the copy that stays (see spawn_detached)."""
+    _write_record(home, name, pid, [])
+
+
+def recorded_pid(home: Path, name: str) -> int | None:
+    """The pid the record of `name` names, whether or not that process still runs (None: no record)."""
+    record = _read_record(pidfile(home, name))
+    return record.pid if record is not None else None
+
+
+def forget_self(home: Path, name: str) -> None:
+    """Remove the record of background process `name` if it names this very process (a process
+    leaving on its own, e.g. after its idle timeout; a newer one's record is left alone)."""
+    path = pidfile(home, name)
+    record = _read_record(path)
+    if record is not None and record.pid == os.getpid() and _verdict(home, name, record) == "same":
+        path.unlink(missing_ok=True)
 
 
 def _private(fd: int) -> None:

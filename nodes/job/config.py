@@ -80,6 +80,25 @@ TOOL_LIMITS = ToolLimits()
 
 
 @dataclass(frozen=True)
+class ResidentLimits:
+    """The resident searcher (quarry.resident): the process `quarry search`/`read` hand their
+    command to, so the JVM, the index readers and the embedder stay warm between commands."""
+
+    idle_s: float = 900.0  # it leaves after this long without a command
+    # A client waits this long for any byte from it; while it works on a command it sends a space
+    # every `keepalive_s`, so a long semantic search is waited for and a hung process is not.
+    silence_s: float = 10.0
+    keepalive_s: float = 1.0
+    # It warms up after the command that started it has ended (which answered in-process), so the
+    # two do not compete for the cores — but at most this long after it started.
+    spawner_wait_s: float = 60.0
+    request_bytes: int = 16 * 2**20  # a request's JSON at most (the command line's arguments)
+
+
+RESIDENT_LIMITS = ResidentLimits()
+
+
+@dataclass(frozen=True)
 class JobBounds:
     """The ranges a job's settings are accepted in, by the command line and the Python API alike
     (quarry.job_options and workflows.job_input check the budgets; the command line's options take

@@ -1,0 +1,56 @@
+"""What crosses the resident searcher's socket: one request per connection, one reply.
+
+The client (quarry.resident.client) writes the request as plain JSON — it must not pay for building
+these models — and the server checks it against them before running anything: a request that does
+not fit is answered with a fallback (the client then runs the command in-process), never run.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Terminal(BaseModel):
+    """How the client's output is shown: whether stdout/stderr are terminals, their encoding, and
+    the environment rich reads to pick colours and width (quarry.resident.client.TERMINAL_VARS)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stdout_tty: bool = False
+    stderr_tty: bool = False
+    encoding: str = Field(default="utf-8", max_length=40)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class ResidentRequest(BaseModel):
+    """A command for the resident searcher: `args` are the command line's own arguments from the
+    command on (`search NAME QUERY --json`), run unparsed by `quarry.cli.app`; `settings` are the
+    client's QUARRY_* settings, which must be the server's own for the answer to be the same."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: Literal["search", "read"]
+    collection: str
+    args: list[str] = Field(min_length=3)
+    settings: dict[str, str] = Field(default_factory=dict)
+    terminal: Terminal = Field(default_factory=Terminal)
+
+    def consistent(self) -> bool:
+        """Whether `args` is the command and collection the request names (the client's parse)."""
+        return self.args[0] == self.command and self.collection in self.args[1:]
+
+
+class ResidentReply(BaseModel):
+    """What the command printed on stdout and stderr, and its exit status."""
+
+    stdout: str
+    stderr: str
+    code: int
+
+
+class Fallback(BaseModel):
+    """The server will not run this request; the client runs the command in-process."""
+
+    fallback: str

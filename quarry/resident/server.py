@@ -1,0 +1,291 @@
+"""The resident searcher: `python -m quarry.resident.server`, one per QUARRY_HOME, started in the
+background by the first `quarry search`/`read` that found none (quarry.resident.client).
+
+It listens on QUARRY_HOME/run/resident.sock (0600, in the 0700 run folder; never a TCP port a web
+page could reach), takes one JSON request per connection (`ResidentRequest`) and runs its arguments
+through the command line's own `quarry.cli.app` — the same search and read functions, the same
+checks, the same messages — with stdout and stderr captured and shown as the client's terminal
+would show them (`terminal.captured`). What stays warm between commands is the JVM, the searchers
+(`stores.lucene`), the imported tools and the embedder, and each collection's open stores
+(`WarmCollections`). A collection is looked up by its current version on every command, so after
+`quarry add`/`ingest`/`index` the next command reads the new version, as an in-process one would.
+
+One at a time: commands run on the main thread (the stores' SQLite connections belong to the thread
+that opened them; the captured output is the process's), while a second thread sends the client a
+space every `keepalive_s` so it knows the command is being worked on. A second copy started at the
+same moment finds the lock taken and leaves. It leaves after `idle_s` without a command, on SIGTERM
+(`quarry down`), and removes its socket and record as it goes; a SIGKILL leaves both behind, which
+the next command recognises as stale (the socket refuses) and replaces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from nodes.job.config import RESIDENT_LIMITS, ResidentLimits
+from quarry.resident.client import RECORD_NAME, settings, socket_path
+from quarry.resident.protocol import Fallback, ResidentReply, ResidentRequest
+from quarry.resident.terminal import captured
+from stores.home import quarry_home
+from workflows.background_processes import forget_self, record_process, recorded_pid, run_dir
+
+
+class _Stop(BaseException):
+    """SIGTERM: leave now (a BaseException a command's own `except SystemExit` does not take)."""
+
+
+class WarmCollections:
+    """`quarry.cli_search.collection_opener` in the resident process: each collection's stores kept
+    open while its files are the ones opened — its current version, and in that version the same
+    Lucene and dense index folders (`quarry index` can store new BM25 parameters, or a dense index,
+    in place). Anything else opens afresh, exactly as the in-process command does."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[tuple, Any]] = {}
+
+    @staticmethod
+    def _stamp(paths: Any) -> tuple:
+        def seen(path: Path) -> tuple[int, int] | None:
+            try:
+                st = path.stat()
+            except OSError:
+                return None
+            return st.st_ino, st.st_mtime_ns
+
+        return paths.version, seen(paths.version_dir), seen(paths.lucene_dir), seen(paths.chroma_dir)
+
+    def __call__(self, name: str) -> Any:
+        from stores.collection import Collection
+        from stores.home import collection_paths
+
+        stamp = self._stamp(collection_paths(name))  # a bad name: the same bad_name the command gives
+        held = self._open.get(name)
+        if held is not None and held[0] == stamp and stamp[0] is not None:
+            return held[1]
+        self._open.pop(name, None)  # the previous version is let go
+        col = Collection(name)
+        if stamp[0] is not None and self._stamp(col.paths) == stamp:
+            self._open[name] = (stamp, col)
+        return col
+
+
+def _run(app: Any, request: ResidentRequest) -> ResidentReply:
+    """Run the command's arguments through the command line, as the `quarry` executable would."""
+    with captured(request.terminal) as (out, err):
+        try:
+            app.main(args=list(request.args), prog_name="quarry", standalone_mode=True)
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    return ResidentReply(stdout=out.getvalue(), stderr=err.getvalue(), code=code)
+
+
+def _answer(app: Any, raw: bytes, own: dict[str, str]) -> Fallback | ResidentReply:
+    from pydantic import ValidationError
+
+    try:
+        request = ResidentRequest.model_validate_json(raw)
+    except ValidationError:
+        return Fallback(fallback="not a request this searcher takes")
+    if not request.consistent():
+        return Fallback(fallback="not a request this searcher takes")
+    if request.settings != own:
+        return Fallback(fallback="its QUARRY_* settings differ from this searcher's")
+    try:
+        return _run(app, request)
+    except Exception as exc:
+        return Fallback(fallback=f"the command failed here ({type(exc).__name__})")
+
+
+def _read_request(conn: socket.socket, limits: ResidentLimits) -> bytes | None:
+    conn.settimeout(limits.silence_s)
+    chunks, size = [], 0
+    try:
+        while chunk := conn.recv(1 << 16):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limits.request_bytes:
+                return None
+    except OSError:
+        return None
+    return b"".join(chunks)
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """Whether the peer runs as this user (the socket is 0600 already; this is the second lock)."""
+    try:
+        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    except OSError:
+        return False
+    return uid == os.geteuid()
+
+
+def _serve_one(conn: socket.socket, app: Any, own: dict[str, str], limits: ResidentLimits) -> None:
+    raw = _read_request(conn, limits) if _same_user(conn) else None
+    if raw is None:
+        return
+    lock, done = threading.Lock(), threading.Event()
+
+    def keep_alive() -> None:
+        while not done.wait(limits.keepalive_s):
+            with lock:
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+    beat = threading.Thread(target=keep_alive, daemon=True)
+    beat.start()
+    started = time.monotonic()
+    try:
+        reply = _answer(app, raw, own)
+    finally:
+        done.set()
+        beat.join()
+    # One line per command in its log (never the arguments: they are the user's queries).
+    shown = {"code": reply.code} if isinstance(reply, ResidentReply) else {"fallback": reply.fallback}
+    print(json.dumps({"served": round(time.monotonic() - started, 3)} | shown), file=sys.__stdout__, flush=True)
+    with lock, contextlib.suppress(OSError):  # the client gave up: it runs the command itself
+        conn.sendall(reply.model_dump_json().encode("utf-8"))
+
+
+def _leave_to(home: Path, lock_fd: int) -> None:
+    """A copy that found the lock taken leaves; if its starter recorded it (over the one that
+    stays), the record is given back to the lock's holder, so `quarry down` stops that one."""
+    if recorded_pid(home, RECORD_NAME) != os.getpid():
+        return
+    try:
+        holder = int(os.pread(lock_fd, 32, 0) or b"0")
+    except (OSError, ValueError):
+        holder = 0
+    if holder > 0:
+        record_process(home, RECORD_NAME, holder)
+
+
+def _wait_for(pid: int, timeout_s: float) -> None:
+    """Until process `pid` (the command that started this one) has ended, at most `timeout_s`."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return  # gone already (or no pidfd here): nothing to wait for
+    try:
+        select.select([fd], [], [], timeout_s)
+    finally:
+        os.close(fd)
+
+
+def _bind(path: str) -> socket.socket:
+    """Listen on `path`, replacing a socket left by a resident searcher that was killed (this one
+    holds the lock, so no other is alive to own it)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    os.chmod(path, 0o600)
+    sock.listen(16)
+    return sock
+
+
+def serve(
+    after: int | None, warm: str | None, ready_fd: int | None = None, limits: ResidentLimits = RESIDENT_LIMITS
+) -> int:
+    """The resident searcher's life: lock, warm up, listen, answer until idle or stopped. It listens
+    only once warm, so a socket that accepts is one that answers at once (until then a command runs
+    in-process); `ready_fd`, when given, is told "1" then (quarry.resident.start.start_ready)."""
+    home = quarry_home()
+    os.environ["QUARRY_RESIDENT"] = "0"  # a command run here never hands itself on
+    path = socket_path(home)
+    if path is None:
+        return 0  # a client would not reach it either
+    lock_fd = os.open(run_dir(home) / "resident.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        _leave_to(home, lock_fd)  # another resident searcher of this home runs: it stays, this one leaves
+        return 0
+    os.ftruncate(lock_fd, 0)
+    os.write(lock_fd, str(os.getpid()).encode())  # who holds the lock, for a copy that leaves (`_leave_to`)
+
+    def stop(_sig: int, _frame: Any) -> None:
+        raise _Stop
+
+    signal.signal(signal.SIGTERM, stop)
+    inode = None
+    try:
+        record_process(home, RECORD_NAME, os.getpid())
+        if after:
+            _wait_for(after, limits.spawner_wait_s)
+        app = _warm_up(warm)
+        signal.signal(signal.SIGTERM, stop)  # the JVM, started since, installs its own handler
+        own = settings()
+        sock = _bind(path)
+        inode = os.stat(path).st_ino
+        if ready_fd is not None:
+            os.write(ready_fd, b"1")
+            os.close(ready_fd)
+        sock.settimeout(limits.idle_s)
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except TimeoutError:
+                break
+            with conn:
+                _serve_one(conn, app, own, limits)
+            sock.settimeout(limits.idle_s)
+    except _Stop:
+        pass
+    finally:
+        try:
+            if inode is not None and os.stat(path).st_ino == inode:
+                os.unlink(path)
+        except OSError:
+            pass
+        forget_self(home, RECORD_NAME)
+    return 0
+
+
+def _warm_up(collection: str | None) -> Any:
+    """Import the command line and open `collection` with one search, so the JVM, the tools and its
+    stores are loaded before the first command comes; the command line's group, to run commands."""
+    import typer.main
+
+    from quarry import cli_search
+    from quarry.cli import app
+
+    cli_search.collection_opener = WarmCollections()
+    group = typer.main.get_command(app)
+    if collection:
+        started = time.monotonic()
+        request = ResidentRequest(command="search", collection=collection, args=["search", collection, "warm up"])
+        reply = _run(group, request)
+        print(
+            json.dumps({"warmed": collection, "code": reply.code, "seconds": round(time.monotonic() - started, 2)}),
+            flush=True,
+        )
+    return group
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="quarry.resident.server")
+    parser.add_argument("--after", type=int, default=None, help="warm up once this process has ended")
+    parser.add_argument("--warm", default=None, help="the collection to open while warming up")
+    parser.add_argument("--ready-fd", type=int, default=None, help="write 1 to this pipe once listening")
+    args = parser.parse_args(argv)
+    sys.exit(serve(args.after, args.warm, args.ready_fd))
+
+
+if __name__ == "__main__":
+    main()

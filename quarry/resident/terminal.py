@@ -1,0 +1,59 @@
+"""A command's output captured in the resident searcher as the client's terminal would show it.
+
+The command line prints through two rich consoles (`quarry.console.out` and `.console`) and through
+sys.stdout/sys.stderr. Rich decides at a console's creation whether it writes to a terminal, with
+which colours and how wide — from the file it writes to and the environment. So for each command the
+two consoles are given, for its duration, the state of consoles created the way quarry.console
+creates them but writing to buffers that report the client's terminals (`_Buffer.isatty`) and
+reading the client's terminal environment: an error line is coloured exactly when it would have
+been, and a pipe gets plain text, as in-process.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+
+from quarry.resident.protocol import Terminal
+
+
+class _Buffer(io.StringIO):
+    """Captured text that says whether the client's stream is a terminal, and its encoding."""
+
+    def __init__(self, tty: bool, encoding: str) -> None:
+        super().__init__()
+        self._tty, self._encoding = tty, encoding
+
+    def isatty(self) -> bool:
+        return self._tty
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._encoding
+
+
+@contextmanager
+def captured(terminal: Terminal) -> Iterator[tuple[_Buffer, _Buffer]]:
+    """(stdout, stderr) buffers that a command's output goes to while inside."""
+    from rich.console import Console
+
+    from quarry import console as shown
+
+    out = _Buffer(terminal.stdout_tty, terminal.encoding)
+    err = _Buffer(terminal.stderr_tty, terminal.encoding)
+    env = dict(terminal.env)
+    swaps = [
+        (shown.out, Console(soft_wrap=True, emoji=False, file=out, _environ=env)),
+        (shown.console, Console(stderr=True, soft_wrap=True, emoji=False, file=err, _environ=env)),
+    ]
+    saved = [dict(target.__dict__) for target, _ in swaps]
+    try:
+        for target, fresh in swaps:
+            target.__dict__.update(fresh.__dict__)
+        with redirect_stdout(out), redirect_stderr(err):
+            yield out, err
+    finally:
+        for (target, _), state in zip(swaps, saved, strict=True):
+            target.__dict__.clear()
+            target.__dict__.update(state)
