@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,7 +17,9 @@ from quarry.temporal_access import AddressOpt
 from stores.dense_sizes import DURABLE_MIN_CHUNKS
 from stores.errors import QuarryError
 from stores.home import list_collections
-from stores.profiles import ProfileStatus, profile_path, profile_status
+
+if TYPE_CHECKING:  # a type only: profiles are pydantic models, loaded by the command that lists them
+    from stores.profiles import ProfileStatus
 
 commands = typer.Typer()
 
@@ -328,6 +330,8 @@ def check_bm25(k1: float | None, b: float | None) -> None:
 @commands.command("collections")
 def collections_cmd(json_out: JsonOpt = False) -> None:
     """List ingested collections, with each one's self-tuned profile (`quarry tune NAME --self`)."""
+    from stores.profiles import profile_path, profile_status
+
     names = list(list_collections())
     statuses: dict[str, ProfileStatus] = {}
     errors: dict[str, QuarryError] = {}

@@ -5,7 +5,6 @@ it (quarry.cli_job_control) so each module stays one concern."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import sys
 from datetime import timedelta
@@ -18,7 +17,6 @@ from quarry import temporal_access as temporal
 from quarry.console import console, fail, out, print_json, safe, terminal_safe
 from quarry.dense_build import is_dense_build
 from quarry.ended_job import render_ended
-from quarry.export import export, suffix_hint
 from quarry.job_progress import WithStepDetail, WorkerWarmingUp, step_detail, with_round_so_far
 from quarry.job_records import exit_for, final, known_job, record_termination, seen_terminated, store, trace_file
 from quarry.jobs_render import render_progress, render_result, usage_line
@@ -48,6 +46,8 @@ def job_rows(
         seen = (temporal_view or {}).get(r["job_id"])
         if r["status"] == "running" and seen and seen not in ("running", "continued_as_new"):
             r["status"] = seen  # e.g. terminated or timed out outside Quarry
+            import asyncio  # lazy: asyncio (with ssl) is ~30 ms of start-up
+
             if (
                 seen == "terminated"
                 and (reason := asyncio.run(record_termination(r["job_id"], r, address))) is not None
@@ -330,6 +330,8 @@ def job_result(
 def exported(result: dict[str, Any], fmt: str) -> str:
     """A result in an export format (`job export`, `quarry mcp`'s job_result BibTeX), its ranked
     documents' records read from the collection when it still exists."""
+    from quarry.export import export  # lazy: the export formats load pydantic's records
+
     records = {}
     try:
         from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
@@ -378,5 +380,7 @@ def job_export(
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
         console.print(f"wrote {len(result.get('ranked', []))} documents as {fmt} to {safe(output)}", highlight=False)
+        from quarry.export import suffix_hint
+
         if (hint := suffix_hint(fmt, output)) is not None:
             console.print(terminal_safe(hint), markup=False, highlight=False)

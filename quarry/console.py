@@ -7,17 +7,18 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.filesize import decimal
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Task, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
 from stores.errors import QuarryError, printable
-from stores.readers import BYTE_STAGES, ProgressFn
+
+if TYPE_CHECKING:  # the readers and rich's progress bars load with the first bar, not with every command
+    from rich.progress import ProgressColumn
+
+    from stores.readers import ProgressFn
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)  # never hard-wrap paths in error messages
 out = Console(soft_wrap=True, emoji=False)
@@ -68,25 +69,38 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
-class DoneOfTotal(ProgressColumn):
-    """`done/total` as a count, or as sizes for a stage followed in bytes (stores.readers.BYTE_STAGES:
-    "1.2 GB/2.4 GB", not "1200000000/2400000000")."""
+def done_of_total() -> ProgressColumn:
+    """A progress column showing `done/total` as a count, or as sizes for a stage followed in bytes
+    (stores.readers.BYTE_STAGES: "1.2 GB/2.4 GB", not "1200000000/2400000000"). Built on first use
+    so that a command drawing no bar never imports rich's progress machinery."""
+    from rich.filesize import decimal
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
 
-    def render(self, task: Task) -> Text:
-        done, total = int(task.completed), None if task.total is None else int(task.total)
-        if task.fields.get("bytes"):
-            return Text(f"{decimal(done)}/{decimal(total) if total is not None else '?'}", style="progress.download")
-        return Text(f"{done}/{total if total is not None else '?'}", style="progress.download")
+    class DoneOfTotal(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            done, total = int(task.completed), None if task.total is None else int(task.total)
+            if task.fields.get("bytes"):
+                return Text(
+                    f"{decimal(done)}/{decimal(total) if total is not None else '?'}", style="progress.download"
+                )
+            return Text(f"{done}/{total if total is not None else '?'}", style="progress.download")
+
+    return DoneOfTotal()
 
 
 @contextmanager
 def progress_bar(enabled: bool = True) -> Iterator[ProgressFn]:
     """A ProgressFn drawing one bar per stage on stderr (silent when output is not a TTY)."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from stores.readers import BYTE_STAGES
+
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description:<10}"),
         BarColumn(),
-        DoneOfTotal(),
+        done_of_total(),
         TimeElapsedColumn(),
         console=console,
         transient=False,

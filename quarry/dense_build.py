@@ -6,21 +6,23 @@ cancel or a crash resumes from the batches already embedded."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stores.dense_sizes import DURABLE_MIN_CHUNKS
 from stores.errors import QuarryError
-from stores.readers import ProgressFn
 from workflows.dense_progress import progress_line
 from workflows.shared import task_queue
 
+if TYPE_CHECKING:  # a type only: the readers (and pydantic's records) load when a build runs
+    from stores.readers import ProgressFn
+
 DENSE_PREFIX = "dense-"
 POLL_EVERY_S = 1.0  # how often a following command asks the build where it stands
+BUILDS_MARK = "dense-builds"  # in QUARRY_HOME: this home has started a durable build
 
 
 # A build id as `dense_build_id` makes it (versions as `stores.collection_versions` names them):
@@ -43,6 +45,13 @@ def dense_build_id(home: Path, name: str, version: str | None) -> str:
     """The build's workflow id: the same for the same home, collection and version."""
     digest = hashlib.sha1(str(home.resolve()).encode()).hexdigest()[:8]
     return f"{DENSE_PREFIX}{name}-{version or 'root'}-{digest}"
+
+
+def has_builds(home: Path) -> bool:
+    """Whether this home ever started a durable build (`start_or_attach` marks it): `quarry job
+    list` asks Temporal for builds only then, since the question costs temporalio's client (over a
+    second of start-up) in every home that has none."""
+    return (home / BUILDS_MARK).exists()
 
 
 def runs_durable(chunks: int, durable: bool | None) -> bool:
@@ -68,6 +77,7 @@ async def start_or_attach(client: Any, home: Path, name: str, version: str | Non
     if version is not None:
         pin_version(root, build_id, version)
     inp = DenseBuildInput(collection=name, version=version, **options)
+    (home / BUILDS_MARK).touch()  # before the start: a build that starts is always listed
     try:
         return await client.start_workflow(
             DenseIndexBuild.run,
@@ -110,6 +120,8 @@ async def watch_build(client: Any, build_id: str, emit: Callable[[str], None]) -
 async def _until_done(handle: Any, told: Callable[[dict[str, Any]], None], every_s: float) -> dict[str, Any]:
     """The build's result, asking its progress every `every_s` meanwhile (and once at the end); a
     failed or cancelled build raises its QuarryError (`build_error`)."""
+    import asyncio  # lazy: asyncio (with ssl) is ~30 ms of start-up
+
     finished = asyncio.ensure_future(handle.result())
     name = "NAME"
     try:

@@ -6,23 +6,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from quarry.console import console, terminal_safe
-from stores.readers import ProgressFn
 from workflows.dense_progress import duration_text
+
+if TYPE_CHECKING:  # types only: rich's progress bars load with the first bar, not with every command
+    from rich.console import Console
+    from rich.progress import ProgressColumn
+
+    from stores.readers import ProgressFn
 
 PLAIN_PROGRESS_EVERY_S = 10.0  # plain progress lines (stderr not a terminal: logs, pipes) at least this often…
 PLAIN_PROGRESS_EVERY_PCT = 10  # …and at every this many percent
@@ -82,15 +75,16 @@ class PlainProgress:
         return " · ".join(parts) + (f" {self.note}" if self.note else "")
 
 
-class _RateColumn(ProgressColumn):
-    """'42.0 chunks/s' (blank until rich has a speed)."""
+def rate_column(unit: str) -> ProgressColumn:
+    """A column showing '42.0 chunks/s' (blank until rich has a speed); built with the first bar."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
 
-    def __init__(self, unit: str) -> None:
-        super().__init__()
-        self.unit = unit
+    class RateColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            return Text(f"{task.speed:,.1f} {unit}/s" if task.speed else "", style="progress.data.speed")
 
-    def render(self, task: Any) -> Text:
-        return Text(f"{task.speed:,.1f} {self.unit}/s" if task.speed else "", style="progress.data.speed")
+    return RateColumn()
 
 
 @contextmanager
@@ -117,12 +111,21 @@ def embedding_progress(
             lambda line: to.print(terminal_safe(line), markup=False, highlight=False), unit=unit, note=note, clock=clock
         )
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn(unit),
-        _RateColumn(unit),
+        rate_column(unit),
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import cast
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, cast
 
 from nodes.job.config import JOB_BOUNDS, SEARCH_PROFILES, JobConfig, ModelSettings, Price, SearchProfile
 from stores.errors import QuarryError
+
+if TYPE_CHECKING:  # a type only: pydantic loads with the price table that needs it
+    from pydantic import ValidationError
 
 
 def job_config(
@@ -136,6 +137,8 @@ def load_prices(path: Path | None) -> dict[str, Price]:
     checked against nodes.job.usage.PriceTable: every price a finite number from 0 to MAX_PRICE (not
     a boolean, not NaN or Infinity), `input` and `output` given, no other keys. A bad table is one
     `bad_prices` error naming the model and field, before anything is submitted."""
+    from pydantic import ValidationError
+
     from nodes.job.usage import DEFAULT_PRICES, PriceTable
 
     table = dict(DEFAULT_PRICES)

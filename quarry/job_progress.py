@@ -4,7 +4,6 @@ still warming up."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -96,6 +95,8 @@ class WithStepDetail:
         return getattr(self._handle, name)
 
     async def query(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        import asyncio  # lazy: asyncio (with ssl) is ~30 ms of start-up
+
         p = await self._handle.query(name, *args, **kwargs)
         if name == "progress" and isinstance(p, dict):
             p = await asyncio.to_thread(with_round_so_far, self._job_id, p)

@@ -4,7 +4,6 @@ span), the result of a job that ended, and the exit status a result gives."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 from typing import Any
 
@@ -66,6 +65,8 @@ async def record_termination(job_id: str, row: dict[str, Any] | None, address: s
 def seen_terminated(job_id: str, row: dict[str, Any], address: str | None = None) -> dict[str, Any]:
     """The job's row, after asking the server (if it answers) whether a job the store calls
     running was terminated outside Quarry."""
+    import asyncio  # lazy: asyncio (with ssl) is ~30 ms of start-up
+
     if (
         not reachable(temporal.current_address(address))
         or asyncio.run(record_termination(job_id, row, address)) is None

@@ -4,7 +4,6 @@ QuarryError that says what to do (never a traceback)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from quarry.console import fail
-from quarry.dense_build import collection_of_build
+from quarry.dense_build import collection_of_build, has_builds
 from stores.errors import QuarryError
 from stores.home import quarry_home
 from workflows.address import ENV, Resolved, resolve_address
@@ -59,6 +58,8 @@ def attempt(coro: Coroutine[Any, Any, Any], job_id: str | None = None, address: 
     """Run a Temporal conversation; its failures come out as one QuarryError (never a traceback),
     for a command to print (`run`) or to answer itself (`job progress` while a worker warms up).
     A RuntimeError that is not Temporal's (a bug) is not dressed up as a server failure."""
+    import asyncio  # lazy: asyncio (with ssl) is ~30 ms of start-up
+
     from temporalio.client import RPCTimeoutOrCancelledError  # lazy: temporalio costs ~100 ms of start-up
     from temporalio.service import RPCError
 
@@ -121,7 +122,10 @@ def dense_builds(limit: int, address: str | None = None) -> list[dict[str, Any]]
     """This home's durable dense index builds (`quarry index NAME --dense` above the size
     threshold, or `--durable`), newest first, as Temporal's visibility sees them: their ids (what
     `quarry job watch` takes), status, collection and start; None when no server answers. They
-    are workflows on the home's task queue, not rows of the job store."""
+    are workflows on the home's task queue, not rows of the job store. A home that never started
+    one has none to list, and no server is asked (`has_builds`)."""
+    if not has_builds(quarry_home()):
+        return []
     if not reachable(current_address(address)):
         return None
 
@@ -148,6 +152,8 @@ def _visibility(coro: Coroutine[Any, Any, Any]) -> Any:
     """What a visibility listing returns, or None when it fails: it is an addition to the job
     store's list, never a reason to fail it. The coroutine is closed when it could not even start
     (called inside a running event loop), so nothing warns that it was never awaited."""
+    import asyncio  # lazy: asyncio (with ssl) is ~30 ms of start-up
+
     try:
         return asyncio.run(coro)
     except Exception:

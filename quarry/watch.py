@@ -8,7 +8,6 @@ budget and model usage. It ends with the job's result.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -63,6 +62,8 @@ class ProgressView:
 
 async def watch(handle: Any, emit: Callable[[str], None], every_s: float = EVERY_S) -> dict[str, Any]:
     """Print the job's progress until it ends; return its result."""
+    import asyncio  # lazy: asyncio (with ssl) is ~30 ms of start-up
+
     view = ProgressView()
     result_task = asyncio.ensure_future(handle.result())
     misses = 0
