@@ -9,11 +9,14 @@ ran — written before it replies, so counting lines after a command has returne
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import termios
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,6 +130,60 @@ def test_a_hostile_query_gets_the_same_answer_through_the_resident_searcher(
     handed = same_either_way(cacm_home, "search", "cacm", query)
     if handed.returncode != 0:
         assert handed.stderr.count(b"error") == 1 and b"Traceback" not in handed.stderr
+
+
+def on_a_terminal(home: Path, *args: str, resident: bool, columns: int) -> bytes:
+    """What `quarry` writes to a terminal (stdout and stderr on one pty, `columns` wide; 0: a
+    terminal that reports no size, as `script` gives one)."""
+    main, other = os.openpty()
+    fcntl.ioctl(other, termios.TIOCSWINSZ, struct.pack("HHHH", 40 if columns else 0, columns, 0, 0))
+    environ = os.environ | {"QUARRY_RESIDENT": "1" if resident else "0", "TERM": "xterm-256color"}
+    environ.pop("COLUMNS", None)
+    proc = subprocess.Popen([str(QUARRY), "--home", str(home), *args], stdout=other, stderr=other, env=environ)
+    os.close(other)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 1 << 16)
+        except OSError:  # EIO: the command has ended and closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert proc.wait(timeout=600) is not None
+    return shown
+
+
+@pytest.mark.parametrize("columns", [100, 0])
+def test_a_terminal_sees_the_same_colours_and_text_either_way(cacm_home: Path, columns: int) -> None:
+    shown = []
+    for args in (
+        ("search", "cacm", ""),
+        ("search", "cacm", "parallel sorting", "--limit", "2"),
+        ("read", "cacm", "3075"),
+    ):
+        before = served(cacm_home)
+        alone = on_a_terminal(cacm_home, *args, resident=False, columns=columns)
+        handed = on_a_terminal(cacm_home, *args, resident=True, columns=columns)
+        assert handed == alone and served(cacm_home) == before + 1
+        shown.append(handed)
+    assert b"\x1b[1;31merror" in shown[0] and b"docid=3075" in shown[2]  # coloured on a terminal, as in-process
+
+
+def test_a_resident_search_imports_none_of_the_heavy_stack(cacm_home: Path) -> None:
+    """The client side stays lean: no Lucene, Chroma, torch, Temporal, LangGraph, typer, rich or pydantic."""
+    before = served(cacm_home)
+    traced = quarry(cacm_home, "search", "cacm", "sorting", resident=True, PYTHONPROFILEIMPORTTIME="1")
+    assert traced.returncode == 0 and served(cacm_home) == before + 1
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in traced.stderr.decode().splitlines()
+        if line.startswith("import time:")
+    }
+    heavy = ("pyserini", "jnius", "chromadb", "torch", "sentence_transformers", "temporalio", "langgraph")
+    heavy += ("langchain_core", "numpy", "pydantic", "typer", "rich", "quarry.cli", "stores.records")
+    assert not {m for m in imported if m.split(".")[0] in heavy or m in heavy}
 
 
 def test_other_settings_are_not_served_by_a_resident_searcher_started_with_different_ones(cacm_home: Path) -> None:

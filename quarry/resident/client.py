@@ -118,9 +118,11 @@ def _private_socket(path: str) -> bool | None:
 def _terminal() -> dict[str, Any]:
     env = {k: os.environ[k] for k in TERMINAL_VARS if k in os.environ}
     out_tty, err_tty = sys.stdout.isatty(), sys.stderr.isatty()
-    if (out_tty or err_tty) and "COLUMNS" not in env:
+    if (out_tty or err_tty) and "COLUMNS" not in env:  # rich asks the terminal; the resident process has none
         with contextlib.suppress(OSError):
-            env["COLUMNS"] = str(os.get_terminal_size((sys.stdout if out_tty else sys.stderr).fileno()).columns)
+            size = os.get_terminal_size((sys.stdout if out_tty else sys.stderr).fileno())
+            if size.columns > 0:  # a terminal without a size (rich then assumes 80, as the resident process does)
+                env |= {"COLUMNS": str(size.columns), "LINES": str(size.lines)}
     return {"stdout_tty": out_tty, "stderr_tty": err_tty, "encoding": sys.stdout.encoding or "utf-8", "env": env}
 
 
