@@ -1,38 +1,96 @@
 """`quarry` command line: the root command and its one error rule; every command is declared in
-the module of its concern, on that module's own `commands` Typer, and composed here."""
+the module of its concern, on that module's own `commands` Typer, and composed here.
+
+Composed lazily (`_LazyGroup`): a command's module is imported, and its signatures read by typer,
+when that command runs or a help screen lists it — so `quarry job list` never imports the modules
+of search, ingest, eval, serve or MCP. Each group lists its modules' commands in the order of
+`ROOT_MODULES` / `JOB_MODULES`, as `add_typer` would have.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit, TyperException
+from typer.main import get_command_from_info
 
-from quarry import (
-    cli_collections,
-    cli_eval,
-    cli_job_control,
-    cli_job_inspect,
-    cli_mcp,
-    cli_run,
-    cli_search,
-    cli_serve,
-    cli_trace,
-)
 from quarry.console import fail
 from stores.errors import QuarryError, disk_full
 from stores.home import quarry_home
 from workflows.process_exit import run_script
 
+# The modules whose `commands` make up each group, in the order its help lists them.
+ROOT_MODULES = (
+    "quarry.cli_collections",  # ingest, add, remove, index, collections
+    "quarry.cli_search",  # search, read
+    "quarry.cli_eval",  # eval, tune
+    "quarry.cli_run",  # server, worker, down, run
+    "quarry.cli_trace",  # trace
+    "quarry.cli_mcp",  # mcp
+    "quarry.cli_serve",  # serve
+)
+JOB_MODULES = (
+    "quarry.cli_job_inspect",  # list, show, progress, watch, result, export
+    "quarry.cli_job_control",  # cancel, terminate, stop, steer, rerun, mark
+)
 
-class _OneMessage(TyperGroup):
+
+class _LazyGroup(TyperGroup):
+    """A group whose commands come from `modules`, each imported on first need: looking a command
+    up imports the modules in order until one declares it; listing them (help, a typo's
+    suggestions) imports them all. The commands get the root's typer settings, as `add_typer`
+    gives them."""
+
+    modules: tuple[str, ...] = ()
+
+    def _load(self, until: str | None = None) -> Any:
+        loaded: dict[str, list[str]] = self.__dict__.setdefault("_loaded", {})
+        for module in self.modules:
+            if module not in loaded:
+                built = [
+                    get_command_from_info(
+                        info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
+                    )
+                    for info in importlib.import_module(module).commands.registered_commands
+                ]
+                self.commands.update({c.name: c for c in built if c.name})
+                loaded[module] = [c.name for c in built if c.name]
+            if until is not None and until in loaded[module]:
+                return self.commands[until]
+        return None
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        return super().get_command(ctx, cmd_name) or self._load(cmd_name)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        self._load()
+        lazy = [name for names in self.__dict__["_loaded"].values() for name in names]
+        return lazy + [name for name in super().list_commands(ctx) if name not in lazy]
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and super().get_command(ctx, args[0]) is None:
+            self._load(args[0])  # an unknown name's suggestions are drawn from every command
+        return super().resolve_command(ctx, args)
+
+
+class _JobGroup(_LazyGroup):
+    """`quarry job`: the commands that read a job, then those that act on it."""
+
+    modules = JOB_MODULES
+
+
+class _OneMessage(_LazyGroup):
     """The `quarry` command group: a QuarryError that a command did not catch, or a full disk
     anywhere (a raw sqlite3.OperationalError or OSError 28 from a store write), ends the command
     with one message, its hint and exit 2 — the same for every command, and inside CliRunner too
     (which never reaches `main`'s run_script)."""
+
+    modules = ROOT_MODULES
 
     def invoke(self, ctx):
         try:
@@ -69,17 +127,8 @@ def root(
         os.environ["QUARRY_HOME"] = str(home.expanduser().resolve())
 
 
-# The commands, in the order `quarry --help` lists them.
-app.add_typer(cli_collections.commands)  # ingest, add, remove, index, collections
-app.add_typer(cli_search.commands)  # search, read
-app.add_typer(cli_eval.commands)  # eval, tune
-app.add_typer(cli_run.commands)  # server, worker, down, run
-app.add_typer(cli_trace.commands)  # trace
-app.add_typer(cli_mcp.commands)  # mcp
-app.add_typer(cli_serve.commands)  # serve
-job = typer.Typer(no_args_is_help=True, help="Inspect and steer jobs.")
-job.add_typer(cli_job_inspect.commands)  # list, show, progress, watch, result, export
-job.add_typer(cli_job_control.commands)  # cancel, terminate, stop, steer, rerun
+# The commands: ROOT_MODULES' (listed first), then `job` with JOB_MODULES'.
+job = typer.Typer(cls=_JobGroup, no_args_is_help=True, help="Inspect and steer jobs.")
 app.add_typer(job, name="job")
 
 
