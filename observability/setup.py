@@ -39,6 +39,7 @@ from observability.jsonl_exporter import JsonlSpanExporter
 from observability.sampling import NoQuerySpans
 from observability.whole_activities import WholeActivities
 from stores.errors import QuarryError
+from stores.home import traces_dir as traces_dir  # re-exported: where trace files live is the home's layout
 
 if TYPE_CHECKING:
     from temporalio.plugin import SimplePlugin
@@ -47,11 +48,6 @@ PROTOCOLS = ("http/protobuf", "grpc")
 
 _lock = threading.Lock()
 _provider: TracerProvider | None = None
-
-
-def traces_dir(home: Path) -> Path:
-    """Where JSONL trace files live: `QUARRY_HOME/traces/<trace_id>.jsonl`."""
-    return Path(home) / "traces"
 
 
 def _otlp_exporter(env: Mapping[str, str]) -> SpanExporter | None:

@@ -11,7 +11,7 @@ import typer
 
 from quarry import temporal_access as temporal
 from stores.errors import QuarryError
-from stores.home import quarry_home
+from stores.home import quarry_home, traces_dir
 from stores.jobs import FINAL, JobStore
 from workflows.dev_server import reachable
 
@@ -31,14 +31,13 @@ def known_job(job_id: str) -> dict[str, Any] | None:
 
 def trace_file(trace_id: str | None) -> str:
     """Where the job's trace can be read: its local file when one exists, else where it went."""
-    from observability import traces_dir  # lazy: observability costs ~40 ms of start-up
-    from observability.setup import trace_files_on
-
     if not trace_id:
         return ""
     path = traces_dir(quarry_home()) / f"{trace_id}.jsonl"
     if path.is_file():
         return str(path)
+    from observability.setup import trace_files_on  # lazy: observability costs ~30 ms of start-up
+
     if not trace_files_on():
         return f"trace {trace_id} in your OTLP backend (local files are off: QUARRY_TRACE_FILES=0)"
     return ""

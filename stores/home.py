@@ -27,6 +27,12 @@ def quarry_home(explicit: str | os.PathLike[str] | None = None) -> Path:
 _HOME_MARKERS = ("jobs.sqlite", "collections", "run", "temporal.db", "traces", "logs")
 
 
+def traces_dir(home: Path) -> Path:
+    """Where JSONL trace files live: `QUARRY_HOME/traces/<trace_id>.jsonl` (here, not in
+    observability, so a command that only names a job's trace file does not load OpenTelemetry)."""
+    return Path(home) / "traces"
+
+
 def ensure_home(home: Path | None = None) -> Path:
     """The home folder, private to its owner: created 0700 when missing; an existing Quarry home
     (empty, or holding Quarry's files) that this user owns and that others can read is tightened

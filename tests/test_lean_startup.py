@@ -1,5 +1,5 @@
 """The front door starts lean: `import quarry.cli`, `quarry --help` and the job commands that read
-the job store import none of the heavy stacks (Lucene, Chroma, torch, Temporal, LangGraph, the HTTP
+the job store import none of the heavy stacks (Lucene, Chroma, torch, Temporal, LangGraph, OpenTelemetry, the HTTP
 and MCP servers) they do not use. Each command runs in a fresh interpreter, as a user runs it, and
 reports the modules it loaded when it exits; a heavy import creeping back into a front-door module
 fails here, long before anyone times it (bench/bench_commands.py measures the time)."""
@@ -33,6 +33,7 @@ HEAVY = (
     "mcp",
     "numpy",
     "networkx",
+    "opentelemetry",
 )
 NOT_AT_START = (*HEAVY, "pydantic", "pydantic_core")
 # The command modules `job list` has no use for (quarry.cli imports a command's module when it runs).
