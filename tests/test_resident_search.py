@@ -206,6 +206,19 @@ def test_after_add_the_resident_searcher_serves_the_new_version(small_home: Path
     same_either_way(small_home, "read", "small", "zq")
 
 
+def test_settings_damaged_in_place_are_reported_as_in_process(small_home: Path) -> None:
+    """A kill inside an in-place rewrite of the index's settings leaves a damaged file in the same
+    version: the resident searcher does not go on with what it read before; it says what in-process says."""
+    from stores.collection import Collection
+    from stores.lucene import META_FILE
+
+    assert start_ready(small_home, "small", WARM_S)
+    same_either_way(small_home, "search", "small", "retrieval")
+    (Collection("small", small_home).paths.lucene_dir / META_FILE).write_text('{"k1": 0.9, "b"')
+    damaged = same_either_way(small_home, "search", "small", "retrieval")
+    assert damaged.returncode == 2 and b"bad_index_meta" in damaged.stderr
+
+
 def test_the_first_command_answers_in_process_and_starts_one_that_quarry_down_stops(small_home: Path) -> None:
     first = same_either_way(small_home, "search", "small", "retrieval", served_by_resident=False)
     assert first.returncode == 0

@@ -50,22 +50,36 @@ class _Stop(BaseException):
 class WarmCollections:
     """`quarry.cli_search.collection_opener` in the resident process: each collection's stores kept
     open while its files are the ones opened — its current version, and in that version the same
-    Lucene and dense index folders (`quarry index` can store new BM25 parameters, or a dense index,
-    in place). Anything else opens afresh, exactly as the in-process command does."""
+    corpus store, Lucene and dense index folders and their settings files (`quarry index` can store
+    new BM25 parameters, or a dense index, in place; a kill inside such a write leaves a damaged
+    file the in-process command reports). Anything else opens afresh, as the in-process command does."""
 
     def __init__(self) -> None:
         self._open: dict[str, tuple[tuple, Any]] = {}
 
     @staticmethod
     def _stamp(paths: Any) -> tuple:
-        def seen(path: Path) -> tuple[int, int] | None:
+        def seen(path: Path) -> tuple | None:
             try:
                 st = path.stat()
             except OSError:
                 return None
-            return st.st_ino, st.st_mtime_ns
+            return st.st_ino, st.st_mtime_ns, st.st_size
 
-        return paths.version, seen(paths.version_dir), seen(paths.lucene_dir), seen(paths.chroma_dir)
+        def listing(folder: Path) -> tuple | None:  # its files as they are now: a settings file rewritten too
+            try:
+                with os.scandir(folder) as entries:
+                    return tuple(sorted((e.name, seen(Path(e.path))) for e in entries))
+            except OSError:
+                return None
+
+        return (
+            paths.version,
+            seen(paths.version_dir),
+            seen(paths.corpus_db),
+            listing(paths.lucene_dir),
+            listing(paths.chroma_dir),
+        )
 
     def __call__(self, name: str) -> Any:
         from stores.collection import Collection
@@ -82,6 +96,25 @@ class WarmCollections:
         return col
 
 
+# Quarry's own packages: a process that keeps running while they change on disk (an update, a
+# checkout) would answer with old code, or with old and new mixed once it imports a module late.
+PACKAGES = ("quarry", "stores", "nodes", "graphs", "workflows", "observability", "evals")
+
+
+CODE_CHANGED = "Quarry's code changed since this searcher started"
+
+
+def code_stamp() -> dict[str, int]:
+    """Every source file of Quarry's packages with its modification time (234 files: half a ms)."""
+    root = Path(__file__).resolve().parents[2]
+    stamp = {}
+    for package in PACKAGES:
+        for path in (root / package).rglob("*.py"):
+            with contextlib.suppress(OSError):
+                stamp[str(path)] = path.stat().st_mtime_ns
+    return stamp
+
+
 def _run(app: Any, request: ResidentRequest) -> ResidentReply:
     """Run the command's arguments through the command line, as the `quarry` executable would."""
     with captured(request.terminal) as (out, err):
@@ -93,8 +126,13 @@ def _run(app: Any, request: ResidentRequest) -> ResidentReply:
     return ResidentReply(stdout=out.getvalue(), stderr=err.getvalue(), code=code)
 
 
-def _answer(app: Any, raw: bytes, own: dict[str, str]) -> Fallback | ResidentReply:
+def _answer(app: Any, raw: bytes, own: dict[str, str], code: dict[str, int]) -> Fallback | ResidentReply:
+    """The command's reply, or a fallback: the request is not one it takes, its settings or
+    Quarry's code differ from what this process runs, or the command failed unexpectedly here."""
     from pydantic import ValidationError
+
+    if code_stamp() != code:
+        return Fallback(fallback=CODE_CHANGED)
 
     try:
         request = ResidentRequest.model_validate_json(raw)
@@ -133,10 +171,13 @@ def _same_user(conn: socket.socket) -> bool:
     return uid == os.geteuid()
 
 
-def _serve_one(conn: socket.socket, app: Any, own: dict[str, str], limits: ResidentLimits) -> None:
+def _serve_one(
+    conn: socket.socket, app: Any, own: dict[str, str], code: dict[str, int], limits: ResidentLimits
+) -> bool:
+    """Answer one connection; False once this process should leave (its code changed on disk)."""
     raw = _read_request(conn, limits) if _same_user(conn) else None
     if raw is None:
-        return
+        return True
     lock, done = threading.Lock(), threading.Event()
 
     def keep_alive() -> None:
@@ -151,7 +192,7 @@ def _serve_one(conn: socket.socket, app: Any, own: dict[str, str], limits: Resid
     beat.start()
     started = time.monotonic()
     try:
-        reply = _answer(app, raw, own)
+        reply = _answer(app, raw, own, code)
     finally:
         done.set()
         beat.join()
@@ -160,6 +201,7 @@ def _serve_one(conn: socket.socket, app: Any, own: dict[str, str], limits: Resid
     print(json.dumps({"served": round(time.monotonic() - started, 3)} | shown), file=sys.__stdout__, flush=True)
     with lock, contextlib.suppress(OSError):  # the client gave up: it runs the command itself
         conn.sendall(reply.model_dump_json().encode("utf-8"))
+    return not (isinstance(reply, Fallback) and reply.fallback == CODE_CHANGED)
 
 
 def _leave_to(home: Path, lock_fd: int) -> None:
@@ -205,6 +247,7 @@ def serve(
     """The resident searcher's life: lock, warm up, listen, answer until idle or stopped. It listens
     only once warm, so a socket that accepts is one that answers at once (until then a command runs
     in-process); `ready_fd`, when given, is told "1" then (quarry.resident.start.start_ready)."""
+    code = code_stamp()  # before anything more is imported
     home = quarry_home()
     os.environ["QUARRY_RESIDENT"] = "0"  # a command run here never hands itself on
     path = socket_path(home)
@@ -243,7 +286,8 @@ def serve(
             except TimeoutError:
                 break
             with conn:
-                _serve_one(conn, app, own, limits)
+                if not _serve_one(conn, app, own, code, limits):
+                    break  # the next command starts a searcher on the new code
             sock.settimeout(limits.idle_s)
     except _Stop:
         pass
