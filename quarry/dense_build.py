@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from stores.dense_sizes import DURABLE_MIN_CHUNKS
 from stores.errors import QuarryError
 from workflows.dense_progress import progress_line
-from workflows.shared import task_queue
 
 if TYPE_CHECKING:  # a type only: the readers (and pydantic's records) load when a build runs
     from stores.readers import ProgressFn
@@ -71,6 +70,7 @@ async def start_or_attach(client: Any, home: Path, name: str, version: str | Non
     from stores.versions import pin_version, unpin
     from workflows.dense_activities import DenseBuildInput
     from workflows.dense_index import DenseIndexBuild
+    from workflows.shared import task_queue
 
     build_id = dense_build_id(home, name, version)
     root = collection_paths(name, home).root

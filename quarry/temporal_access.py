@@ -17,7 +17,6 @@ from stores.home import quarry_home
 from workflows.address import ENV, Resolved, resolve_address
 from workflows.dev_server import reachable, server_record
 from workflows.rpc_errors import ServerUnreachable, quarry_error
-from workflows.shared import task_queue, web_ui_url
 
 if TYPE_CHECKING:
     from temporalio.client import RPCTimeoutOrCancelledError
@@ -99,6 +98,8 @@ def ui_base(address: str | None = None) -> str:
 
 def web_ui(job_id: str, address: str | None = None) -> str:
     """The job's page in the Web UI of the server in use ('' when that UI is unknown)."""
+    from workflows.shared import web_ui_url  # lazy: with the job configuration, ~10 ms of start-up
+
     return web_ui_url(job_id, ui_base(address))
 
 
@@ -107,6 +108,8 @@ def temporal_statuses(limit: int, address: str | None = None) -> dict[str, str] 
     when the server cannot be reached."""
     if not reachable(current_address(address)):
         return None
+
+    from workflows.shared import task_queue
 
     async def main() -> dict[str, str]:
         conn = await client(address)
@@ -128,6 +131,8 @@ def dense_builds(limit: int, address: str | None = None) -> list[dict[str, Any]]
         return []
     if not reachable(current_address(address)):
         return None
+
+    from workflows.shared import task_queue
 
     async def main() -> list[dict[str, Any]]:
         conn = await client(address)
