@@ -41,6 +41,7 @@ from quarry.resident.protocol import Fallback, ResidentReply, ResidentRequest
 from quarry.resident.terminal import captured
 from stores.home import quarry_home
 from workflows.background_processes import forget_self, record_process, recorded_pid, run_dir
+from workflows.process_exit import run_script
 
 
 class _Stop(BaseException):
@@ -328,7 +329,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warm", default=None, help="the collection to open while warming up")
     parser.add_argument("--ready-fd", type=int, default=None, help="write 1 to this pipe once listening")
     args = parser.parse_args(argv)
-    sys.exit(serve(args.after, args.warm, args.ready_fd))
+    # Like every Quarry program, through run_script: a QuarryError (a home that is not this user's)
+    # is one line in its log and exit 2, not a traceback.
+    run_script(lambda: sys.exit(serve(args.after, args.warm, args.ready_fd)))
 
 
 if __name__ == "__main__":
