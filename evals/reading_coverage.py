@@ -106,4 +106,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from workflows.process_exit import run_script
+
+    run_script(main)

@@ -38,6 +38,19 @@ def quarry_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield home
 
 
+@pytest.fixture(autouse=True)
+def _quarry_home_restored() -> Iterator[None]:
+    """QUARRY_HOME as it was before each test: the command line run in-process (CliRunner) with
+    `--home` sets it for the process, as it must for the stores it calls, and a later test that
+    reads the home from the environment would otherwise find that test's home."""
+    before = os.environ.get("QUARRY_HOME")
+    yield
+    if before is None:
+        os.environ.pop("QUARRY_HOME", None)
+    else:
+        os.environ["QUARRY_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def shared_collection(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory):
     """`shared`: 70 topic documents that all mention "retrieval", plus one 302-line document."""
