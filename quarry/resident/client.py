@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 SOCKET_NAME = "resident.sock"  # in QUARRY_HOME/run (0700), itself 0600
+# Beside it, the running searcher's own limits (nodes.job.config.ResidentLimits) as it states them:
+# the client reads how long to wait there rather than import the configuration (a third of its start).
+LIMITS_NAME = "resident-limits.json"
 RECORD_NAME = "resident"  # its record, QUARRY_HOME/run/resident.pid (workflows.background_processes)
 # AF_UNIX addresses hold 108 bytes with the terminating NUL; a longer path cannot be bound or reached.
 MAX_SOCKET_PATH = 107
@@ -115,6 +118,17 @@ def _private_socket(path: str) -> bool | None:
     return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
 
 
+def _stated_silence(home: Path) -> float | None:
+    """How long the running searcher says to wait for a byte from it (None: it says nothing usable)."""
+    try:
+        with open(home / "run" / LIMITS_NAME, encoding="utf-8") as fh:
+            wait = json.load(fh).get("silence_s")
+    except (OSError, ValueError, AttributeError):
+        return None
+    ok = isinstance(wait, int | float) and not isinstance(wait, bool) and 0 < wait <= 3600
+    return float(wait) if ok else None
+
+
 def _terminal() -> dict[str, Any]:
     env = {k: os.environ[k] for k in TERMINAL_VARS if k in os.environ}
     out_tty, err_tty = sys.stdout.isatty(), sys.stderr.isatty()
@@ -171,10 +185,9 @@ def answer(argv: list[str]) -> int | None:
     trusted = _private_socket(path)
     if trusted is False:
         return None
-    from nodes.job.config import RESIDENT_LIMITS
-
     reply = None
-    if trusted:
+    silence_s = _stated_silence(home)
+    if trusted and silence_s is not None:
         request = {
             "command": args[0],
             "collection": collection,
@@ -182,7 +195,7 @@ def answer(argv: list[str]) -> int | None:
             "settings": settings(),
             "terminal": _terminal(),
         }
-        reply = _exchange(path, request, RESIDENT_LIMITS.silence_s)
+        reply = _exchange(path, request, silence_s)
     if reply is None or "fallback" in reply:
         if reply is None:
             _spawn(home, collection)

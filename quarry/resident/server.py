@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from nodes.job.config import RESIDENT_LIMITS, ResidentLimits
-from quarry.resident.client import RECORD_NAME, settings, socket_path
+from quarry.resident.client import LIMITS_NAME, RECORD_NAME, settings, socket_path
 from quarry.resident.protocol import Fallback, ResidentReply, ResidentRequest
 from quarry.resident.terminal import captured
+from stores.atomic import write_atomic
 from stores.home import quarry_home
 from workflows.background_processes import forget_self, record_process, recorded_pid, run_dir
 from workflows.process_exit import run_script
@@ -105,14 +106,18 @@ PACKAGES = ("quarry", "stores", "nodes", "graphs", "workflows", "observability",
 CODE_CHANGED = "Quarry's code changed since this searcher started"
 
 
-def code_stamp() -> dict[str, int]:
-    """Every source file of Quarry's packages with its modification time (234 files: half a ms)."""
+def code_files() -> list[str]:
+    """Every source file of Quarry's packages (listed once: an update changes files that exist)."""
     root = Path(__file__).resolve().parents[2]
+    return [str(path) for package in PACKAGES for path in (root / package).rglob("*.py")]
+
+
+def code_stamp(files: list[str]) -> dict[str, int]:
+    """Those files' modification times (234 files: half a millisecond of stat calls)."""
     stamp = {}
-    for package in PACKAGES:
-        for path in (root / package).rglob("*.py"):
-            with contextlib.suppress(OSError):
-                stamp[str(path)] = path.stat().st_mtime_ns
+    for path in files:
+        with contextlib.suppress(OSError):
+            stamp[path] = os.stat(path).st_mtime_ns
     return stamp
 
 
@@ -132,7 +137,7 @@ def _answer(app: Any, raw: bytes, own: dict[str, str], code: dict[str, int]) -> 
     Quarry's code differ from what this process runs, or the command failed unexpectedly here."""
     from pydantic import ValidationError
 
-    if code_stamp() != code:
+    if code_stamp(list(code)) != code:
         return Fallback(fallback=CODE_CHANGED)
 
     try:
@@ -248,7 +253,7 @@ def serve(
     """The resident searcher's life: lock, warm up, listen, answer until idle or stopped. It listens
     only once warm, so a socket that accepts is one that answers at once (until then a command runs
     in-process); `ready_fd`, when given, is told "1" then (quarry.resident.start.start_ready)."""
-    code = code_stamp()  # before anything more is imported
+    code = code_stamp(code_files())  # before anything more is imported
     home = quarry_home()
     os.environ["QUARRY_RESIDENT"] = "0"  # a command run here never hands itself on
     path = socket_path(home)
@@ -275,6 +280,7 @@ def serve(
         app = _warm_up(warm)
         signal.signal(signal.SIGTERM, stop)  # the JVM, started since, installs its own handler
         own = settings()
+        write_atomic(run_dir(home) / LIMITS_NAME, json.dumps({"silence_s": limits.silence_s}), mode=0o600)
         sock = _bind(path)
         inode = os.stat(path).st_ino
         if ready_fd is not None:
