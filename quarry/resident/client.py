@@ -25,8 +25,8 @@ import os
 import socket
 import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 SOCKET_NAME = "resident.sock"  # in QUARRY_HOME/run (0700), itself 0600
 # Beside it, the running searcher's own limits (nodes.job.config.ResidentLimits) as it states them:
@@ -53,13 +53,13 @@ TERMINAL_VARS = (
 SWITCH = "QUARRY_RESIDENT"
 
 
-def switched_off(environ: Any = None) -> bool:
+def switched_off(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the resident searcher is turned off (`QUARRY_RESIDENT=0`, `false`, `no` or `off`)."""
     raw = (environ if environ is not None else os.environ).get(SWITCH, "")
     return raw.strip().lower() in ("0", "false", "no", "off")
 
 
-def settings(environ: Any = None) -> dict[str, str]:
+def settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The QUARRY_* settings that can change what a command prints (every one but the home, which
     the socket's place already fixes, and the switch itself): the resident process runs a command
     only when its own are the same."""
@@ -129,7 +129,7 @@ def _stated_silence(home: Path) -> float | None:
     return float(wait) if ok else None
 
 
-def _terminal() -> dict[str, Any]:
+def _terminal() -> dict[str, object]:
     env = {k: os.environ[k] for k in TERMINAL_VARS if k in os.environ}
     out_tty, err_tty = sys.stdout.isatty(), sys.stderr.isatty()
     if (out_tty or err_tty) and "COLUMNS" not in env:  # rich asks the terminal; the resident process has none
@@ -140,7 +140,7 @@ def _terminal() -> dict[str, Any]:
     return {"stdout_tty": out_tty, "stderr_tty": err_tty, "encoding": sys.stdout.encoding or "utf-8", "env": env}
 
 
-def _exchange(path: str, request: dict[str, Any], silence_s: float) -> dict[str, Any] | None:
+def _exchange(path: str, request: Mapping[str, object], silence_s: float) -> dict[str, object] | None:
     """Send one request, read the whole reply (leading keep-alive spaces allowed); None when
     nothing usable came back in time."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
