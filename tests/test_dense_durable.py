@@ -7,9 +7,11 @@ SIGKILL is tests/test_dense_durable_drill.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,35 @@ async def run_build(env, home: Path, name: str = NAME, **options: Any) -> tuple[
         return handle, result | {"seen": seen, "progress": await handle.query("progress")}
 
 
+@contextlib.asynccontextmanager
+async def build_held(
+    env, home: Path, name: str, version: str | None, monkeypatch: pytest.MonkeyPatch, at_batch: int
+) -> AsyncIterator[tuple[Any, threading.Event]]:
+    """A durable build on its own workers, held (in a worker thread) before it embeds batch
+    `at_batch` until the yielded event is set: `(handle, release)`, the build known to be waiting."""
+    held, release = threading.Event(), threading.Event()
+    real = StagedBuild.embed_batch
+
+    def gated(self, corpus, batch, after, **kw):
+        if batch >= at_batch and not release.is_set():
+            held.set()
+            release.wait(60)
+        return real(self, corpus, batch, after, **kw)
+
+    monkeypatch.setattr(StagedBuild, "embed_batch", gated)
+    queue = task_queue(home)
+    try:
+        async with (
+            build_worker(env.client, home=home, queue=queue),
+            build_embed_worker(env.client, home=home, queue=queue),
+        ):
+            handle = await start_or_attach(env.client, home, name, version, batch_chunks=BATCH_CHUNKS, max_in_flight=1)
+            await asyncio.wait_for(asyncio.to_thread(held.wait, 60), 70)
+            yield handle, release
+    finally:
+        release.set()
+
+
 async def test_durable_build_equals_a_clean_build_and_replays(env, dense_home: Path, clean) -> None:
     handle, result = await run_build(env, dense_home, segment_batches=3)  # continues as new every 3 batches
     col = Collection(NAME, dense_home)
@@ -122,34 +153,13 @@ async def test_cancel_leaves_the_live_index_and_a_rerun_resumes(
     before = (col.paths.chroma_dir / "dense.json").read_text()
     live = index_vectors(col)
 
-    held = threading.Event()
-    release = threading.Event()
     real = StagedBuild.embed_batch
-
-    def gated(self, corpus, batch, after, **kw):
-        if batch >= 2 and not release.is_set():
-            held.set()
-            release.wait(60)
-        return real(self, corpus, batch, after, **kw)
-
-    monkeypatch.setattr(StagedBuild, "embed_batch", gated)
-    queue = task_queue(dense_home)
-    try:
-        async with (
-            build_worker(env.client, home=dense_home, queue=queue),
-            build_embed_worker(env.client, home=dense_home, queue=queue),
-        ):
-            handle = await start_or_attach(
-                env.client, dense_home, NAME, col.version, batch_chunks=BATCH_CHUNKS, max_in_flight=1
-            )
-            await asyncio.wait_for(asyncio.to_thread(held.wait, 60), 70)
-            p = await handle.query("progress")
-            assert p["stage"] == "embedding" and p["batches_done"] == 2 and p["batches"] > 3
-            await handle.cancel()
-            with pytest.raises(WorkflowFailureError) as failed:
-                await asyncio.wait_for(handle.result(), 60)
-            release.set()
-    finally:
+    async with build_held(env, dense_home, NAME, col.version, monkeypatch, at_batch=2) as (handle, release):
+        p = await handle.query("progress")
+        assert p["stage"] == "embedding" and p["batches_done"] == 2 and p["batches"] > 3
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), 60)
         release.set()
     err = build_error(failed.value, NAME)
     assert err is not None and err.code == "cancelled" and "untouched" in err.message and "--dense" in err.hint
@@ -226,32 +236,11 @@ async def test_adds_during_a_durable_build_leave_its_version_pinned(
         add(name, [write_jsonl(tmp_path / f"extra{i}.jsonl", [doc])], home=dense_home)
         return Collection(name, dense_home).version
 
-    held, release = threading.Event(), threading.Event()
-    real = StagedBuild.embed_batch
-
-    def gated(self, corpus, batch, after, **kw):
-        if batch >= 1 and not release.is_set():
-            held.set()
-            release.wait(60)
-        return real(self, corpus, batch, after, **kw)
-
-    monkeypatch.setattr(StagedBuild, "embed_batch", gated)
-    queue = task_queue(dense_home)
-    try:
-        async with (
-            build_worker(env.client, home=dense_home, queue=queue),
-            build_embed_worker(env.client, home=dense_home, queue=queue),
-        ):
-            handle = await start_or_attach(
-                env.client, dense_home, name, version, batch_chunks=BATCH_CHUNKS, max_in_flight=1
-            )
-            await asyncio.wait_for(asyncio.to_thread(held.wait, 60), 70)
-            newest = [await asyncio.to_thread(add_one, i) for i in range(3)][-1]
-            assert (Collection(name, dense_home).paths.root / "versions" / version).is_dir(), "pinned: not pruned"
-            release.set()
-            result = await asyncio.wait_for(handle.result(), 120)
-    finally:
+    async with build_held(env, dense_home, name, version, monkeypatch, at_batch=1) as (handle, release):
+        newest = [await asyncio.to_thread(add_one, i) for i in range(3)][-1]
+        assert (Collection(name, dense_home).paths.root / "versions" / version).is_dir(), "pinned: not pruned"
         release.set()
+        result = await asyncio.wait_for(handle.result(), 120)
     assert result["version"] == version and result["embedded_batches"] == result["batches"]
     built = Collection(name, dense_home, version)
     assert built.version == version
