@@ -55,7 +55,7 @@ The printf command formats and prints its arguments.
 """
 
 
-def _pdf(path: Path, *, info: dict[str, str], xmp: bool) -> Path:
+def pdf_with_metadata(path: Path, *, info: dict[str, str], xmp: bool) -> Path:
     """A one-page PDF with the given Info entries and, with `xmp`, an XMP packet that says
     dc:date 2016-05-01, xmp:CreateDate 2015-01-02 and dc:creator "The PARI Group"."""
     from pypdf import PdfWriter
@@ -86,10 +86,10 @@ def test_pdf_year_and_authors_come_from_xmp_before_the_info_dictionary(tmp_path:
     folder = tmp_path / "pdfs"
     folder.mkdir()
     info = {"/Author": "Karim Belabas", "/CreationDate": "D:20170314120000Z", "/ModDate": "D:20240101000000Z"}
-    _pdf(folder / "both.pdf", info=info, xmp=True)
-    _pdf(folder / "info.pdf", info=info, xmp=False)
+    pdf_with_metadata(folder / "both.pdf", info=info, xmp=True)
+    pdf_with_metadata(folder / "info.pdf", info=info, xmp=False)
     (folder / "packed.pdf.gz").write_bytes(
-        gzip.compress(_pdf(tmp_path / "packed.pdf", info=info, xmp=True).read_bytes())
+        gzip.compress(pdf_with_metadata(tmp_path / "packed.pdf", info=info, xmp=True).read_bytes())
     )
     recs = _records(folder)
     assert recs["packed"].extras["sources"] == recs["both"].extras["sources"]  # gzipped, read as the PDF it holds
@@ -189,7 +189,9 @@ def test_markdown_front_matter_and_rst_fields_say_where_year_and_authors_came_fr
 def test_read_json_shows_where_the_year_came_from(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
-    _pdf(folder / "guide.pdf", info={"/CreationDate": "D:20170314120000Z", "/Author": "The PARI Group"}, xmp=False)
+    pdf_with_metadata(
+        folder / "guide.pdf", info={"/CreationDate": "D:20170314120000Z", "/Author": "The PARI Group"}, xmp=False
+    )
     (folder / "classgroups.html").write_text(HTML_PAGE, encoding="utf-8")
     (folder / "gp.1").write_text(MAN_PAGE, encoding="utf-8")
     (folder / "printf.md").write_text(MARKDOWN, encoding="utf-8")

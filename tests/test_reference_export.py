@@ -115,3 +115,56 @@ def test_pandoc_citeproc_renders_years_organisations_and_code_names(refs: Path, 
     printf = by_start["Rohe, Ludwig van der, Jr"]  # Chicago demotes the particle: "Rohe, Ludwig van der"
     assert "2017" in printf and "printf - " in printf and "Printf" not in printf, printf
     assert "SQLite over HTTP/2" in by_start["The PARI Group"] and "1984" in by_start["Knuth, Donald E"]
+
+
+def test_four_real_formats_export_with_year_and_authors_and_render_cleanly(quarry_home: Path, tmp_path: Path) -> None:
+    """A PDF whose Info and XMP carry a date and an author, an HTML page with citation tags, a man
+    page with a `.TH` date and a Markdown file with front matter — read as an ingest reads them,
+    ranked by a job, exported: each entry has its year and authors in BibTeX, RIS and CSL-JSON, and
+    pandoc renders the four with their years, the organisation as one name, the command `gp` in its case."""
+    import bibtexparser
+    import rispy
+
+    from stores.collection import ingest
+    from stores.jobs import JobStore
+    from tests.test_reference_data import HTML_PAGE, MAN_PAGE, MARKDOWN, pdf_with_metadata
+
+    folder = tmp_path / "docs"
+    (folder / "man1").mkdir(parents=True)
+    pdf_with_metadata(folder / "guide.pdf", info={"/Author": "Someone Else", "/CreationDate": "D:20100101"}, xmp=True)
+    (folder / "classgroups.html").write_text(HTML_PAGE, encoding="utf-8")
+    (folder / "man1" / "gp.1").write_text(MAN_PAGE, encoding="utf-8")
+    (folder / "printf.md").write_text(MARKDOWN, encoding="utf-8")
+    ingest(folder, "ref-formats", home=quarry_home, build_lucene=False)
+    years = {"guide": 2016, "classgroups": 2019, "man1/gp.1": 2018, "printf": 2021}
+    ranked = [{"docid": d, "score": 0.5, "rank_score": 0.1, "evidence": []} for d in years]
+    result = {"job_id": "job-formats", "collection": "ref-formats", "intent": "x", "status": "completed"}
+    with JobStore(quarry_home / "jobs.sqlite") as store:
+        store.create("job-formats", "ref-formats", "x", workflow_id="job-formats", trace_id=None)
+        store.finish("job-formats", {**result, "ranked": ranked})
+    out = {}
+    for fmt, name in (("bibtex", "f.bib"), ("ris", "f.ris"), ("csl-json", "f.json")):
+        out[fmt] = tmp_path / name
+        res = CliRunner().invoke(
+            app, ["--home", str(quarry_home), "job", "export", "job-formats", "--format", fmt, "-o", str(out[fmt])]
+        )
+        assert res.exit_code == 0, res.output
+
+    bib = bibtexparser.parse_string(out["bibtex"].read_text(encoding="utf-8"))
+    assert not bib.failed_blocks and sorted(int(e["year"]) for e in bib.entries) == sorted(years.values())
+    assert all(e.fields_dict.get("author") for e in bib.entries), [e.key for e in bib.entries]
+    assert "{The PARI Group}" in [e["author"] for e in bib.entries]
+    ris = rispy.loads(out["ris"].read_text(encoding="utf-8"))
+    assert sorted(int(e["year"]) for e in ris) == sorted(years.values()) and all(e.get("authors") for e in ris)
+    csl = json.loads(out["csl-json"].read_text(encoding="utf-8"))
+    assert sorted(i["issued"]["date-parts"][0][0] for i in csl) == sorted(years.values())
+    assert all(i.get("author") for i in csl) and [{"literal": "The PARI Group"}] in [i["author"] for i in csl]
+
+    for rendered, warnings in (_pandoc(out["csl-json"]), _pandoc(out["bibtex"])):
+        assert warnings == ""
+        lines = [line for line in rendered.splitlines() if line.strip()]
+        assert len(lines) == 4, rendered
+        assert all(any(str(y) in line for line in lines) for y in years.values()), rendered
+        assert any(line.startswith("The PARI Group.") for line in lines), rendered  # one name, whole
+        gp = next(line for line in lines if "2018" in line)  # the man page's NAME: "gp - the PARI calculator"
+        assert "gp - " in gp and "Gp" not in gp, gp
