@@ -181,8 +181,8 @@ def test_a_resident_search_imports_none_of_the_heavy_stack(cacm_home: Path) -> N
         for line in traced.stderr.decode().splitlines()
         if line.startswith("import time:")
     }
-    heavy = ("pyserini", "jnius", "chromadb", "torch", "sentence_transformers", "temporalio", "langgraph")
-    heavy += ("langchain_core", "numpy", "pydantic", "typer", "rich", "quarry.cli", "stores.records")
+    heavy = {"pyserini", "jnius", "chromadb", "torch", "sentence_transformers", "temporalio", "langgraph"}
+    heavy |= {"langchain_core", "numpy", "pydantic", "typer", "rich", "quarry.cli", "stores.records"}
     assert not {m for m in imported if m.split(".")[0] in heavy or m in heavy}
 
 
