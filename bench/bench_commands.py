@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from bench.slices import DEFAULT_DATASETS
 from workflows.process_exit import run_script
@@ -69,6 +69,12 @@ print(json.load(urllib.request.urlopen(req, timeout=60))["hits"][0]["docid"])
 """
 
 
+def stop(message: str) -> NoReturn:
+    """End the benchmark with why (run_script keeps a SystemExit's status, not its text)."""
+    print(message, file=sys.stderr)
+    raise SystemExit(1)
+
+
 def timed(args: list[str], env: dict[str, str]) -> float:
     """Wall seconds of one process, which must end as expected (a figure from a failed command means
     nothing): exit 0, or 1 for `job stop` of a finished job (its one message: nothing to stop)."""
@@ -76,7 +82,7 @@ def timed(args: list[str], env: dict[str, str]) -> float:
     done = subprocess.run(args, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     took = time.perf_counter() - started
     if done.returncode != (1 if args[-2:-1] == ["stop"] else 0) or "Traceback" in done.stderr:
-        raise SystemExit(f"{' '.join(args[:6])}… exited {done.returncode}: {done.stderr[-800:]}")
+        stop(f"{' '.join(args[:6])}… exited {done.returncode}: {done.stderr[-800:]}")
     return took
 
 
@@ -93,7 +99,7 @@ def quarry(env: dict[str, str], *args: str) -> str:
     """A quarry command's stdout, for the set-up."""
     done = subprocess.run([*executable(), *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
-        raise SystemExit(f"quarry {' '.join(args)} exited {done.returncode}: {done.stderr[-800:]}")
+        stop(f"quarry {' '.join(args)} exited {done.returncode}: {done.stderr[-800:]}")
     return done.stdout
 
 
