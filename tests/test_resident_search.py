@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from quarry.resident.client import SOCKET_NAME
+from quarry.resident.client import LIMITS_NAME, SOCKET_NAME
 from quarry.resident.start import start_ready
 from tests.fakes import topic_docs, write_jsonl
 from workflows.background_processes import identity, pid_of, pidfile, stop_detached
@@ -276,17 +276,21 @@ def test_a_resident_searcher_answering_garbage_is_not_believed(small_home: Path)
     impostor.bind(str(run / SOCKET_NAME))
     os.chmod(run / SOCKET_NAME, 0o600)
     impostor.listen(4)
+    (run / LIMITS_NAME).write_text('{"silence_s": 30}')  # what a running searcher states, so the client asks it
+    asked = threading.Event()
 
     def garbage() -> None:  # JSON, but not a reply: a number for stdout, text for the exit status
         conn, _ = impostor.accept()
         with conn:
             conn.recv(1 << 20)
+            asked.set()
             conn.sendall(b'{"stdout": 7, "stderr": "", "code": "x"}')
 
     answering = threading.Thread(target=garbage, daemon=True)
     answering.start()
     try:
         handed = quarry(small_home, "search", "small", "retrieval", resident=True)
+        assert asked.is_set(), "the client asked the impostor (else this tests nothing)"
         alone = quarry(small_home, "search", "small", "retrieval", resident=False)
         assert (handed.stdout, handed.stderr, handed.returncode) == (alone.stdout, alone.stderr, alone.returncode)
         assert handed.returncode == 0 and b"retrieval" in handed.stdout
