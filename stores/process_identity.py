@@ -4,6 +4,7 @@ never trusted once that process is gone and another took its number. Used by the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -24,3 +25,14 @@ def running_since(pid: int) -> str | None:
 def proc_readable() -> bool:
     """Whether this system has /proc to tell processes apart (else a pid is all there is)."""
     return Path("/proc/self/stat").is_file()
+
+
+def pid_runs(pid: int) -> bool:
+    """Whether a process runs under `pid` (one of another user's counts: it is there)."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return True

@@ -26,22 +26,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from stores.home import ensure_home
-from stores.process_identity import proc_readable, running_since
+from stores.process_identity import pid_runs, proc_readable, running_since
 
 SCRATCH_DIR = "tmp"
 SCRATCH_MAX_AGE_S = 7 * 24 * 3600  # without /proc: a pid can be reused, so age ends a folder's claim
 _NO_START = "x"  # the start time where /proc cannot tell it
 _OWNER = re.compile(r"(?P<pid>\d+)-(?P<start>\d+|x)-[^-]+$")
-
-
-def _pid_runs(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except PermissionError:
-        return True
-    except (OSError, ValueError):
-        return False
-    return True
 
 
 def scratch_root(home: Path) -> Path:
@@ -59,7 +49,7 @@ def _owner_alive(name: str, now: float, mtime: float) -> bool:
     pid, start = int(found["pid"]), found["start"]
     if proc_readable():
         return start != _NO_START and running_since(pid) == start
-    return _pid_runs(pid) and now - mtime < SCRATCH_MAX_AGE_S
+    return pid_runs(pid) and now - mtime < SCRATCH_MAX_AGE_S
 
 
 def sweep(home: Path, *, now: float | None = None) -> list[str]:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from stores.atomic import write_atomic
 from stores.home import ensure_home
-from stores.process_identity import proc_readable, running_since
+from stores.process_identity import pid_runs, proc_readable, running_since
 
 # The dev server's own record (pid, ports), kept by workflows.dev_server beside its pid file and
 # removed with it here.
@@ -41,11 +41,7 @@ SERVER_RECORD = "temporal-server.json"
 def alive(pid: int) -> bool:
     """Whether `pid` still runs (a child of this process that exited is reaped here: a zombie
     does not run)."""
-    try:
-        os.kill(pid, 0)
-    except PermissionError:
-        return True
-    except (OSError, ValueError):
+    if not pid_runs(pid):
         return False
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
