@@ -133,8 +133,28 @@ def _pandoc() -> str:
     raise Unreadable("a man page, and pandoc (which reads roff) is not installed: pip install pypandoc-binary")
 
 
+# A macro definition block (`.de NAME` … `..`, also `.am`, `.ig`). Pandoc's roff reader expands the
+# definitions it can and stops at one it cannot parse: Tcl's man.macros, copied into every Tcl
+# and Tk man page, hold a `.el \}\` that made pandoc refuse 121 of 122 Tcl command pages (issue 44).
+_MACRO_BLOCK = re.compile(
+    r"^[.'][ \t]*(?:de|de1|am|am1|ig)\b[^\n]*\n.*?^[.'][ \t]*\.[ \t]*$\n?", re.MULTILINE | re.DOTALL
+)
+
+
 def render(source: str, mdoc: bool) -> str:
-    """The plain text of a roff source, by pandoc."""
+    """The plain text of a roff source, by pandoc; when pandoc cannot parse the page, once more
+    without its macro definitions (the page's own macros are then left unexpanded, and their
+    arguments kept as text where pandoc reads them so)."""
+    try:
+        return _render(source, mdoc)
+    except Unreadable:
+        stripped = _MACRO_BLOCK.sub("", source)
+        if stripped == source:
+            raise
+        return _render(stripped, mdoc)
+
+
+def _render(source: str, mdoc: bool) -> str:
     try:
         run = subprocess.run(
             [_pandoc(), "-f", "mdoc" if mdoc else "man", "-t", "plain", "--wrap=none", "--sandbox"],
