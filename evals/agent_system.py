@@ -20,13 +20,14 @@ import asyncio
 import os
 import sys
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from evals.answer_judge import Grade, answer_metrics, grade, response_text
+from evals.answer_match import MatchGrade, grade_answer, match_metrics
 from nodes.job.config import JobConfig
 from nodes.job.usage import Usage
 from nodes.llm.models import ModelFactory, make_chat_model
@@ -155,9 +156,13 @@ def agent_runs(
     answers: Mapping[str, str] | None = None,
     depth: int = JobConfig.run_depth,
     on_done: Callable[[int, int], None] | None = None,
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[dict[str, list[tuple[str, float]]], dict]:
     """Run one job per query; return runs (docid, pseudo-score) and job statistics (each query's
-    trajectory, usage, grades of answers)."""
+    trajectory, usage, grades of answers, each job's result under "results").
+
+    A query with a reference answer (`answers`, with its `aliases`) runs in answer mode: its Exact
+    Answer is graded without a model (evals.answer_match), and by the grader model too when there is one."""
     options = options or AgentOptions()
     home = col.paths.root.parent.parent
     profile = None
@@ -167,7 +172,7 @@ def agent_runs(
         profile = self_profile(col, tune_if_missing=False)
     options = held_out_verifier(col.name, options, own_verifier=bool(profile and profile.verifier))
     grader = options.grader_spec()
-    answers = {q: a for q, a in (answers or {}).items() if q in texts} if grader else {}
+    answers = {q: a for q, a in (answers or {}).items() if q in texts}
     modes = {q: "answer" if q in answers else "list" for q in texts}
     results = asyncio.run(_run_jobs(col, texts, modes, home, POLICY_OF[system], options, on_done))
     jobs = JobStore(home / "jobs.sqlite")
@@ -201,6 +206,11 @@ def agent_runs(
         fallbacks += len(res.get("fallbacks") or [])
         runs[qid] = [(d, float(depth - i)) for i, d in enumerate(order)]
     grades, grader_usage = _grade(results, texts, answers, grader, options)
+    matched = [
+        grade_answer(q, results[q].get("answer"), [answers[q], *(aliases or {}).get(q, ())])
+        for q in sorted(answers, key=lambda q: (len(q), q))
+        if q in results
+    ]
     n = max(len(results), 1)
     stats = {
         "hallucination_rate": unknown / outputs if outputs else 0.0,
@@ -212,7 +222,10 @@ def agent_runs(
         "fallbacks_per_query": round(fallbacks / n, 3),
         "citation_hallucination_rate": round(removed / checked, 4) if checked else 0.0,
         "grades": {g.qid: g for g in grades},
+        "match_grades": {g.qid: g for g in matched},
+        "results": results,
     }
+    stats |= match_metrics(matched)
     if grades:
         stats |= answer_metrics(grades) | {"grader": grader, "grader_tokens": grader_usage.total_tokens}
     return runs, stats
@@ -245,9 +258,17 @@ def _grade(
     return grades, usage
 
 
-def graded_rows(grades: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """Per-query columns from the grades (correct 0/1, stated confidence)."""
-    return {q: {"correct": float(g.correct), "confidence": float(g.confidence)} for q, g in grades.items()}
+def graded_rows(
+    grades: Mapping[str, Any], matched: Mapping[str, MatchGrade] | None = None
+) -> dict[str, dict[str, float]]:
+    """Per-query columns from the grades (the judge's correct 0/1 and the confidence it read) and
+    the model-free grades (exact match 0/1, token F1, answer-text recall 0/1)."""
+    rows = {q: {"correct": float(g.correct), "confidence": float(g.confidence)} for q, g in grades.items()}
+    for q, m in (matched or {}).items():
+        rows.setdefault(q, {}).update(
+            {"exact_match": float(m.exact), "answer_f1": m.f1, "answer_recall": float(m.recall)}
+        )
+    return rows
 
 
 __all__ = ["TIERS", "AgentOptions", "agent_runs", "graded_rows", "trajectory_tiers"]

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from evals.answer_match import expected_calibration_error
 from nodes.evidence.answer_confidence import stated_confidence
 from nodes.job.config import JobConfig
 from nodes.job.usage import Usage
@@ -105,17 +106,7 @@ def grade(
 
 def calibration_error(grades: Sequence[Grade], bins: int = BINS) -> float:
     """Expected calibration error of stated confidence vs correctness (0 = perfectly calibrated)."""
-    if not grades:
-        return 0.0
-    total = 0.0
-    for b in range(bins):
-        lo, hi = b / bins, (b + 1) / bins
-        members = [g for g in grades if lo <= g.confidence / 100 < hi or (b == bins - 1 and g.confidence == 100)]
-        if members:
-            acc = sum(g.correct for g in members) / len(members)
-            conf = sum(g.confidence for g in members) / (100 * len(members))
-            total += len(members) / len(grades) * abs(acc - conf)
-    return round(total, 4)
+    return expected_calibration_error([(g.confidence / 100, g.correct) for g in grades], bins)
 
 
 def answer_metrics(grades: Sequence[Grade]) -> dict[str, float]:

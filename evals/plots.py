@@ -98,3 +98,27 @@ def per_query_differences(diffs: Mapping[str, float], path: Path, *, title: str,
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     return _save(fig, path)
+
+
+def reliability_diagram(bins: Sequence[tuple[float, float, int]], path: Path, *, title: str) -> Path:
+    """A reliability diagram: accuracy against mean stated confidence per bin (marker size: the bin's
+    answers), beside the diagonal of perfect calibration."""
+    fig = Figure(figsize=(4.8, 4.6))
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=0.8, label="calibrated")
+    if bins:
+        most = max(n for _, _, n in bins)
+        ax.scatter(
+            [c for c, _, _ in bins], [a for _, a, _ in bins], s=[30 + 170 * n / most for _, _, n in bins], zorder=3
+        )
+        ax.plot([c for c, _, _ in bins], [a for _, a, _ in bins], linewidth=1, label="answers")
+        for conf, acc, n in bins:
+            ax.annotate(str(n), (conf, acc), textcoords="offset points", xytext=(6, -10), fontsize=7)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("stated confidence")
+    ax.set_ylabel("share exactly right")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left")
+    return _save(fig, path)

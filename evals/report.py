@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytrec_eval
 
+from evals.answer_match import MATCH_COLUMNS
 from evals.metrics import BASE_METRICS, Qrels, Run
-from evals.plots import per_query_differences, recall_curves
+from evals.plots import per_query_differences, recall_curves, reliability_diagram
 from evals.runner import AGENT_SYSTEMS, SELF_SYSTEMS, EvalResult
 from evals.significance import ALPHA, RESAMPLES, SEED, compare
 from stores.collection import Collection
@@ -73,6 +74,7 @@ COLUMNS = {
     "graded": "answers graded",
     "calibration_error": "expected calibration error of stated confidence (10 bins)",
     "grader_tokens": "tokens the grader used",
+    **MATCH_COLUMNS,
 }
 SCALAR = (int, float, str)
 
@@ -285,6 +287,22 @@ def write_report(
         ]
         lines += ["| " + name + " | " + " | ".join(f"{c[d]:.4f}" for d in DEPTHS) + " |" for name, c in curves.items()]
         lines.append("")
+
+    for r in results:
+        if "reliability" in r.extras:
+            png = reliability_diagram(
+                r.extras["reliability"], out_dir / f"reliability-{r.system}.png", title=f"{col.name} · {r.system}"
+            )
+            lines += [
+                f"## Calibration of {r.system}'s confidence",
+                "",
+                f"![reliability of {r.system}]({png.name})",
+                "",
+                f"Exact match {r.extras.get('exact_match', 0):.1%} of {r.extras.get('answers_graded', 0)} answers; "
+                f"{r.extras.get('with_confidence', 0)} stated a confidence, expected calibration error "
+                f"{r.extras.get('confidence_ece', 0):.3f}.",
+                "",
+            ]
 
     grids = sorted(col.paths.runs_dir.glob("bm25-grid-*.png")) if col.paths.runs_dir.is_dir() else []
     if grids:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals.answer_match import MATCH_COLUMNS, confidence_pairs, reliability
 from evals.metrics import mean_metrics, per_query
 from evals.trec import write_run
 from nodes.job.config import JobConfig
@@ -305,7 +306,13 @@ def _evaluate_agent(
         bm25 = {"k1": profile.k1, "b": profile.b, "semantic_weight": profile.semantic_weight or 1.0}
     started = time.perf_counter()
     ranked, stats = agent_runs(
-        col, {q: texts[q] for q in qids}, system=system, options=options, answers=col.corpus.answers(), on_done=on_query
+        col,
+        {q: texts[q] for q in qids},
+        system=system,
+        options=options,
+        answers=col.corpus.answers(),
+        on_done=on_query,
+        aliases=col.corpus.answer_aliases(),
     )
     elapsed = time.perf_counter() - started
     run = {q: dict(r) for q, r in ranked.items()}
@@ -314,7 +321,7 @@ def _evaluate_agent(
     write_run(path, run, f"quarry-{system}")
     rows = per_query(judged, run)
     tiers = trajectory_tiers(judged, stats["trajectories"])
-    graded = graded_rows(stats["grades"])
+    graded = graded_rows(stats["grades"], stats["match_grades"])
     for qid, row in rows.items():
         row.update(tiers.get(qid, {}))
         row.update(graded.get(qid, {}))
@@ -331,4 +338,7 @@ def _evaluate_agent(
             for k in ("tokens_per_query", "dollars_per_query", "fallbacks_per_query", "citation_hallucination_rate")
         }
     extras |= {k: stats[k] for k in ("answer_accuracy", "calibration_error", "graded", "grader_tokens") if k in stats}
+    extras |= {k: stats[k] for k in MATCH_COLUMNS if k in stats}
+    if stats["match_grades"]:
+        extras["reliability"] = reliability(confidence_pairs(stats["match_grades"].values()))
     return EvalResult(col.name, system, split, len(qids), mean_metrics(judged, run), rows, path, extras, run)

@@ -50,6 +50,7 @@ CREATE TABLE docs (
 CREATE TABLE citations (citing TEXT NOT NULL, cited TEXT NOT NULL, PRIMARY KEY (citing, cited));
 CREATE TABLE queries (qid TEXT PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE answers (qid TEXT PRIMARY KEY, answer TEXT NOT NULL);
+CREATE TABLE answer_aliases (qid TEXT NOT NULL, alias TEXT NOT NULL, PRIMARY KEY (qid, alias));
 CREATE TABLE qrels (split TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL, score INTEGER NOT NULL,
     PRIMARY KEY (split, qid, docid));
 """
@@ -71,6 +72,8 @@ def source_fingerprint(src: CorpusSource) -> str:
     h.update(json.dumps([src.citations, src.queries, src.qrels], sort_keys=True).encode())
     if src.answers:  # only when present, so collections without answers keep their fingerprints
         h.update(json.dumps(src.answers, sort_keys=True).encode())
+    if src.answer_aliases:
+        h.update(json.dumps(src.answer_aliases, sort_keys=True).encode())
     return h.hexdigest()
 
 
@@ -103,6 +106,15 @@ def replace_extras(con: sqlite3.Connection, src: CorpusSource) -> None:
     con.executemany("INSERT INTO citations VALUES (?,?)", src.citations)
     con.executemany("INSERT INTO queries VALUES (?,?)", sorted(src.queries.items()))
     con.executemany("INSERT INTO answers VALUES (?,?)", sorted(src.answers.items()))
+    # A corpus stored before aliases were kept gets their table on its next ingest.
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS answer_aliases (qid TEXT NOT NULL, alias TEXT NOT NULL, PRIMARY KEY (qid, alias))"
+    )
+    con.execute("DELETE FROM answer_aliases")
+    con.executemany(
+        "INSERT OR IGNORE INTO answer_aliases VALUES (?,?)",
+        [(q, a) for q, aliases in sorted(src.answer_aliases.items()) for a in aliases],
+    )
     con.executemany(
         "INSERT OR REPLACE INTO qrels VALUES (?,?,?,?)",
         [(split, q, d, s) for split, rows in src.qrels.items() for q, d, s in rows],
@@ -340,6 +352,17 @@ class CorpusStore:
             return dict(self._con().execute("SELECT qid, answer FROM answers").fetchall())
         except sqlite3.OperationalError:  # a corpus written before answers were stored
             return {}
+
+    def answer_aliases(self) -> dict[str, list[str]]:
+        """Other accepted forms of each reference answer (answers.jsonl's "aliases"; {} when none)."""
+        out: dict[str, list[str]] = {}
+        try:
+            rows = self._con().execute("SELECT qid, alias FROM answer_aliases ORDER BY qid, alias").fetchall()
+        except sqlite3.OperationalError:  # a corpus written before aliases were stored
+            return out
+        for qid, alias in rows:
+            out.setdefault(qid, []).append(alias)
+        return out
 
     def splits(self) -> list[str]:
         return [r[0] for r in self._con().execute("SELECT DISTINCT split FROM qrels ORDER BY split")]

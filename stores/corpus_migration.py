@@ -29,7 +29,7 @@ def convert_old_layout(old_db: Path, new_db: Path) -> None:
         con.executescript(SCHEMA)
         have = {r[1] for r in src.execute("PRAGMA table_info(docs)")}
         tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        for table in ("meta", "citations", "queries", "answers", "qrels"):
+        for table in ("meta", "citations", "queries", "answers", "answer_aliases", "qrels"):
             if table in tables:
                 rows = src.execute(f"SELECT * FROM {table}").fetchall()
                 if rows:

@@ -46,6 +46,8 @@ class CorpusSource:
     citations: list[tuple[str, str]] = field(default_factory=list)
     queries: dict[str, str] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)  # reference answers by query id (answers.jsonl)
+    # Other forms a right answer may take ("5 minutes" beside "5min"): answers.jsonl's optional "aliases".
+    answer_aliases: dict[str, list[str]] = field(default_factory=dict)
     qrels: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "path: reason" of each bad file left out
@@ -64,6 +66,22 @@ def _keyed_texts(path: Path, key: str, problems: Problems, bad: str) -> dict[str
             problems.add(f"{path}:{no}", bad)
             continue
         out[str(qid)] = (no, text.strip())
+    return out
+
+
+def _answer_aliases(path: Path, problems: Problems) -> dict[str, list[str]]:
+    """answers.jsonl's optional "aliases" by query id: each a list of non-empty strings."""
+    out: dict[str, list[str]] = {}
+    if not path.is_file():
+        return out
+    for no, obj in _read_jsonl(path, Problems(), None):  # the lines' own problems are reported once, by _keyed_texts
+        if not isinstance(obj, dict) or "aliases" not in obj:
+            continue
+        aliases = obj["aliases"]
+        if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
+            problems.add(f"{path}:{no}", '"aliases" must be a list of non-empty strings')
+            continue
+        out[str(obj.get("_id"))] = [a.strip() for a in aliases]
     return out
 
 
@@ -357,9 +375,12 @@ def read_beir_extras(folder: Path, src: CorpusSource, problems: Problems) -> Non
     answers = _keyed_texts(
         folder / "answers.jsonl", "answer", problems, 'an answer needs an "_id" (a query id) and a non-empty "answer"'
     )
+    aliases = _answer_aliases(folder / "answers.jsonl", problems)
     for qid, (no, text) in answers.items():
         if qid in src.queries:
             src.answers[qid] = text
+            if aliases.get(qid):
+                src.answer_aliases[qid] = aliases[qid]
         else:
             problems.add(
                 f"{folder / 'answers.jsonl'}:{no}", f"answer for query {qid!r}, which queries.jsonl does not have"

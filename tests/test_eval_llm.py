@@ -100,6 +100,27 @@ def test_react_eval_grades_answers_and_reports_cost(qa_collection) -> None:
     assert len(grader.calls) == 2
     assert res.metrics["ndcg@10"] > 0 and res.extras["hallucination_rate"] == 0.0
     assert res.extras["citation_hallucination_rate"] == 0.0
+    # Graded without a model too: the Exact Answer against the reference (SQuAD normalisation).
+    assert res.extras["exact_match"] == 0.5 and res.extras["answers_graded"] == 2
+    assert res.per_query["qa1"]["exact_match"] == 1.0 and res.per_query["qa2"]["answer_f1"] == 0.0
+    assert res.extras["confidence_ece"] == pytest.approx(0.4) and res.extras["with_confidence"] == 2
+
+
+def test_the_default_agent_answers_and_is_graded_without_a_model(qa_collection, tmp_path) -> None:
+    """No grader and no model: questions with reference answers still run as answers, and each is
+    graded by exact match; a confidence is stated exactly when there is an Exact Answer."""
+    from evals.report import write_report
+
+    res = evaluate(qa_collection, "agent", agent=AgentOptions(config=JobConfig(max_seconds=120)))
+    assert res.extras["answers_graded"] == 2 and "answer_accuracy" not in res.extras
+    answered = res.extras["exact_answered"] * 2
+    assert res.extras["with_confidence"] == answered
+    assert set(res.per_query["qa1"]) >= {"exact_match", "answer_f1", "answer_recall"}
+    assert "exact_match" not in res.per_query["qa3"]  # no reference answer: a list job
+    report = write_report(tmp_path / "report", qa_collection, [res])
+    text = report.read_text()
+    assert "exact_match" in text and "## Calibration of agent's confidence" in text
+    assert (tmp_path / "report" / "reliability-agent.png").stat().st_size > 1000
 
 
 def test_calibration_error_by_bins() -> None:
