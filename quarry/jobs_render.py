@@ -7,6 +7,7 @@ MarkupError), and escape sequences are shown as `\\x1b…` instead of being obey
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodes.evidence.answer_confidence import stated_confidence
@@ -122,6 +123,13 @@ def render_error(error: Any) -> None:
     out.print(f"[red]error[/]: {_t(error)}", highlight=False)
 
 
+def plan_line(checklist: Sequence[Mapping[str, Any]]) -> str:
+    """The plan in one line, each item with its kind ("[topic] WAL checkpoints · [product]
+    PostgreSQL · [exclusion] not SQLite"): what the job checks documents against, and so what a
+    score beside a quote is a score of."""
+    return " · ".join(f"[{c.get('kind') or '?'}] {c.get('text', '')}" for c in checklist if c.get("text"))
+
+
 def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str = "", full: bool = False) -> None:
     status = str(result.get("status", "?"))
     colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(
@@ -136,6 +144,8 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
         highlight=False,
     )
     out.print(f"intent: {_t(result.get('intent'))}", highlight=False)
+    if line := plan_line(result.get("checklist") or []):
+        out.print(f"plan: {_t(line)}", highlight=False)
     render_error(result.get("error"))
     for fb in result.get("fallbacks") or []:
         out.print(

@@ -157,8 +157,8 @@ def test_search_hints_in_cli_syntax_and_the_tool_in_tool_syntax(home: Path, quer
     [
         (
             "how to set the C++ standard for a target in CMake (CXX_STANDARD, CXX_EXTENSIONS)",
-            "a target in CMake (CXX_STANDARD, CXX_EXTENSIONS)",
-            ["CXX_EXTENSIONS)", "a target in CMake (CXX_STANDARD"],
+            "target in CMake (CXX_STANDARD, CXX_EXTENSIONS)",
+            ["CXX_EXTENSIONS)", "target in CMake (CXX_STANDARD"],
         ),
         (
             "graph neural networks [GCN, GAT, GIN] for molecules",

@@ -154,13 +154,17 @@ def test_last_names(name: str, last: str) -> None:
     assert last_name(name) == last
 
 
-def test_multi_part_intent_keeps_the_whole_requirement_as_an_item() -> None:
+def test_multi_part_intent_keeps_the_whole_intent_as_a_ranking_signal_only() -> None:
+    """The core is no requirement (the user did not write it twice) but stays scored: Plan.whole."""
+    from nodes.policy.seam import scored_items
+
     plan = make_plan("graph neural networks for molecular property prediction")
-    texts = [i["text"] for i in plan["checklist"]]
-    assert texts[0] == "graph neural networks for molecular property prediction"
-    assert "graph neural networks" in texts and "molecular property prediction" in texts
+    assert [i["text"] for i in plan["checklist"]] == ["graph neural networks", "molecular property prediction"]
+    assert plan["whole"]["text"] == "graph neural networks for molecular property prediction"
+    assert next(i["text"] for i in scored_items(plan)) == plan["whole"]["text"]
     single = make_plan("dense retrieval")
-    assert [i["text"] for i in single["checklist"]] == ["dense retrieval"]
+    assert [i["text"] for i in single["checklist"]] == ["dense retrieval"] and "whole" not in single
+    assert [i["text"] for i in scored_items(single)] == ["dense retrieval"]
 
 
 @pytest.mark.parametrize(
@@ -170,15 +174,11 @@ def test_multi_part_intent_keeps_the_whole_requirement_as_an_item() -> None:
         ("EventEmitter maximum listeners, by default", ["EventEmitter maximum listeners, by default"]),
         (
             "How many listeners can be registered, by default, for an EventEmitter?",
-            [
-                "How many listeners can be registered, by default, for an EventEmitter?",
-                "How many listeners can be registered, by default",
-                "an EventEmitter?",
-            ],
+            ["How many listeners can be registered, by default", "EventEmitter"],
         ),
         (
             "By default, how many listeners can an EventEmitter have?",
-            ["By default, how many listeners can an EventEmitter have?"],
+            ["By default, how many listeners can an EventEmitter have"],
         ),
         ("gzip compression level, in general", ["gzip compression level, in general"]),
         ("zstd compression levels, for example", ["zstd compression levels, for example"]),  # cut at " for "
@@ -186,7 +186,7 @@ def test_multi_part_intent_keeps_the_whole_requirement_as_an_item() -> None:
         ("by default", ["by default"]),  # never no requirement at all
         (
             "dense retrieval, e.g. DPR, for question answering",  # a filler word beside a content word stays
-            ["dense retrieval, e.g. DPR, for question answering", "dense retrieval", "e.g. DPR", "question answering"],
+            ["dense retrieval", "e.g. DPR", "question answering"],
         ),
     ],
 )

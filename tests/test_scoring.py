@@ -146,22 +146,10 @@ def test_reflection_adds_feedback_and_leans_toward_the_weakest_requirement() -> 
 
     plan = make_plan("graph neural networks for molecular property prediction")
     items = [i for i in plan["checklist"] if i["kind"] != "metadata"]
-    assert [i["id"] for i in items] == ["c0", "c1", "c2"]
+    assert [i["id"] for i in items] == ["c1", "c2"]
     top = [
-        {
-            "evidence": [
-                {"item_id": "c0", "score": 4.0},
-                {"item_id": "c1", "score": 4.5},
-                {"item_id": "c2", "score": 1.0},
-            ]
-        },
-        {
-            "evidence": [
-                {"item_id": "c0", "score": 3.0},
-                {"item_id": "c1", "score": 5.0},
-                {"item_id": "c2", "score": 2.0},
-            ]
-        },
+        {"evidence": [{"item_id": "c1", "score": 4.5}, {"item_id": "c2", "score": 1.0}]},
+        {"evidence": [{"item_id": "c1", "score": 5.0}, {"item_id": "c2", "score": 2.0}]},
     ]
     weakest = _weakest_item({"plan": plan}, top)
     assert weakest["id"] == "c2" and weakest["text"] == "molecular property prediction"
@@ -174,7 +162,7 @@ def test_reflection_adds_feedback_and_leans_toward_the_weakest_requirement() -> 
     )
     assert leaning == f"{plan['core']} molecular property prediction"
     # The whole requirement as the weakest item adds nothing beyond the user's own query.
-    only = HeuristicPolicy().reflect(ReflectRequest(plan, plan["core"], best, best, items[0])).queries
+    only = HeuristicPolicy().reflect(ReflectRequest(plan, plan["core"], best, best, plan["whole"])).queries
     assert len(only) == 1 and only[0] == feedback
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-from nodes.job.state import ChecklistItem, ChecklistKind, Plan
+from nodes.evidence.requirements import aspect_kind, clean_piece, parse_requirements, split_and
+from nodes.job.state import WHOLE_ID, ChecklistItem, ChecklistKind, Plan
+from nodes.policy.seam import SCORED_KINDS
 from nodes.tools.excerpts import query_terms
 
 _DASH = r"(?:-|–|—|to|until|through)"
@@ -21,9 +23,12 @@ _AFTER = re.compile(rf"\b(after|since|from|post|later than|newer than|not before
 _BEFORE = re.compile(rf"\b(before|until|prior to|earlier than|older than|up to|not after)\s+{_YEAR}\b", re.I)
 _IN_YEAR = re.compile(rf"\b(?:in|published in|from the year)\s+{_YEAR}\b", re.I)
 # Conservative on purpose: "not" only counts at the start of a clause ("…, not surveys",
-# "but not X"), since "do not use" inside a sentence is part of the topic, not an exclusion.
+# "but not X", "… and not X"), since "do not use" inside a sentence is part of the topic, not an
+# exclusion; "other than", "apart from", "excluding" and "except" exclude wherever they stand.
 _EXCLUDE = re.compile(
-    r"(?:(?:^|(?<=[,;(]))\s*(?:and\s+|but\s+)?not\s+|\bbut\s+not\s+|\bexclud(?:e|ing)\s+|\bexcept(?:\s+for)?\s+)([^,;.()]+)",
+    r"(?:(?:^|(?<=[,;(:]))\s*(?:and\s+|but\s+)?not\s+|\b(?:but|and)\s+not\s+|\bexclud(?:e|ing)\s+"
+    r"|\bexcept(?:\s+for)?\s+|\bother\s+than\s+|\b(?:apart|aside)\s+from\s+)"
+    r"([^,;()?!]+?)(?=[,;()?!]|\.(?:\s|$)|$)",
     re.I,
 )
 _NAME = r"[A-Z][\w'\-]*\.?(?:,?\s+(?:[A-Z][\w'\-]*\.?|[A-Z]\.(?:\s?[A-Z]\.)*))*"
@@ -35,7 +40,7 @@ _VENUE_CUE = re.compile(
     r"\b(?:published in|appeared in|appearing in|presented at|in the proceedings of|venue:?)\s+"
     r"(?:the\s+)?([A-Z][\w&\-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w&\-]*)*)"
 )
-_SPLIT = re.compile(r"[,;]|\s+(?:for|using|with|via|based on|applied to|across)\s+", re.I)
+_SPLIT = re.compile(r"[,;]|:(?=\s)|\s+(?:for|using|with|via|based on|applied to|across|when)\s+", re.I)
 _METHOD_CUE = re.compile(r"\b(?:using|with|via|based on)\s*$", re.I)
 _MAX_ITEMS = 6
 # Adverbial and filler phrases that qualify a neighbouring requirement but state none of their own.
@@ -94,8 +99,11 @@ def parse_exclusions(text: str) -> tuple[list[str], str]:
             phrase = " ".join(part.split()).strip(" .")
             if phrase and query_terms(phrase):
                 found.append(phrase)
-    cleaned = _EXCLUDE.sub(" ", text) if found else text
-    return found, " ".join(cleaned.split()).strip(" ,;.")
+    if not found:
+        return found, " ".join(text.split()).strip(" ,;.")
+    # What is left of "connections: not X" or "checksums except for CRC?" is "connections", "checksums".
+    cleaned = re.sub(r"\s+([,;:?!])", r"\1", " ".join(_EXCLUDE.sub(" ", text).split()))
+    return found, cleaned.strip(" ,;.:?!")
 
 
 def parse_authors(text: str) -> tuple[list[str], bool]:
@@ -186,28 +194,50 @@ def _fold_fillers(pieces: list[str], cues: list[str]) -> tuple[list[str], list[s
     return out, seps
 
 
-def _items_from_core(core: str) -> list[ChecklistItem]:
+def _items_from_core(core: str, *, steer: bool = False) -> list[ChecklistItem]:
+    """The requirements of the intent's core: its subject first, then one per qualifying aspect
+    (cut at commas and cue words, "Y and Z" in an aspect as two), then the products it names;
+    the document types it asks for follow as unscored constraints. Never the request's opener and
+    never the core reworded as an extra item (`whole_intent` keeps that as a ranking signal)."""
+    parsed = parse_requirements(core, lone_product_is_subject=not steer)
     items: list[ChecklistItem] = []
-    pieces, cues = split_requirements(core)
+    pieces, cues = split_requirements(parsed.body)
     for i, piece in enumerate(pieces):
-        piece = piece.strip(" ,;.")
-        if not query_terms(piece):
-            continue
-        cue = cues[i - 1].strip().lower() if i > 0 and i - 1 < len(cues) else ""
-        kind: ChecklistKind = (
-            "topic" if not items else ("method" if cue in ("using", "with", "via", "based on") else "application")
-        )
-        items.append(
-            ChecklistItem(id=f"c{len(items) + 1}", kind=kind, text=piece, weight=1.0 if kind == "topic" else 0.8)
-        )
-        if len(items) >= _MAX_ITEMS:
-            break
-    if not items and query_terms(core):
-        items.append(ChecklistItem(id="c1", kind="topic", text=core, weight=1.0))
-    elif len(items) > 1:
-        # The whole requirement as one more item: fragments lose how the parts relate.
-        items.insert(0, ChecklistItem(id="c0", kind="topic", text=core, weight=1.0))
+        kind: ChecklistKind = "topic" if not items else aspect_kind(cues[i - 1] if 0 < i <= len(cues) else "")
+        for part in [piece] if kind == "topic" else split_and(piece):
+            text = clean_piece(part)
+            if not query_terms(text) or any(text.lower() == it["text"].lower() for it in items):
+                continue
+            kind = "topic" if not items else kind
+            items.append(
+                ChecklistItem(id=f"c{len(items) + 1}", kind=kind, text=text, weight=1.0 if kind == "topic" else 0.8)
+            )
+    items = items[:_MAX_ITEMS]
+    if not items and query_terms(core) and not parsed.metadata_only:
+        items.append(ChecklistItem(id="c1", kind="topic", text=clean_piece(parsed.body) or core, weight=1.0))
+    for n, product in enumerate(parsed.products, start=1):
+        items.append(ChecklistItem(id=f"p{n}", kind="product", text=product, weight=0.8))
+    for n, fmt in enumerate(parsed.formats, start=1):
+        items.append(ChecklistItem(id=f"f{n}", kind="format", text=fmt, weight=0.0))
     return items
+
+
+def whole_intent(core: str, checklist: list[ChecklistItem]) -> ChecklistItem | None:
+    """The core as one more item scored into S but never shown as a requirement, or None when
+    the checklist's one scored requirement says the core's words (less an article: "The HSV-2
+    infection …" → "HSV-2 infection …").
+
+    Fragments lose how the parts relate, and until issue 44 the core was checklist item c0: the
+    judge averaged it with the fragments. It stays a ranking signal (same text, same weight) so
+    that the benchmarks' ranking does not move for want of it, but a user reading the plan sees
+    only requirements they wrote."""
+    scored = [i for i in checklist if i["kind"] in SCORED_KINDS]
+    same = len(scored) == 1 and [t.lower() for t in query_terms(scored[0]["text"])] == [
+        t.lower() for t in query_terms(core)
+    ]
+    if not query_terms(core) or same:
+        return None
+    return ChecklistItem(id=WHOLE_ID, kind="topic", text=core, weight=1.0)
 
 
 def make_plan(intent: str, steering: list[str] | None = None, *, years: bool = True) -> Plan:
@@ -220,6 +250,7 @@ def make_plan(intent: str, steering: list[str] | None = None, *, years: bool = T
     year_min, year_max, rest = parse_years(intent) if years else (None, None, intent)
     exclusions, core = parse_exclusions(rest)
     checklist = _items_from_core(core)
+    whole = whole_intent(core, checklist)
     for note in steering or []:
         checklist, exclusions, year_min, year_max = apply_steering(
             checklist, exclusions, year_min, year_max, note, years=years
@@ -229,7 +260,7 @@ def make_plan(intent: str, steering: list[str] | None = None, *, years: bool = T
         checklist.append(ChecklistItem(id="y", kind="metadata", text=f"published {span}", weight=0.0))
     for n, phrase in enumerate(exclusions, start=1):
         checklist.append(ChecklistItem(id=f"x{n}", kind="exclusion", text=f"not {phrase}", weight=0.0))
-    return Plan(
+    plan = Plan(
         key_terms=query_terms(intent),
         core=core or intent,
         checklist=checklist,
@@ -238,6 +269,9 @@ def make_plan(intent: str, steering: list[str] | None = None, *, years: bool = T
         exclusions=exclusions,
         version=1 + len(steering or []),
     )
+    if whole is not None:
+        plan["whole"] = whole
+    return plan
 
 
 def apply_steering(
@@ -255,15 +289,18 @@ def apply_steering(
     new_excl, rest = parse_exclusions(rest)
     checklist = [i for i in checklist if i["kind"] not in ("metadata", "exclusion")]
     if query_terms(rest):
-        checklist = [
-            *checklist,
-            ChecklistItem(
-                id=f"s{len(checklist) + 1}",
-                kind="application" if checklist else "topic",
-                text=rest,
-                weight=0.8 if checklist else 1.0,
-            ),
+        # Read like the intent ("only PostgreSQL" is a product, "as man pages" a format); what the
+        # note asks besides the plan's subject is an aspect of it.
+        added = _items_from_core(rest, steer=bool(checklist)) or [
+            ChecklistItem(id="", kind="topic", text=rest, weight=1.0)
         ]
+        for item in added:
+            kind: ChecklistKind = "aspect" if checklist and item["kind"] == "topic" else item["kind"]
+            weight = item["weight"] if kind != "aspect" else 0.8
+            checklist = [
+                *checklist,
+                ChecklistItem(id=f"s{len(checklist) + 1}", kind=kind, text=item["text"], weight=weight),
+            ]
     return (
         checklist,
         exclusions + new_excl,

@@ -19,7 +19,13 @@ from nodes.ranking.fusion import RRF_K, reciprocal_rank_fusion
 
 Mode = Literal["list", "answer"]
 Status = Literal["running", "completed", "budget_exhausted", "stopped", "failed"]
-ChecklistKind = Literal["topic", "method", "application", "metadata", "exclusion"]
+# topic: the intent's subject; method/application/aspect: a qualifying aspect ("using …", "for …",
+# any other); product: a named product or system the documents must be about; format: a document
+# type or format ("man pages", "PDF"; shown, not scored); metadata: years, venue, author;
+# exclusion: what must not be the subject.
+ChecklistKind = Literal["topic", "method", "application", "aspect", "product", "format", "metadata", "exclusion"]
+# The id of the plan's whole-intent ranking signal (Plan.whole), never a checklist item's.
+WHOLE_ID = "w"
 
 
 class ChecklistItem(TypedDict):
@@ -37,6 +43,9 @@ class Plan(TypedDict, total=False):
     year_max: int | None
     exclusions: list[str]
     version: int
+    # The intent's core as one more scored item: a ranking signal, not a requirement the user wrote,
+    # so never in `checklist` (nodes.evidence.planning.whole_intent says why it is kept).
+    whole: ChecklistItem
     years_known: bool
     # Metadata constraints the navigator found in the intent and validated against the store.
     authors: list[str]

@@ -23,9 +23,8 @@ from nodes.evidence.scoring import (
     unshown_words,
     violated_constraint,
 )
-from nodes.job.state import Candidate, Plan
+from nodes.job.state import WHOLE_ID, Candidate, Plan
 from nodes.policy.seam import (
-    SCORED_KINDS,
     AnswerDecision,
     AnswerDraft,
     AnswerRequest,
@@ -37,6 +36,7 @@ from nodes.policy.seam import (
     PlanRequest,
     ReflectDecision,
     ReflectRequest,
+    scored_items,
 )
 
 FEEDBACK_DOCS = 10
@@ -74,7 +74,7 @@ class HeuristicPolicy:
         return [self._judge_one(plan, c, item_vecs) for c in batch]
 
     def _judge_one(self, plan: Plan, cand: JudgeInput, item_vecs: Mapping[str, Any] | None) -> Judgement:
-        items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
+        items = scored_items(plan)
         evidence = []
         matched: list[float] = []
         for item in items:
@@ -130,6 +130,8 @@ class HeuristicPolicy:
             evidence[-1]["score"] = min(evidence[-1]["score"], quote_cap(item, evidence[-1]["chunk"], cand.rec.title))
         excluded = violated_constraint(plan, cand.rec)
         score = combine(zip(matched, (i["weight"] for i in items), strict=True), cand.p)
+        # The whole intent (Plan.whole) is a ranking signal, not a requirement: no quote of its own.
+        evidence = [e for e in evidence if e["item_id"] != WHOLE_ID]
         return Judgement(0.0 if excluded else score, evidence, excluded)
 
     def reflect(self, req: ReflectRequest) -> ReflectDecision:

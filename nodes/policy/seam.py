@@ -24,7 +24,18 @@ from nodes.job.state import Candidate, ChecklistItem, Evidence, Plan
 from nodes.job.usage import Usage
 from stores.records import Chunk, DocRecord
 
-SCORED_KINDS = ("topic", "method", "application")
+SCORED_KINDS = ("topic", "method", "application", "aspect", "product")
+
+
+def scored_items(plan: Plan) -> list[ChecklistItem]:
+    """The items S is computed from: the checklist's scored requirements and, when the plan keeps
+    one, the whole intent as a ranking signal (`Plan.whole`: scored, its evidence never shown) —
+    unless an item already says it (the `llm` policy keeps the core as its item c0)."""
+    items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
+    whole = plan.get("whole")
+    if not whole or any(i["id"] == whole["id"] or i["text"] == whole["text"] for i in items):
+        return items
+    return [whole, *items]
 
 
 # -- requests and decisions ---------------------------------------------------------------------

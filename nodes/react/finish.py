@@ -26,7 +26,7 @@ from nodes.job.runtime import runtime
 from nodes.job.state import Candidate, JobState, add_fallback, bump, ranked_candidates
 from nodes.policy.heuristic import HeuristicPolicy
 from nodes.policy.registry import REACT
-from nodes.policy.seam import SCORED_KINDS, AnswerDraft, AnswerRequest, JudgeInput, JudgeRequest
+from nodes.policy.seam import AnswerDraft, AnswerRequest, JudgeInput, JudgeRequest, scored_items
 from nodes.rounds.answer import Answered, result_ready
 from nodes.rounds.verification import item_lexical_scores, semantic_inputs
 from nodes.tools.results import SearchPage
@@ -65,7 +65,7 @@ def build_react_result(state: JobState, *, use_model: bool = True) -> Answered:
     top = run[: cfg.max_ranked]
     with jt.store_call("get_documents", "corpus", arguments={"documents": len(top)}):
         records = corpus.get_many(top)
-    items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
+    items = scored_items(plan)
     item_vecs, chunk_vecs = semantic_inputs(jt, rt.dense(state), items, top)
     lexical = item_lexical_scores(col.lucene, items, top, jt)
     n = max(len(top), 1)

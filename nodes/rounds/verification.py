@@ -15,7 +15,7 @@ from nodes.job.runtime import runtime
 from nodes.job.state import ChecklistItem, JobState, bump, model_step_update
 from nodes.llm.librarian import librarian_tasks
 from nodes.policy.registry import spec_of
-from nodes.policy.seam import SCORED_KINDS, JudgeInput, JudgeRequest
+from nodes.policy.seam import JudgeInput, JudgeRequest, scored_items
 from stores.records import quotable_chunks
 
 
@@ -67,7 +67,7 @@ def verification(state: JobState) -> dict:
     with tools.store_call("get_documents", "corpus", arguments={"documents": len(docids)}):
         records = corpus.get_many(docids)
         chunks = {d: corpus.chunks(d) for d in records}
-    items = [i for i in plan.get("checklist", []) if i["kind"] in SCORED_KINDS]
+    items = scored_items(plan)
     item_vecs, chunk_vecs = semantic_inputs(tools, rt.dense(state), items, docids)
     lexical = item_lexical_scores(rt.collection(state).lucene, items, docids, tools)
     unread = [d for d in docids if d in records and d not in opened_set]
