@@ -379,8 +379,7 @@ def read_beir_extras(folder: Path, src: CorpusSource, problems: Problems) -> Non
     for qid, (no, text) in answers.items():
         if qid in src.queries:
             src.answers[qid] = text
-            if aliases.get(qid):
-                src.answer_aliases[qid] = aliases[qid]
+            src.answer_aliases.update({qid: aliases[qid]} if aliases.get(qid) else {})
         else:
             problems.add(
                 f"{folder / 'answers.jsonl'}:{no}", f"answer for query {qid!r}, which queries.jsonl does not have"
