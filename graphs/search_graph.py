@@ -23,7 +23,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Literal, cast
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.types import Send
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -33,6 +33,7 @@ from nodes.job.budget import budget_steer
 from nodes.job.config import config_of
 from nodes.job.heartbeat import with_heartbeats
 from nodes.job.state import JobState
+from nodes.job.steering_notes import FINAL_LIST, placed, steered_round
 from nodes.llm import librarian as librarian_mod
 from nodes.policy.registry import ONE_ROUND_NODE, spec_of
 from nodes.rounds import answer as answer_mod
@@ -48,6 +49,12 @@ GRAPH_NAME = "quarry-search"
 ONE_STEP_ROUNDS = "one-step-rounds"
 # The patch under which such a job's first round also plans it (the navigator inside `round_`).
 PLAN_IN_FIRST_ROUND = "plan-in-first-round"
+# The patch under which every steering note the job took reaches its final list: one that comes in
+# while the job must answer is folded into the plan the answer is built from (`_round_over`,
+# `route_after_steer`), one that comes in while the answer is built leads to another round
+# (`route_after_answer`), and the steered round is numbered as the note was promised (`steer`). A
+# job started before it replays as it ran (such a note was dropped).
+STEER_REACHES_FINAL_LIST = "steer-reaches-final-list"
 
 
 # Async shells: the blocking node bodies run in a thread while the activity heartbeats.
@@ -68,7 +75,13 @@ async def librarian(task: dict) -> dict:
 
 
 async def reflection(state: JobState) -> dict:
-    return await with_heartbeats(reflection_mod.reflection, state)
+    return _reflected(state, await with_heartbeats(reflection_mod.reflection, state))
+
+
+def _reflected(state: Mapping[str, Any], update: dict) -> dict:
+    """A reflection's update with the round it closed (`rounds_done`): a steered round follows it
+    (nodes.job.steering_notes.steered_round), and a round counts as run even when it searched nothing."""
+    return update | {"rounds_done": int(state.get("round", 1) or 1)}
 
 
 async def answer(state: JobState) -> dict:
@@ -94,6 +107,8 @@ async def round_(state: JobState) -> dict:
         bodies.insert(0, navigator_mod.navigator)
     for body in bodies:  # the bodies are looked up at call time, like the one-step shells' (tests patch them)
         step = await with_heartbeats(body, current)
+        if body is reflection_mod.reflection:
+            step = _reflected(current, step)
         update.update(step)
         current.update(step)
         if body in (retrieval_mod.retrieval, verification_mod.verification):
@@ -268,11 +283,20 @@ async def route_after_fold(state: JobState) -> Literal["reflection", "answer"]:
     return "answer" if must_answer(state) else "reflection"
 
 
+def steer_reaches_final_list() -> bool:
+    """Whether this job folds every steering note into its final list (STEER_REACHES_FINAL_LIST):
+    always in-process; in a workflow, unless it started before the patch. Asked only when a note is
+    pending, so a job never steered carries no marker."""
+    return not workflow.in_workflow() or workflow.patched(STEER_REACHES_FINAL_LIST)
+
+
 def _round_over(state: JobState) -> Literal["steer", "answer", "__end__", ""]:
-    """Where a job goes once a round is over ('' for the next round)."""
+    """Where a job goes once a round is over ('' for the next round). A pending steering note goes
+    through `steer` even when the job must answer: then its plan shapes the final list
+    (`route_after_steer` goes on to answer) rather than the note being dropped."""
     control = current_control()
     if must_answer(state):
-        return "answer"
+        return "steer" if control.pending_steering and steer_reaches_final_list() else "answer"
     if control.pending_steering:
         return "steer"
     if state.get("stop_reason"):
@@ -295,14 +319,43 @@ async def route_after_round(state: JobState) -> Literal["steer", "one_round", "a
 
 
 async def route_to_round(state: JobState) -> Literal["one_round", "retrieval"]:
-    """After the navigator or a steer: the next round, in one step or step by step."""
+    """After the navigator: the first round, in one step or step by step."""
     return next_round(state)
+
+
+async def route_after_steer(state: JobState) -> Literal["one_round", "retrieval", "answer"]:
+    """After a steer: the steered round — or, when the job had to answer (`steer` marked the notes
+    FINAL_LIST), the answer, built from the plan the notes changed."""
+    notes = state.get("steering") or []
+    return "answer" if notes and notes[-1].get("applied") == FINAL_LIST else next_round(state)
+
+
+async def route_after_answer(state: JobState) -> Literal["steer", "__end__"]:
+    """After the answer: the end — unless a steering note came in while it was built (step by step,
+    the answer is an activity of its own); then the note is folded in and the job answers again."""
+    if current_control().pending_steering and steer_reaches_final_list():
+        return "steer"
+    return "__end__"
 
 
 async def steer(state: JobState) -> dict:
     """Fold steering notes received mid-job into the plan (nodes.rounds.steering; pure, so it runs
-    in the workflow)."""
-    return fold_steering(state, current_control().take_steering())
+    in the workflow). Each note records where it took effect (nodes.job.steering_notes): from the
+    round it was promised — the one after the round it came in, even past the planned rounds — or,
+    when the job must answer now, on the final list only (the round number and the stop reason stay)."""
+    notes = current_control().take_steering()
+    update = fold_steering(state, notes)
+    if not steer_reaches_final_list():
+        return update
+    before = list(state.get("steering", []))
+    if must_answer(state):
+        return update | {
+            "steering": before + placed(notes, round_no=0, final_only=True),
+            "round": int(state.get("round", 0) or 0),
+            "stop_reason": state.get("stop_reason", ""),
+        }
+    round_no = steered_round(state, notes)
+    return update | {"steering": before + placed(notes, round_no=round_no, final_only=False), "round": round_no}
 
 
 def make_search_graph() -> StateGraph:
@@ -325,7 +378,7 @@ def make_search_graph() -> StateGraph:
     g.add_edge("librarian", "fold")
     g.add_conditional_edges("fold", route_after_fold)
     g.add_conditional_edges("reflection", route_after_reflection)
-    g.add_conditional_edges("steer", route_to_round)
+    g.add_conditional_edges("steer", route_after_steer)
     g.add_conditional_edges(ONE_ROUND_NODE, route_after_round)
-    g.add_edge("answer", END)
+    g.add_conditional_edges("answer", route_after_answer)
     return g

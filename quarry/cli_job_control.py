@@ -6,7 +6,7 @@ job (quarry.cli_job_inspect) so each module stays one concern."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -88,10 +88,15 @@ def job_steer(job_id: str, text: str, address: AddressOpt = None) -> None:
         fail(err)
     # The steer is applied by now: printing must not fail (a retry would steer twice), so the
     # accepted text goes through `safe` — `[/z]` or an escape sequence in it is shown as written.
-    out.print(
-        f"accepted: {safe(repr(accepted['accepted']))} (applies from round {safe(accepted['applies_from_round'])})",
-        highlight=False,
-    )
+    out.print(f"accepted: {safe(repr(accepted['accepted']))} ({safe(steer_applies(accepted))})", highlight=False)
+
+
+def steer_applies(accepted: dict[str, Any]) -> str:
+    """When an accepted steer takes effect, as the workflow said (workflows.search_job.SearchJob.steer)."""
+    round_no = accepted.get("applies_from_round")
+    if accepted.get("extra_round"):
+        return f"the job was in its last planned round: one more, round {round_no}, applies it to the final list"
+    return f"applies from round {round_no}"
 
 
 @commands.command("rerun")

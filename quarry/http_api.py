@@ -261,7 +261,8 @@ async def _events(service: Service, job_id: str, after: int, request: Request) -
 
 @router.post("/jobs/{job_id}/steer", tags=["jobs"])
 def steer_job(job_id: JobId, body: SteerRequest, service: Service) -> SteerAccepted:
-    """Add a requirement or exclusion to a running job (applies from its next round)."""
+    """Add a requirement or exclusion to a running job: it applies from its next round (one more round
+    when the job is in its last planned one), and its final list honours it."""
     return service.steer_job(job_id, body.text)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodes.evidence.answer_confidence import stated_confidence
+from nodes.job.steering_notes import describe
 from nodes.policy.registry import DEFAULT_POLICY, display_spec
 from quarry.console import out, safe
 from quarry.screens import cut_words, render_ranked
@@ -130,6 +131,19 @@ def plan_line(checklist: Sequence[Mapping[str, Any]]) -> str:
     return " · ".join(f"[{c.get('kind') or '?'}] {c.get('text', '')}" for c in checklist if c.get("text"))
 
 
+def render_removed(removed: dict[str, Any], *, full: bool) -> None:
+    """How many found documents the list leaves out and why (`nodes.job.results.removed_report`);
+    with `full`, which ones."""
+    if not removed:
+        return
+    why = "; ".join(f"{reason}: {n}" for reason, n in removed.get("why", {}).items())
+    more = "" if full else " (--full: which)"
+    out.print(f"removed: {_t(removed.get('count', 0))} document(s) — {_t(why)}{more}", highlight=False)
+    if full:
+        for doc in removed.get("documents", []):
+            out.print(f"  - {_t(doc['docid'])} {_t(cut_words(doc.get('title', ''), 60))} — {_t(doc['reason'])}")
+
+
 def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str = "", full: bool = False) -> None:
     status = str(result.get("status", "?"))
     colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(
@@ -146,6 +160,8 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
     out.print(f"intent: {_t(result.get('intent'))}", highlight=False)
     if line := plan_line(result.get("checklist") or []):
         out.print(f"plan: {_t(line)}", highlight=False)
+    for note in result.get("steering") or []:  # each steer and where it took effect, a cut-off one too
+        out.print(f"steer: {_t(describe(note))}", highlight=False)
     render_error(result.get("error"))
     for fb in result.get("fallbacks") or []:
         out.print(
@@ -156,6 +172,7 @@ def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str =
     render_ranked(result, full=full)  # compact by default; --full: the requirement matrix and every quote
     if ranked:
         out.print(f"[dim]{_t(score_help(result))}[/]", highlight=False)
+    render_removed(result.get("removed") or {}, full=full)
     traj = result.get("trajectory", {})
     if traj:
         out.print(

@@ -290,7 +290,8 @@ def build_server(address: str | None = None) -> Any:
         job_id: str,
         text: Annotated[str, Field(description='One requirement or exclusion, e.g. "not surveys" or "2019-2023"')],
     ) -> SteerAccepted:
-        """Add a requirement or exclusion to a running job; it applies from the job's next round."""
+        """Add a requirement or exclusion to a running job; it applies from the job's next round (one more
+        round when the job is in its last planned one), and its final list honours it."""
         return service.steer_job(job_id, text)
 
     @server.tool()

@@ -264,7 +264,10 @@ class QuarryService:
 
         accepted = steer_job(job_id, text, self.address)
         return SteerAccepted(
-            job_id=job_id, accepted=str(accepted["accepted"]), applies_from_round=int(accepted["applies_from_round"])
+            job_id=job_id,
+            accepted=str(accepted["accepted"]),
+            applies_from_round=int(accepted["applies_from_round"]),
+            extra_round=bool(accepted.get("extra_round", False)),
         )
 
     def job_export(self, job_id: str, fmt: str) -> str:

@@ -170,7 +170,12 @@ class Sent(BaseModel):
 class SteerAccepted(BaseModel):
     job_id: str
     accepted: str = Field(description="The requirement as the job took it")
-    applies_from_round: int
+    applies_from_round: int = Field(description="The round it applies from: the one after the round running now")
+    extra_round: bool = Field(
+        False,
+        description="That round is one more than the job planned (it was in its last round): after it the job "
+        "answers again, so the steer reshapes the final list",
+    )
 
 
 class JobEvent(BaseModel):

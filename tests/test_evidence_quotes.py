@@ -510,3 +510,39 @@ def test_with_embeddings_the_quote_is_the_sentence_showing_more_of_the_requireme
     assert any(near.line_start <= a["line_start"] <= a["line_end"] <= near.line_end for a in ev["also"]), ev["also"]
     # The document's score is the embedding's and BM25's average either way (cosine 1 → 5, BM25 0.8 → 4).
     assert judged.score == pytest.approx((4.5 + 1.0) / 6, abs=1e-6)
+
+
+FAQ = "\n".join(
+    [
+        "Keywords: checkpoint timeout, write-ahead log, recovery",
+        "",
+        "Checkpoint Timeout",
+        "",
+        "How do I change the checkpoint timeout? How do I see the current checkpoint timeout?",
+        "",
+        "The checkpoint timeout is set with checkpoint_timeout in the configuration file, and the default is five "
+        "minutes.",
+        "",
+        FILLER,
+    ]
+)
+
+
+@pytest.mark.parametrize("requirement", ["checkpoint timeout", "checkpoint timeout write-ahead log recovery"])
+def test_keyword_lines_headings_and_questions_are_never_quotes(requirement: str) -> None:
+    """The keyword line and the heading hold the requirement's words most densely, the FAQ's two
+    questions too; the quote is the sentence that states something about them."""
+    rec = DocRecord(docid="faq", title="Server FAQ", text=FAQ)
+    chunks = quotable_chunks(rec, chunk_document(rec, document_lines(rec)))
+    item = {"id": "c1", "kind": "topic", "text": requirement, "weight": 1.0}
+    (judged,) = HeuristicPolicy().judge({"checklist": [item]}, [JudgeInput(rec, chunks, 1.0, None, {"c1": 1.0})])
+    (ev,) = judged.evidence
+    entry = evidence_entry(ev, {"c1": item}, DocumentText.of(document_lines(rec)), body=body_lines(rec))
+    assert entry["quote"].startswith("The checkpoint timeout is set with checkpoint_timeout"), entry["quote"]
+    assert "Keywords" not in entry["quote"] and "?" not in entry["quote"]
+    assert unquotable("Keywords: checkpoint timeout, write-ahead log, recovery") == "boilerplate"
+    assert unquotable("Index Terms—federated learning, hospitals") == "boilerplate"
+    assert unquotable("Checkpoint Timeout") == "heading"
+    assert unquotable("How do I change the checkpoint timeout?") == "question"
+    # A sentence about keywords or tags is prose.
+    assert unquotable("Tags are stored in a table of their own, one row for each tag.") == ""

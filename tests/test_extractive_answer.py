@@ -107,9 +107,9 @@ def test_the_answer_quotes_the_answering_sentence_first_and_reads_off_the_exact_
         assert filler not in explanation, f"{filler!r} does not answer the question"
 
 
-def test_the_answer_says_it_is_extractive_and_claims_no_confidence() -> None:
+def test_the_answer_says_it_is_extractive_and_states_a_confidence_with_its_exact_answer() -> None:
     answer, _ = answer_of()
-    assert answer["confidence"] is None and answer["method"] == "extractive"
+    assert answer["exact_answer"] == "50" and 0 <= answer["confidence"] <= 100 and answer["method"] == "extractive"
     assert "Extractive answer" in answer["explanation"] and not answer["insufficient_evidence"]
 
 
@@ -161,7 +161,7 @@ def test_the_result_page_says_what_the_check_found(capsys) -> None:
     answer, cites = answer_of()
     render_answer({"answer": answer, "citations": cites, "references": []})
     printed = " ".join(capsys.readouterr().out.split())
-    assert "Confidence: not estimated (extractive answer)" in printed and "0%" not in printed.split("hallucination")[0]
+    assert f"Confidence: {answer['confidence']}%" in printed and "not estimated" not in printed
     n = cites["sentences"]
     assert (
         f"citations checked: {n} of {n} cited sentences found in their documents; {n} of {n} share the "
@@ -236,7 +236,7 @@ async def test_an_answer_job_without_a_model_quotes_the_weight_sentence(weights_
     result = runtime().jobs.load_draft("extractive-1")
     answer = result["answer"]
     assert "The default weight value is 50 [weights-guide]." in answer["explanation"]
-    assert answer["exact_answer"] == "50" and answer["confidence"] is None
+    assert answer["exact_answer"] == "50" and 0 <= answer["confidence"] <= 100
     assert result["citations"]["on_question_sentences"] >= 1
     assert all(
         r["docid"] in {"weights-guide", "grep-options", "curl-options"} or r["docid"].startswith("filler")

@@ -18,9 +18,11 @@ from graphs.search_graph import (
     make_search_graph,
     one_step_rounds,
     round_,
+    route_after_answer,
     route_after_reflection,
     route_after_retrieval,
     route_after_round,
+    route_after_steer,
     route_after_verification,
     route_start,
 )
@@ -55,12 +57,14 @@ EDGES = {
     ("reflection", "__end__", True),
     ("steer", "retrieval", True),
     ("steer", "one_round", True),
+    ("steer", "answer", True),  # a note that came in when the job had to answer shapes the final list
     # A one-step round (a policy's `one_step_rounds`, in a workflow) is retrieval → verification → reflection.
     ("one_round", "one_round", True),
     ("one_round", "steer", True),
     ("one_round", "answer", True),
     ("one_round", "__end__", True),
-    ("answer", "__end__", False),
+    ("answer", "__end__", True),
+    ("answer", "steer", True),  # a note that came in while the answer was built: the job answers again
 }
 
 
@@ -115,7 +119,7 @@ def test_graph_shape_snapshot() -> None:
         assert f"\t{node}(" in mermaid
     # Conditional edges are drawn dotted, fixed ones solid.
     assert "verification -.-> reflection;" in mermaid and "navigator -.-> retrieval;" in mermaid
-    assert "steer -.-> one_round;" in mermaid and "answer --> __end__;" in mermaid
+    assert "steer -.-> one_round;" in mermaid and "answer -.-> __end__;" in mermaid
 
 
 def test_nodes_declare_where_they_run() -> None:
@@ -245,7 +249,11 @@ async def test_pending_steering_detours_through_steer(runtime: NodeRuntime, cont
     assert control.pending_steering == [], "the steer node took the notes"
     plan = state["plan"]
     assert plan["exclusions"] == ["surveys", "benchmark"] and plan["version"] == 2
-    assert state["steering"] == [{"text": "not benchmark", "round": 1}]
+    # Round 1's reflection had planned round 2: the steered round takes its place (and its number).
+    assert state["steering"] == [{"text": "not benchmark", "round": 1, "applied": "round", "applied_round": 2}]
+    # "not benchmark" adds no query: round 2 searched nothing new, re-verified the pool, and counts.
+    assert {s["round"] for s in state["searches"]} == {1, 3}, "round 2's query was round 1's"
+    assert state["rounds_done"] == state["result"]["rounds"] == 3
     ranked = state["result"]["ranked"]
     assert ranked and not [r for r in ranked if "benchmark" in r["title"].lower()]
     assert "benchmark" in state["candidates"]["gnn05"]["excluded"]
@@ -316,7 +324,9 @@ async def test_route_after_verification(state, ctl, expected) -> None:
         ({}, Control(), "retrieval"),
         ({"stop_reason": "converged"}, Control(), "answer"),
         ({"stop_reason": "converged"}, Control(pending_steering=[{"text": "x", "round": 1}]), "steer"),
-        ({}, Control(stop_requested=True, pending_steering=[{"text": "x", "round": 1}]), "answer"),
+        # A job that must answer still folds a pending note into the plan its final list is built from.
+        ({}, Control(stop_requested=True, pending_steering=[{"text": "x", "round": 1}]), "steer"),
+        ({}, Control(stop_requested=True), "answer"),
         ({}, Control(pause_requested=True), "__end__"),
         ({"stop_reason": "max_rounds"}, Control(pause_requested=True), "answer"),
     ],
@@ -416,3 +426,72 @@ def test_rounds_run_counts_the_rounds_that_searched() -> None:
     searches = [{"round": 1}, {"round": 1}, {"round": 2}]
     assert rounds_run({"round": 3, "searches": searches}) == 2, "round 3 was planned, never run"
     assert rounds_run({"round": 1}) == 1 and rounds_run({}) == 0
+    # A steered round whose note added no query ("not X") searched nothing, yet ran.
+    assert rounds_run({"round": 3, "rounds_done": 3, "searches": searches}) == 3
+
+
+# -- a steer always reaches the final list -------------------------------------------------------
+
+
+async def test_a_note_pending_when_the_job_must_answer_shapes_its_final_list(runtime: NodeRuntime, control) -> None:
+    """A stop (or the budget's steer) sends the job to answer: a note that came in before it is
+    still folded into the plan, and the answer is built again from it — no round searches with it."""
+    control.stop_requested = True
+    control.pending_steering.append({"text": "not benchmark", "round": 1, "applies_from_round": 2})
+    state, order = await run_graph("graph-steer-at-answer")
+    assert order == ["navigator", "retrieval", "verification", "answer", "steer", "answer"]
+    assert control.pending_steering == []
+    assert state["steering"] == [
+        {"text": "not benchmark", "round": 1, "applies_from_round": 2, "applied": "final_list"}
+    ]
+    assert state["round"] == 1 and state["result"]["rounds"] == 1, "no round ran with the note"
+    assert "benchmark" in state["plan"]["exclusions"]
+    titles = [r["title"].lower() for r in state["result"]["ranked"]]
+    assert titles and not [t for t in titles if "benchmark" in t]
+
+
+async def test_routers_take_a_late_note_to_the_final_list(control) -> None:
+    """`steer` marks notes folded when the job must answer; `route_after_steer` then answers; a note
+    that came in while the answer was built sends the job back through `steer`."""
+    assert await route_after_answer({}) == "__end__"  # type: ignore[typeddict-item]
+    control.pending_steering.append({"text": "not x", "round": 2})
+    assert await route_after_answer({}) == "steer"  # type: ignore[typeddict-item]
+    final = {"steering": [{"text": "not x", "applied": "final_list"}]}
+    assert await route_after_steer(final) == "answer"  # type: ignore[arg-type]
+    assert await route_after_steer({"steering": [{"text": "not x", "applied": "round"}]}) == "retrieval"  # type: ignore[typeddict-item]
+
+
+@pytest.mark.parametrize(
+    "state, notes, expected",
+    [
+        ({"round": 3, "rounds_done": 2}, [{"applies_from_round": 3}], 3),  # reflection 2 had planned round 3
+        ({"round": 2, "rounds_done": 2}, [{"applies_from_round": 3}], 3),  # round 2 was the last planned
+        ({"round": 2, "rounds_done": 1}, [{"applies_from_round": 3}], 3),  # never before the round promised
+        ({"round": 2}, [{"text": "a note from before the promise was kept"}], 3),  # no record: after `round`
+    ],
+)
+def test_the_steered_round_is_the_one_promised(state, notes, expected) -> None:
+    from nodes.job.steering_notes import steered_round
+
+    assert steered_round(state, notes) == expected
+
+
+def test_a_steering_report_names_where_each_note_took_effect() -> None:
+    from nodes.job.steering_notes import applies_from, describe, steering_report, unapplied
+
+    assert applies_from(0) == applies_from(1) == 2, "the first round plans without the note"
+    state = {
+        "steering": [
+            {"text": "not a", "round": 1},  # folded before the record was kept
+            {"text": "not b", "round": 2, "applied": "round", "applied_round": 3},
+            {"text": "not c", "round": 3, "applied": "final_list"},
+        ],
+        "steering_unapplied": unapplied([{"text": "not d", "round": 3}], "budget_exhausted"),
+    }
+    lines = [describe(n) for n in steering_report(state)]
+    assert lines == [
+        "'not a' (sent in round 1): applied from the next round",
+        "'not b' (sent in round 2): applied from round 3",
+        "'not c' (sent in round 3): applied to the final list only (the job had to answer: no round searched with it)",
+        "'not d' (sent in round 3): NOT applied: the job's time budget ran out first",
+    ]

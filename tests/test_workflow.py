@@ -256,7 +256,7 @@ async def test_steer_update_adds_an_exclusion(env, baseline, literature, quarry_
                 await handle.execute_update(SearchJob.steer, bad)
             assert "steering text is empty" in str(info.value.cause) or "no requirement found" in str(info.value.cause)
         accepted = await handle.execute_update(SearchJob.steer, "  not   benchmark ")
-        assert accepted == {"accepted": "not benchmark", "applies_from_round": 2}
+        assert accepted == {"accepted": "not benchmark", "applies_from_round": 2, "extra_round": False}
         held.release()
         result = await result_of(handle)
         await assert_replays(handle)
@@ -266,6 +266,79 @@ async def test_steer_update_adds_an_exclusion(env, baseline, literature, quarry_
     assert result["ranked"] and not [t for t in titles(result) if "benchmark" in t]
     assert {r["docid"] for r in result["ranked"][:5]} == ON_TOPIC_IN_RANGE - {"gnn05"}
     assert not any("benchmark" in q for q in result["queries"]), "an exclusion is never searched for"
+
+
+def in_round(n: int) -> Callable[[int, Any], bool]:
+    """Hold the verification of round `n`."""
+    return lambda call_no, state: int(state.get("round", 0)) == n
+
+
+async def test_a_steer_in_the_last_planned_round_shapes_the_final_list(
+    env, baseline, literature, quarry_home, queue, gate
+) -> None:
+    """A steer sent while the job's last planned round runs (that round goes on to answer inside its
+    activity) is promised one more round, gets it, and the final list honours it; the result counts
+    that round although "not benchmark" adds no query, and says where the note took effect."""
+    assert "gnn05" in {r["docid"] for r in baseline[1]["ranked"]}, "unsteered, the benchmark paper ranks"
+    held = gate(in_round(2))
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        handle = await start_job(env.client, queue, config=JobConfig(max_rounds=2))
+        await held.wait_entered()
+        accepted = await handle.execute_update(SearchJob.steer, "not benchmark")
+        assert accepted == {"accepted": "not benchmark", "applies_from_round": 3, "extra_round": True}
+        held.release()
+        result = await result_of(handle)
+        await assert_replays(handle)
+    assert result["status"] == "completed" and result["rounds"] == 3
+    assert result["steering"] == [
+        {"text": "not benchmark", "round": 2, "applies_from_round": 3, "applied": "round", "applied_round": 3}
+    ]
+    assert result["ranked"] and "gnn05" not in {r["docid"] for r in result["ranked"]}
+    assert not [t for t in titles(result) if "benchmark" in t]
+
+
+async def test_a_steer_before_a_stop_still_shapes_the_final_list(env, literature, quarry_home, queue, gate) -> None:
+    """A job stopped after it took a steer answers at once — from the plan the steer changed."""
+    held = gate(first_call)
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        handle = await start_job(env.client, queue)
+        await held.wait_entered()
+        accepted = await handle.execute_update(SearchJob.steer, "not benchmark")
+        assert accepted == {"accepted": "not benchmark", "applies_from_round": 2, "extra_round": False}
+        await handle.signal(SearchJob.stop)
+        await poll_until(lambda: handle.query(SearchJob.progress), lambda p: p["stop_requested"])
+        held.release()
+        result = await result_of(handle)
+        await assert_replays(handle)
+    assert result["status"] == "stopped" and result["rounds"] == 1 and held.calls == [1]
+    assert result["steering"] == [
+        {"text": "not benchmark", "round": 1, "applies_from_round": 2, "applied": "final_list"}
+    ]
+    assert {r["docid"] for r in result["ranked"]} == ON_TOPIC_IN_RANGE - {"gnn05"}
+
+
+async def test_a_steer_the_job_could_not_apply_is_reported(env, literature, quarry_home, queue, gate) -> None:
+    """A job cut off before it folded a steer in (here cancelled mid-round) still answers, and its
+    result says the steer was not applied, and why."""
+    held = gate(first_call)
+    async with build_worker(env.client, home=quarry_home, queue=queue):
+        handle = await start_job(env.client, queue)
+        await held.wait_entered()
+        await handle.execute_update(SearchJob.steer, "not benchmark")
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), RESULT_TIMEOUT_S)
+    stored = JobStore(quarry_home / "jobs.sqlite").get(handle.id)
+    assert stored["status"] == "cancelled" and stored["result"]["ranked"]
+    assert stored["result"]["steering"] == [
+        {
+            "text": "not benchmark",
+            "round": 1,
+            "applies_from_round": 2,
+            "applied": "not_applied",
+            "why": "the job was cancelled first",
+        }
+    ]
 
 
 async def test_year_steering_is_refused_when_the_store_has_no_years(

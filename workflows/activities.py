@@ -12,6 +12,7 @@ from nodes.job.heartbeat import beating
 from nodes.job.pool import further_along
 from nodes.job.runtime import runtime
 from nodes.job.state import rounds_run
+from nodes.job.steering_notes import steering_report
 from nodes.job.usage import Usage
 from nodes.policy.registry import DEFAULT_POLICY, spec_of
 from observability.agent_span import AgentTrace, emit_agent_span
@@ -99,7 +100,8 @@ def finish_job(
 ) -> dict[str, Any]:
     """Complete the stored result with status, trajectory tiers, stats and usage, and store it for
     good; `stop_reason` fills in why the job answered when the graph did not say (stop, clock);
-    `error` is a failed job's `{code, message, hint}`. Then emit the job's `invoke_agent` span
+    `error` is a failed job's `{code, message, hint}`; `steering` lists each steering note and where
+    it took effect (nodes.job.steering_notes; the workflow adds those it never folded in). Then emit the job's `invoke_agent` span
     (`trace`: its identity fixed at submission)."""
     jobs = runtime().jobs
     cfg = config_of(state)
@@ -126,6 +128,8 @@ def finish_job(
         "models": {"model": cfg.models.model, "judge_model": cfg.models.judge()} if spec.uses_models else None,
         "manifest": runtime().manifest(state, str(result.get("ranker") or spec.order_label())),
     }
+    if notes := steering_report(state):
+        final["steering"] = notes
     final = json.loads(redact(json.dumps(final, default=str)))  # it is returned through Temporal's history too
     jobs.finish(state["job_id"], final, state)
     ref = AgentTrace.from_dict(trace)

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from nodes.job.budget import budget_used
     from nodes.job.config import config_of
     from nodes.job.state import Mode
+    from nodes.job.steering_notes import applies_from, unapplied
     from nodes.job.usage import Usage
     from nodes.policy.registry import DEFAULT_POLICY, ONE_ROUND_NODE
     from observability.agent_span import with_run_start
@@ -185,9 +186,14 @@ class SearchJob:
             checked = validate_steering(text, years=self._years_known())
         except ValueError as err:
             raise ApplicationError(str(err), type="steer_rejected", non_retryable=True) from None
-        note: dict[str, Any] = {"text": checked, "round": self._where()[0]}
+        round_no = self._where()[0]
+        applies = applies_from(round_no)
+        note: dict[str, Any] = {"text": checked, "round": round_no, "applies_from_round": applies}
         self.control.pending_steering.append(note)
-        return {"accepted": note["text"], "applies_from_round": note["round"] + 1}
+        # Past the planned rounds the steered round is one more (graphs.search_graph.steer): after it
+        # the job answers again, so the note reshapes the final list rather than a planned round.
+        extra = applies > config_of(self.state).max_rounds
+        return {"accepted": note["text"], "applies_from_round": applies, "extra_round": extra}
 
     @steer.validator
     def _validate_steer(self, text: str) -> None:
@@ -299,10 +305,15 @@ class SearchJob:
         if self.status == "running":
             self.status = "stopped" if self.control.stop_requested else "completed"
         self._index(status=self.status)
+        # A steering note the job took but was cut off before folding in (the hard stop, a
+        # cancellation, a failure) is reported as not applied, never dropped unsaid.
+        state = self.state
+        if self.control.pending_steering:
+            state = state | {"steering_unapplied": unapplied(self.control.pending_steering, self.status)}
         # The agent span starts when the job started running here, not when it was submitted.
         final = await workflow.execute_activity(
             finish_job,
-            args=[self.state, self.status, error, reason, with_run_start(inp.trace, self.started_at)],
+            args=[state, self.status, error, reason, with_run_start(inp.trace, self.started_at)],
             **quick_activity_options(),
         )
         rounds = final.get("rounds")

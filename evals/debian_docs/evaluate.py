@@ -168,6 +168,8 @@ def evaluate(folder: Path, split: str, *, budget: float = 120.0) -> dict[str, An
                 "exact_answer": grades[q["_id"]].exact_answer if q["_id"] in grades else "",
                 "exact": grades[q["_id"]].exact if q["_id"] in grades else False,
                 "confidence": grades[q["_id"]].confidence if q["_id"] in grades else None,
+                "f1": grades[q["_id"]].f1 if q["_id"] in grades else 0.0,
+                "features": ((results.get(q["_id"]) or {}).get("answer") or {}).get("confidence_features"),
                 "cited": list((results.get(q["_id"]) or {}).get("cited") or []),
             }
             for q in questions

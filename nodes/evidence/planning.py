@@ -27,7 +27,10 @@ _IN_YEAR = re.compile(rf"\b(?:in|published in|from the year)\s+{_YEAR}\b", re.I)
 # exclusion; "other than", "apart from", "excluding" and "except" exclude wherever they stand.
 _EXCLUDE = re.compile(
     r"(?:(?:^|(?<=[,;(:]))\s*(?:and\s+|but\s+)?not\s+|\b(?:but|and)\s+not\s+|\bexclud(?:e|ing)\s+"
-    r"|\bexcept(?:\s+for)?\s+|\bother\s+than\s+|\b(?:apart|aside)\s+from\s+)"
+    r"|\bexcept(?:\s+for)?\s+|\bother\s+than\s+|\b(?:apart|aside)\s+from\s+|\b(?:leaving|leave)\s+out\s+"
+    # "without X" only where a clause starts ("…, without asyncio"): inside one it is the topic's
+    # own wording ("recovery without a log", "search without an index").
+    r"|\bomitting\s+|(?:^|(?<=[,;(:]))\s*without\s+)"
     r"([^,;()?!]+?)(?=[,;()?!]|\.(?:\s|$)|$)",
     re.I,
 )
@@ -91,7 +94,8 @@ def parse_years(text: str) -> tuple[int | None, int | None, str]:
 
 
 def parse_exclusions(text: str) -> tuple[list[str], str]:
-    """Phrases after 'not', 'excluding', 'except', 'without'; and the text without them."""
+    """Phrases after 'not', 'excluding', 'except', 'other than', 'apart/aside from', 'leaving out',
+    'omitting' and a clause's opening 'without'; and the text without them."""
     found: list[str] = []
     for m in _EXCLUDE.finditer(text):
         # "excluding surveys and tutorials" excludes either: one exclusion per alternative.

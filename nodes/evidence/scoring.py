@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from nodes.evidence.exclusions import excluded_by
 from nodes.evidence.sentences import EVIDENCE_CHARS as EVIDENCE_CHARS
 from nodes.evidence.sentences import QUOTE_MAX_CHARS as QUOTE_MAX_CHARS
 from nodes.evidence.sentences import QUOTE_MIN_CHARS as QUOTE_MIN_CHARS
@@ -185,14 +186,10 @@ def violated_constraint(plan: Plan, rec: DocRecord) -> str:
     venue = plan.get("venue")
     if venue and (rec.venue or "").lower() != venue.lower():
         return f"not published in {venue}"
-    # Title and keywords only: body text mentions excluded words in passing ("experiments on
-    # benchmarks"), and wrongly excluding a relevant document is worse than keeping a doubtful one.
-    head = stems(" ".join([rec.title, " ".join(rec.keywords)]))
-    for phrase in plan.get("exclusions", []):
-        words = {stem(t) for t in query_terms(phrase)}
-        if words and words <= head:
-            return f"matches the exclusion {phrase!r}"
-    return ""
+    # Judged on the document's subject (title, path, headings, dominant terms), never on a passing
+    # mention in its body: wrongly excluding a relevant document is worse than keeping a doubtful one.
+    match = excluded_by(plan.get("exclusions", []), rec)
+    return f"matches the exclusion {match.phrase!r} ({match.reason})" if match else ""
 
 
 def combine(item_scores: Iterable[tuple[float, float]], p: float) -> float:

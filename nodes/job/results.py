@@ -170,10 +170,44 @@ def checked_answer(
         question=question,
         quoted_text=draft.method == "extractive",
     )
-    answer = {
+    answer: dict[str, Any] = {
         "explanation": checked.text,
         "exact_answer": draft.exact_answer,
         "confidence": None if draft.confidence is None else int(draft.confidence),
         "insufficient_evidence": bool(draft.insufficient_evidence),
     }
+    if draft.features is not None:
+        answer["confidence_features"] = {k: round(float(v), 4) for k, v in draft.features.items()}
     return answer | ({"method": draft.method} if draft.method else {}), checked
+
+
+# How many removed documents a result lists by name (`--full`); the count and reasons cover them all.
+REMOVED_LISTED = 50
+
+
+def removed_report(
+    candidates: Mapping[str, Candidate], considered: Sequence[Candidate], plan: Plan, corpus: Any
+) -> dict[str, Any]:
+    """The documents a job found but left out of its list, and why: those its judge excluded while
+    verifying, and those of the final pool a hard constraint (years, author, venue, an exclusion
+    judged on the document's subject) removes. `{}` when none was removed.
+
+    `{"count": n, "why": {reason: n}, "documents": [{docid, title, reason}, …]}`, the reasons grouped
+    as a reader scans them ("matches the exclusion 'Tcl'"), at most REMOVED_LISTED documents named."""
+    reasons = {d: str(c["excluded"]) for d, c in candidates.items() if c.get("excluded")}
+    records = corpus.get_many([c["docid"] for c in considered] + list(reasons))
+    for cand in considered:
+        rec = records.get(cand["docid"])
+        if rec is not None and cand["docid"] not in reasons and (reason := violated_constraint(plan, rec)):
+            reasons[cand["docid"]] = reason
+    if not reasons:
+        return {}
+    why: dict[str, int] = {}
+    for reason in reasons.values():
+        key = reason.split(" (", 1)[0]  # "matches the exclusion 'Tcl' (path names 'Tcl')" → by phrase
+        why[key] = why.get(key, 0) + 1
+    documents = [
+        {"docid": d, "title": records[d].title if d in records else "", "reason": r}
+        for d, r in list(reasons.items())[:REMOVED_LISTED]
+    ]
+    return {"count": len(reasons), "why": why, "documents": documents}

@@ -101,6 +101,7 @@ class JobState(TypedDict, total=False):
     librarian_tasks: list[dict[str, Any]]  # the next librarian batches (llm policy), small
     judgements: Annotated[list[dict[str, Any]], merge_judgements]
     round: int
+    rounds_done: int  # the last round whose reflection ran (graphs.search_graph): a steered round follows it
     node: str
     answer_at: float  # wall-clock seconds of the budget's "submit now" steer (set by the SearchJob
     #                   workflow): a one-step round (graphs.search_graph.round_) ends there
@@ -129,8 +130,10 @@ class JobState(TypedDict, total=False):
 def rounds_run(state: Mapping[str, Any]) -> int:
     """How many rounds searched. A reflection that plans another round numbers the state with it
     before it runs, so a job that answers then (a stop, a budget, the tool-call cap) ran one round
-    fewer than `round` says; each search records the round it ran in."""
-    return max((int(s.get("round", 0)) for s in state.get("searches", [])), default=int(state.get("round", 0)))
+    fewer than `round` says; each search records the round it ran in. A round that ran to its
+    reflection without a new search (one a steering note started, "not X" adds no query) counts too."""
+    searched = max((int(s.get("round", 0)) for s in state.get("searches", [])), default=int(state.get("round", 0)))
+    return max(searched, int(state.get("rounds_done", 0) or 0))
 
 
 def bump(stats: dict[str, int], **deltas: int) -> dict[str, int]:

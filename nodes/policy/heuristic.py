@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodes.evidence.answer_extractive import extractive_answer
+from nodes.evidence.answer_extractive import extractive_draft
 from nodes.evidence.planning import first_queries, make_plan
 from nodes.evidence.scoring import (
     combine,
@@ -145,11 +145,13 @@ class HeuristicPolicy:
         return ReflectDecision([q for q in dict.fromkeys(queries) if q != core])
 
     def answer(self, req: AnswerRequest) -> AnswerDecision:
-        """Extractive (`nodes.evidence.answer_extractive`): the evidence sentences of the top documents that
-        share most of the question's words, each cited; an exact value only when one can be read
-        off the best sentence; no confidence (nothing here is calibrated)."""
-        explanation, exact, insufficient = extractive_answer(req.intent, req.docs, req.term_weights, req.max_sentences)
-        return AnswerDecision(AnswerDraft(explanation, exact, None, insufficient, method="extractive"))
+        """Extractive (`nodes.evidence.answer_extractive`): the on-subject sentences of the top
+        documents that share most of the question's words, each cited; an Exact Answer only when
+        one can be read off the best sentence, with its fitted confidence (None without one)."""
+        out = extractive_draft(req.intent, req.docs, req.term_weights, req.max_sentences)
+        return AnswerDecision(
+            AnswerDraft(out.explanation, out.exact, out.confidence, out.insufficient, "extractive", out.features)
+        )
 
     def reason(self, plan: Plan, cand: Candidate) -> str:
         items: dict[str, Mapping[str, Any]] = {i["id"]: i for i in plan.get("checklist", [])}

@@ -139,6 +139,9 @@ class Passage:
     line_start: int
     line_end: int
     text: str
+    # The heading the passage stands under when it names what its sentences leave implicit
+    # ("checkpoint_timeout (integer)" above "The default is five minutes"); '' when none.
+    context: str = ""
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,9 @@ class AnswerDraft:
     confidence: int | None = 0  # None: not estimated (an extractive answer claims none)
     insufficient_evidence: bool = False
     method: str = ""  # "extractive" for an answer of quoted sentences (no model)
+    # What the confidence was computed from (nodes.evidence.answer_confidence.FEATURES), kept with
+    # the answer so that judged answers can refit it (evals/debian_docs/fit_confidence.py).
+    features: dict[str, float] | None = None
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 from nodes.evidence.planning import make_plan
 from nodes.job.config import config_of
-from nodes.job.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
+from nodes.job.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry, removed_report
 from nodes.job.runtime import runtime
 from nodes.job.state import Candidate, JobState, add_fallback, bump, ranked_candidates
 from nodes.policy.heuristic import HeuristicPolicy
@@ -116,6 +116,8 @@ def build_react_result(state: JobState, *, use_model: bool = True) -> Answered:
         "order": ordered_by,
         "cited": [r["docid"] for r in ranked],
     }
+    if removed := removed_report({}, [Candidate(docid=d) for d in order[: cfg.run_depth]], plan, corpus):
+        result["removed"] = removed
     if state.get("mode") == "answer":
         opened = set(state.get("opened", []))
         if sub.get("explanation"):

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodes.evidence.answer_extractive import question_weights
+from nodes.evidence.answer_sections import with_sections
 from nodes.evidence.scoring import violated_constraint
 from nodes.job.budget import budget_spent
 from nodes.job.config import config_of
 from nodes.job.pool import load_pool
-from nodes.job.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry
+from nodes.job.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry, removed_report
 from nodes.job.runtime import runtime
 from nodes.job.state import JobState, model_step_update, ranked_candidates, rounds_run
 from nodes.policy.heuristic import HeuristicPolicy
@@ -156,6 +157,8 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
         "cited": [r["docid"] for r in ranked],
         "ranker": verifier_name if verifier is not None else HEURISTIC_ORDER,
     }
+    if removed := removed_report(candidates, pool[: cfg.run_depth], plan, corpus):
+        result["removed"] = removed
     update: dict[str, Any] = {}
     if state.get("mode") == "answer":
         weights = question_idf(rt.tools(state), rt.collection(state), state["intent"], cfg.idf_depth)
@@ -163,7 +166,11 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
             AnswerRequest(
                 state["intent"],
                 plan,
-                answer_docs(ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars),
+                with_sections(
+                    state["intent"],
+                    answer_docs(ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars),
+                    corpus,
+                ),
                 weights,
                 cfg.answer_sentences,
             )

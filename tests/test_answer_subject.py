@@ -1,0 +1,97 @@
+"""Answers that are right or say so, without a model: a question about a product is answered from
+that product's documents; a comparison cites both sides and picks the side its values favour; the
+Exact Answer is read off the sentence for a value, an option or a yes/no, or left empty; the
+confidence is stated exactly when there is an Exact Answer."""
+
+from __future__ import annotations
+
+from nodes.evidence.answer_extractive import extractive_draft
+from nodes.evidence.answer_kinds import comparison_sides, question_kind
+from nodes.evidence.answer_sections import best_paragraphs, with_sections
+from nodes.policy.seam import AnswerDoc, Passage
+
+PG_WAL = [
+    "20.5. Write Ahead Log",
+    "",
+    "checkpoint_timeout (integer)",
+    "",
+    "Maximum time between automatic WAL checkpoints. If this value is specified without units, it is taken",
+    "as seconds. The default is five minutes (5min).",
+    "",
+    "checkpoint_completion_target (floating point)",
+    "",
+    "Specifies the target of checkpoint completion, as a fraction of total time between checkpoints.",
+    "The default is 0.9, which spreads the checkpoint across almost all of the available interval.",
+]
+SQLITE_WAL = [
+    "Write-Ahead Logging",
+    "",
+    "By default, SQLite does a checkpoint automatically when the WAL file reaches a threshold size of",
+    "1000 pages.",
+]
+LIMITS = [
+    "Implementation Limits For SQLite",
+    "",
+    "The default setting for SQLITE_MAX_COLUMN is 2000. You can change it at compile time.",
+    "",
+    "The maximum number of terms is SQLITE_MAX_COMPOUND_SELECT which defaults to 500.",
+]
+DOCS = {"postgresql/runtime-config-wal": PG_WAL, "sqlite/wal": SQLITE_WAL, "sqlite/limits": LIMITS}
+
+
+class Corpus:
+    def lines(self, docid: str) -> list[str]:
+        return DOCS.get(docid, [])
+
+
+def doc(docid: str, title: str, first: int = 1) -> AnswerDoc:
+    """An answer document whose only evidence passage is its first paragraph (the verified
+    evidence seldom holds the answering sentence)."""
+    lines = DOCS[docid]
+    return AnswerDoc(docid, title, (Passage(first, first, lines[first - 1]),))
+
+
+def answer(question: str, docids: list[str]):
+    docs = [doc(d, DOCS[d][0]) for d in docids]
+    return extractive_draft(question, with_sections(question, docs, Corpus()))
+
+
+def test_the_value_under_the_questions_identifier_is_the_exact_answer() -> None:
+    out = answer("What is the default checkpoint_timeout in PostgreSQL?", ["postgresql/runtime-config-wal"])
+    assert out.exact == "five minutes"
+    assert out.explanation.startswith("The default is five minutes (5min) [postgresql/runtime-config-wal]")
+    assert "0.9" not in out.exact, "checkpoint_completion_target's default is another entry's"
+    assert out.confidence is not None and 0 <= out.confidence <= 100
+
+
+def test_a_question_about_one_product_is_never_answered_from_another() -> None:
+    out = answer(
+        "At what size does SQLite run an automatic checkpoint by default?",
+        ["postgresql/runtime-config-wal", "sqlite/wal"],
+    )
+    assert out.exact == "1000"
+    assert "[postgresql/" not in out.explanation and "[sqlite/wal]" in out.explanation
+    # Its sentences are not even quoted beside SQLite's answer.
+    assert "Maximum time between automatic WAL checkpoints" not in out.explanation
+
+
+def test_a_comparison_cites_both_sides_and_names_the_side_its_values_favour() -> None:
+    question = "In SQLite, which default limit is larger: SQLITE_MAX_COLUMN or SQLITE_MAX_COMPOUND_SELECT?"
+    assert question_kind(question, True) == "comparison"
+    assert comparison_sides(question) == ("SQLITE_MAX_COLUMN", "SQLITE_MAX_COMPOUND_SELECT")
+    out = answer(question, ["sqlite/limits"])
+    assert out.exact == "SQLITE_MAX_COLUMN"
+    assert "2000" in out.explanation and "500" in out.explanation, "both sides' sentences are quoted"
+    smaller = answer(question.replace("larger", "smaller"), ["sqlite/limits"])
+    assert smaller.exact == "SQLITE_MAX_COMPOUND_SELECT"
+
+
+def test_the_paragraph_that_states_the_answer_joins_the_evidence() -> None:
+    """Stored documents wrap a paragraph over lines: the answering paragraph is found whole."""
+    (passage,) = best_paragraphs(SQLITE_WAL, "at what size does SQLite checkpoint by default", [])
+    assert passage.text.endswith("threshold size of 1000 pages.") and (passage.line_start, passage.line_end) == (3, 4)
+
+
+def test_no_exact_answer_when_no_sentence_states_one() -> None:
+    out = answer("Why does SQLite checkpoint the WAL file?", ["sqlite/wal"])
+    assert out.exact == "" and out.confidence is None
