@@ -79,7 +79,8 @@ def test_the_subject_is_read_from_path_title_headings_and_dominant_terms() -> No
     match = subject_match("Python threading", THREADING)
     assert match is not None and match.signals == ("path",), "python/library/threading: both words"
     assert subject_match("threading", ASYNCIO) is None, "one heading of three and a sentence: in passing"
-    assert subject_match("Tcl", TKINTER) is not None, "its title names Tcl: Tcl/Tk is what it wraps"
+    # Its title is "tkinter - Python interface to Tcl/Tk": the name before the dash is the subject.
+    assert subject_match("Tcl", TKINTER) is None and subject_match("tkinter", TKINTER) is not None
     assert subject_match("", TCL_AFTER) is None and subject_match("the of", TCL_AFTER) is None
     assert headings("Intro\n\nSome text here.\n\nThread Objects\n\nMore.") == ["Intro", "Thread Objects"]
 

@@ -123,9 +123,16 @@ def path_stems(docid: str) -> frozenset[str]:
     return _stems_of(_PATH_WORD.findall(docid.lower()))
 
 
+# "zlib — Compression compatible with gzip", "tkinter - Python interface to Tcl/Tk": a title that
+# names its subject before a dash describes it after; what the description mentions is not the subject.
+_TITLE_DASH = re.compile(r"\s[—–-]\s")
+
+
 def title_stems(rec: DocRecord) -> frozenset[str]:
-    """The words of the title and keywords, as stems."""
-    return _stems_of(_WORD.findall(" ".join([rec.title, *rec.keywords]).lower()))
+    """The words of the title (its head, when a dash separates a name from its description) and
+    keywords, as stems."""
+    head = _TITLE_DASH.split(rec.title, maxsplit=1)[0]
+    return _stems_of(_WORD.findall(" ".join([head, *rec.keywords]).lower()))
 
 
 def headings(text: str) -> list[str]:
