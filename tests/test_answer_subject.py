@@ -95,3 +95,17 @@ def test_the_paragraph_that_states_the_answer_joins_the_evidence() -> None:
 def test_no_exact_answer_when_no_sentence_states_one() -> None:
     out = answer("Why does SQLite checkpoint the WAL file?", ["sqlite/wal"])
     assert out.exact == "" and out.confidence is None
+
+
+def test_the_shipped_confidence_was_fitted_on_the_dev_half() -> None:
+    """The parameters beside the module are read (not the flat fallback): fitted on dev answers,
+    with their cross-validated calibration error, one weight per feature."""
+    from nodes.evidence.answer_confidence import FEATURES, parameters, probability
+
+    params = parameters()
+    assert params["fitted_on"]["split"] == "dev" and params["fitted_on"]["answers"] > 0
+    assert list(params["features"]) == list(FEATURES) and len(params["weights"]) == len(FEATURES)
+    assert 0 <= params["cross_validated_ece"] < 0.5
+    strong = dict.fromkeys(FEATURES, 0.0) | {"coverage": 1.0, "shaped": 1.0, "identifier_matched": 1.0}
+    weak = dict.fromkeys(FEATURES, 0.0) | {"kind_name_option": 1.0}
+    assert probability(strong) > probability(weak)
