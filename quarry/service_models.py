@@ -136,6 +136,15 @@ class JobResult(BaseModel):
     ranked: list[RankedDocument] = Field(default_factory=list)
     answer: dict[str, Any] | None = Field(default=None, description="The cited answer (mode answer)")
     checklist: list[dict[str, Any]] = Field(default_factory=list)
+    removed: dict[str, Any] | None = Field(
+        default=None,
+        description="Documents found but left out by a hard constraint (an exclusion judged on the document's "
+        "subject, years, author, venue): count, why (reason: count) and which (docid, title, reason)",
+    )
+    steering: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Each steering note and where it took effect (a round, the final list, or not)",
+    )
     stop_reason: str = ""
     rounds: int | None = None
     error: Any = None

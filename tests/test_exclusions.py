@@ -119,3 +119,34 @@ def test_a_steer_removes_its_subject_keeps_a_passing_mention_and_the_result_says
 def test_no_exclusion_removes_nothing() -> None:
     assert removed_report({}, [Candidate(docid=d) for d in DOCS], make_plan("threads in Python"), Corpus()) == {}
     assert excluded_by([], THREADING) is None
+
+
+def test_the_result_says_how_many_were_removed_and_full_says_which(capsys) -> None:
+    from quarry.jobs_render import render_result
+
+    plan = make_plan("event loops and threads in Python, not threading")
+    removed = removed_report({}, [Candidate(docid=d) for d in DOCS], plan, Corpus())
+    base = {"job_id": "job-1", "status": "completed", "collection": "c", "intent": "x", "ranked": []}
+    render_result(base | {"removed": removed})
+    shown = capsys.readouterr().out
+    assert "removed: 1 document(s) — matches the exclusion 'threading': 1 (--full: which)" in shown
+    assert "python/library/threading" not in shown
+    render_result(base | {"removed": removed}, full=True)
+    shown = capsys.readouterr().out
+    assert "python/library/threading" in shown and "path names 'threading'" in shown
+    render_result(base)
+    assert "removed" not in capsys.readouterr().out
+
+
+def test_mcp_and_http_results_carry_the_removed_documents_and_the_steers() -> None:
+    """The front doors' typed result (quarry.service_models.JobResult) keeps what the terminal shows."""
+    from quarry.service_models import JobResult
+
+    removed = removed_report(
+        {}, [Candidate(docid=d) for d in DOCS], make_plan("threads in Python, not threading"), Corpus()
+    )
+    steering = [{"text": "not threading", "round": 2, "applies_from_round": 3, "applied": "final_list"}]
+    out = JobResult.model_validate(
+        {"job_id": "j", "status": "completed", "removed": removed, "steering": steering}
+    ).model_dump()
+    assert out["removed"]["count"] == 1 and out["steering"] == steering
