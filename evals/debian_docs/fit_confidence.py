@@ -56,7 +56,9 @@ def fit(report: dict[str, Any]) -> dict[str, Any]:
         raise SystemExit("fit on the dev split only: the test half reports the rules chosen on dev")
     x, y = examples(report)
     if len(set(y.tolist())) < 2:
-        raise SystemExit(f"{len(y)} answers with an Exact Answer, all {'right' if y.all() else 'wrong'}: nothing to fit")
+        raise SystemExit(
+            f"{len(y)} answers with an Exact Answer, all {'right' if y.all() else 'wrong'}: nothing to fit"
+        )
     model = LogisticRegression(C=REGULARISATION).fit(x, y)
     return {
         "features": list(FEATURES),

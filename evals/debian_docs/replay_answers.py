@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     report = replay(args.split)
     if args.out:
         args.out.write_text(json.dumps(report, indent=1, default=str))
-    print(json.dumps({"split": report["split"], "questions": report["questions"], "answers": report["answers"]}, indent=1))
+    print(
+        json.dumps({"split": report["split"], "questions": report["questions"], "answers": report["answers"]}, indent=1)
+    )
     return 0
 
 
