@@ -36,7 +36,29 @@ LIMITS = [
     "",
     "The maximum number of terms is SQLITE_MAX_COMPOUND_SELECT which defaults to 500.",
 ]
-DOCS = {"postgresql/runtime-config-wal": PG_WAL, "sqlite/wal": SQLITE_WAL, "sqlite/limits": LIMITS}
+RETURNING = [
+    "RETURNING",
+    "",
+    "The RETURNING clause is not a statement itself, but a clause that can optionally appear near the",
+    "end of top-level DELETE, INSERT, and UPDATE statements.",
+    "",
+    "The RETURNING syntax has been supported by SQLite since version 3.35.0 (2021-03-12).",
+]
+WINDOW = [
+    "Window Functions",
+    "",
+    "Window functions are a special kind of SQL function supported by SQLite.",
+    "",
+    "In SQLite version 3.28.0 (2019-04-16), windows function support was extended to include the",
+    "EXCLUDE clause, GROUPS frame types, window chaining, and support for 'n PRECEDING' frames.",
+]
+DOCS = {
+    "postgresql/runtime-config-wal": PG_WAL,
+    "sqlite/wal": SQLITE_WAL,
+    "sqlite/limits": LIMITS,
+    "sqlite/lang_returning": RETURNING,
+    "sqlite/windowfunctions": WINDOW,
+}
 
 
 class Corpus:
@@ -109,3 +131,25 @@ def test_the_shipped_confidence_was_fitted_on_the_dev_half() -> None:
     strong = dict.fromkeys(FEATURES, 0.0) | {"coverage": 1.0, "shaped": 1.0, "identifier_matched": 1.0}
     weak = dict.fromkeys(FEATURES, 0.0) | {"kind_name_option": 1.0}
     assert probability(strong) > probability(weak)
+
+
+def test_the_release_that_first_supported_a_feature_is_read_off_its_own_page() -> None:
+    """The one line naming the version holds few of the question's words: it joins the evidence,
+    and another feature's history ("… extended to include the EXCLUDE clause") is not the answer."""
+    question = "Which SQLite release first supported the RETURNING clause?"
+    assert question_kind(question, True) == "date"
+    out = answer(question, ["sqlite/windowfunctions", "sqlite/lang_returning"])
+    assert out.exact == "3.35.0"
+    assert out.explanation.startswith("The RETURNING syntax has been supported by SQLite since version 3.35.0")
+    assert answer(question, ["sqlite/windowfunctions"]).exact == "", "no page says it: no Exact Answer"
+
+
+def test_a_version_asked_as_a_value_is_not_read_as_a_release() -> None:
+    """ "Which protocol version does it use" asks for a value, not for when something appeared."""
+    from nodes.evidence.answer_values import version_value
+
+    sentence = "Protocol version 4 was added in Python 3.4."
+    assert version_value("Which pickle protocol version does Python use by default?", sentence) == ("", 0.0)
+    assert version_value("Since which Python version is protocol 4 available?", sentence)[0] == "3.4"
+    rfc = "Chunked transfer encoding is available as described in RFC 7230."
+    assert version_value("Since which HTTP version is chunked transfer encoding available?", rfc) == ("", 0.0)

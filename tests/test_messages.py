@@ -168,9 +168,10 @@ def test_search_hints_in_cli_syntax_and_the_tool_in_tool_syntax(home: Path, quer
         ("config files {json, yaml} for deployment", "config files {json, yaml}", ["yaml}"]),
         (
             'papers titled "retrieval, reranking and fusion" on the web',
-            'papers titled "retrieval, reranking and fusion" on the web',
-            ['reranking and fusion" on the web'],
+            'papers titled "retrieval, reranking and fusion"',
+            ['reranking and fusion" on the web', "retrieval"],
         ),
+        ('the paper "compression of data streams"', 'paper "compression of data streams"', ["compression"]),
         (
             "surveys (for beginners, with examples), transformers",
             "surveys (for beginners, with examples)",

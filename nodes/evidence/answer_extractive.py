@@ -42,6 +42,7 @@ from nodes.evidence.answer_values import (
     question_stems,
     shaped_value,
     value_and_cover,
+    version_value,
     yes_no,
 )
 from nodes.evidence.quotable import quotable_spans
@@ -191,6 +192,10 @@ def reader(kind: str) -> Callable[[str, Scored], tuple[str, float, bool]]:
             return (*yes_no(question, s.sentence, s.context), False)
         if kind == "other":
             return "", 0.0, False
+        if kind == "date":
+            version = version_value(question, s.sentence, s.context)
+            if version[0]:
+                return version[0], version[1], True
         shaped = shaped_value(question, s.sentence, s.context)
         if shaped[0]:
             return shaped[0], shaped[1], True
@@ -231,7 +236,10 @@ def read_exact(
     """The Exact Answer read off the chosen sentences or, failing them, the next best (`more`, up to
     READ_POOL in all; the sentence read is then quoted first), the best-named reading; its features."""
     read = reader(kind)
-    pool = [*chosen, *[s for s in more if s not in chosen]][: max(READ_POOL, len(chosen))]
+    # A version is read only off a sentence holding the question's other words (`version_value`),
+    # and the one sentence that states it ("supported … since version 3.35.0") often ranks low.
+    size = len(chosen) + len(more) if kind == "date" else max(READ_POOL, len(chosen))
+    pool = [*chosen, *[s for s in more if s not in chosen]][:size]
     readings = [(n, *read(question, s)) for n, s in enumerate(pool)]
     found = [r for r in readings if r[1]]
     if not found:

@@ -18,7 +18,9 @@ _NAME = re.compile(
     r"person|author|company))\b|\bwhat is the name\b|\bnamed?\b",
     re.IGNORECASE,
 )
-_DATE = re.compile(r"^\s*when\b|\bwhat year\b|\bwhich (?:year|version|release)\b|\bwhat version\b", re.IGNORECASE)
+_DATE = re.compile(
+    r"^\s*when\b|\bwhat year\b|\b(?:which|what)\s+(?:[\w/.-]+\s+){0,3}?(?:year|version|release)\b", re.IGNORECASE
+)
 _MORE = re.compile(r"\b(?:more|most|higher|highest|larger|largest|longer|longest|bigger|greater|later)\b", re.I)
 _LESS = re.compile(r"\b(?:less|least|fewer|fewest|lower|lowest|smaller|smallest|shorter|shortest|earlier)\b", re.I)
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+", re.IGNORECASE)

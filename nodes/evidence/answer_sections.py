@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from nodes.evidence.answer_subject import asked_identifiers, is_identifier, keys
+from nodes.evidence.answer_values import VERSION_ASKED, states_version
 from nodes.policy.seam import AnswerDoc, Passage
 
 HEADING_WORDS = 8
@@ -77,7 +78,8 @@ def best_paragraphs(
     lines: Sequence[str], question: str, names: Sequence[str], limit: int = BEST_PARAGRAPHS
 ) -> list[Passage]:
     """The paragraphs that hold the most of the question's words — at least half of them — and,
-    for each identifier the question names, the one holding it with the most of the other words;
+    for each identifier the question names, the one holding it with the most of the other words (and
+    for a question asking which version, the one naming a version with the most of them);
     each a passage with the entry heading above it as context. The verified evidence is the best
     sentence per *requirement*; the sentence that states the answer ("The TCP port the server listens
     on; 5432 by default.") is often another, and a comparison needs one for each side."""
@@ -89,6 +91,10 @@ def best_paragraphs(
         if len(text) >= MIN_PARAGRAPH_CHARS:
             scored.append((len(keys(text) & wanted), a, b, text))
     picked = [p for p in sorted(scored, key=lambda p: (-p[0], p[1])) if p[0] >= need][:limit]
+    # "Which release first supported …": the one line that says so holds few of the other words.
+    versions = [p for p in scored if p[0] >= 2 and states_version(p[3])] if VERSION_ASKED.search(question) else []
+    if versions:
+        picked.append(max(versions, key=lambda p: (p[0], -p[1])))
     for name in names:
         holding = [p for p in scored if name in keys(p[3])]
         if holding:

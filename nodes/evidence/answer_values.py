@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from nodes.evidence.answer_subject import keys, term_key
+from nodes.evidence.answer_subject import is_identifier, keys, term_key
 from nodes.evidence.sentences import WORD
 from nodes.tools.excerpts import query_terms
 
@@ -180,6 +180,56 @@ def coverage(question: str, sentence: str, context: str = "") -> float:
     """Share of the question's words in the sentence and its `context` (title, heading)."""
     wanted = question_stems(question)
     return len(keys(f"{sentence} {context}") & set(wanted)) / len(wanted) if wanted else 0.0
+
+
+# "Which release first supported …", "since which version …": the version a sentence names after
+# a cue ("since version 3.35.0", "Available in Apache HTTPD 2.2.15 and later", "for PostgreSQL
+# 10") — dotted, or a small number after a name or the word version/release, so neither "in 5
+# seconds" nor "in RFC 7230" is one. Only for questions about a version's history: "which protocol
+# version does it use" asks for a value.
+VERSION_ASKED = re.compile(
+    r"^(?=.*\b(?:since|first|introduced|added|renamed|removed|deprecated|available|supported|new)\b)"
+    r".*\b(?:which|what)\s+(?:[\w/.-]+\s+){0,3}(?:version|release)\b",
+    re.I,
+)
+_VERSION = re.compile(
+    r"\b(?:since|in|for|as of|from|starting with|added in|introduced in|new in)\s+"
+    r"((?:(?:[A-Z][\w/+-]*|version|release)\s+){0,3})v?(\d+(?:\.\d+){0,3})(?![\w.]*\d)",
+    re.I,
+)
+_VERSION_ASKING = frozenset(term_key(w) for w in ("version", "release", "first", "since"))
+_MAX_PLAIN_VERSION = 99
+
+
+def _versions(text: str) -> list[str]:
+    return [
+        m.group(2)
+        for m in _VERSION.finditer(text)
+        if "." in m.group(2) or (m.group(1).strip() and int(m.group(2)) <= _MAX_PLAIN_VERSION)
+    ]
+
+
+def states_version(text: str) -> bool:
+    """Whether `text` names a version after a cue, as `version_value` reads one."""
+    return bool(_versions(text))
+
+
+def version_value(question: str, sentence: str, context: str = "") -> tuple[str, float]:
+    """For a question about a version's history (VERSION_ASKED): the version the sentence names
+    after a cue when the sentence itself holds EXACT_MIN_COVERAGE of the question's other words —
+    its heading does not count, as a page's title ("… supported by SQLite") would lend its words to
+    every line. A version the question itself states is never the answer. ('', 0.0) when unsure."""
+    if not VERSION_ASKED.search(question):
+        return "", 0.0
+    wanted = set(question_stems(question)) - _VERSION_ASKING
+    cover = len(keys(sentence) & wanted) / len(wanted) if wanted else 0.0
+    # The code names it asks about ("RETURNING", "mod_reqtimeout") are its subject: the sentence or
+    # its heading must name them ("… extended to include the EXCLUDE clause" is another's history).
+    names = {term_key(w) for w in WORD.findall(question) if is_identifier(w) or (w.isupper() and len(w) > 2)}
+    if cover < EXACT_MIN_COVERAGE or not names <= keys(f"{sentence} {context}"):
+        return "", 0.0
+    found = [v for v in _versions(sentence) if v not in question]
+    return (found[0], cover) if found else ("", 0.0)
 
 
 def code_name(question: str, sentence: str, context: str = "") -> tuple[str, float]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from nodes.evidence.requirements import aspect_kind, clean_piece, parse_requirements, split_and
+from nodes.evidence.requirements import aspect_kind, clean_piece, parse_requirements, split_and, split_subject
 from nodes.job.state import WHOLE_ID, ChecklistItem, ChecklistKind, Plan
 from nodes.policy.seam import SCORED_KINDS
 from nodes.tools.excerpts import query_terms
@@ -208,11 +208,15 @@ def _items_from_core(core: str, *, steer: bool = False) -> list[ChecklistItem]:
     pieces, cues = split_requirements(parsed.body)
     for i, piece in enumerate(pieces):
         kind: ChecklistKind = "topic" if not items else aspect_kind(cues[i - 1] if 0 < i <= len(cues) else "")
-        for part in [piece] if kind == "topic" else split_and(piece):
+        parts = [(part, kind) for part in split_and(piece)]
+        if kind == "topic":
+            subject = split_subject(piece, _protected(piece))
+            parts = [(h, "topic") for h in subject.heads] + [(q, "aspect") for q in subject.qualifiers]
+        for part, part_kind in parts:
             text = clean_piece(part)
             if not query_terms(text) or any(text.lower() == it["text"].lower() for it in items):
                 continue
-            kind = "topic" if not items else kind
+            kind = "topic" if not items else part_kind
             items.append(
                 ChecklistItem(id=f"c{len(items) + 1}", kind=kind, text=text, weight=1.0 if kind == "topic" else 0.8)
             )

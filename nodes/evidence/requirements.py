@@ -242,6 +242,65 @@ def split_and(piece: str) -> list[str]:
     return parts
 
 
+# The preposition that attaches a qualifier to the subject's head ("compression of data streams",
+# "conversion between Unicode and …", "scheduling callbacks after a delay").
+_SUBJECT_PREP = re.compile(
+    r"\s+(?:of|between|after|before|in|by|from|on|into|over|during|within|through|among)\s+", re.I
+)
+
+
+@dataclass(frozen=True)
+class SubjectParts:
+    """A subject cut into the notions it names (`heads`, topics) and the qualifier a
+    preposition attaches to them (`qualifiers`, aspects)."""
+
+    heads: list[str]
+    qualifiers: list[str] = field(default_factory=list)
+
+
+_NOMINAL = ("ing", "ion", "ment")
+
+
+def split_subject(piece: str, protected: list[tuple[int, int]] | None = None) -> SubjectParts:
+    """The subject as the parts a careful reader would check on their own: the qualifier after
+    the first preposition ("compression of data streams" → "compression" + "data streams"), and
+    the sides of the head's "and" when each is a notion of its own — two of two words or more
+    ("write-ahead logging and checkpoint configuration"), a lone gerund before a phrase
+    ("vacuuming and reclaiming free space"), or two nominalisations sharing their modifier ("log
+    file configuration and rotation" → "… rotation" too). A lone word before a longer side
+    shares its head ("date and time handling"), and two lone words name one notion ("search and
+    replace"): neither is cut. Never inside `protected` spans (brackets, quotes)."""
+    qualifiers: list[str] = []
+    for m in _SUBJECT_PREP.finditer(piece):
+        if any(a < m.start() < b for a, b in protected or []):
+            continue
+        head, qualifier = piece[: m.start()], piece[m.end() :]
+        if query_terms(head) and query_terms(qualifier) and not _FILLER_QUALIFIER.match(qualifier):
+            qualifiers, piece = [qualifier], head
+        break
+    sides: list[str] = []
+    for side in (p.strip(" ,;") for p in _AND.split(piece)):
+        last = sides[-1] if sides else ""
+        if len(query_terms(last)) == 1 and " " not in last and not last.lower().endswith("ing"):
+            sides[-1] = f"{last} and {side}"  # "date and time formatting": one notion's modifier
+        else:
+            sides.append(side)
+    if len(sides) != 2 or not all(query_terms(s) for s in sides):
+        return SubjectParts([piece], qualifiers)
+    first, second = sides
+    n_first, n_second = len(query_terms(first)), len(query_terms(second))
+    own = min(n_first, n_second) >= 2 or (n_first == 1 and first.lower().endswith("ing") and n_second >= 2)
+    if own:
+        return SubjectParts(sides, qualifiers)
+    head_word = first.split()[-1].lower()
+    if n_second == 1 and n_first >= 2 and any(head_word.endswith(x) and second.lower().endswith(x) for x in _NOMINAL):
+        return SubjectParts([first, f"{first.rsplit(' ', 1)[0]} {second}"], qualifiers)
+    return SubjectParts([piece], qualifiers)
+
+
+_FILLER_QUALIFIER = re.compile(r"(?:general|default|particular|practice|detail|short|brief)\b", re.I)
+
+
 def clean_piece(piece: str) -> str:
     """A requirement phrase without leading articles or prepositions and trailing punctuation."""
     piece = piece.strip(" ,;.?!:")
