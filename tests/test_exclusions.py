@@ -85,6 +85,15 @@ def test_the_subject_is_read_from_path_title_headings_and_dominant_terms() -> No
     assert headings("Intro\n\nSome text here.\n\nThread Objects\n\nMore.") == ["Intro", "Thread Objects"]
 
 
+def test_an_exclusion_names_a_word_not_the_words_that_share_its_first_letters() -> None:
+    """ "not socketserver" is not "not socket", "without asyncio" not "without asynchronous": a
+    word is compared whole (less its plural and -ing/-ed ending), never cut to a five-letter stem."""
+    socket = DocRecord(docid="python/library/socket", title="socket - Low-level networking interface", text=FILLER)
+    assert subject_match("socketserver", socket) is None and subject_match("sockets", socket) is not None
+    signal = DocRecord(docid="python/library/signal", title="signal - Asynchronous events", text=FILLER)
+    assert subject_match("asyncio", signal) is None and subject_match("signals", signal) is not None
+
+
 @pytest.mark.parametrize(
     "intent, removed, kept",
     [

@@ -27,7 +27,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from nodes.evidence.sentences import stem
 from nodes.tools.excerpts import STOPWORDS, query_terms
 from stores.records import DocRecord
 
@@ -81,9 +80,11 @@ class SubjectMatch:
 
 @lru_cache(maxsize=1 << 16)
 def word_stem(word: str) -> str:
-    """A word as exclusions compare it: `nodes.evidence.sentences.stem` (plural dropped, first
-    five letters) after an "-ing"/"-ed" ending and a final "e", so that "locking" meets "lock" and
-    "caching" meets "cache" (the evidence stem keeps "locki" apart from "lock")."""
+    """A word as exclusions compare it: lower case, without a plural "s", an "-ing"/"-ed" ending
+    and a final "e", so that "locking" meets "lock", "caching" meets "cache" and "threads" meets
+    "threading". Unlike the evidence stem (`nodes.evidence.sentences.stem`) it is not cut to five
+    letters: an exclusion removes documents, and "not socketserver" must not remove every page
+    whose subject is "socket" (both "socke" there)."""
     w = word.lower()
     if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
         w = w[:-1]
@@ -93,7 +94,7 @@ def word_stem(word: str) -> str:
             break
     if len(w) > 3 and w.endswith("e"):
         w = w[:-1]
-    return stem(w)
+    return w
 
 
 # Words that say what kind of document is meant, not what it is about: "the Tcl manual pages", "the
