@@ -107,12 +107,21 @@ DOCUMENT_KIND_WORDS = frozenset(
 )
 
 
+# "the Apache password utilities such as htpasswd": what follows is an example of the subject, and
+# a document need not name it (htdbm and htdigest are such utilities too).
+_EXAMPLES = re.compile(r"\s*,?\s*\b(?:such as|e\.g\.|for example|for instance|including)\b.*$", re.I)
+
+
 def phrase_stems(phrase: str) -> tuple[str, ...]:
     """The phrase's content words as stems, in order (stopwords dropped, as queries drop them;
-    words naming a kind of document dropped when others remain)."""
+    words naming a kind of document dropped when others remain; examples after "such as" dropped
+    when words remain before them)."""
+    head = _EXAMPLES.sub("", phrase)
+    phrase = head if query_terms(head) else phrase
     words = [w for w in query_terms(phrase) if w.lower().strip("'’s") not in ("such",)]
     topical = [w for w in words if w.lower() not in DOCUMENT_KIND_WORDS] or words
-    return tuple(dict.fromkeys(word_stem(w) for w in topical))
+    # Split as a document's words are ("pg_dump" → pg, dump; its title "pg_dump" gives the same).
+    return tuple(dict.fromkeys(word_stem(part) for w in topical for part in _WORD.findall(w)))
 
 
 def _stems_of(words: Iterable[str]) -> frozenset[str]:
