@@ -55,6 +55,8 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A path component split into words: "after.3tcl" → after, 3, tcl; "runtime-config-wal" → runtime,
 # config, wal; "mod_rewrite" → mod, rewrite.
 _PATH_WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
+# A name with an underscore inside ("pg_dump", "mod_rewrite").
+_NAME = re.compile(r"\b[^\W_]+(?:_[^\W_]+)+\b", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?;:,][\"')\]]*\s*$")
 
 
@@ -107,21 +109,19 @@ DOCUMENT_KIND_WORDS = frozenset(
 )
 
 
-# "the Apache password utilities such as htpasswd": what follows is an example of the subject, and
-# a document need not name it (htdbm and htdigest are such utilities too).
-_EXAMPLES = re.compile(r"\s*,?\s*\b(?:such as|e\.g\.|for example|for instance|including)\b.*$", re.I)
-
-
 def phrase_stems(phrase: str) -> tuple[str, ...]:
     """The phrase's content words as stems, in order (stopwords dropped, as queries drop them;
-    words naming a kind of document dropped when others remain; examples after "such as" dropped
-    when words remain before them)."""
-    head = _EXAMPLES.sub("", phrase)
-    phrase = head if query_terms(head) else phrase
+    words naming a kind of document dropped when others remain; a name with an underscore one
+    word, `joined`)."""
     words = [w for w in query_terms(phrase) if w.lower().strip("'’s") not in ("such",)]
     topical = [w for w in words if w.lower() not in DOCUMENT_KIND_WORDS] or words
-    # Split as a document's words are ("pg_dump" → pg, dump; its title "pg_dump" gives the same).
-    return tuple(dict.fromkeys(word_stem(part) for w in topical for part in _WORD.findall(w)))
+    return tuple(dict.fromkeys(joined(w) if "_" in w else word_stem(w) for w in topical))
+
+
+def joined(name: str) -> str:
+    """A name with underscores as one word without them: "pg_dump" → "pgdump", which its title
+    ("pg_dump") and its path ("app-pgdump") both give, and "pg_dumpall" or "pg-dumpall" do not."""
+    return name.lower().replace("_", "")
 
 
 def _stems_of(words: Iterable[str]) -> frozenset[str]:
@@ -141,8 +141,8 @@ _TITLE_DASH = re.compile(r"\s[—–-]\s")
 def title_stems(rec: DocRecord) -> frozenset[str]:
     """The words of the title (its head, when a dash separates a name from its description) and
     keywords, as stems."""
-    head = _TITLE_DASH.split(rec.title, maxsplit=1)[0]
-    return _stems_of(_WORD.findall(" ".join([head, *rec.keywords]).lower()))
+    head = " ".join([_TITLE_DASH.split(rec.title, maxsplit=1)[0], *rec.keywords]).lower()
+    return _stems_of(_WORD.findall(head)) | {joined(n) for n in _NAME.findall(head)}
 
 
 def headings(text: str) -> list[str]:
