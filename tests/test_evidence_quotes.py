@@ -208,6 +208,20 @@ def test_lead_trim_keeps_prose_whole() -> None:
     assert lead_trim("Compile Features\n^^^^") == 0, "nothing but a heading: the caller refuses it"
 
 
+def test_a_title_and_author_block_glued_to_the_first_sentence_stays_out_of_the_quote() -> None:
+    """A PDF or text file puts the title, authors, affiliation and e-mails on the lines just above
+    the first sentence with no blank line: the quote starts at the sentence."""
+    block = (
+        "Federated Learning Across Hospitals\nJane Doe, John Roe\nUniversity of Somewhere\njane@uni.edu, john@uni.edu\n"
+    )
+    sentence = "We study federated learning across ten hospitals and report what each site gained."
+    assert lead_trim(block + sentence) == len(block)
+    # Wrapped prose keeps its first line, even one in title case before a longer line.
+    wrapped = "The Python Software Foundation\nmaintains the interpreter and its documentation."
+    assert lead_trim(wrapped) == 0
+    assert lead_trim("We used the data that the hospitals in the study shared with\nGoogle Health.") == 0
+
+
 @pytest.mark.parametrize(
     "quote,title,cap",
     [

@@ -65,4 +65,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from workflows.process_exit import run_script
+
+    run_script(lambda: sys.exit(main()))

@@ -226,10 +226,30 @@ def line_kinds(text: str) -> list[tuple[str, str]]:
     return out
 
 
+# An e-mail line of a title block ("jane@uni.edu, john@uni.edu").
+_CONTACT = re.compile(r"^[\s,;{}()]*(?:[\w.+-]+@[\w.-]+\.\w+[\s,;{}()]*)+$")
+# A title-block line is shorter than this share of the line after it (a wrapped line of prose is
+# about as long as the next one).
+TITLE_BLOCK_SHARE = 0.7
+
+
+def _title_block_line(line: str, nxt: str) -> bool:
+    """A paper's title, author or affiliation line glued to the first sentence by a PDF or text
+    file with no blank line between them: a title-case line (or an e-mail line) followed by one
+    that starts with a capital and is itself such a line or clearly longer."""
+    s, n = line.strip(), nxt.strip()
+    if not n or (not n[0].isupper() and not _CONTACT.match(n)):
+        return False
+    if _CONTACT.match(s):
+        return True
+    return _title_like(s) and (_title_like(n) or bool(_CONTACT.match(n)) or len(s) < TITLE_BLOCK_SHARE * len(n))
+
+
 def lead_trim(text: str) -> int:
     """How many characters to skip at the start of a sentence span: heading lines (a `#` line, a
-    line with its rst underline, a section name in capitals) glued to the prose after them. The
-    prose after a heading is a quote; the heading is not. 0 when the span has no such lead."""
+    line with its rst underline, a section name in capitals) and a title block (`_title_block_line`)
+    glued to the prose after them. The prose after a heading is a quote; the heading is not. 0
+    when the span has no such lead."""
     pos = 0
     while True:
         end = text.find("\n", pos)
@@ -243,6 +263,7 @@ def lead_trim(text: str) -> int:
             or _UNDERLINE.match(line)
             or (_short_line(line) and _UNDERLINE.match(nxt))
             or (_upper_heading(line) and len(_WORD.findall(line)) <= 3)
+            or _title_block_line(line, nxt)
         ):
             skip = end + 1
             while skip < len(text) and text[skip].isspace():
