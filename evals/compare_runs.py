@@ -37,10 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     if c is None:
         print("fewer than two queries in common: nothing to compare", file=sys.stderr)
         return 2
-    print(
-        f"{args.collection} {args.metric}: {c.queries} queries, before {c.baseline_mean:.4f}, after "
-        f"{c.system_mean:.4f}, diff {c.diff:+.4f} [95% CI {c.ci_low:+.4f}, {c.ci_high:+.4f}], p = {c.p_value:.3f}"
-    )
+    print(f"{args.collection} {args.metric}: {c.summary(4)}")
     return 0
 
 

@@ -40,6 +40,14 @@ class Comparison:
     def significant(self) -> bool:
         return self.p_value < ALPHA
 
+    def summary(self, digits: int = 3) -> str:
+        """One line: "n=52 before 0.590 after 0.594 diff +0.004 [95% CI -0.010, +0.019] p=0.558"."""
+        d = digits
+        return (
+            f"n={self.queries} before {self.baseline_mean:.{d}f} after {self.system_mean:.{d}f} "
+            f"diff {self.diff:+.{d}f} [95% CI {self.ci_low:+.{d}f}, {self.ci_high:+.{d}f}] p={self.p_value:.4f}"
+        )
+
 
 def compare(
     system: str,

@@ -285,3 +285,23 @@ def test_every_script_ends_a_quarry_error_with_one_line() -> None:
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith("error (not_found): no such file or folder:"), done.stderr
+
+
+def test_a_reader_that_stops_early_gets_no_traceback() -> None:
+    """`quarry … | head`: the program ends quietly when its reader goes away (exit 1), never with
+    a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = (
+        "from workflows.process_exit import run_script\nrun_script(lambda: [print('x' * 100) for _ in range(200_000)])"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().startswith("x")
+    proc.stdout.close()  # the reader goes away while the program still writes
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in err, err

@@ -26,6 +26,13 @@ def run_script(main: Callable[[], None]) -> NoReturn:
     except QuarryError as err:
         print(f"error ({err.code}): {printable(str(err))}", file=sys.stderr)
         code = 2
+    except BrokenPipeError:
+        # The reader went away (`| head`): what it read is all it wanted. Python's documented way:
+        # point stdout at devnull so the interpreter's own flush at exit cannot raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
     except Exception as exc:  # only a full disk is translated; anything else re-raises
         full = disk_full(exc)
         if full is None:

@@ -57,10 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         if c is None:
             print(f"{label}: fewer than two rows in common")
             continue
-        print(
-            f"{label}: n={c.queries} before {c.baseline_mean:.3f} after {c.system_mean:.3f} diff {c.diff:+.3f} "
-            f"[95% CI {c.ci_low:+.3f}, {c.ci_high:+.3f}] p={c.p_value:.4f}"
-        )
+        print(f"{label}: {c.summary()}")
     return 0
 
 
