@@ -156,6 +156,7 @@ ALLOWED: dict[tuple[str, str, float], str] = {
     ("evals/html_extraction.py", "runs", 5): "timing repetitions of a benchmark",
     ("evals/dense_adaptation_probe.py", "--pairs(default=)", 1000): "training pairs of a probe, not a search depth",
     ("nodes/tools/agent_tools.py", "SubmitArgs.confidence", 50): "a neutral confidence (of 0-100), not a limit",
+    ("evals/significance.py", "digits", 3): "decimal places a comparison is printed with, not a cap",
 }
 
 

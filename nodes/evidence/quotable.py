@@ -1,27 +1,25 @@
 """Which sentences may stand as evidence on their own: not headings, code or page boilerplate.
 
-Long documents (manuals, READMEs, specifications) hold many "sentences" that the splitter finds
-but that are not statements: an rst heading and its underline ("Compile Features\\n^^^^"), an
-XML example, a page footer ("Copyright 2024 …", "Page 3 of 40"), a navigation list. Quoted as
-evidence they look like proof and prove nothing (issue 20, item 3). This module classifies each
-line of a sentence span as prose, heading, code or boilerplate by its shape alone — no model, no
-language list — and a sentence may be quoted only when prose makes up most of it. A heading glued
-to the prose that follows it (a Markdown `#` line, a line with an rst underline, a man page's
-upper-case section name) is trimmed off the quote's start rather than refusing the prose.
+Long documents (manuals, READMEs, specifications) hold many "sentences" that the splitter finds but that are not
+statements: an rst heading and its underline ("Compile Features\\n^^^^"), an XML example, a page footer ("Copyright
+2024 …", "Page 3 of 40"), a navigation list. Quoted as evidence they look like proof and prove nothing. This module
+classifies each line of a sentence span as prose, heading, code or boilerplate by its shape alone — no model, no
+language list — and a sentence may be quoted only when prose makes up most of it. A heading glued to the prose that
+follows it (a Markdown `#` line, a line with an rst underline, a man page's upper-case section name) is trimmed off
+the quote's start rather than refusing the prose, and so is a paper's title and author block glued to its first
+sentence.
 
-The rules are deliberately narrow: a false "not quotable" hides real evidence, so a line is code
-only on a strong sign (a markup tag, a statement ending, a call, a high share of symbols), and a
-title-case line is a heading only when it stands alone or is underlined.
+The rules are deliberately narrow: a false "not quotable" hides real evidence, so a line is code only on a strong
+sign (a markup tag, a statement ending, a call, a high share of symbols), and a title-case line is a heading only
+when it stands alone or is underlined.
 
-Reference documents also state facts as *definitions* rather than sentences: an option with its
-value (Valgrind's "--num-callers=<number> [default: 12]"), an rst field (":Number of Instances:
-150 (50 in each of three classes)" in a dataset description), a Markdown table row. They carry the
-value a reader asks for, so they are quotable (kind "definition", counted with prose), and
-`entry_starts` cuts a run of them into one statement each: a quote is one definition, not a
-17-line `--help` dump. Lists of bug ids from a NEWS file ("n-i-bz  Fix …", "392118  unhandled
-amd64 instruction"), a "Source Code: lib/dns.js" line and a man page's NAME line ("gzip, gunzip,
-zcat - compress or expand files": the page's title, printed above its quotes already) are not
-evidence.
+Reference documents also state facts as *definitions* rather than sentences: an option with its value (Valgrind's
+"--num-callers=<number> [default: 12]"), an rst field (":Number of Instances: 150 (50 in each of three classes)" in
+a dataset description), a Markdown table row. They carry the value a reader asks for, so they are quotable (kind
+"definition", counted with prose), and `entry_starts` cuts a run of them into one statement each: a quote is one
+definition, not a 17-line `--help` dump. Lists of bug ids from a NEWS file ("n-i-bz Fix …", "392118 unhandled amd64
+instruction"), a "Source Code: lib/dns.js" line and a man page's NAME line ("gzip, gunzip, zcat - compress or expand
+files": the page's title, printed above its quotes already) are not evidence.
 """
 
 from __future__ import annotations
@@ -41,13 +39,11 @@ PROSE_WORDS = 6
 # A navigation list: at least this many short lines (at most NAV_MAX_WORDS words each).
 NAV_MIN_LINES = 4
 NAV_MAX_WORDS = 4
-
 # A run of option-definition lines is cut into one statement per option when it holds at least
 # this many of them (one option line alone beside prose is left as the sentence it is part of).
 OPTION_RUN_MIN = 2
 # A span is a bug list when at least this share of its characters is on bug-id lines.
 BUG_LIST_SHARE = 0.5
-
 PROSE, HEADING, CODE, BOILERPLATE = "prose", "heading", "code", "boilerplate"
 # A definition that carries a value: an option line, an rst field with a value, a table row. Quotable.
 DEFINITION = "definition"
@@ -226,30 +222,24 @@ def line_kinds(text: str) -> list[tuple[str, str]]:
     return out
 
 
-# An e-mail line of a title block ("jane@uni.edu, john@uni.edu").
-_CONTACT = re.compile(r"^[\s,;{}()]*(?:[\w.+-]+@[\w.-]+\.\w+[\s,;{}()]*)+$")
-# A title-block line is shorter than this share of the line after it (a wrapped line of prose is
-# about as long as the next one).
-TITLE_BLOCK_SHARE = 0.7
+_CONTACT = re.compile(r"^[\s,;{}()]*(?:[\w.+-]+@[\w.-]+\.\w+[\s,;{}()]*)+$")  # "jane@uni.edu, john@uni.edu"
 
 
 def _title_block_line(line: str, nxt: str) -> bool:
-    """A paper's title, author or affiliation line glued to the first sentence by a PDF or text
-    file with no blank line between them: a title-case line (or an e-mail line) followed by one
-    that starts with a capital and is itself such a line or clearly longer."""
+    """A title, author, affiliation or e-mail line glued to the first sentence (a PDF or text file with no
+    blank line after it): such a line before one that starts with a capital and is one too, or that this
+    line is under 0.7 of in length (a wrapped line of prose is about as long as the next one)."""
     s, n = line.strip(), nxt.strip()
     if not n or (not n[0].isupper() and not _CONTACT.match(n)):
         return False
-    if _CONTACT.match(s):
-        return True
-    return _title_like(s) and (_title_like(n) or bool(_CONTACT.match(n)) or len(s) < TITLE_BLOCK_SHARE * len(n))
+    title_like = _title_like(s) and (_title_like(n) or bool(_CONTACT.match(n)) or len(s) < 0.7 * len(n))
+    return bool(_CONTACT.match(s)) or title_like
 
 
 def lead_trim(text: str) -> int:
-    """How many characters to skip at the start of a sentence span: heading lines (a `#` line, a
-    line with its rst underline, a section name in capitals) and a title block (`_title_block_line`)
-    glued to the prose after them. The prose after a heading is a quote; the heading is not. 0
-    when the span has no such lead."""
+    """How many characters to skip at the start of a sentence span: heading lines (a `#` line, a line with
+    its rst underline, a section name in capitals) and a title block (`_title_block_line`) glued to the
+    prose after them. The prose after a heading is a quote; the heading is not. 0 when there is none."""
     pos = 0
     while True:
         end = text.find("\n", pos)
