@@ -36,6 +36,7 @@ from nodes.evidence.answer_subject import (
 )
 from nodes.evidence.answer_values import (
     QUANTITY_ASKED,
+    VERSION_ASKED,
     code_name,
     exact_value,
     numeric,
@@ -238,7 +239,7 @@ def read_exact(
     read = reader(kind)
     # A version is read only off a sentence holding the question's other words (`version_value`),
     # and the one sentence that states it ("supported … since version 3.35.0") often ranks low.
-    size = len(chosen) + len(more) if kind == "date" else max(READ_POOL, len(chosen))
+    size = len(chosen) + len(more) if VERSION_ASKED.search(question) else max(READ_POOL, len(chosen))
     pool = [*chosen, *[s for s in more if s not in chosen]][:size]
     readings = [(n, *read(question, s)) for n, s in enumerate(pool)]
     found = [r for r in readings if r[1]]

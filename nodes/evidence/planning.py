@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import re
 
-from nodes.evidence.requirements import aspect_kind, clean_piece, parse_requirements, split_and, split_subject
+from nodes.evidence.requirements import (
+    aspect_kind,
+    clean_piece,
+    filler_piece,
+    parse_requirements,
+    split_and,
+    split_subject,
+)
 from nodes.job.state import WHOLE_ID, ChecklistItem, ChecklistKind, Plan
 from nodes.policy.seam import SCORED_KINDS
 from nodes.tools.excerpts import query_terms
@@ -46,27 +53,6 @@ _VENUE_CUE = re.compile(
 _SPLIT = re.compile(r"[,;]|:(?=\s)|\s+(?:for|using|with|via|based on|applied to|across|when)\s+", re.I)
 _METHOD_CUE = re.compile(r"\b(?:using|with|via|based on)\s*$", re.I)
 _MAX_ITEMS = 6
-# Adverbial and filler phrases that qualify a neighbouring requirement but state none of their own.
-# Cut off as a piece ("EventEmitter maximum listeners, by default" → "by default"), one became a
-# requirement whose only content word, "default", matched an unrelated sentence 5.0/5.
-FILLER_PHRASES = (
-    "by default",
-    "in general",
-    "in practice",
-    "in particular",
-    "for example",
-    "for instance",
-    "at least",
-    "at most",
-    "e.g.",
-    "i.e.",
-    "etc.",
-    "generally",
-    "usually",
-    "typically",
-    "also",
-)
-_FILLER = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(p) for p in FILLER_PHRASES) + r")(?!\w)", re.IGNORECASE)
 
 
 def parse_years(text: str) -> tuple[int | None, int | None, str]:
@@ -173,12 +159,6 @@ def split_requirements(core: str) -> tuple[list[str], list[str]]:
         start = m.end()
     pieces.append(core[start:])
     return _fold_fillers(pieces, cues)
-
-
-def filler_piece(piece: str, cue: str = "") -> bool:
-    """Whether a piece (with the cue word that cut it off: " for " + "example") holds no content
-    word beyond stopwords and FILLER_PHRASES ("by default", "in general", "for example", …)."""
-    return not query_terms(_FILLER.sub(" ", f"{cue.strip(' ,;')} {piece}"))
 
 
 def _fold_fillers(pieces: list[str], cues: list[str]) -> tuple[list[str], list[str]]:

@@ -242,6 +242,38 @@ def split_and(piece: str) -> list[str]:
     return parts
 
 
+# Adverbial and filler phrases that qualify a neighbouring requirement but state none of their own.
+# Cut off as a piece ("EventEmitter maximum listeners, by default" → "by default"), one became a
+# requirement whose only content word, "default", matched an unrelated sentence 5.0/5.
+FILLER_PHRASES = (
+    "by default",
+    "in general",
+    "in practice",
+    "in particular",
+    "in detail",
+    "in short",
+    "in brief",
+    "for example",
+    "for instance",
+    "at least",
+    "at most",
+    "e.g.",
+    "i.e.",
+    "etc.",
+    "generally",
+    "usually",
+    "typically",
+    "also",
+)
+_FILLER = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(p) for p in FILLER_PHRASES) + r")(?!\w)", re.IGNORECASE)
+
+
+def filler_piece(piece: str, cue: str = "") -> bool:
+    """Whether a piece (with the cue word that cut it off: " for " + "example") holds no content
+    word beyond stopwords and FILLER_PHRASES ("by default", "in general", "for example", …)."""
+    return not query_terms(_FILLER.sub(" ", f"{cue.strip(' ,;')} {piece}"))
+
+
 # The preposition that attaches a qualifier to the subject's head ("compression of data streams",
 # "conversion between Unicode and …", "scheduling callbacks after a delay").
 _SUBJECT_PREP = re.compile(
@@ -275,7 +307,7 @@ def split_subject(piece: str, protected: list[tuple[int, int]] | None = None) ->
         if any(a < m.start() < b for a, b in protected or []):
             continue
         head, qualifier = piece[: m.start()], piece[m.end() :]
-        if query_terms(head) and query_terms(qualifier) and not _FILLER_QUALIFIER.match(qualifier):
+        if query_terms(head) and not filler_piece(qualifier, m.group()):  # "tuning in practice"
             qualifiers, piece = [qualifier], head
         break
     sides: list[str] = []
@@ -296,9 +328,6 @@ def split_subject(piece: str, protected: list[tuple[int, int]] | None = None) ->
     if n_second == 1 and n_first >= 2 and any(head_word.endswith(x) and second.lower().endswith(x) for x in _NOMINAL):
         return SubjectParts([first, f"{first.rsplit(' ', 1)[0]} {second}"], qualifiers)
     return SubjectParts([piece], qualifiers)
-
-
-_FILLER_QUALIFIER = re.compile(r"(?:general|default|particular|practice|detail|short|brief)\b", re.I)
 
 
 def clean_piece(piece: str) -> str:
