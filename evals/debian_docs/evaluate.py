@@ -36,6 +36,7 @@ from evals.metrics import per_query
 from nodes.evidence.planning import parse_exclusions
 from nodes.job.config import JobConfig
 from nodes.tools.excerpts import query_terms
+from stores.atomic import write_atomic
 
 HERE = Path(__file__).resolve().parent
 COLLECTION = "ddocs"
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     report = evaluate(args.folder, args.split, budget=args.budget)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=1, default=str))
+        write_atomic(args.out, json.dumps(report, indent=1, default=str))
     print(json.dumps({"split": report["split"], "answers": report["answers"], "lists": report["lists"]}, indent=1))
     return 0
 

@@ -26,6 +26,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from evals.answer_match import expected_calibration_error
 from nodes.evidence.answer_confidence import FEATURES, PARAMETERS, vector
+from stores.atomic import write_atomic
 
 FOLDS = 5
 REGULARISATION = 1.0  # scikit-learn's C
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=PARAMETERS)
     args = parser.parse_args(argv)
     params = fit(json.loads(args.report.read_text(encoding="utf-8")))
-    args.out.write_text(json.dumps(params, indent=1) + "\n", encoding="utf-8")
+    write_atomic(args.out, json.dumps(params, indent=1) + "\n")
     print(json.dumps(params, indent=1))
     return 0
 

@@ -27,6 +27,7 @@ from nodes.job.config import JobConfig
 from nodes.job.results import answer_docs
 from nodes.policy.heuristic import HeuristicPolicy
 from nodes.policy.seam import AnswerRequest
+from stores.atomic import write_atomic
 from stores.collection import Collection
 from stores.home import quarry_home
 from stores.jobs import JobStore
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = replay(args.split)
     if args.out:
-        args.out.write_text(json.dumps(report, indent=1, default=str))
+        write_atomic(args.out, json.dumps(report, indent=1, default=str))
     print(
         json.dumps({"split": report["split"], "questions": report["questions"], "answers": report["answers"]}, indent=1)
     )
