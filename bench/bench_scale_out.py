@@ -76,7 +76,7 @@ def start_workers(ps: Processes, n: int, env: dict[str, str]) -> list[subprocess
 
 
 async def build(address: str, home: Path, name: str) -> dict[str, Any]:
-    from quarry.dense_build import follow, start_or_attach
+    from quarry.app.dense_build import follow, start_or_attach
     from stores.collection import Collection
     from workflows.client import connect
 

@@ -3,7 +3,7 @@ the same search called in-process, and the HTTP API under 50 concurrent clients.
 
     python -m bench.bench_serve [--collection cacm] [--n 200] [--load-seconds 30] [--clients 50]
 
-Why: `quarry serve` and `quarry mcp` only translate onto `quarry.service.QuarryService`; what a
+Why: `quarry serve` and `quarry mcp` only translate onto `quarry.app.service.QuarryService`; what a
 door adds per call (uvicorn, FastAPI, JSON, the MCP SDK's JSON-RPC and session) should be small
 next to the search itself — the issue's target is p50 ≤ 1.15× the in-process call for HTTP and MCP.
 
@@ -27,7 +27,7 @@ per call (p50(door) − p50(a), and the median of the per-query differences) are
 load: --clients concurrent httpx.AsyncClient clients search for --load-seconds; every non-200 or
 exception counts as an error (must be zero); each search is followed by the next page of its
 search_id (`GET /api/searches/ID`), where a 404 — the id already let go — is an error too (the
-shared sessions keep ids by age and memory, quarry.search_sessions); searches/s, pages read and
+shared sessions keep ids by age and memory, quarry.app.sessions); searches/s, pages read and
 404s, p50 and p99 search latency and the CPU seconds of the server and of this (client) process are
 reported. Results go to bench/out/bench_serve.json.
 The clients share the 2 cores with the server: run it on a quiet machine.
@@ -201,7 +201,7 @@ async def load(url: str, name: str, queries: list[str], clients: int, seconds: f
 
 
 async def measure(args: argparse.Namespace, home: Path, result: dict[str, Any]) -> None:
-    from quarry.service import QuarryService
+    from quarry.app.service import QuarryService
     from tests.serve_kit import serving
 
     name = args.collection

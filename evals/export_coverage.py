@@ -8,7 +8,7 @@ listed, and the CSL-JSON rendered by `pandoc --citeproc` with its warnings count
 
 The folder is ingested into a scratch home (no index: only the corpus store is read), and one
 finished result ranks all of its documents, so each document is exported exactly once, through
-`quarry.export.export` as `quarry job export` writes it. The script imports only that function,
+`quarry.exports.job_export.export` as `quarry job export` writes it. The script imports only that function,
 `Origin` and the ingest, which older checkouts have too.
 """
 
@@ -32,8 +32,8 @@ _SPAN = re.compile(r"</?span[^>]*>")
 
 def coverage(folder: Path) -> dict[str, Any]:
     """The counts for `folder` (see the module docstring)."""
-    from quarry.bibliography import Origin
-    from quarry.export import export
+    from quarry.exports.bibliography import Origin
+    from quarry.exports.job_export import export
     from stores.collection import Collection, ingest
 
     home = Path(tempfile.mkdtemp(prefix="export-coverage-"))

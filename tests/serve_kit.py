@@ -79,13 +79,13 @@ def serving(home: Path, *args: str, env: dict[str, str] | None = None, host: str
 
 @contextlib.contextmanager
 def in_process(home: Path, base_url: str = "http://127.0.0.1:8765", **options: Any) -> Iterator[Any]:
-    """`quarry serve`'s app (quarry.http_app.create_app with `options`) over `home` in this process,
+    """`quarry serve`'s app (quarry.http.app.create_app with `options`) over `home` in this process,
     behind a Starlette TestClient (its lifespan, hence /mcp, running): for requests no real client on
     loopback would send — any Host, any Origin — and for checks that must see the app before any
     route runs. QUARRY_HOME is `home` while the block runs."""
     from starlette.testclient import TestClient
 
-    from quarry.http_app import create_app
+    from quarry.http.app import create_app
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("QUARRY_HOME", str(home))

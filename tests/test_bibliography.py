@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from quarry.bibliography import Origin, assign_keys, base_key
-from quarry.bibliography_rules import is_junk_title, venue_kind
 from quarry.cli import app
-from quarry.export import export
+from quarry.exports.bibliography import Origin, assign_keys, base_key
+from quarry.exports.job_export import export
+from quarry.exports.rules import is_junk_title, venue_kind
 from stores.records import DocRecord
 
 STYLE = """<?xml version="1.0" encoding="utf-8"?>

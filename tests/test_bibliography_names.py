@@ -1,13 +1,13 @@
-"""The rules behind names and titles in exported references (quarry.bibliography_names and
-quarry.bibliography_titles), table by table: which names are organisations, how a person's name
+"""The rules behind names and titles in exported references (quarry.exports.names and
+quarry.exports.titles), table by table: which names are organisations, how a person's name
 splits, what a title loses (markup, labels, broken hyphens) and which of its words keep their case."""
 
 from __future__ import annotations
 
 import pytest
 
-from quarry.bibliography_names import Name, is_organisation, parse_name
-from quarry.bibliography_titles import clean_title
+from quarry.exports.names import Name, is_organisation, parse_name
+from quarry.exports.titles import clean_title
 
 
 @pytest.mark.parametrize(

@@ -283,7 +283,7 @@ class _FakeHandle:
 
 
 def _fake_temporal(monkeypatch: pytest.MonkeyPatch, handle: _FakeHandle) -> None:
-    from quarry import temporal_access
+    from quarry.app import temporal as temporal_access
 
     class Client:
         def get_workflow_handle(self, job_id: str) -> _FakeHandle:
@@ -395,7 +395,7 @@ def test_progress_of_a_one_step_round_shows_the_steps_it_has_checkpointed(
 ) -> None:
     """While a heuristic round runs as one activity, the workflow's progress is the state the round
     started from; `job progress`, `job watch` and MCP's job_status add what the round checkpointed."""
-    from quarry.job_progress import with_round_so_far
+    from quarry.app.progress import with_round_so_far
     from stores.jobs import JobStore
 
     home = _job_home(tmp_path, monkeypatch, "job-step")
@@ -426,7 +426,7 @@ def test_a_worker_running_older_code_is_restarted_by_run(tmp_path, monkeypatch, 
     later `quarry run` ran its jobs on the old code — seen in the issue 20 walkthrough, where
     fixed quotes did not appear until `quarry down`. The worker's code digest is recorded at
     spawn; a different one restarts it, the same one leaves it alone."""
-    from quarry import infrastructure
+    from quarry.app import infrastructure
 
     home = tmp_path / "home"
     (home / "run").mkdir(parents=True)

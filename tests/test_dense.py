@@ -354,7 +354,7 @@ def test_a_build_reports_progress_after_every_model_batch(tmp_path: Path, monkey
 
 
 def test_plain_progress_lines_every_ten_percent_or_ten_seconds_with_rate_and_time_left() -> None:
-    from quarry.embedding_progress import PlainProgress
+    from quarry.cli.embedding_progress import PlainProgress
 
     now = [0.0]
     lines: list[str] = []
@@ -377,7 +377,7 @@ def test_a_terminal_shows_a_bar_with_count_rate_and_time_left() -> None:
 
     from rich.console import Console
 
-    from quarry.embedding_progress import embedding_progress
+    from quarry.cli.embedding_progress import embedding_progress
 
     now = [0.0]
     console = Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)

@@ -20,7 +20,14 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.worker import Replayer
 
-from quarry.dense_build import build_error, collection_of_build, dense_build_id, follow, runs_durable, start_or_attach
+from quarry.app.dense_build import (
+    build_error,
+    collection_of_build,
+    dense_build_id,
+    follow,
+    runs_durable,
+    start_or_attach,
+)
 from stores.collection import Collection, ingest
 from stores.collection_edits import add
 from stores.dense import DenseIndex, DenseMeta

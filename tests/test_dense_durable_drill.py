@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quarry.dense_build import follow, start_or_attach
+from quarry.app.dense_build import follow, start_or_attach
 from stores.collection import Collection, ingest
 from stores.dense import DenseIndex
 from stores.dense_staging import STAGING_DIR, read_ledger

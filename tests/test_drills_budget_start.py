@@ -15,8 +15,8 @@ import time
 import uuid
 
 from nodes.job.config import JobConfig
-from quarry.http_pages_job import job_context
-from quarry.service import QuarryService
+from quarry.app.service import QuarryService
+from quarry.http.pages_job import job_context
 from stores.jobs import JobStore
 from tests.conftest import LITERATURE
 from tests.drill_kit import INTENT, RESULT_TIMEOUT_S, ROOT, client_for, wait_for

@@ -211,8 +211,8 @@ def test_job_commands_with_no_worker_say_so(home, server, monkeypatch: pytest.Mo
     still reach the job through the server."""
     from typer.testing import CliRunner
 
+    from quarry.app.service import QuarryService
     from quarry.cli import app
-    from quarry.service import QuarryService
 
     queue = f"drill-noworker-{uuid.uuid4().hex[:8]}"
     handle = asyncio.run(start(server.address, queue))  # no worker polls this queue

@@ -1,6 +1,6 @@
 """Drills of a worker that does not answer (tests/drill_worker.py, a real `quarry worker` process): a
 SIGSTOPped worker is reported as unresponsive — never as a finished job, never as "no worker" — by
-`quarry job progress`'s function (quarry.cli_job_inspect.progress_of) and by the service every
+`quarry job progress`'s function (quarry.cli.job_inspect.progress_of) and by the service every
 server door calls; and resumed, it finishes the job. The dev server is the module's (conftest.py)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from temporalio.api.common.v1 import GrpcStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from quarry.cli_job_inspect import progress_of
-from quarry.service import QuarryService
+from quarry.app.service import QuarryService
+from quarry.cli.job_inspect import progress_of
 from stores.errors import QuarryError
 from tests.drill_kit import RESULT_TIMEOUT_S, Gate, Worker, client_for, start, wait_for
 from workflows.rpc_errors import quarry_error

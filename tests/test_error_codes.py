@@ -121,7 +121,7 @@ def test_finish_job_keeps_the_record_redacted_and_an_old_string_as_it_was(monkey
 
 
 def test_the_terminal_shows_the_code_and_hint_and_old_strings_as_before(capsys) -> None:
-    from quarry.jobs_render import render_result
+    from quarry.cli.render import render_result
 
     base = {"job_id": "job-1", "status": "failed", "collection": "c", "intent": "x", "ranked": []}
     render_result(base | {"error": error_record(QuarryError("version_gone", "version v1 is gone", "rerun it"))})
@@ -334,8 +334,8 @@ async def test_a_failed_job_ends_failed_and_every_reader_shows_its_code(
 
     from graphs.state import initial_state
     from nodes.job.config import JobConfig
+    from quarry.app.records import final
     from quarry.cli import app
-    from quarry.job_records import final
     from stores.jobs import JobStore
     from workflows.client import new_job_id, result, submit
     from workflows.shared import JobInput
@@ -422,7 +422,7 @@ def test_job_result_shows_the_code_and_json_carries_it(tmp_path: Path) -> None:
 def test_every_code_a_job_rpc_can_give_has_its_http_status() -> None:
     """A worker that is down, warming up or unresponsive is the server's condition (503), not a
     bad request (400): an HTTP client should retry, not change what it sent."""
-    from quarry.http_common import status_of
+    from quarry.http.common import status_of
 
     for code in ("no_worker", "worker_warming_up", "worker_unresponsive", "no_server"):
         assert status_of(code) == 503, code

@@ -136,7 +136,7 @@ def test_no_exclusion_removes_nothing() -> None:
 
 
 def test_the_result_says_how_many_were_removed_and_full_says_which(capsys) -> None:
-    from quarry.jobs_render import render_result
+    from quarry.cli.render import render_result
 
     plan = make_plan("event loops and threads in Python, not threading")
     removed = removed_report({}, [Candidate(docid=d) for d in DOCS], plan, Corpus())
@@ -153,8 +153,8 @@ def test_the_result_says_how_many_were_removed_and_full_says_which(capsys) -> No
 
 
 def test_mcp_and_http_results_carry_the_removed_documents_and_the_steers() -> None:
-    """The front doors' typed result (quarry.service_models.JobResult) keeps what the terminal shows."""
-    from quarry.service_models import JobResult
+    """The front doors' typed result (quarry.app.models.JobResult) keeps what the terminal shows."""
+    from quarry.app.models import JobResult
 
     removed = removed_report(
         {}, [Candidate(docid=d) for d in DOCS], make_plan("threads in Python, not threading"), Corpus()

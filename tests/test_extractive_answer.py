@@ -156,7 +156,7 @@ def test_no_sentence_on_the_question_is_said_plainly() -> None:
 def test_the_result_page_says_what_the_check_found(capsys) -> None:
     """`job result`: no "0%" confidence for an extractive answer, and beside the hallucination rate
     how many cited sentences were found in their documents and share the question's words."""
-    from quarry.jobs_render import render_answer
+    from quarry.cli.render import render_answer
 
     answer, cites = answer_of()
     render_answer({"answer": answer, "citations": cites, "references": []})
@@ -248,7 +248,7 @@ def test_every_front_door_states_a_missing_confidence_the_same_way() -> None:
     """The terminal, the Markdown export and the answer grader say "not estimated", never "None%"."""
     from evals.answer_judge import response_text
     from nodes.evidence.answer_confidence import stated_confidence
-    from quarry.export import export
+    from quarry.exports.job_export import export
 
     answer = {
         "explanation": "The default weight value is 50 [d1].",

@@ -140,7 +140,7 @@ def test_the_price_schema_in_the_python_api(tmp_path: Path) -> None:
     """load_prices refuses each bad table (the same schema `quarry eval --prices` reads) and keeps
     a good one; cached_input may be left out."""
     from nodes.job.config import Price
-    from quarry.job_options import load_prices
+    from quarry.app.options import load_prices
 
     table = tmp_path / "prices.json"
     for case, (text, _) in BAD_PRICE_TABLES.items():
@@ -198,7 +198,7 @@ def test_bm25_parameters_that_make_every_score_nan_are_refused(fresh_home: Path,
 
 
 def test_the_python_api_refuses_non_finite_budgets() -> None:
-    from quarry.job_options import job_config
+    from quarry.app.options import job_config
 
     for kwargs in (
         {"max_dollars": float("nan")},
@@ -524,7 +524,7 @@ def test_every_skipped_and_unsupported_file_is_named(printing_home) -> None:
 def test_steer_prints_its_acceptance_without_crashing(printing_home, monkeypatch) -> None:
     """The steer is applied before its acceptance is printed: printing `[/z]` or escapes must not
     raise (a retry would steer twice)."""
-    import quarry.temporal_access as temporal_access
+    import quarry.app.temporal as temporal_access
 
     def applied(coro, job_id=None, address=None):
         coro.close()
@@ -539,9 +539,9 @@ def test_steer_prints_its_acceptance_without_crashing(printing_home, monkeypatch
 
 def test_the_render_functions_of_progress_and_watch(capsys) -> None:
     """`job progress` and the live view of `job watch` / `run --wait`, fed a running job's progress."""
-    from quarry.console import out
-    from quarry.jobs_render import render_progress, render_result
-    from quarry.watch import ProgressView
+    from quarry.cli.console import out
+    from quarry.cli.render import render_progress, render_result
+    from quarry.cli.watch import ProgressView
 
     render_progress(hostile_progress())
     view = ProgressView()
@@ -554,9 +554,9 @@ def test_the_render_functions_of_progress_and_watch(capsys) -> None:
 
 
 def test_the_one_escaping_path(capsys) -> None:
-    """quarry.console.safe: markup escaped, controls made visible, a trailing backslash kept;
+    """quarry.cli.console.safe: markup escaped, controls made visible, a trailing backslash kept;
     json_line: exact JSON with C1 and bidi controls as \\u escapes."""
-    from quarry.console import json_line, out, safe
+    from quarry.cli.console import json_line, out, safe
 
     for text in (HOSTILE, "ends with \\", "[bold]", "\ud800 surrogate", "tab\tand\nnewline"):
         out.print(f"[green]{safe(text)}[/]", highlight=False)

@@ -1,4 +1,4 @@
-"""`quarry serve`'s JSON API (quarry.http_api) as a real subprocess on loopback, with jobs on a real
+"""`quarry serve`'s JSON API (quarry.http.api) as a real subprocess on loopback, with jobs on a real
 Temporal dev server and a background worker: every endpoint's response validates against the
 server's own /openapi.json; a job's Server-Sent Events resume after a disconnect with
 Last-Event-ID, nothing missed or repeated; hostile requests get one JSON error and change nothing;

@@ -1,4 +1,4 @@
-"""Pi-Serini's http-json backend (quarry.http_pi_serini) on a real `python -m quarry serve` process
+"""Pi-Serini's http-json backend (quarry.http.pi_serini) on a real `python -m quarry serve` process
 over loopback, checked against the contract itself: every request sent and every response received
 is validated with the JSON Schema transcribed from Pi-Serini's `schemas.ts`
 (tests/data/pi_serini_contract.json). The collections are `lit` (the 40 papers of

@@ -1,6 +1,6 @@
 """Property-based: Schemathesis generates requests for every operation of `quarry serve`'s
 /openapi.json — valid ones and ones that break the schema — and sends them to the real app
-in-process (quarry.http_app, tests.serve_kit.in_process's app without its client) over the module
+in-process (quarry.http.app, tests.serve_kit.in_process's app without its client) over the module
 home's `lit`, its jobs on a real Temporal dev server. Every check Schemathesis has must hold: no
 5xx, every status, content type, header and body what /openapi.json declares, invalid requests
 refused, valid ones accepted. Bounded: a fixed number of cases per operation, derandomised."""
@@ -39,7 +39,7 @@ CONFIG = SchemathesisConfig.from_dict(
 def api_schema(home: Path, server) -> Iterator[Any]:
     """The app's schema as Schemathesis loads it (/openapi.json of the app itself); the app answers
     Schemathesis's own Host name (`testserver`) as if started with --allow-host testserver."""
-    from quarry.http_app import create_app
+    from quarry.http.app import create_app
 
     queue = f"props-{uuid.uuid4().hex[:8]}"
     env = {"QUARRY_HOME": str(home), "QUARRY_TEMPORAL_ADDRESS": server.address, "QUARRY_TASK_QUEUE": queue}

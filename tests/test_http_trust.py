@@ -23,7 +23,7 @@ import pytest
 from fastapi.routing import iter_route_contexts
 
 from nodes.policy.registry import names
-from quarry.http_common import NUMBER_MAX
+from quarry.http.common import NUMBER_MAX
 from stores import job_events
 from stores.home import NAME_PATTERN
 from stores.jobs import JobStore

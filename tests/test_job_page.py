@@ -1,4 +1,4 @@
-"""The job pages of `quarry serve` (quarry.http_pages) in a real headless Chromium: real heuristic
+"""The job pages of `quarry serve` (quarry.http.pages) in a real headless Chromium: real heuristic
 jobs on a real Temporal dev server with the background worker `start_job` launches (as in
 tests/test_mcp.py), served by a real `python -m quarry serve` process on loopback.
 
@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect, sync_playwright
 
-from quarry import http_pages_view as view
-from quarry.service import QuarryService
+from quarry.app.service import QuarryService
+from quarry.http import pages_view as view
 from tests.conftest import LITERATURE
 from tests.drill_kit import free_port, reachable, wait_for
 

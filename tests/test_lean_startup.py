@@ -38,13 +38,13 @@ HEAVY = (
 NOT_AT_START = (*HEAVY, "pydantic", "pydantic_core")
 # The command modules `job list` has no use for (quarry.cli imports a command's module when it runs).
 NOT_FOR_JOBS = {
-    "quarry.cli_collections",
-    "quarry.cli_search",
-    "quarry.cli_eval",
-    "quarry.cli_run",
-    "quarry.cli_serve",
-    "quarry.cli_mcp",
-    "quarry.cli_trace",
+    "quarry.cli.collections",
+    "quarry.cli.search",
+    "quarry.cli.eval",
+    "quarry.cli.run",
+    "quarry.cli.serve",
+    "quarry.cli.mcp",
+    "quarry.cli.trace",
 }
 
 # Runs `quarry ARGS…` as the `quarry` executable does (python -m quarry) and writes the names of

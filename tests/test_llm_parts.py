@@ -22,7 +22,7 @@ from nodes.llm.navigator_prompts import PlanOut
 from nodes.llm.policy import merge_plan
 from nodes.tools.agent_tools import SearchArgs, SubmitArgs, parse_args, tool_definitions
 from nodes.tools.results import DocumentPage
-from quarry.job_options import load_prices
+from quarry.app.options import load_prices
 from stores.errors import QuarryError
 from stores.records import Chunk
 from stores.redact import REDACTED, redact
@@ -283,7 +283,7 @@ def test_check_endpoint_names_a_server_that_is_down(monkeypatch) -> None:
 
 
 def test_job_config_from_the_command_line() -> None:
-    from quarry.job_options import job_config
+    from quarry.app.options import job_config
 
     assert job_config("heuristic", None, None, rounds=2) == JobConfig(max_rounds=2)
     for args, code in [

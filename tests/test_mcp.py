@@ -1,4 +1,4 @@
-"""`quarry mcp` (quarry.mcp_server) through the MCP SDK's own client: in memory for the tools, one
+"""`quarry mcp` (quarry.mcp.server) through the MCP SDK's own client: in memory for the tools, one
 real `python -m quarry mcp` subprocess over stdio, `quarry serve`'s /mcp over Streamable HTTP, and
 heuristic jobs through the job tools on a real Temporal dev server with a background worker — one
 of them outliving the MCP server that started it. The collection is `lit`, the 40 papers of
@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from nodes.job.config import TOOL_LIMITS
 from quarry.cli import app
-from quarry.mcp_server import build_server
+from quarry.mcp.server import build_server
 from stores.collection import Collection
 from tests.conftest import LITERATURE
 from tests.fakes import poll_until, search_docs
@@ -338,13 +338,13 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
 def test_sessions_of_versions_before_the_previous_are_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
     """A long-running server keeps the current and the previous version's session per collection and
     channel (search_ids of the previous one still page), not one per version ever searched."""
-    import quarry.cli_search
+    import quarry.cli.search
     import stores.home
-    from quarry.search_sessions import SearchSessions
+    from quarry.app.sessions import SearchSessions
 
     version = {"v": "v1"}
     monkeypatch.setattr(stores.home, "collection_paths", lambda name: type("P", (), {"version": version["v"]})())
-    monkeypatch.setattr(quarry.cli_search, "tools_for", lambda name, semantic, new_search_id, cache: object())
+    monkeypatch.setattr(quarry.cli.search, "tools_for", lambda name, semantic, new_search_id, cache: object())
     sessions = SearchSessions()
     first, _ = sessions.tools(LITERATURE, "lexical")
     assert sessions.tools(LITERATURE, "lexical")[0] is first  # the same version: the same session

@@ -1,4 +1,4 @@
-"""`quarry mcp` speaks the protocol's own words (quarry.mcp_server, through the MCP SDK's client): its
+"""`quarry mcp` speaks the protocol's own words (quarry.mcp.server, through the MCP SDK's client): its
 serverInfo names Quarry's version, an unknown resource is the SDK's resource-not-found error (no
 traceback in the server's log), a tool called with arguments of the wrong type gets one readable
 line, and a job's `status` and `finished` never disagree. The collection is `lit` (tests.conftest)."""
@@ -16,8 +16,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-from quarry.mcp_server import build_server
-from quarry.service_models import JobStatus
+from quarry.app.models import JobStatus
+from quarry.mcp.server import build_server
 from tests.conftest import LITERATURE
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -221,7 +221,7 @@ cfg.get("verify_top", 100)
 
 
 def test_budget_bounds_are_the_configured_ones() -> None:
-    from quarry.job_options import MAX_DOLLARS, MAX_TOKENS, job_config
+    from quarry.app.options import MAX_DOLLARS, MAX_TOKENS, job_config
 
     assert (JOB_BOUNDS.max_tokens, JOB_BOUNDS.max_dollars) == (MAX_TOKENS, MAX_DOLLARS)
     sig = inspect.signature(job_config).parameters
@@ -235,8 +235,8 @@ def test_the_time_budget_lives_in_the_config() -> None:
     default and bounds are read from them: no other home (workflows.shared had one)."""
     import workflows.job_input
     import workflows.shared
-    from quarry.cli_eval import eval_cmd
-    from quarry.cli_run import run
+    from quarry.cli.eval import eval_cmd
+    from quarry.cli.run import run
     from workflows.job_input import check_budget
     from workflows.shared import JobInput
 

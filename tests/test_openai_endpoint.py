@@ -155,7 +155,7 @@ def test_cli_run_fails_fast_naming_an_endpoint_that_is_down(
     literature, quarry_home: Path, sentinel: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`quarry run --policy react --model openai:…` checks the endpoint before anything starts."""
-    import quarry.infrastructure as infrastructure
+    import quarry.app.infrastructure as infrastructure
     from quarry.cli import app
 
     url = f"http://127.0.0.1:{free_port()}/v1"

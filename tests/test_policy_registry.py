@@ -99,7 +99,7 @@ def test_a_fourth_policy_is_registered_in_one_place(echo: PolicySpec) -> None:
     """Validation, the command line's options, graph selection and the runtime's decision maker
     all see a policy registered at run time."""
     from nodes.job.runtime import NodeRuntime
-    from quarry.job_options import job_config
+    from quarry.app.options import job_config
     from workflows.job_input import check_job_input
     from workflows.shared import JobInput
 

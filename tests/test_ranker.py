@@ -237,7 +237,7 @@ def test_evaluation_never_scores_a_collection_with_a_verifier_trained_on_it(monk
 
 
 def test_the_results_table_says_which_order_its_rank_column_is() -> None:
-    from quarry.jobs_render import score_help
+    from quarry.cli.render import score_help
 
     assert "learned verifier verifier-v3@abc" in score_help({"ranker": "verifier-v3@abc", "policy": "heuristic"})
     assert "reciprocal-rank fusion of the verification score" in score_help({"ranker": HEURISTIC_ORDER})

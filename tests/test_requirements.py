@@ -174,7 +174,7 @@ def test_strip_openers_never_empties_the_text() -> None:
 
 
 def test_the_result_shows_the_plan_with_each_items_kind() -> None:
-    from quarry.jobs_render import plan_line
+    from quarry.cli.render import plan_line
 
     plan = make_plan("find the documents about WAL checkpoints in PostgreSQL, as man pages, not SQLite")
     assert plan_line(plan["checklist"]) == (

@@ -212,7 +212,7 @@ def _compact(width: int, result: dict[str, Any]) -> list[str]:
 
     from rich.console import Console
 
-    from quarry.screens import ranked_lines
+    from quarry.cli.screens import ranked_lines
 
     console = Console(width=width, file=io.StringIO(), color_system=None, soft_wrap=True, emoji=False)
     for line in ranked_lines(result["ranked"], console.width):  # what render_ranked prints, compact

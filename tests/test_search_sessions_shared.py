@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from nodes.tools.ranking_cache import CachedRanking, SharedCacheLimits, SharedRankingCache
-from quarry.service import QuarryService
+from quarry.app.service import QuarryService
 from stores.errors import QuarryError
 from tests.conftest import LITERATURE
 
@@ -48,7 +48,7 @@ def test_fifty_clients_search_then_page_their_own_search_id(literature) -> None:
 def test_an_expired_search_id_says_so_with_the_promise(literature) -> None:
     """An id this server issued and let go is `unknown_search_id` whose hint states how long ids are
     kept; an id it never issued is told apart."""
-    from quarry.search_sessions import SearchSessions
+    from quarry.app.sessions import SearchSessions
 
     service = QuarryService(door="test")
     service.sessions = SearchSessions(SharedCacheLimits(budget_bytes=0, ceiling_bytes=0))

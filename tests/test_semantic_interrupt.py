@@ -303,7 +303,7 @@ async def test_the_budget_ends_a_gated_semantic_step_and_its_deadline_is_the_job
 def test_job_progress_shows_the_running_step(capsys: pytest.CaptureFixture[str]) -> None:
     """`job progress` adds the node's long step (what the activity wrote to the job store) under
     the status line, so a minute of embedding reads as work, not as a hang."""
-    from quarry.jobs_render import render_progress
+    from quarry.cli.render import render_progress
 
     render_progress(
         {

@@ -84,7 +84,7 @@ def test_ollama_refuses_list_content_string_arguments_and_unknown_models() -> No
 
 
 def test_usage_line_shows_cache_reads_writes_and_rate_limit_retries() -> None:
-    from quarry.jobs_render import usage_line
+    from quarry.cli.render import usage_line
 
     usage = {"calls": 3, "input_tokens": 9000, "cached_input_tokens": 6000, "cache_write_input_tokens": 2500,
              "output_tokens": 90, "dollars": 0.0123, "retries": 2}  # fmt: skip
@@ -113,7 +113,7 @@ def test_prices_price_cache_writes_at_their_own_rate() -> None:
 
 def test_a_rate_limit_wait_reads_as_one_in_job_progress() -> None:
     from nodes.llm.rate_limits import RATE_LIMIT_STAGE, retry_after_s
-    from quarry.job_progress import step_text
+    from quarry.app.progress import step_text
 
     step = {"stage": RATE_LIMIT_STAGE, "done": 1, "total": 4, "text": "rate_limit 1/4 chunks"}
     assert step_text(step) == "waiting out the model's rate limit (retry 1 of at most 4)"
@@ -154,7 +154,7 @@ def test_a_rate_limit_wait_outlasts_a_steer_but_not_a_stop_or_the_deadline(monke
 def test_strict_tools_are_refused_for_a_model_that_is_not_openai() -> None:
     import pytest
 
-    from quarry.job_options import job_config
+    from quarry.app.options import job_config
     from stores.errors import QuarryError
 
     with pytest.raises(QuarryError) as err:

@@ -5,7 +5,7 @@ QUARRY_HOME/run/temporal-server.json. The commands Quarry then prints (`quarry j
 progress, steer, stop, cancel, result, list) and the worker it starts must reach that server
 without the user exporting anything, so the address is resolved, in this order:
 
-1. an explicit `--temporal-address` (passed as a value by the command, `quarry.temporal_access.where`);
+1. an explicit `--temporal-address` (passed as a value by the command, `quarry.app.temporal.where`);
 2. `QUARRY_TEMPORAL_ADDRESS`;
 3. the server this home recorded — only while that very process still runs (the record is
    checked against the process's identity by `workflows.dev_server.server_record`);

@@ -3,7 +3,7 @@ batches, embed one batch, commit, release. Thin: what they do is `stores.dense_s
 open the collection of the worker's home and turn its errors into Temporal's.
 
 The build pins the version it writes (`stores.versions.pin_version`, held by the build's workflow
-id), so `quarry add`s meanwhile never prune it: pinned when the build starts (`quarry.dense_build`)
+id), so `quarry add`s meanwhile never prune it: pinned when the build starts (`quarry.app.dense_build`)
 and again by its plan, refreshed with every segment, released by its commit — or, when the build
 fails or is cancelled, by `release_dense_pin`."""
 

@@ -51,7 +51,7 @@ with workflow.unsafe.imports_passed_through():
 RECURSION_LIMIT = 10_000
 CHECKPOINT_EVERY_STEPS = 5
 # How long a steering note with a year range waits for the job's plan (which says whether the
-# collection has years); below `quarry job steer`'s own wait (quarry.job_actions.STEER_WAIT_S).
+# collection has years); below `quarry job steer`'s own wait (quarry.app.actions.STEER_WAIT_S).
 STEER_PLAN_WAIT_S = 5.0
 STEER_WAITS_FOR_PLAN = "steer-waits-for-plan"
 ANSWERING = "the job is already answering or finished; start a new job to change its requirements"

@@ -101,7 +101,7 @@ RESIDENT_LIMITS = ResidentLimits()
 @dataclass(frozen=True)
 class JobBounds:
     """The ranges a job's settings are accepted in, by the command line and the Python API alike
-    (quarry.job_options and workflows.job_input check the budgets; the command line's options take
+    (quarry.app.options and workflows.job_input check the budgets; the command line's options take
     their bounds here)."""
 
     max_rounds: int = 20  # --rounds at most

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints
 from nodes.job.config import Price
 
 # List prices in dollars per million tokens (input, cached input, output) as published by the
-# providers in 2025; override or extend with `--prices FILE` (JSON of the same shape, read by quarry.job_options). A model
+# providers in 2025; override or extend with `--prices FILE` (JSON of the same shape, read by quarry.app.options). A model
 # is matched by its spec ("openai:gpt-4o-mini") or its bare name; local servers cost nothing.
 DEFAULT_PRICES: dict[str, Price] = {
     "gpt-4o-mini": Price(0.15, 0.075, 0.60),

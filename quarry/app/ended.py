@@ -1,0 +1,53 @@
+"""What `quarry job result` says about a job that ended without a result.
+
+A terminated job runs no more code, so it builds no result: its job store row is all there is —
+its status, the reason its terminator gave (`quarry job terminate --reason`, the Web UI, the
+temporal CLI: recorded by whichever Quarry command saw it end), its intent and last round. Saying
+"wait for it" about such a job, or printing an empty result ("None · rounds ?"), misleads: this
+says how it ended and how to run it again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quarry.cli.console import out, print_json, safe
+
+ENDED_WORDS = {
+    "terminated": "was terminated",
+    "failed": "failed",
+    "cancelled": "was cancelled",
+    "stopped": "was stopped",
+    "budget_exhausted": "ran out of budget",
+}
+
+
+def ended_record(row: dict[str, Any]) -> dict[str, Any]:
+    """The job as a result-shaped record (for --json): no ranked documents, how it ended."""
+    return {
+        "job_id": row["job_id"],
+        "status": row["status"],
+        "collection": row.get("collection"),
+        "intent": row.get("intent"),
+        "round": row.get("round"),
+        "ranked": [],
+        "error": row.get("error"),
+        "rerun": f"quarry job rerun {row['job_id']}",
+    }
+
+
+def render_ended(row: dict[str, Any], json_out: bool = False) -> None:
+    """Print how a job without a result ended, its intent, and the command that runs it again."""
+    if json_out:
+        print_json(ended_record(row))
+        return
+    job_id, status = row["job_id"], row["status"]
+    how = ENDED_WORDS.get(status, f"ended ({status})")
+    reason = f": {row['error']}" if row.get("error") else ""
+    out.print(
+        safe(f"{job_id} {how}{reason} — at round {row.get('round', '?')}, before it built a result"), highlight=False
+    )
+    out.print(safe(f"intent: {row.get('intent', '')}\ncollection: {row.get('collection', '')}"), highlight=False)
+    out.print(
+        safe(f"its last checkpoint: quarry job show {job_id}\nrun it again: quarry job rerun {job_id}"), highlight=False
+    )
