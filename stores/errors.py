@@ -14,7 +14,7 @@ import re
 # OSC sequences; BEL, CR and BS ring or overwrite), DEL, the C1 controls (U+009B is a one-byte CSI),
 # the bidi embeddings, overrides and isolates that reorder a line ("Trojan Source", CVE-2021-42574),
 # and lone surrogates (bytes that were not UTF-8, which cannot even be encoded). The one rule for
-# every printed user or corpus text: quarry.cli.console builds its escaping on it, quarry.exports.job_export strips it.
+# every printed user or corpus text: quarry.app.terminal builds its escaping on it, quarry.exports.job_export strips it.
 UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 

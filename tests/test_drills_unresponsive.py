@@ -1,6 +1,6 @@
 """Drills of a worker that does not answer (tests/drill_worker.py, a real `quarry worker` process): a
 SIGSTOPped worker is reported as unresponsive — never as a finished job, never as "no worker" — by
-`quarry job progress`'s function (quarry.cli.job_inspect.progress_of) and by the service every
+`quarry job progress`'s function (quarry.app.jobs.progress_of) and by the service every
 server door calls; and resumed, it finishes the job. The dev server is the module's (conftest.py)."""
 
 from __future__ import annotations

@@ -539,7 +539,7 @@ def test_steer_prints_its_acceptance_without_crashing(printing_home, monkeypatch
 
 def test_the_render_functions_of_progress_and_watch(capsys) -> None:
     """`job progress` and the live view of `job watch` / `run --wait`, fed a running job's progress."""
-    from quarry.cli.console import out
+    from quarry.app.terminal import out
     from quarry.cli.render import render_progress, render_result
     from quarry.cli.watch import ProgressView
 
@@ -554,9 +554,9 @@ def test_the_render_functions_of_progress_and_watch(capsys) -> None:
 
 
 def test_the_one_escaping_path(capsys) -> None:
-    """quarry.cli.console.safe: markup escaped, controls made visible, a trailing backslash kept;
+    """quarry.app.terminal.safe: markup escaped, controls made visible, a trailing backslash kept;
     json_line: exact JSON with C1 and bidi controls as \\u escapes."""
-    from quarry.cli.console import json_line, out, safe
+    from quarry.app.terminal import json_line, out, safe
 
     for text in (HOSTILE, "ends with \\", "[bold]", "\ud800 surrogate", "tab\tand\nnewline"):
         out.print(f"[green]{safe(text)}[/]", highlight=False)

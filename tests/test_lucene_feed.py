@@ -186,7 +186,7 @@ def test_the_progress_bar_shows_bytes_as_sizes_and_documents_as_counts(monkeypat
 
     from rich.console import Console
 
-    import quarry.cli.console as terminal
+    import quarry.app.terminal as terminal
 
     shown = StringIO()
     monkeypatch.setattr(terminal, "console", Console(file=shown, force_terminal=True, width=100, color_system=None))

@@ -338,13 +338,13 @@ async def test_a_job_outlives_the_mcp_server_that_started_it(
 def test_sessions_of_versions_before_the_previous_are_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
     """A long-running server keeps the current and the previous version's session per collection and
     channel (search_ids of the previous one still page), not one per version ever searched."""
-    import quarry.cli.search
+    import quarry.app.search
     import stores.home
     from quarry.app.sessions import SearchSessions
 
     version = {"v": "v1"}
     monkeypatch.setattr(stores.home, "collection_paths", lambda name: type("P", (), {"version": version["v"]})())
-    monkeypatch.setattr(quarry.cli.search, "tools_for", lambda name, semantic, new_search_id, cache: object())
+    monkeypatch.setattr(quarry.app.search, "tools_for", lambda name, semantic, new_search_id, cache: object())
     sessions = SearchSessions()
     first, _ = sessions.tools(LITERATURE, "lexical")
     assert sessions.tools(LITERATURE, "lexical")[0] is first  # the same version: the same session

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from quarry.cli.console import out, print_json, safe
-
 ENDED_WORDS = {
     "terminated": "was terminated",
     "failed": "failed",
@@ -34,20 +32,3 @@ def ended_record(row: dict[str, Any]) -> dict[str, Any]:
         "error": row.get("error"),
         "rerun": f"quarry job rerun {row['job_id']}",
     }
-
-
-def render_ended(row: dict[str, Any], json_out: bool = False) -> None:
-    """Print how a job without a result ended, its intent, and the command that runs it again."""
-    if json_out:
-        print_json(ended_record(row))
-        return
-    job_id, status = row["job_id"], row["status"]
-    how = ENDED_WORDS.get(status, f"ended ({status})")
-    reason = f": {row['error']}" if row.get("error") else ""
-    out.print(
-        safe(f"{job_id} {how}{reason} — at round {row.get('round', '?')}, before it built a result"), highlight=False
-    )
-    out.print(safe(f"intent: {row.get('intent', '')}\ncollection: {row.get('collection', '')}"), highlight=False)
-    out.print(
-        safe(f"its last checkpoint: quarry job show {job_id}\nrun it again: quarry job rerun {job_id}"), highlight=False
-    )

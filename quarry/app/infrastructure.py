@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from quarry.app.temporal import current_address
-from quarry.cli.console import console, safe, terminal_safe
+from quarry.app.terminal import console, safe, terminal_safe
 from stores.atomic import write_atomic
 from stores.errors import QuarryError
 from workflows.background_processes import pid_of, spawn_detached, stop_detached

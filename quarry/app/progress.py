@@ -12,7 +12,7 @@ from typing import Any
 from nodes.llm.rate_limits import RATE_LIMIT_STAGE
 from nodes.policy.registry import ONE_ROUND_NODE, ONE_ROUND_STEPS
 from quarry.app.records import store
-from quarry.cli.console import terminal_safe
+from quarry.app.terminal import terminal_safe
 from stores.errors import QuarryError
 from stores.home import quarry_home
 from stores.job_events import snapshot
@@ -77,7 +77,7 @@ def step_detail(job_id: str, progress: dict[str, Any]) -> str:
 
 
 class WithStepDetail:
-    """A job's workflow handle for `quarry.cli.watch.watch` that also prints the running step
+    """A job's workflow handle for the command line's `watch` that also prints the running step
     (`step_detail`) as "  now: …" — when it starts, every STEP_LINE_EVERY_S and when it ends —
     so a minute of embedding reads as work in `job watch` as it does in `job progress`.
     A snapshot that moves the job to a new round or node prints its header first (watch prints

@@ -3,10 +3,10 @@ tools and `quarry serve`'s HTTP API both call, with the command line's limits an
 
 Every method calls the function the command line calls: `search`/`read_search_results`/
 `read_document` are the agent's own tools (`nodes.tools.corpus.ToolSession`, opened by
-`quarry.cli.search.tools_for`, their limits `TOOL_LIMITS`); a job is checked and submitted as
-`quarry run` does (`quarry.cli.run.checked_job`, `quarry.app.submit.start_job`: the same Temporal
+`quarry.app.search.tools_for`, their limits `TOOL_LIMITS`); a job is checked and submitted as
+`quarry run` does (`quarry.app.submit.checked_job`, `quarry.app.submit.start_job`: the same Temporal
 workflow, found again by its id from any door); a job is read as `quarry job progress | result |
-list` read it (`quarry.cli.job_inspect`) and acted on as `quarry job cancel | stop | steer` act
+list` read it (`quarry.app.jobs`) and acted on as `quarry job cancel | stop | steer` act
 (`quarry.app.actions`). Failures are QuarryError; a door only translates them. Everything a job
 method returns passes `stores.redact.redact`, so no key reaches a client (document text is the
 user's own corpus, shown as `quarry read` shows it).
@@ -36,6 +36,7 @@ from quarry.app.models import (
     Sent,
     SteerAccepted,
 )
+from quarry.app.requests import JobRequest
 from quarry.app.sessions import SearchSessions
 from stores.errors import QuarryError
 from stores.redact import redact
@@ -87,7 +88,7 @@ class QuarryService:
         self, collection: str, query: str, channel: str = "lexical", offset: int = 1, limit: int = 0
     ) -> SearchResult:
         """A page of a new search (a QueryProblem, for the door to phrase, when the query cannot be searched)."""
-        from quarry.cli.search import checked_query, search_page, what_it_is
+        from quarry.app.search import checked_query, search_page, what_it_is
 
         checked_query(query, channel)
         tools, lock = self.sessions.tools(collection, channel)
@@ -97,7 +98,7 @@ class QuarryService:
         return _search_result(collection, page, semantic)
 
     def read_search_results(self, search_id: str, offset: int, limit: int) -> SearchResult:
-        from quarry.cli.search import checked_page
+        from quarry.app.search import checked_page
 
         held = self.sessions.holding(search_id)
         if held is None:
@@ -108,7 +109,7 @@ class QuarryService:
         return _search_result(name, page)
 
     def read_document(self, collection: str, docid: str, offset: int = 1, limit: int = 0) -> DocumentResult:
-        from quarry.cli.search import read_page
+        from quarry.app.search import read_page
 
         tools, lock = self.sessions.tools(collection, "lexical")
         with lock:
@@ -145,28 +146,24 @@ class QuarryService:
 
     # -- jobs ----------------------------------------------------------------------------------------
 
-    def start_job(
-        self,
-        collection: str,
-        intent: str,
-        mode: str = "list",
-        policy: str | None = None,
-        budget_seconds: float | None = None,
-        model: str | None = None,
-    ) -> JobStarted:
+    def start_job(self, request: JobRequest) -> JobStarted:
+        """Check and submit a job (`quarry.app.submit.checked_job`, `start_job`), as `quarry run` does."""
         from nodes.policy.registry import DEFAULT_POLICY
+        from quarry.app.submit import checked_job
         from quarry.app.submit import start_job as submit
-        from quarry.cli.run import checked_job
 
-        policy = policy or DEFAULT_POLICY
-        budget = budget_seconds if budget_seconds is not None else JobConfig().max_seconds
-        intent, config = checked_job(collection, intent, mode=mode, policy=policy, budget=budget, model=model)
+        policy = request.policy or DEFAULT_POLICY
+        mode, collection = request.mode, request.collection
+        budget = request.budget_seconds if request.budget_seconds is not None else JobConfig().max_seconds
+        intent, config = checked_job(
+            collection, request.intent, mode=mode, policy=policy, budget=budget, model=request.model
+        )
         info = submit(collection, intent, mode=mode, policy=policy, config=config, address=self.address)
         return JobStarted(job_id=info["job_id"], web_ui=info["web_ui"])
 
     def job_status(self, job_id: str) -> JobStatus:
         """Where a job is: its status, round, running node, current top 5 and budget used."""
-        from quarry.cli.job_inspect import progress_of, result_so_far
+        from quarry.app.jobs import progress_of, result_so_far
         from stores.jobs import FINAL
 
         row, result = result_so_far(job_id, self.address)
@@ -207,7 +204,7 @@ class QuarryService:
         """A finished job's result with BibTeX; QuarryError `not_finished` while it runs."""
         from quarry.app import temporal
         from quarry.app.ended import ended_record
-        from quarry.cli.job_inspect import exported, result_so_far
+        from quarry.app.jobs import exported, result_so_far
         from stores.jobs import FINAL
 
         row, result = result_so_far(job_id, self.address)
@@ -224,7 +221,7 @@ class QuarryService:
         return _redacted(JobResult.model_validate(result | {"bibtex": bibtex, "web_ui": web_ui}))
 
     def list_jobs(self, limit: int, status: str | None = None, collection: str | None = None) -> JobList:
-        from quarry.cli.job_inspect import job_rows
+        from quarry.app.jobs import job_rows
 
         rows, view = job_rows(limit, status, collection, self.address)
         note = "statuses from the job store: no Temporal server answers" if view is None else ""
@@ -272,7 +269,7 @@ class QuarryService:
 
     def job_export(self, job_id: str, fmt: str) -> str:
         """A finished job's result in an export format (quarry.exports.job_export.FORMATS), as `quarry job export` writes it."""
-        from quarry.cli.job_inspect import exported, result_so_far
+        from quarry.app.jobs import exported, result_so_far
         from quarry.exports.job_export import FORMATS
 
         if fmt not in FORMATS:
@@ -289,7 +286,7 @@ class QuarryService:
     def job_trace(self, job_id: str) -> JobTrace:
         """A job's spans from its local trace file, with the per-tool and per-round summaries of `quarry trace`."""
         from observability import rounds_summary, tool_summary
-        from quarry.cli.trace import job_spans
+        from quarry.app.trace import job_spans
 
         row, spans = job_spans(job_id)
         shown = {"job_id": job_id, "trace_id": row["trace_id"], "spans": spans}

@@ -41,7 +41,7 @@ class SearchSessions:
             return f"s{self._issued}"
 
     def tools(self, name: str, channel: str) -> tuple[Any, threading.Lock]:
-        from quarry.cli.search import tools_for
+        from quarry.app.search import tools_for
         from stores.home import collection_paths
 
         key = (name, channel, collection_paths(name).version)

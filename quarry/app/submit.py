@@ -1,23 +1,27 @@
-"""The submit flow of `quarry run` and `job rerun`: start the infrastructure when needed, record
-the job in the job store under its own trace, submit it, and with `wait` follow it live."""
+"""Submitting a job, for every front door: start the infrastructure when needed, record the job in
+the job store under its own trace, and submit it. The command line's live follow is quarry.cli.submit."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from nodes.job.config import JobConfig
+from nodes.policy.registry import DEFAULT_POLICY
 from quarry.app import infrastructure, temporal
-from quarry.app.progress import WithStepDetail
-from quarry.app.records import exit_for, final, trace_file
-from quarry.cli.console import console, out, print_json, safe
-from quarry.cli.render import render_result
-from quarry.cli.watch import watch
+from quarry.app.options import check_profile, job_config
+from quarry.app.records import trace_file
+from stores.errors import QuarryError
 from stores.home import ensure_home, quarry_home
 from stores.jobs import JobStore
+from workflows.job_input import MAX_INTENT_CHARS, MODES, check_budget, check_text
 from workflows.shared import JobInput
 
+DEFAULTS = JobConfig()  # a request's defaults are the job's own (nodes.job.config), never copies
 
-async def _submitted(
+
+async def submitted(
     name: str, intent: str, mode: str, policy: str, config: JobConfig, address: str | None, ui_port: int | None
 ) -> tuple[dict[str, Any], Any]:
     """Start the infrastructure when needed, record the job in the job store under its own trace
@@ -66,55 +70,51 @@ def start_job(
     from a thread, not from inside one); a failure comes out as one QuarryError."""
 
     async def main() -> dict[str, Any]:
-        info, _ = await _submitted(name, intent, mode, policy, config, address, ui_port)
+        info, _ = await submitted(name, intent, mode, policy, config, address, ui_port)
         return info
 
     return temporal.attempt(main(), address=address)
 
 
-def submit_job(
+def checked_job(
     name: str,
     intent: str,
     *,
-    mode: str,
-    policy: str,
-    config: JobConfig,
-    wait: bool,
-    json_out: bool,
-    address: str | None = None,
-    ui_port: int | None = None,
-) -> None:
-    """Submit a job (starting the embedded server and a worker when needed) and, with `wait`,
-    follow it live to its result. Its budgets (time, tokens, dollars) are `config`'s. `address`
-    is the command's --temporal-address and `ui_port` its --ui-port, None when not given."""
-    from observability import shutdown_tracing  # lazy: observability costs ~40 ms of start-up
+    mode: str = "list",
+    policy: str = DEFAULT_POLICY,
+    budget: float = DEFAULTS.max_seconds,
+    rounds: int = DEFAULTS.max_rounds,
+    model: str | None = None,
+    judge_model: str | None = None,
+    max_tokens: int | None = None,
+    max_dollars: float | None = None,
+    prices: Path | None = None,
+    max_output_tokens: int = DEFAULTS.models.max_output_tokens,
+    profile: str = DEFAULTS.profile,
+    strict_tools: bool = DEFAULTS.models.strict_tools,
+) -> tuple[str, JobConfig]:
+    """A job's checked intent and configuration, the same for every front door that submits one
+    (`quarry run`, `quarry mcp`'s start_job): mode, intent, budget, policy and models, the
+    collection's index (a clear error now rather than a failed job later) and its search profile.
+    Raises QuarryError."""
+    if mode not in MODES:
+        raise QuarryError("bad_mode", f"unknown mode {mode!r}", "use --mode list or --mode answer")
+    intent = check_text(intent, "intent", MAX_INTENT_CHARS)
+    budget = check_budget(budget)
+    from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
 
-    async def main() -> dict[str, Any]:
-        info, handle = await _submitted(name, intent, mode, policy, config, address, ui_port)
-        if not wait:
-            return info
-        job_id = info["job_id"]
-        console.print(f"job {job_id} running (re-attach any time: quarry job watch {job_id})", highlight=False)
-        if json_out:  # no live view on the JSON path: stdout carries only the result
-            return await final(handle.result(), job_id, address) | info
-
-        def emit(line: str) -> None:
-            console.print(line, markup=False, highlight=False)
-
-        return await final(watch(WithStepDetail(handle, job_id, emit), emit), job_id, address) | info
-
-    result = temporal.run(main(), address=address)
-    shutdown_tracing()
-    if json_out:
-        print_json(result)
-    elif wait:
-        render_result(result, web_ui=result["web_ui"], trace_file=result["trace_file"])
-    else:
-        out.print(
-            f"submitted {safe(result['job_id'])}"
-            + (f"\nWeb UI: {safe(result['web_ui'])}" if result["web_ui"] else "")
-            + f"\nprogress: quarry job watch {result['job_id']}\nresult: quarry job result {result['job_id']} --wait",
-            highlight=False,
-        )
-    if wait:
-        exit_for(result)
+    config = job_config(
+        policy,
+        model,
+        judge_model,
+        rounds=rounds,
+        max_seconds=budget,
+        max_tokens=max_tokens,
+        max_dollars=max_dollars,
+        prices=prices,
+        max_output_tokens=max_output_tokens,
+        strict_tools=strict_tools,
+    )
+    col = Collection(name)
+    _ = col.lucene  # clear error now rather than a failed job later
+    return intent, replace(config, profile=check_profile(col, profile))

@@ -1,4 +1,4 @@
-"""Temporal access for the command line: which server a command talks to (its
+"""Temporal access for every front door: which server a command talks to (its
 --temporal-address, passed as a value), its client, and a failed conversation turned into one
 QuarryError that says what to do (never a traceback)."""
 
@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Annotated, Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from quarry.app.dense_build import collection_of_build, has_builds
-from quarry.cli.console import fail
 from stores.errors import QuarryError
 from stores.home import quarry_home
 from workflows.address import ENV, Resolved, resolve_address
@@ -21,15 +18,6 @@ from workflows.rpc_errors import ServerUnreachable, quarry_error
 if TYPE_CHECKING:
     from temporalio.client import RPCTimeoutOrCancelledError
     from temporalio.service import RPCError
-
-AddressOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--temporal-address",
-        envvar="QUARRY_TEMPORAL_ADDRESS",
-        help="Temporal frontend host:port (default: the server this home started, if it runs, else 127.0.0.1:7233)",
-    ),
-]
 
 
 def where(address: str | None = None) -> Resolved:
@@ -66,14 +54,6 @@ def attempt(coro: Coroutine[Any, Any, Any], job_id: str | None = None, address: 
         return asyncio.run(coro)
     except (RPCError, RPCTimeoutOrCancelledError, ServerUnreachable) as err:
         raise temporal_error(err, job_id, address) from err
-
-
-def run(coro: Coroutine[Any, Any, Any], job_id: str | None = None, address: str | None = None) -> Any:
-    """`attempt`, its failure printed as the command's one message (exit 2)."""
-    try:
-        return attempt(coro, job_id, address)
-    except QuarryError as err:
-        fail(err)
 
 
 async def client(address: str | None = None) -> Any:

@@ -3,17 +3,18 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from quarry.app.collections import check_bm25, open_collection
 from quarry.app.dense_build import runs_durable
-from quarry.app.temporal import AddressOpt
-from quarry.cli.console import console, fail, out, print_json, progress_bar, safe
+from quarry.app.terminal import console, out, print_json, progress_bar, safe
+from quarry.cli.console import fail
 from quarry.cli.embedding_progress import embedding_progress
+from quarry.cli.options import AddressOpt
 from stores.dense_sizes import DURABLE_MIN_CHUNKS
 from stores.errors import QuarryError
 from stores.home import list_collections
@@ -22,12 +23,6 @@ if TYPE_CHECKING:  # a type only: profiles are pydantic models, loaded by the co
     from stores.profiles import ProfileStatus
 
 commands = typer.Typer()
-
-
-def open_collection(name: str) -> Any:
-    from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
-
-    return Collection(name)
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="The outcome as one JSON object on the last line")]
@@ -314,17 +309,6 @@ def durable_dense_index(col: Any, *, json_out: bool, address: str | None) -> tup
         console.print(f"stopped following; the build goes on: quarry job watch {safe(build_id)}", highlight=False)
         raise typer.Exit(130) from None
     return DenseMeta(**result["meta"]), False
-
-
-def check_bm25(k1: float | None, b: float | None) -> None:
-    """BM25 parameters as numbers Lucene can use: typer lets NaN (no `min=` on search and eval) and
-    Infinity through, and either makes every score NaN or infinite (and `index` would store it)."""
-    if k1 is not None and not (math.isfinite(k1) and 0 <= k1 <= 1000):
-        raise QuarryError(
-            "bad_option", f"--k1 {k1} is not usable", "give a k1 from 0 to 1000 (0.9 is Anserini's default)"
-        )
-    if b is not None and not (math.isfinite(b) and 0 <= b <= 1):
-        raise QuarryError("bad_option", f"--b {b} is not usable", "give a b from 0 to 1 (0.4 is Anserini's default)")
 
 
 @commands.command("collections")

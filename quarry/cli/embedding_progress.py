@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from quarry.cli.console import console, terminal_safe
+from quarry.app.terminal import console, terminal_safe
 from workflows.dense_progress import duration_text
 
 if TYPE_CHECKING:  # types only: rich's progress bars load with the first bar, not with every command

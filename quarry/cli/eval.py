@@ -12,9 +12,10 @@ import typer
 from rich.table import Table
 
 from nodes.job.config import JOB_BOUNDS, JobConfig
+from quarry.app.collections import check_bm25, open_collection
 from quarry.app.options import eval_policy, job_config
-from quarry.cli.collections import check_bm25, open_collection
-from quarry.cli.console import console, fail, out, print_json, progress_bar, safe
+from quarry.app.terminal import console, out, print_json, progress_bar, safe
+from quarry.cli.console import fail
 from stores.errors import QuarryError
 from workflows.job_input import check_budget
 

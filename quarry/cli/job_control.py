@@ -16,9 +16,10 @@ from quarry.app import temporal
 from quarry.app.actions import cancel_job, ended_hint, mark_document, refuse_if_finished, steer_job, stop_job
 from quarry.app.dense_build import is_dense_build
 from quarry.app.records import close_terminated_trace, known_job, store
-from quarry.app.submit import submit_job
-from quarry.app.temporal import AddressOpt
-from quarry.cli.console import fail, out, safe
+from quarry.app.terminal import out, safe
+from quarry.cli.console import fail
+from quarry.cli.options import AddressOpt, temporal_run
+from quarry.cli.submit import submit_job
 from stores.errors import QuarryError
 
 commands = typer.Typer()
@@ -61,7 +62,7 @@ def job_terminate(
         client = await temporal.client(address)
         return await terminate_job(client, job_id, reason[:300])
 
-    trace = temporal.run(main(), job_id, address)
+    trace = temporal_run(main(), job_id, address)
     row = known_job(job_id)
     marked = store().mark(job_id, "terminated", reason[:300]) if row else True
     if trace and marked:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
-from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,12 +14,13 @@ import typer
 
 from quarry.app import temporal
 from quarry.app.dense_build import is_dense_build
-from quarry.app.ended import render_ended
-from quarry.app.progress import WithStepDetail, WorkerWarmingUp, step_detail, with_round_so_far
-from quarry.app.records import exit_for, final, known_job, record_termination, seen_terminated, store, trace_file
-from quarry.app.temporal import AddressOpt
-from quarry.cli.console import console, fail, out, print_json, safe, terminal_safe
-from quarry.cli.render import render_progress, render_result, usage_line
+from quarry.app.jobs import JOBS_LISTED, exported, job_rows, progress_of, result_so_far
+from quarry.app.progress import WithStepDetail, WorkerWarmingUp
+from quarry.app.records import exit_for, final, known_job, store, trace_file
+from quarry.app.terminal import console, out, print_json, safe, terminal_safe
+from quarry.cli.console import fail
+from quarry.cli.options import AddressOpt, temporal_run
+from quarry.cli.render import render_ended, render_progress, render_result, usage_line
 from quarry.cli.screens import intent_table, job_list_tsv
 from quarry.cli.watch import watch
 from stores.atomic import write_atomic
@@ -29,36 +29,7 @@ from stores.jobs import FINAL
 from workflows.dense_progress import progress_line as dense_progress_line
 
 commands = typer.Typer()
-JOBS_LISTED = 20  # jobs `job list` (and `quarry mcp`'s list_jobs) show by default, newest first
 FullOpt = Annotated[bool, typer.Option("--full", help="Every passage, whole, and the weak matches")]
-
-
-def job_rows(
-    limit: int = JOBS_LISTED, status: str | None = None, collection: str | None = None, address: str | None = None
-) -> tuple[list[dict[str, Any]], dict[str, str] | None]:
-    """This home's jobs, newest first (`job list`, `quarry mcp`'s list_jobs): the job store's rows,
-    those still running as Temporal sees them, a failed one with its error's code; and Temporal's
-    view (None when no server answers)."""
-    rows = store().list(limit, status=status, collection=collection)
-    running = any(r["status"] == "running" for r in rows)
-    temporal_view = temporal.temporal_statuses(max(limit * 2, 100), address) if running else {}
-    for r in rows:
-        seen = (temporal_view or {}).get(r["job_id"])
-        if r["status"] == "running" and seen and seen not in ("running", "continued_as_new"):
-            r["status"] = seen  # e.g. terminated or timed out outside Quarry
-            import asyncio  # lazy: asyncio (with ssl) is ~30 ms of start-up
-
-            if (
-                seen == "terminated"
-                and (reason := asyncio.run(record_termination(r["job_id"], r, address))) is not None
-            ):
-                r["error"] = reason
-        if r["status"] == "failed":  # with its error's code (the type its workflow failed with)
-            failed = known_job(r["job_id"]) or {}
-            error = (failed.get("result") or {}).get("error")
-            r["error"] = failed.get("error")
-            r["error_code"] = error.get("code") if isinstance(error, dict) else None
-    return rows, temporal_view
 
 
 @commands.command("list")
@@ -141,39 +112,6 @@ def job_show(job_id: str, json_out: Annotated[bool, typer.Option("--json")] = Fa
     out.print(f"trace:  {safe(trace_file(row.get('trace_id')))}", highlight=False)
 
 
-def progress_of(job_id: str, address: str | None = None) -> dict[str, Any]:
-    """A running job's answer to the `progress` query (round, node, top 5 with titles, budget),
-    with Temporal's own status for one ended outside Quarry and the running step's detail — what
-    `job progress` and `quarry mcp`'s job_status show. Runs its own event loop; a failure
-    (worker_warming_up included) comes out as one QuarryError."""
-
-    async def main():
-        client = await temporal.client(address)
-        handle = client.get_workflow_handle(job_id)
-        p = await handle.query("progress", rpc_timeout=timedelta(seconds=5))
-        # A workflow terminated from outside keeps answering queries with the state it had, which
-        # still says "running": Temporal's own status says what happened to it.
-        if p.get("status") == "running":
-            status = (await handle.describe(rpc_timeout=timedelta(seconds=5))).status
-            if status is not None and status.name != "RUNNING":
-                p["status"] = status.name.lower()
-        return p
-
-    p = with_round_so_far(job_id, temporal.attempt(main(), job_id, address))
-    if detail := step_detail(job_id, p):
-        p["step_detail"] = detail
-    try:
-        col = p.get("job_id") and store().get(job_id)["collection"]
-        from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
-
-        titles = Collection(col).corpus.titles([t["docid"] for t in p["top"]]) if col else {}
-        for t in p["top"]:
-            t["title"] = titles.get(t["docid"], "")
-    except QuarryError:
-        pass
-    return p
-
-
 @commands.command("progress")
 def job_progress(
     job_id: str, address: AddressOpt = None, json_out: Annotated[bool, typer.Option("--json")] = False
@@ -226,7 +164,7 @@ def job_watch(job_id: str, address: AddressOpt = None) -> None:
             watch(WithStepDetail(client.get_workflow_handle(job_id), job_id, emit), emit), job_id, address
         )
 
-    result = temporal.run(main(), job_id, address)
+    result = temporal_run(main(), job_id, address)
     render_result(result, web_ui=temporal.web_ui(job_id, address), trace_file=trace_file((row or {}).get("trace_id")))
     exit_for(result)
 
@@ -256,31 +194,6 @@ def watch_dense_build(build_id: str, address: str | None) -> None:
     )
 
 
-def dense_build_progress(build_id: str, address: str | None) -> dict[str, Any]:
-    """A dense index build's answer to its `progress` query (its outcome's stage once it ended),
-    with Temporal's status of it (`quarry.app.dense_start.build_status`)."""
-    from quarry.app.dense_start import build_status
-
-    try:
-        return build_status(build_id, address)
-    except QuarryError as err:
-        fail(err)
-
-
-def result_so_far(
-    job_id: str, address: str | None = None, look: bool = True
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """A job's row and its stored result (None while it runs, or when it ended without one) —
-    what `job result` and `quarry mcp`'s job_result read. With `look`, a job the store still calls
-    running is checked against Temporal: one terminated outside Quarry is recorded as such now.
-    An unknown job id is a QuarryError."""
-    row = store().get(job_id)
-    result = row.get("result")
-    if result is None and row["status"] == "running" and look:
-        row = seen_terminated(job_id, row, address)  # ended outside Quarry: the store learns it now
-    return row, result
-
-
 @commands.command("result")
 def job_result(
     job_id: str,
@@ -300,7 +213,7 @@ def job_result(
             client = await temporal.client(address)
             return await final(client.get_workflow_handle(job_id).result(), job_id, address)
 
-        result = temporal.run(main(), job_id, address)
+        result = temporal_run(main(), job_id, address)
         row = known_job(job_id) or row
         if (
             not row.get("result")
@@ -325,21 +238,6 @@ def job_result(
         result, web_ui=result["web_ui"], trace_file=result["trace_file"], full=full
     )
     exit_for(result)
-
-
-def exported(result: dict[str, Any], fmt: str) -> str:
-    """A result in an export format (`job export`, `quarry mcp`'s job_result BibTeX), its ranked
-    documents' records read from the collection when it still exists."""
-    from quarry.exports.job_export import export  # lazy: the export formats load pydantic's records
-
-    records = {}
-    try:
-        from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
-
-        records = Collection(result["collection"]).corpus.get_many([r["docid"] for r in result.get("ranked", [])])
-    except QuarryError:
-        pass  # the collection is gone: export what the result itself holds
-    return export(result, records, fmt)
 
 
 @commands.command("export")
@@ -384,3 +282,14 @@ def job_export(
 
         if (hint := suffix_hint(fmt, output)) is not None:
             console.print(terminal_safe(hint), markup=False, highlight=False)
+
+
+def dense_build_progress(build_id: str, address: str | None) -> dict[str, Any]:
+    """A dense index build's answer to its `progress` query (its outcome's stage once it ended),
+    with Temporal's status of it (`quarry.app.dense_start.build_status`)."""
+    from quarry.app.dense_start import build_status
+
+    try:
+        return build_status(build_id, address)
+    except QuarryError as err:
+        fail(err)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from quarry.app.temporal import AddressOpt
+from quarry.cli.options import AddressOpt
 
 commands = typer.Typer()
 

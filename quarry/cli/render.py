@@ -1,6 +1,6 @@
 """Rich rendering of job results and progress for the terminal.
 
-Text that comes from documents, models or users goes through `quarry.cli.console.safe`, so a
+Text that comes from documents, models or users goes through `quarry.app.terminal.safe`, so a
 citation like `[ance-2021]`, a document's own brackets or `[/z]` are shown as written (never a
 MarkupError), and escape sequences are shown as `\\x1b…` instead of being obeyed.
 """
@@ -13,7 +13,8 @@ from typing import Any
 from nodes.evidence.answer_confidence import stated_confidence
 from nodes.job.steering_notes import describe
 from nodes.policy.registry import DEFAULT_POLICY, display_spec
-from quarry.cli.console import out, safe
+from quarry.app.ended import ENDED_WORDS, ended_record
+from quarry.app.terminal import out, print_json, safe
 from quarry.cli.screens import cut_words, render_ranked
 
 _t = safe  # every field of a job record (intent, docids, titles, quotes, model output, reasons) is untrusted
@@ -210,3 +211,20 @@ def render_progress(p: dict[str, Any]) -> None:
         out.print(_t(f"  fallback: {fb['step']} — {fb['reason'][:120]}"), highlight=False)
     for i, t in enumerate(p.get("top", []), start=1):
         out.print(_t(f"  {i}. {t['docid']}  {t['score']:.3f}  {t.get('title', '')}"), highlight=False)
+
+
+def render_ended(row: dict[str, Any], json_out: bool = False) -> None:
+    """Print how a job without a result ended, its intent, and the command that runs it again."""
+    if json_out:
+        print_json(ended_record(row))
+        return
+    job_id, status = row["job_id"], row["status"]
+    how = ENDED_WORDS.get(status, f"ended ({status})")
+    reason = f": {row['error']}" if row.get("error") else ""
+    out.print(
+        safe(f"{job_id} {how}{reason} — at round {row.get('round', '?')}, before it built a result"), highlight=False
+    )
+    out.print(safe(f"intent: {row.get('intent', '')}\ncollection: {row.get('collection', '')}"), highlight=False)
+    out.print(
+        safe(f"its last checkpoint: quarry job show {job_id}\nrun it again: quarry job rerun {job_id}"), highlight=False
+    )

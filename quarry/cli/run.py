@@ -4,28 +4,25 @@ through `quarry.app.submit`)."""
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from nodes.job.config import JOB_BOUNDS, JobConfig
+from nodes.job.config import JOB_BOUNDS
 from nodes.policy.registry import DEFAULT_POLICY, policy_help
 from quarry.app import temporal
 from quarry.app.infrastructure import say_note
-from quarry.app.options import check_profile, job_config
-from quarry.app.submit import submit_job
-from quarry.app.temporal import AddressOpt
-from quarry.cli.console import console, fail, out, safe
+from quarry.app.submit import DEFAULTS, checked_job
+from quarry.app.terminal import console, out, safe
+from quarry.cli.console import fail
+from quarry.cli.options import AddressOpt, temporal_run
+from quarry.cli.submit import submit_job
 from stores.errors import QuarryError
 from stores.home import ensure_home, quarry_home
 from workflows.background_processes import stop_detached
 from workflows.dev_server import server_command, start_server
-from workflows.job_input import MAX_INTENT_CHARS, MODES, check_budget, check_text
 from workflows.shared import UI_PORT_DEFAULT
-
-DEFAULTS = JobConfig()  # the options' defaults are the job's own (nodes.job.config), never copies
 
 commands = typer.Typer()
 
@@ -66,7 +63,7 @@ def worker(address: AddressOpt = None) -> None:
         client = await temporal.client(address)
         return await serve(client, home=quarry_home(), say=lambda line: console.print(safe(line), highlight=False))
 
-    clean = temporal.run(main(), address=address)
+    clean = temporal_run(main(), address=address)
     shutdown_tracing()  # OTLP batches still in memory go out before the process ends
     if not clean:
         console.print("worker stopped with activities still running; Temporal retries them on another worker")
@@ -80,50 +77,6 @@ def down() -> None:
     for name in ("worker", "temporal-server", "resident"):
         # Only the very process this home started is signalled: a stale record is said and removed.
         out.print(f"{name}: {'stopped' if stop_detached(home, name, say=say_note) else 'not running'}")
-
-
-def checked_job(
-    name: str,
-    intent: str,
-    *,
-    mode: str = "list",
-    policy: str = DEFAULT_POLICY,
-    budget: float = DEFAULTS.max_seconds,
-    rounds: int = DEFAULTS.max_rounds,
-    model: str | None = None,
-    judge_model: str | None = None,
-    max_tokens: int | None = None,
-    max_dollars: float | None = None,
-    prices: Path | None = None,
-    max_output_tokens: int = DEFAULTS.models.max_output_tokens,
-    profile: str = DEFAULTS.profile,
-    strict_tools: bool = DEFAULTS.models.strict_tools,
-) -> tuple[str, JobConfig]:
-    """A job's checked intent and configuration, the same for every front door that submits one
-    (`quarry run`, `quarry mcp`'s start_job): mode, intent, budget, policy and models, the
-    collection's index (a clear error now rather than a failed job later) and its search profile.
-    Raises QuarryError."""
-    if mode not in MODES:
-        raise QuarryError("bad_mode", f"unknown mode {mode!r}", "use --mode list or --mode answer")
-    intent = check_text(intent, "intent", MAX_INTENT_CHARS)
-    budget = check_budget(budget)
-    from stores.collection import Collection  # lazy: the collection store costs ~100 ms of start-up
-
-    config = job_config(
-        policy,
-        model,
-        judge_model,
-        rounds=rounds,
-        max_seconds=budget,
-        max_tokens=max_tokens,
-        max_dollars=max_dollars,
-        prices=prices,
-        max_output_tokens=max_output_tokens,
-        strict_tools=strict_tools,
-    )
-    col = Collection(name)
-    _ = col.lucene  # clear error now rather than a failed job later
-    return intent, replace(config, profile=check_profile(col, profile))
 
 
 @commands.command()

@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from quarry.cli.console import out as _stdout
-from quarry.cli.console import safe, terminal_safe
+from quarry.app.terminal import out as _stdout
+from quarry.app.terminal import safe, terminal_safe
 
 ELLIPSIS = "…"
 DOCID_WIDTH = 24  # a path docid ("rust-book/ch17-01-futures-and-syntax") is cut in the middle to this

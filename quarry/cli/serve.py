@@ -13,8 +13,9 @@ from typing import Annotated
 
 import typer
 
-from quarry.app.temporal import AddressOpt
-from quarry.cli.console import fail, out, safe
+from quarry.app.terminal import out, safe
+from quarry.cli.console import fail
+from quarry.cli.options import AddressOpt
 from stores.errors import QuarryError
 
 commands = typer.Typer()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from quarry.cli.console import terminal_safe
+from quarry.app.terminal import terminal_safe
 from quarry.cli.render import usage_line
 
 EVERY_S = 1.0

@@ -19,14 +19,12 @@ from typing import Annotated, Literal
 
 import anyio
 from fastapi import APIRouter, Header, Path, Query, Request, Response
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from pydantic.json_schema import GetJsonSchemaHandler, JsonSchemaValue
-from pydantic_core import CoreSchema
+from pydantic import Field
 from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 
-from nodes.job.config import JOB_BOUNDS, TOOL_LIMITS, JobConfig
-from nodes.policy.registry import find, names
+from nodes.job.config import TOOL_LIMITS
 from quarry.app.actions import STEER_MAX_CHARS
+from quarry.app.jobs import JOBS_LISTED
 from quarry.app.models import (
     CollectionsResult,
     DenseBuildStarted,
@@ -43,12 +41,11 @@ from quarry.app.models import (
     Sent,
     SteerAccepted,
 )
-from quarry.cli.job_inspect import JOBS_LISTED
+from quarry.app.requests import JobRequest, Strict
 from quarry.exports.job_export import FORMATS
 from quarry.http.common import ERRORS, NUMBER_MAX, Integer, Service, in_thread
 from stores.errors import QuarryError
 from stores.home import NAME_PATTERN
-from workflows.job_input import MAX_INTENT_CHARS
 
 router = APIRouter(prefix="/api", responses=ERRORS)
 STREAM_POLL_S = 0.5  # how often the event stream looks for new events
@@ -62,30 +59,6 @@ Collection = Annotated[
 EventNumber = Annotated[int, Query(ge=0, le=NUMBER_MAX, description="Only events numbered after this")]
 
 
-def _registered(name: str) -> str:
-    if find(name) is None:
-        raise ValueError(f"unknown policy {name!r}: use one of {', '.join(names())}")
-    return name
-
-
-class _PolicyNames:
-    """The JSON schema of a policy name: the registry's names, read when the schema is built (so a
-    policy registered after import is listed too, and no list is copied here)."""
-
-    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return {**handler(schema), "enum": list(names())}
-
-
-PolicyName = Annotated[str, AfterValidator(_registered), _PolicyNames()]
-
-
-class Strict(BaseModel):
-    """A request body exactly as /openapi.json describes it: no unknown field, and no value of another
-    JSON type taken for the declared one ("5" is not a number, "yes" not a boolean)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
 class SearchRequest(Strict):
     query: str = Field(
         min_length=1, max_length=4000, description="Words the documents would use (lexical) or a meaning (semantic)"
@@ -93,17 +66,6 @@ class SearchRequest(Strict):
     channel: Literal["lexical", "semantic"] = "lexical"
     offset: Integer = Field(default=1, ge=1, le=TOOL_LIMITS.depth, description="First rank to show (1-based)")
     limit: Integer = Field(default=TOOL_LIMITS.preview, ge=1, le=TOOL_LIMITS.page_limit_max)
-
-
-class JobRequest(Strict):
-    collection: str = Field(max_length=200, pattern=NAME_PATTERN, description="A collection's name")
-    intent: str = Field(
-        min_length=1, max_length=MAX_INTENT_CHARS, description="The research need: topic, methods, years, exclusions"
-    )
-    mode: Literal["list", "answer"] = "list"
-    policy: PolicyName | None = Field(default=None, description="A registered policy (default: heuristic)")
-    budget_seconds: float = Field(default=JobConfig().max_seconds, ge=JOB_BOUNDS.min_seconds, le=JOB_BOUNDS.max_seconds)
-    model: str | None = Field(default=None, max_length=200, description="PROVIDER:NAME for policy llm or react")
 
 
 class SteerRequest(Strict):
@@ -180,7 +142,7 @@ def dense_build_status(
 @router.post("/jobs", status_code=201, tags=["jobs"])
 def create_job(body: JobRequest, service: Service, response: Response) -> JobStarted:
     """Start a durable search job; its id comes back at once (the job runs on a worker)."""
-    started = service.start_job(body.collection, body.intent, body.mode, body.policy, body.budget_seconds, body.model)
+    started = service.start_job(body)
     response.headers["Location"] = f"/api/jobs/{started.job_id}"
     return started
 

@@ -4,10 +4,10 @@ its `MCPServer`).
 
 A front door only translates: every tool calls the function the command line calls, with the
 command line's limits and error type — `search`/`read_search_results`/`read_document` are the
-agent's own tools (`nodes.tools.corpus.ToolSession`, opened by `quarry.cli.search.tools_for`, their
-limits `TOOL_LIMITS`), a job is checked and submitted as `quarry run` does (`quarry.cli.run.checked_job`,
+agent's own tools (`nodes.tools.corpus.ToolSession`, opened by `quarry.app.search.tools_for`, their
+limits `TOOL_LIMITS`), a job is checked and submitted as `quarry run` does (`quarry.app.submit.checked_job`,
 `quarry.app.submit.start_job`: the same Temporal workflow, found again by its id from any door), and a
-job is read as `quarry job progress | result | list` read it (`quarry.cli.job_inspect`). A
+job is read as `quarry job progress | result | list` read it (`quarry.app.jobs`). A
 QuarryError becomes a tool error whose text is its code, message and hint — never a traceback (an
 unexpected exception reaches the client as the SDK's bare "Error executing tool …"). Errors and
 everything a job tool returns pass `stores.redact.redact`, so no key reaches a client (document text
@@ -31,6 +31,7 @@ from pydantic import Field, ValidationError
 
 from nodes.job.config import JOB_BOUNDS, TOOL_LIMITS, JobConfig
 from nodes.policy.registry import DEFAULT_POLICY
+from quarry.app.jobs import JOBS_LISTED
 from quarry.app.models import (
     CollectionsResult,
     DenseBuildStarted,
@@ -45,12 +46,13 @@ from quarry.app.models import (
     Sent,
     SteerAccepted,
 )
+from quarry.app.requests import JobRequest
 from quarry.app.service import QuarryService
-from quarry.cli.job_inspect import JOBS_LISTED
 from stores.errors import QuarryError
 from stores.redact import redact
 
 DEFAULTS = JobConfig()
+_JOB = JobRequest.model_fields  # start_job's parameters are described once, by the job request
 WAIT_S = 60.0  # wait_for_job's default wait: about what a client's tool call tolerates
 WAIT_MAX_S = 600.0  # the longest one wait_for_job call blocks (a client's tool-call timeout is often shorter)
 WAIT_POLL_S = 1.0  # how often wait_for_job looks at the job (and sends a progress notification)
@@ -140,18 +142,40 @@ def build_server(address: str | None = None) -> Any:
     `address` is the Temporal frontend the job tools talk to (None: the rule every command uses)."""
     server = QuarryMCPServer("quarry", instructions=INSTRUCTIONS, version=package_version())
     service = QuarryService(address, door="mcp")
+    _corpus_tools(server, service)
+    _job_tools(server, service)
+    _resources(server, service)
+    return server
 
-    def translated(fn):  # a QuarryError leaves as a tool error, never as a traceback
-        import functools
 
-        @functools.wraps(fn)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except QuarryError as err:
-                raise tool_error(err) from None
+def translated(fn):  # a QuarryError leaves as a tool error, never as a traceback
+    import functools
 
-        return call
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except QuarryError as err:
+            raise tool_error(err) from None
+
+    return call
+
+
+def as_resource(fn):  # a QuarryError leaves as a resource error, never as a traceback
+    import functools
+
+    @functools.wraps(fn)
+    def read(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except QuarryError as err:
+            raise resource_error(err) from None
+
+    return read
+
+
+def _corpus_tools(server: Any, service: QuarryService) -> None:
+    """The tools over collections: list, search, page a ranking, read a document, build dense vectors."""
 
     @server.tool()
     @translated
@@ -225,26 +249,32 @@ def build_server(address: str | None = None) -> Any:
         seconds left; finished is true once it has ended (status completed, failed or cancelled)."""
         return service.dense_build_status(build_id)
 
+
+def _job_tools(server: Any, service: QuarryService) -> None:
+    """The tools over jobs: start, status, wait, result, steer, stop, cancel, mark, list."""
+
     @server.tool()
     @translated
     def start_job(
         collection: str,
-        intent: Annotated[
-            str, Field(description="The research need in plain words: topic, methods, years, exclusions")
-        ],
+        intent: Annotated[str, Field(description=_JOB["intent"].description)],
         mode: Literal["list", "answer"] = "list",
-        policy: Annotated[str, Field(description="heuristic (no model), llm or react")] = DEFAULT_POLICY,
+        policy: Annotated[str, Field(description=_JOB["policy"].description)] = DEFAULT_POLICY,
         budget_seconds: Annotated[
             float,
-            Field(ge=JOB_BOUNDS.min_seconds, le=JOB_BOUNDS.max_seconds, description="Wall-clock budget of the job"),
+            Field(ge=JOB_BOUNDS.min_seconds, le=JOB_BOUNDS.max_seconds, description=_JOB["budget_seconds"].description),
         ] = DEFAULTS.max_seconds,
-        model: Annotated[str | None, Field(description="PROVIDER:NAME for policy llm or react")] = None,
+        model: Annotated[str | None, Field(description=_JOB["model"].description)] = None,
     ) -> JobStarted:
         """Start a durable search job and return its job_id at once: mode "list" finds ranked
         documents with evidence per requirement, "answer" writes an answer citing them. The job
         runs on a worker and survives this session; wait_for_job(job_id) or poll job_status(job_id)
         until finished, then job_result(job_id)."""
-        return service.start_job(collection, intent, mode, policy, budget_seconds, model)
+        # Built unvalidated: the service's own checks give this door its one message per problem.
+        request = JobRequest.model_construct(
+            collection=collection, intent=intent, mode=mode, policy=policy, budget_seconds=budget_seconds, model=model
+        )
+        return service.start_job(request)
 
     @server.tool()
     @translated
@@ -329,17 +359,9 @@ def build_server(address: str | None = None) -> Any:
 
     # -- resources -------------------------------------------------------------------------------
 
-    def as_resource(fn):  # a QuarryError leaves as a resource error, never as a traceback
-        import functools
 
-        @functools.wraps(fn)
-        def read(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except QuarryError as err:
-                raise resource_error(err) from None
-
-        return read
+def _resources(server: Any, service: QuarryService) -> None:
+    """The resources: a document's text, a job's result and its Markdown report."""
 
     @server.resource("quarry://{collection}/{docid}", name="document", mime_type="text/plain")
     @as_resource
@@ -361,8 +383,6 @@ def build_server(address: str | None = None) -> Any:
     def job_report(job_id: str) -> str:
         """A finished job's report in Markdown (what `quarry job export --format markdown` writes)."""
         return service.job_export(job_id, "markdown")
-
-    return server
 
 
 def serve_stdio(address: str | None = None) -> None:

@@ -50,7 +50,7 @@ class _Stop(BaseException):
 
 
 class WarmCollections:
-    """`quarry.cli.search.collection_opener` in the resident process: each collection's stores kept
+    """`quarry.app.search.collection_opener` in the resident process: each collection's stores kept
     open while its files are the ones opened — its current version, and in that version the same
     corpus store, Lucene and dense index folders and their settings files (`quarry index` can store
     new BM25 parameters, or a dense index, in place; a kill inside such a write leaves a damaged
@@ -320,10 +320,10 @@ def _warm_up(collection: str | None) -> Any:
     to run commands."""
     import typer.main
 
+    from quarry.app import search as app_search
     from quarry.cli import app
-    from quarry.cli import search as cli_search
 
-    cli_search.collection_opener = WarmCollections()
+    app_search.collection_opener = WarmCollections()
     group = typer.main.get_command(app)
     if collection:
         started = time.monotonic()

@@ -1,9 +1,9 @@
 """A command's output captured in the resident searcher as the client's terminal would show it.
 
-The command line prints through two rich consoles (`quarry.cli.console.out` and `.console`) and through
+The command line prints through two rich consoles (`quarry.app.terminal.out` and `.console`) and through
 sys.stdout/sys.stderr. Rich decides at a console's creation whether it writes to a terminal, with
 which colours and how wide — from the file it writes to and the environment. So for each command the
-two consoles are given, for its duration, the state of consoles created the way quarry.cli.console
+two consoles are given, for its duration, the state of consoles created the way quarry.app.terminal
 creates them but writing to buffers that report the client's terminals (`_Buffer.isatty`) and
 reading the client's terminal environment: an error line is coloured exactly when it would have
 been, and a pipe gets plain text, as in-process.
@@ -38,7 +38,7 @@ def captured(terminal: Terminal) -> Iterator[tuple[_Buffer, _Buffer]]:
     """(stdout, stderr) buffers that a command's output goes to while inside."""
     from rich.console import Console
 
-    from quarry.cli import console as shown
+    from quarry.app import terminal as shown
 
     out = _Buffer(terminal.stdout_tty, terminal.encoding)
     err = _Buffer(terminal.stderr_tty, terminal.encoding)
