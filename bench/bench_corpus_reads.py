@@ -1,4 +1,4 @@
-"""Corpus store reads, old layout against new (issue 24, item 1), and whether compressing the
+"""Corpus store reads, old layout against new (the text kept once), and whether compressing the
 text would pay.
 
     python -m bench.bench_corpus_reads --old OLD/corpus.sqlite --new NEW/corpus.sqlite

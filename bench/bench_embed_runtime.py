@@ -2,7 +2,7 @@
 
     python -m bench.bench_embed_runtime [--datasets ../shared/datasets] [--chunks 2000] [--timed 400] [--repeats 3]
 
-Why (issue 24, item 3): embedding is the slow part of a dense build (about 70 short docs/s on this
+Why: embedding is the slow part of a dense build (about 70 short docs/s on this
 2-core machine). ONNX Runtime is already installed (chromadb depends on it), so running the shipped
 all-MiniLM-L6-v2 weights through it costs no new dependency — if the vectors stay the same
 (cosine to today's vectors ≥ 0.99 per chunk) and it is markedly faster (target ≥ 3× chunks/s).
@@ -35,13 +35,13 @@ How:
   scale per tensor cannot carry.
 - torch bf16: the same call inside `torch.autocast("cpu", dtype=torch.bfloat16)` — not ONNX, but
   the same weights on this CPU's AMX-BF16 units (added when ONNX Runtime fell short; see the JSON's
-  cpu_flags; on a CPU without AMX or AVX512-BF16 expect no gain — not measured here). Adopted at
-  stop 32, replaced at stop 34 by:
+  cpu_flags; on a CPU without AMX or AVX512-BF16 expect no gain — not measured here). Adopted first,
+  then replaced by:
 - torch bf16w: a copy of the model with its weights converted to bfloat16 once — what
-  `stores.embedder.embed_texts` does on such a CPU since stop 34 (autocast re-casts the weights on
+  `stores.embedder.embed_texts` does on such a CPU (autocast re-casts the weights on
   every call: ~0.4 s a call, which one call over all the chunks, as here, hides).
   `--torch-only` leaves the ONNX variants out.
-- `--more` (stop 39, on a CPU with AVX512-BF16 but no AMX) adds two PyTorch variants:
+- `--more` (measured on a CPU with AVX512-BF16 but no AMX) adds two PyTorch variants:
   torch bf16c, the bf16 copy's transformer under `torch.compile` (Inductor, weights frozen and
   prepacked, dynamic shapes; its compile time is reported apart, not timed), and torch int8, the
   fp32 model's Linear layers quantised dynamically per channel (`torch.ao`, VNNI kernels) except
@@ -403,11 +403,11 @@ def main() -> None:
         )
         return np.asarray(vectors, dtype=np.float32)
 
-    def torch_bf16(texts: Sequence[str]) -> np.ndarray:  # autocast bf16: adopted at stop 32, replaced at stop 34
+    def torch_bf16(texts: Sequence[str]) -> np.ndarray:  # autocast bf16: adopted first, then replaced by bf16w
         with torch.autocast("cpu", dtype=torch.bfloat16):  # the same call, matrix products in bfloat16
             return torch_fp32(texts)
 
-    # adopted at stop 34 (`embed_texts`): weights converted once
+    # shipped (`embed_texts`): weights converted once
     torch_bf16w = encoder_of(copy.deepcopy(model).to(torch.bfloat16))
 
     variants: dict[str, Encoder] = {base: torch_fp32, "torch bf16": torch_bf16, "torch bf16w": torch_bf16w}

@@ -13,7 +13,7 @@ Reported: wall time per turn of each and their ratio (b)/(a), and the workflow h
 bytes at each T — with the conversation kept by reference it should grow by a constant per turn,
 not with the conversation's length.
 
-Prompt caching (`--cache-turns 40`, issue 25): the same kind of T-turn job, in-process, through
+Prompt caching (`--cache-turns 40`): the same kind of T-turn job, in-process, through
 the real Anthropic client (langchain-anthropic → anthropic SDK) against the Messages API stand-in
 (tests.anthropic_standin), which computes usage and cache reads/writes from what it is sent.
 Run twice — with Quarry's cache breakpoints (nodes.llm.caching) and without them (before) —

@@ -1,4 +1,4 @@
-"""Scale-out (issue 24 item 5): a durable dense build over one worker process and over two, one
+"""Scale-out: a durable dense build over one worker process and over two, one
 embedding thread each, on one Temporal dev server (and, with --chroma, one `chroma run` server both
 workers write to); then search jobs spread over both workers.
 

@@ -3,7 +3,7 @@
     python -m bench.bench_self_tune --home H [--collection scifact-train] [--queries 300] [--no-verifier]
                                           [--judged 150]
 
-Issue 22's target: self-tuning a 5k-document collection (scifact-train: 5,183 documents, dense
+The target: self-tuning a 5k-document collection (scifact-train: 5,183 documents, dense
 index built) in at most ten minutes on this 2-core machine. The collection must already be
 ingested and indexed in H (`quarry ingest`, `quarry index NAME --dense`): building it is not
 part of the tuning. The run writes the collection's profile as `quarry tune --self` would (not

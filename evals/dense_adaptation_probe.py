@@ -4,7 +4,7 @@
 
 (H holds the collection, ingested: its documents, queries and qrels are read from there.)
 
-Why (issue 22): fitted on a collection's own qrels, the verifier's features reach at most +0.2%
+Why: fitted on a collection's own qrels, the verifier's features reach at most +0.2%
 over the default agent on scifact-train and +3.7% on Cranfield (docs/eval/ranker.md, in-sample
 bound), so +3% without qrels needs a signal the agent does not have. The semantic channel is the agent's strongest one, and
 it is the one part never fitted to the collection. This measures the first step of fitting it: the

@@ -1,4 +1,4 @@
-"""How well does each HTML extractor keep a page's main text, and only it? (issue 20, item 2)
+"""How well does each HTML extractor keep a page's main text, and only it?
 
     python -m evals.html_extraction [--extra-path DIR] [--markdown]
 
@@ -16,7 +16,7 @@ Material, Javadoc 8, a static blog), each with a hand-marked `.main.txt` (see th
 - ms: extraction time per page (the median of 5 runs).
 
 Extractors: `quarry` (stores.html, this repository: title line + text, as indexed), `bs4-before`
-(the reader before issue 20: BeautifulSoup `get_text("\\n")` with script/style/nav/header/footer/
+(the reader before the current one: BeautifulSoup `get_text("\\n")` with script/style/nav/header/footer/
 aside dropped), and, when importable, `trafilatura` (`extract`, text output, tables kept),
 `readability` (readability-lxml `Document.summary()`; its HTML turned into text by the same
 block-aware writer Quarry uses, so only its choice of content is measured, with `short_title()`
@@ -86,7 +86,7 @@ def quarry(source: str) -> str:
 
 
 def bs4_before(source: str) -> str:
-    """The HTML reader as it was before issue 20 (stores/formats.py at that commit)."""
+    """The HTML reader as it was before the current one (then in stores/formats.py)."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(source, "lxml")

@@ -1,4 +1,4 @@
-"""How much a collection gains from a researcher's marks: a simulation from qrels (issue 22).
+"""How much a collection gains from a researcher's marks: a simulation from qrels.
 
 Self-tuning lets only judged queries choose (evals.self_tuning): a person's `quarry job mark`s and
 the `llm` librarians' judgements. Whether that pays, and after how many marked queries, can be

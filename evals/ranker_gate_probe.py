@@ -1,5 +1,5 @@
-"""Probe behind docs/eval/ranker.md's third way to keep the default order from losing to hybrid
-(issue 22, item 5): gate the verifier by how much the channels agree.
+"""Probe behind docs/eval/ranker.md's third way to keep the default order from losing to hybrid:
+gate the verifier by how much the channels agree.
 
     python -m evals.ranker_gate_probe --home H [--collections cacm cranfield scifact-train]
 

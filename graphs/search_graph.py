@@ -93,8 +93,8 @@ async def round_(state: JobState) -> dict:
     (`PolicySpec.one_step_rounds`): retrieval, verification and reflection — after the navigator in
     the first round (`plans_in_first_round`), and followed by the answer in the last. Under Temporal
     that is one activity: one task transition per round instead of three to five, each of which costs
-    a job ~20-25 ms (docs/performance.md, "Whole
-    heuristic jobs"). Each step is still its own call — its span, heartbeats, stop watch and
+    a job ~20-25 ms (docs/notes/performance-history.md,
+    "Whole heuristic jobs"). Each step is still its own call — its span, heartbeats, stop watch and
     progress — and after retrieval and verification the state is checkpointed (a watcher sees the
     step; a hard stop answers from it: workflows.activities.answer_from_state). The round ends early
     where the routers between the steps would go to answer (`must_answer`: inside an activity, what

@@ -57,7 +57,8 @@ BATCH_TARGET_S = 1.0  # a stoppable batch is sized to take about this long at th
 # The chunks to embed are taken in the caller's order (its best documents first: what a stop leaves
 # unembedded is the end) but longest first within each window of this many, so that a batch pads
 # its chunks to similar lengths: `python -m bench.bench_chunk_vectors` embeds 435 CACM chunks in
-# 3.5 s in the callers' order, 2.3 s so (one bare call: 1.9 s; docs/performance.md, "Chunk vectors").
+# 3.5 s in the callers' order, 2.3 s so (one bare call: 1.9 s; docs/notes/performance-history.md,
+# "Chunk vectors").
 EMBED_WINDOW = 64
 
 

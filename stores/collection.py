@@ -18,7 +18,7 @@ fresh ingest would. Why not append: Anserini's `IndexCollection` (Pyserini 1.6.0
 `-append` but opens the index with `OpenMode.CREATE` (tried here: the "appended" index held only
 the new documents), and a child JVM indexing just 5 documents took 2.1–2.5 s against 3.6 s for
 rebuilding CACM's 3,204, so an in-process IndexWriter would save little at this scale, and its
-deletions would skew BM25 statistics until a merge (docs/performance.md).
+deletions would skew BM25 statistics until a merge (docs/notes/performance-history.md).
 Everything is staged first and committed last: a change that fails leaves every store as it was
 (`stores.collection_versions` stages and commits; `add` and `remove` are `stores.collection_edits`).
 """

@@ -192,7 +192,7 @@ class CorpusStore:
 
     @property
     def old_layout(self) -> bool:
-        """Whether this store keeps numbered lines and chunk texts (written before issue 24)."""
+        """Whether this store keeps numbered lines and chunk texts (the layout before the text was kept once)."""
         return "lines" in self._have
 
     def hashes(self) -> dict[str, str]:

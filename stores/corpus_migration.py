@@ -1,5 +1,5 @@
-"""Reading a corpus store written before issue 24's layout (numbered lines as JSON in
-`docs.lines`, each chunk's text in a `chunks` table) into the current one (`stores.corpus_rows`):
+"""Reading a corpus store written in the old layout, before the text was kept once (numbered lines
+as JSON in `docs.lines`, each chunk's text in a `chunks` table), into the current one (`stores.corpus_rows`):
 what `stores.incremental` does on an old store's next change, so no line number or span moves."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from stores.corpus_rows import INSERT_DOC, RECORD_COLUMNS, doc_row, encode_layou
 
 
 def is_old_layout(con: sqlite3.Connection) -> bool:
-    """Whether a corpus database keeps numbered lines and chunk texts (written before issue 24)."""
+    """Whether a corpus database keeps numbered lines and chunk texts (the layout before the text was kept once)."""
     return "lines" in {r[1] for r in con.execute("PRAGMA table_info(docs)")}
 
 

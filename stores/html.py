@@ -25,7 +25,7 @@ What the rules do:
 - Title: see `stores.titles.html_title` (a heading of the page when `<title>` is that heading
   plus a site name, else `<title>`); the heading that gave it leaves the text.
 
-The tree is BeautifulSoup's over lxml (as before issue 20), walked with an explicit stack: lxml's
+The tree is BeautifulSoup's over lxml (as the reader always was), walked with an explicit stack: lxml's
 own tree stops at 2,048 levels of nesting and silently drops the rest of the page (checked), and a
 recursive walk would exhaust Python's stack on a page nested a few thousand deep.
 """

@@ -204,7 +204,7 @@ def _utf8_lines(path: Path, problems: Problems, digest: hashlib._Hash | None = N
 class RecordStream:
     """The validated documents of one JSONL file, read again from the file on every pass rather
     than held in memory: a corpus of 100k 5,000-word documents held as records took 2.8 GB before
-    anything was written (docs/performance.md). `len()` and the ids (in source order) are known
+    anything was written (docs/notes/performance-history.md). `len()` and the ids (in source order) are known
     from the validating pass, and so is `digest`, the running hash of the records' canonical JSON
     that fingerprints start from. A later pass that reads different bytes (the file changed
     during the ingest) raises IngestError at its end, before anything it fed is committed.

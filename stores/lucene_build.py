@@ -5,8 +5,8 @@ half-open index in-process) and reads JsonCollection shards — here named pipes
 caller writes one document at a time (`IndexFeed`), not files written first and read after. So
 an ingest stores each document and hands it to the indexer in the same pass, and on two cores
 the store step (Python) and Lucene's indexing (Java threads) run side by side instead of one
-after the other (issue 24 item 2: the whole ingest was the sum of the two, 2.0× Anserini's own
-time at a million documents); nothing is exported to disk on the way. One shard per indexing
+after the other (when they ran one after the other, the whole ingest was their sum, 2.0× Anserini's
+own time at a million documents); nothing is exported to disk on the way. One shard per indexing
 thread: Anserini gives each thread one file, so every pipe has its reader from the start.
 """
 

@@ -135,7 +135,7 @@ def _pandoc() -> str:
 
 # A macro definition block (`.de NAME` … `..`, also `.am`, `.ig`). Pandoc's roff reader expands the
 # definitions it can and stops at one it cannot parse: Tcl's man.macros, copied into every Tcl
-# and Tk man page, hold a `.el \}\` that made pandoc refuse 121 of 122 Tcl command pages (issue 44).
+# and Tk man page, hold a `.el \}\` that made pandoc refuse 121 of 122 Tcl command pages.
 _MACRO_BLOCK = re.compile(
     r"^[.'][ \t]*(?:de|de1|am|am1|ig)\b[^\n]*\n.*?^[.'][ \t]*\.[ \t]*$\n?", re.MULTILINE | re.DOTALL
 )

@@ -1,7 +1,7 @@
 """Titles from the sources that name a document, before its first line.
 
 A title is what a bibliography entry and a result line show, so a comment, a directive, a badge
-or a man page's running header must never be one (issue 20: ".. cmake-manual-description: …",
+or a man page's running header must never be one (".. cmake-manual-description: …",
 "GREP(1) User Commands GREP(1)" and "<!--" were). Sources, by format:
 
 - Markdown: front matter `title` (read in `stores.formats`), else the first line that is text —

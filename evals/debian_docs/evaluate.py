@@ -1,11 +1,11 @@
-"""Evaluate the default agent on the Debian documentation answer set (issue 44), one split at a time.
+"""Evaluate the default agent on the Debian documentation answer set, one split at a time.
 
     python -m evals.debian_docs.build_corpus build/debian-docs
     python -m evals.debian_docs.evaluate build/debian-docs --split dev --out runs/ddocs-dev.json
 
 Ingests the folder as collection `ddocs` when the home has no such collection (QUARRY_HOME), runs
 one real job per question (answer mode) and per list intent (list mode) on a local Temporal dev
-server — the path `quarry eval` takes — and measures what issue 44 promises:
+server — the path `quarry eval` takes — and measures what the answers and exclusions work promises:
 
 - answers: exact match and token F1 of the Exact Answer, answer-text recall, the share with an
   Exact Answer, the confidence's expected calibration error (evals.answer_match); and the share of

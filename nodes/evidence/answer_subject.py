@@ -1,13 +1,13 @@
 """What a question and a sentence are about, for the extractive answer: identifiers, products.
 
-Two failures this prevents (issue 44, item 4). The crude stem cuts every word to five letters, so
-"checkpoint_timeout" met "checkpoint_completion_target" ("check") and the answer to "the default
-of checkpoint_timeout" was checkpoint_completion_target's "default value of 0.9": an identifier
-(a word with an underscore or an inner capital) is matched whole here. And a question that names
-a product ("SQLite's …") was answered from another product's document: a document's product is
-its docid's first path part ("postgresql/runtime-config-wal"), and when the question names one or
-more of the products among the documents, only their documents answer, and a sentence that names
-another of those products and none of the question's is not quoted.
+Two failures this prevents, both seen on real documentation questions. The crude stem cuts every
+word to five letters, so "checkpoint_timeout" met "checkpoint_completion_target" ("check") and the
+answer to "the default of checkpoint_timeout" was checkpoint_completion_target's "default value of
+0.9": an identifier (a word with an underscore or an inner capital) is matched whole here. And a
+question that names a product ("SQLite's …") was answered from another product's document: a
+document's product is its docid's first path part ("postgresql/runtime-config-wal"), and when the
+question names one or more of the products among the documents, only their documents answer, and a
+sentence that names another of those products and none of the question's is not quoted.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Whether a document's *subject* is an excluded thing ("not Tcl", "other than CRC", a steer).
 
-Issue 44: an exclusion that removed a document only when its title held every word of the phrase
+Why: an exclusion that removed a document only when its title held every word of the phrase
 left the Tcl manual in the list for "not Tcl" (its pages are titled "after - Execute a command
 after a time delay") and `python/threading` for "not Python threading" (the title names
 threading, only the path names Python). A reader judges a document's subject from several places

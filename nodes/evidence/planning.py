@@ -215,7 +215,7 @@ def whole_intent(core: str, checklist: list[ChecklistItem]) -> ChecklistItem | N
     the checklist's one scored requirement says the core's words (less an article: "The HSV-2
     infection …" → "HSV-2 infection …").
 
-    Fragments lose how the parts relate, and until issue 44 the core was checklist item c0: the
+    Fragments lose how the parts relate, and the core used to be checklist item c0: the
     judge averaged it with the fragments. It stays a ranking signal (same text, same weight) so
     that the benchmarks' ranking does not move for want of it, but a user reading the plan sees
     only requirements they wrote."""

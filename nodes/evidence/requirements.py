@@ -1,4 +1,4 @@
-"""Requirements a careful reader would write, from the intent's text alone (issue 44 #1).
+"""Requirements a careful reader would write, from the intent's text alone.
 
 A request such as "find the documents about WAL checkpoints in PostgreSQL, as man pages" asks
 for a subject ("WAL checkpoints"), a product ("PostgreSQL": what the document must be about)

@@ -56,7 +56,7 @@ def quote_cap(item: ChecklistItem, quote_text: str, title: str = "") -> float:
     Why the title counts: in abstracts (CACM) the requirement's words are often only in the
     title, which quotes leave out because it is shown beside them. Counting the quote alone
     lowered CACM nDCG@20 from 0.584 to 0.563 in a replay of the agent's final pools; with the
-    title, 0.585 (see the issue 20 report)."""
+    title, 0.585 (measured when the cap was introduced)."""
     wanted = item_stems(item)
     return 5.0 if not wanted else round(1.0 + 4.0 * coverage(wanted, f"{quote_text}\n{title}"), 3)
 

@@ -239,7 +239,7 @@ def beating(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A short blocking activity (a checkpoint, the final write) that heartbeats every
     HEARTBEAT_EVERY_S from a side thread while it runs, so it can have a heartbeat timeout: a
     worker killed while it held one was noticed only at its 60 s start-to-close timeout, and the
-    job waited that long (issue 21's two-workers drill). Outside an activity it just runs. In an
+    job waited that long (the two-workers drill). Outside an activity it just runs. In an
     activity a QuarryError leaves as its ApplicationError (`application_error`)."""
 
     @functools.wraps(fn)

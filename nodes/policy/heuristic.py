@@ -122,7 +122,7 @@ class HeuristicPolicy:
             else:
                 evidence.append(lexical)
             # The document is ranked by how well it matched the item; the score shown beside the
-            # quote is capped by the item's words in that quote (issue 20 #3), because a 5/5 must
+            # quote is capped by the item's words in that quote, because a 5/5 must
             # be visible in what is quoted. Ranking on the capped scores moved Cranfield nDCG@10
             # from 0.4061 to 0.4006, below plain hybrid fusion, so the cap stays a statement about
             # the evidence, not about the document.

@@ -124,7 +124,7 @@ async def in_thread(fn: Callable[[Unpack[Args]], T], *args: *Args) -> T:
     The hot endpoints (search, paging, reading) are `async def` around it because FastAPI runs a
     plain `def` endpoint, and then the validation of its response, each in its thread pool: with the
     dependency above that was three hops, about 0.5 ms a request more on this 2-core machine
-    (docs/performance.md)."""
+    (docs/notes/performance-history.md)."""
     return await anyio.to_thread.run_sync(fn, *args)
 
 
