@@ -20,9 +20,9 @@ from quarry.submit import submit_job
 from quarry.temporal_access import AddressOpt
 from stores.errors import QuarryError
 from stores.home import ensure_home, quarry_home
-from workflows.background_processes import stop_detached
-from workflows.dev_server import server_command, start_server
 from workflows.job_input import MAX_INTENT_CHARS, MODES, check_budget, check_text
+from workflows.processes.background import stop_detached
+from workflows.processes.dev_server import server_command, start_server
 from workflows.shared import UI_PORT_DEFAULT
 
 DEFAULTS = JobConfig()  # the options' defaults are the job's own (nodes.job.config), never copies
