@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bench.slices import DEFAULT_DATASETS, corpus_slice
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "bench-add"

@@ -84,7 +84,7 @@ def main() -> None:
     from temporalio.testing import WorkflowEnvironment
 
     from stores.collection import Collection, ingest
-    from workflows.dev_server import temporal_binary
+    from workflows.processes.dev_server import temporal_binary
 
     ingest(args.datasets / COLLECTION, COLLECTION, home=home)
     col = Collection(COLLECTION, home)
@@ -117,6 +117,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from workflows.process_exit import run_script
+    from workflows.processes.exit import run_script
 
     run_script(main)

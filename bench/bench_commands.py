@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from bench.slices import DEFAULT_DATASETS
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "out" / "bench_commands.json"

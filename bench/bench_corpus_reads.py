@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.corpus import CorpusStore
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 OUT = Path(__file__).resolve().parent / "out" / "bench_corpus_reads.json"
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from bench.slices import DEFAULT_DATASETS, corpus_slice
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.2

@@ -85,7 +85,7 @@ import numpy as np
 
 from bench.slices import DEFAULT_DATASETS, corpus_slice
 from stores.atomic import write_atomic
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "out" / "bench_embed_runtime.json"

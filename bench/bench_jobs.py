@@ -28,7 +28,7 @@ from pathlib import Path
 
 from bench.finished import finished
 from bench.slices import DEFAULT_DATASETS
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 COLLECTIONS = ("cacm", "scifact-train")
@@ -82,7 +82,7 @@ async def bench_collection(home: Path, name: str, queries: list[str], runners: l
     from temporalio.testing import WorkflowEnvironment
 
     from nodes.job.runtime import NodeRuntime, configure_runtime
-    from workflows.dev_server import temporal_binary
+    from workflows.processes.dev_server import temporal_binary
     from workflows.worker import DEFAULT_RUNNER, build_worker
 
     kinds = runners or [DEFAULT_RUNNER]
@@ -141,7 +141,7 @@ def worker_peak_rss(home: Path, name: str, queries: list[str]) -> dict:
     from temporalio.testing import WorkflowEnvironment
 
     from workflows.client import submit
-    from workflows.dev_server import temporal_binary
+    from workflows.processes.dev_server import temporal_binary
     from workflows.shared import JobInput
 
     async def main() -> dict:

@@ -23,7 +23,7 @@ import time
 from difflib import SequenceMatcher
 from pathlib import Path
 
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 REAL_PDFS = [
     Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),

@@ -4,7 +4,7 @@
 
 For each size, a PDF of that many pages (one fpdf2 page of `--lines` lines of about 50
 characters, copied by PDFium — 20,000 pages × 8 lines stay under the 10-million-character
-limit) is read through `stores.formats.read_file` as an ingest reads it: PDFium text per page,
+limit) is read through `stores.file_formats.dispatch.read_file` as an ingest reads it: PDFium text per page,
 cleaning, pagination into text and page offsets. Reported per size: seconds (best of
 `--repeats`), milliseconds per page, and the per-page cost relative to the smallest size —
 about 1.0 throughout when reading is linear (pagination alone was quadratic before: 4,000 pages
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 LINE = "Lexical retrieval over long scanned reports, page {page} line {line}."  # about 50 characters
@@ -58,8 +58,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
 
-    from stores.formats import read_file
-    from stores.pdf import page_lines, paginate
+    from stores.file_formats.dispatch import read_file
+    from stores.file_formats.pdf import page_lines, paginate
 
     work = Path(tempfile.mkdtemp(prefix="quarry-bench-pdf-pages-"))
     rows = []

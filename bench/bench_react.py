@@ -35,7 +35,7 @@ from pathlib import Path
 
 from bench.finished import finished
 from stores.atomic import write_atomic
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = [
@@ -214,7 +214,7 @@ async def main_async(args) -> dict:
     from temporalio.testing import WorkflowEnvironment
 
     from stores.collection import ingest
-    from workflows.dev_server import temporal_binary
+    from workflows.processes.dev_server import temporal_binary
 
     home = Path(tempfile.mkdtemp(prefix="quarry-bench-react-"))
     ingest(ROOT / "examples" / "corpus", "sample", home=home)

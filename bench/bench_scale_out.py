@@ -30,7 +30,7 @@ from typing import Any
 
 from tests.drill_kit import free_port, reachable, wait_for
 from tests.fakes import SHORT_TOPICS, short_docs
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SPEEDUP = 1.6
@@ -155,7 +155,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from stores.collection import ingest
-    from workflows.dev_server import server_command
+    from workflows.processes.dev_server import server_command
 
     home = Path(tempfile.mkdtemp(prefix="quarry-scale-out-"))
     src = home / "src.jsonl"

@@ -43,7 +43,7 @@ from stores.anserini_run import run_index_collection
 from stores.collection import Collection, ingest
 from stores.jvm import pyserini_lucene
 from stores.lucene_build import build_index, write_json_collection
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "bench" / "out" / "bench_search.json"

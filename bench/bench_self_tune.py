@@ -24,7 +24,7 @@ import json
 import time
 from pathlib import Path
 
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 OUT = Path(__file__).resolve().parent / "out" / "bench_self_tune.json"
 

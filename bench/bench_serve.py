@@ -58,7 +58,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from bench.raw_mcp import RawMcpHttp, raw_stdio_server
 from bench.slices import DEFAULT_DATASETS
 from stores.atomic import write_atomic
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "bench" / "out" / "bench_serve.json"

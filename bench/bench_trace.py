@@ -21,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Literal
 
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -93,8 +93,8 @@ async def _run_jobs(
     from temporalio.testing import WorkflowEnvironment
 
     from workflows.client import submit
-    from workflows.dev_server import temporal_binary
     from workflows.job_failure import job_result
+    from workflows.processes.dev_server import temporal_binary
     from workflows.shared import JobInput
     from workflows.worker import build_worker
 

@@ -42,6 +42,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from workflows.process_exit import run_script
+    from workflows.processes.exit import run_script
 
     run_script(lambda: sys.exit(main()))

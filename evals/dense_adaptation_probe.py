@@ -38,7 +38,7 @@ from evals.runner import judged_queries
 from evals.significance import compare
 from stores.collection import Collection
 from stores.records import DocRecord
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 BATCH = 32
 LEARNING_RATE = 2e-5

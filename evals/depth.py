@@ -83,6 +83,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from workflows.process_exit import run_script
+    from workflows.processes.exit import run_script
 
     run_script(main)

@@ -15,7 +15,7 @@ Material, Javadoc 8, a static blog), each with a hand-marked `.main.txt` (see th
   main text, recall the share of main-text words that are in the output;
 - ms: extraction time per page (the median of 5 runs).
 
-Extractors: `quarry` (stores.html, this repository: title line + text, as indexed), `bs4-before`
+Extractors: `quarry` (stores.file_formats.html, this repository: title line + text, as indexed), `bs4-before`
 (the reader before the current one: BeautifulSoup `get_text("\\n")` with script/style/nav/header/footer/
 aside dropped), and, when importable, `trafilatura` (`extract`, text output, tables kept),
 `readability` (readability-lxml `Document.summary()`; its HTML turned into text by the same
@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "html"
 
@@ -79,14 +79,14 @@ def pages() -> list[tuple[Path, Marked]]:
 
 
 def quarry(source: str) -> str:
-    from stores.html import read_html_text
+    from stores.file_formats.html import read_html_text
 
     title, text, _ = read_html_text(source)
     return f"{title}\n\n{text}" if title else text
 
 
 def bs4_before(source: str) -> str:
-    """The HTML reader as it was before the current one (then in stores/formats.py)."""
+    """The HTML reader as it was before the current one (then in stores/file_formats/dispatch.py)."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(source, "lxml")
@@ -112,7 +112,7 @@ def trafilatura_text(source: str) -> str:
 def readability_text(source: str) -> str:
     from readability import Document
 
-    from stores.html import render_html
+    from stores.file_formats.html import render_html
 
     doc = Document(source)
     return f"{doc.short_title()}\n\n{render_html(doc.summary(html_partial=True), chrome=False)}"

@@ -26,7 +26,7 @@ import urllib.request
 from pathlib import Path
 
 from nodes.policy.registry import model_policies
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 QUESTION = "What term weighting idea did Sparck Jones propose in 1972?"
 MODEL = "openai:gemma3-270m"

@@ -8,8 +8,8 @@ The sample is a fixed choice from this machine's Debian documentation (`sample_p
 4th HTML page under /usr/share/doc (60), every 8th man page of section 1 but Google Cloud's
 thousands of generated ones (60) and every 40th of sections 3, 5 and 8 (20), every 8th Markdown,
 text or reST file (60), every 10th gzipped changelog, README or NEWS (25) and the PDFs. The
-folder is read as an ingest reads it (`stores.readers.read_corpus`); the second form runs an
-older checkout's readers on the same folder (the script imports only `stores.readers`).
+folder is read as an ingest reads it (`stores.file_formats.corpus_reader.read_corpus`); the second form runs an
+older checkout's readers on the same folder (the script imports only `stores.file_formats.corpus_reader`).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def kind(path: str) -> str:
 def report(folder: Path) -> str:
     """A Markdown table: files, documents, documents with a year and with an author, by kind; then
     the sources of years and authors, and what was skipped or not read."""
-    from stores.readers import read_corpus
+    from stores.file_formats.corpus_reader import read_corpus
 
     # An older checkout's read_corpus may not take `home` (where parsed files are spooled).
     home: dict[str, Any] = (
@@ -106,6 +106,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from workflows.process_exit import run_script
+    from workflows.processes.exit import run_script
 
     run_script(main)

@@ -55,6 +55,7 @@ from evals.tuning import DEFAULT_B_GRID, DEFAULT_K1_GRID, OBJECTIVE, SECONDARY, 
 from nodes.ranking.fusion import reciprocal_rank_fusion
 from stores.collection import Collection, reindex
 from stores.errors import QuarryError
+from stores.file_formats.corpus_reader import ProgressFn
 from stores.home import current_version
 from stores.judgements import Judgement, JudgementStore, judgements_path
 from stores.locks import writer_lock
@@ -68,7 +69,6 @@ from stores.profiles import (
     save_profile,
     save_pseudo_queries,
 )
-from stores.readers import ProgressFn
 from stores.scratch import scratch_dir
 
 TUNE_DEPTH = 100  # nDCG@20 and MAP of a known-item search are decided in the first hundred

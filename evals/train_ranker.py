@@ -314,6 +314,6 @@ def shipping_decision(results: list[dict[str, Any]], best: str) -> tuple[bool, s
 
 
 if __name__ == "__main__":
-    from workflows.process_exit import run_script
+    from workflows.processes.exit import run_script
 
     run_script(main)

@@ -27,8 +27,8 @@ from nodes.ranking.bm25_defaults import default_bm25_params
 from stores.atomic import write_atomic
 from stores.collection import Collection, reindex
 from stores.errors import QuarryError
+from stores.file_formats.corpus_reader import ProgressFn
 from stores.lucene import LuceneIndex
-from stores.readers import ProgressFn
 
 DEFAULT_K1_GRID = (0.6, 0.9, 1.2, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0, 25.0)
 DEFAULT_B_GRID = (0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0)

@@ -6,7 +6,7 @@ from) gets the id a folder ingest of `root` gives it — its path under `root` w
 any other source is read like a folder ingest of itself (a folder: paths under it; a single file:
 its name). Two different files can therefore arrive at one id (`a/README.md` and `b/README.md`
 added one after the other are both `README`): each document file's record carries the absolute
-path it was read from (`extras["source_path"]`, `stores.readers.SOURCE_PATH`), and an added file
+path it was read from (`extras["source_path"]`, `stores.file_formats.corpus_reader.SOURCE_PATH`), and an added file
 whose id belongs to a document read from another path is refused with both paths named —
 replacing it needs `--root` (ids that keep folder names) or a `quarry remove` first.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from stores.corpus import CorpusStore
 from stores.errors import IngestError, QuarryError
-from stores.readers import SOURCE_PATH, ProgressFn, printable_path, read_corpus
+from stores.file_formats.corpus_reader import SOURCE_PATH, ProgressFn, printable_path, read_corpus
 from stores.records import DocRecord
 
 

@@ -44,12 +44,12 @@ from stores.collection_versions import (
 )
 from stores.corpus import CorpusStore, source_fingerprint, write_corpus_db
 from stores.errors import QuarryError
+from stores.file_formats.corpus_reader import CorpusSource, ProgressFn, RecordStream, docids, read_corpus
 from stores.home import CollectionPaths, collection_paths, quarry_home
 from stores.incremental import Delta, diff, update_corpus_db
 from stores.locks import writer_lock
 from stores.lucene import IndexMeta, LuceneIndex
 from stores.lucene_build import IndexFeed, build_index, write_meta
-from stores.readers import CorpusSource, ProgressFn, RecordStream, docids, read_corpus
 from stores.versions import tidy
 
 if TYPE_CHECKING:

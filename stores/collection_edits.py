@@ -18,10 +18,10 @@ from stores.additions import read_additions, refuse_replacing_other_files
 from stores.collection import Collection, IngestReport, apply_delta
 from stores.collection_versions import index_meta
 from stores.errors import QuarryError
+from stores.file_formats.corpus_reader import ProgressFn
 from stores.incremental import Delta, delta_fingerprint, diff, removal
 from stores.locks import writer_lock
 from stores.lucene import IndexMeta
-from stores.readers import ProgressFn
 from stores.versions import tidy
 
 

@@ -22,10 +22,10 @@ from pathlib import Path
 from stores.atomic import write_atomic
 from stores.corpus import CorpusStore
 from stores.errors import QuarryError
+from stores.file_formats.corpus_reader import ProgressFn
 from stores.home import CURRENT_FILE, VERSIONS_DIR, CollectionPaths, ensure_home
 from stores.incremental import Delta
 from stores.lucene import DEFAULT_B, DEFAULT_K1, META_FILE, IndexMeta
-from stores.readers import ProgressFn
 from stores.versions import STAGING_PREFIX, mark_committed, prune
 
 KEEP_VERSIONS = 3  # the current one and the two before it (readers may still hold them)

@@ -36,7 +36,7 @@ from stores.corpus_rows import (
     record_of,
 )
 from stores.errors import QuarryError
-from stores.readers import CorpusSource, ProgressFn, RecordStream
+from stores.file_formats.corpus_reader import CorpusSource, ProgressFn, RecordStream
 from stores.records import Chunk, DocRecord, content_hash, last_name, record_json
 from stores.spans import document_text
 

@@ -58,10 +58,10 @@ from stores.chroma_build import (  # noqa: F401 - re-exported
 from stores.corpus import CorpusStore
 from stores.embedder import MODEL_NAME, _model, model_dir  # noqa: F401 - _model for bench/
 from stores.errors import QuarryError
+from stores.file_formats.corpus_reader import ProgressFn
 from stores.home import VERSIONS_DIR, CollectionPaths
 from stores.locks import writer_lock
 from stores.lucene import Hit, replace_dir, restore_interrupted_swap
-from stores.readers import ProgressFn
 from stores.versions import tidy
 
 __all__ = ["MODEL_NAME", "ChunkSpan", "DenseIndex", "DenseMeta", "MiniLMEmbedding", "chroma_server", "model_dir"]

@@ -19,9 +19,9 @@ from pathlib import Path
 from stores.corpus import CorpusStore
 from stores.dense import STEP_BATCHES, DenseIndex, DenseMeta, NewBuild, _drop_server_collection, chroma_server
 from stores.errors import QuarryError
+from stores.file_formats.corpus_reader import ProgressFn
 from stores.home import CollectionPaths
 from stores.incremental import Delta
-from stores.readers import ProgressFn
 
 COPY_BATCH = 2000  # vectors read from the current build per Chroma call
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from stores.corpus import insert_records, replace_extras
 from stores.corpus_migration import convert_old_layout, is_old_layout
-from stores.readers import CorpusSource
+from stores.file_formats.corpus_reader import CorpusSource
 from stores.records import DocRecord, content_hash
 
 

@@ -30,9 +30,9 @@ import orjson
 
 from stores.anserini_run import TOO_LONG_HINT, dying_with_parent, index_command, indexed_count
 from stores.errors import QuarryError
+from stores.file_formats.corpus_reader import ProgressFn
 from stores.format_chars import drop_format_chars
 from stores.lucene import DEFAULT_B, DEFAULT_K1, IndexMeta
-from stores.readers import ProgressFn
 from stores.records import DocRecord
 
 # Bytes a pipe holds before the writer waits (Linux's default is 64 KiB, about 40 short

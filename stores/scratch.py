@@ -1,6 +1,6 @@
 """Scratch space for the user's text: `QUARRY_HOME/tmp/`, never the system's temporary folder.
 
-A parsed folder of documents (`stores.document_files` spools their text), a self-tuning run's
+A parsed folder of documents (`stores.file_formats.document_files` spools their text), a self-tuning run's
 cloze queries, a simulation's copy of a collection: anything made from the user's documents is as
 private as the collection itself, so it lives inside the (0700) home, not in a world-listable
 `/tmp` where a killed process would leave it for anyone and forever.

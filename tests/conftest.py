@@ -107,7 +107,7 @@ async def env() -> AsyncIterator[Any]:
     Tests reach it as `env.client` and run their own worker on a task queue of their own."""
     from temporalio.testing import WorkflowEnvironment
 
-    from workflows.dev_server import temporal_binary
+    from workflows.processes.dev_server import temporal_binary
 
     environment = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()))
     yield environment

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.jobs import JobStore
-from workflows.dev_server import server_command
+from workflows.processes.dev_server import server_command
 from workflows.shared import JobInput
 
 ROOT = Path(__file__).resolve().parent.parent

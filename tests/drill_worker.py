@@ -113,6 +113,6 @@ async def main() -> bool:
 
 
 if __name__ == "__main__":
-    from workflows.process_exit import leave
+    from workflows.processes.exit import leave
 
     leave(0 if asyncio.run(main()) else 1)  # the same exit as the `quarry` executable

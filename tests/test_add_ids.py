@@ -13,7 +13,7 @@ from quarry.cli import app
 from stores.collection import Collection, ingest
 from stores.collection_edits import add
 from stores.errors import QuarryError
-from stores.readers import SOURCE_PATH
+from stores.file_formats.corpus_reader import SOURCE_PATH
 
 
 def readme(folder: Path, project: str) -> Path:

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from workflows.background_processes import alive, pid_of, spawn_detached, stop_detached
+from workflows.processes.background import alive, pid_of, spawn_detached, stop_detached
 
 # A stand-in for a worker's graceful stop: on SIGTERM it takes a moment, writes, then exits.
 GRACEFUL = """

@@ -316,7 +316,7 @@ def test_job_progress_while_the_worker_warms_up_says_so_and_exits_0(
 ) -> None:
     """A job waiting on a warming worker is not a failure: `job progress` says the worker is
     warming up (and for how long), gives the job's state and exits 0; --json says it too."""
-    from workflows.warmup import mark_warming
+    from workflows.processes.warmup import mark_warming
 
     home = _job_home(tmp_path, monkeypatch, "job-warm")
     mark_warming(home)  # this (live) process plays the warming worker

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from workflows import client as client_mod
-from workflows import dev_server
+from workflows.processes import dev_server
 from workflows.rpc_errors import ServerUnreachable, quarry_error
 
 

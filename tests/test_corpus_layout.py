@@ -21,8 +21,8 @@ import stores.records as records
 from stores.collection import Collection, ingest
 from stores.collection_edits import add, remove
 from stores.corpus import CorpusStore, write_corpus_db
+from stores.file_formats.corpus_reader import read_corpus
 from stores.incremental import diff, update_corpus_db
-from stores.readers import read_corpus
 from stores.records import DocRecord, chunk_document, content_hash, document_lines, wrap
 from tests.fakes import filler, write_beir
 

@@ -174,7 +174,7 @@ def test_quarry_run_exits_cleanly_every_time(home, server) -> None:
 def test_jobs_are_searchable_by_their_attributes_on_the_embedded_server(home, server) -> None:
     """On the server Quarry starts, jobs carry search attributes (collection, policy, round,
     status), so `temporal workflow list --query 'QuarryCollection="lit"'` finds them."""
-    from workflows.dev_server import temporal_binary
+    from workflows.processes.dev_server import temporal_binary
 
     queue = f"drill-{uuid.uuid4().hex[:8]}"
     worker = Worker(home, server.address, queue)

@@ -225,7 +225,7 @@ def test_a_missing_namespace_is_told_by_the_status_details(cold_home) -> None:
 
 
 def test_no_worker_while_warming_up_says_so(cold_home, monkeypatch) -> None:
-    import workflows.warmup as warmup
+    import workflows.processes.warmup as warmup
     from workflows.rpc_errors import quarry_error
 
     monkeypatch.setattr(warmup, "warming_message", lambda home: "the worker is warming up (3 s so far)")

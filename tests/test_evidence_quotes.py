@@ -473,7 +473,7 @@ def test_plurals_meet_their_singular_in_short_words() -> None:
 def test_an_html_example_is_code_not_evidence() -> None:
     """texinfo's manual shows `texi2any --fill-column=68 bison.texinfo` in a <pre> example; read
     from HTML it was a prose line and was quoted as the evidence for the default fill column."""
-    from stores.html import read_html_text
+    from stores.file_formats.html import read_html_text
 
     page = (
         "<html><head><title>Invoking texi2any</title></head><body><h1>Invoking texi2any</h1>"

@@ -260,7 +260,7 @@ def test_a_full_disk_is_one_message_for_any_command(
 def test_scripts_print_a_full_disk_as_one_line(monkeypatch, capsys) -> None:
     """run_script (evals/ and bench/ scripts, the `quarry` executable): one line, exit 2, and a
     QuarryError message with escapes in it printed inert."""
-    import workflows.process_exit as errors
+    import workflows.processes.exit as errors
 
     def leave(code: int) -> None:
         raise SystemExit(code)

@@ -38,7 +38,7 @@ from tests.drill_kit import (
     wait_for,
 )
 from tests.fakes import search_docs, write_jsonl
-from workflows.background_processes import alive, identity, pid_of, stop_detached
+from workflows.processes.background import alive, identity, pid_of, stop_detached
 
 # The issue's acceptance: a worker SIGSTOPped mid-activity, then resumed. The old retry policy (3
 # attempts, 15 s heartbeat timeout) failed the job after about 50 s of pause: when the third attempt
@@ -102,7 +102,7 @@ def test_down_leaves_an_unrelated_process_named_by_a_stale_pid_file_alone(tmp_pa
 def test_a_record_keeps_naming_the_process_it_was_written_for(tmp_path: Path) -> None:
     """The record `spawn_detached` writes keeps the process's identity (start time, command line);
     a bare pid from an older Quarry is trusted only while it runs this home's worker."""
-    from workflows.background_processes import spawn_detached
+    from workflows.processes.background import spawn_detached
 
     sleeper = "import time\nwhile True: time.sleep(1)"
     proc = spawn_detached(tmp_path, "worker", [sys.executable, "-c", sleeper])

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from nodes.llm.context import data_block, neutralise
-from stores import file_document
 from stores.errors import IngestError
-from stores.formats import TITLE_MAX_CHARS, Unreadable, cap_title, read_file
-from stores.readers import printable_path, read_corpus
-from stores.text_files import read_regular
+from stores.file_formats import file_document
+from stores.file_formats.corpus_reader import printable_path, read_corpus
+from stores.file_formats.dispatch import TITLE_MAX_CHARS, Unreadable, cap_title, read_file
+from stores.file_formats.text_files import read_regular
 from tests.fakes import copied_pdf_pages as make_pages
 from tests.fakes import files_holding
 
@@ -172,9 +172,9 @@ def test_ingest_and_add_keep_the_environment_and_passwd_out_of_the_collection(tm
 
 
 def steps_in_pdf_module(path: Path) -> tuple[int, int]:
-    """(Python lines executed in stores/pdf.py while reading `path`, calls of the per-page text
+    """(Python lines executed in stores/file_formats/pdf.py while reading `path`, calls of the per-page text
     function): a count of work, not a time."""
-    import stores.pdf as pdf
+    import stores.file_formats.pdf as pdf
 
     steps = 0
     calls = 0
@@ -219,7 +219,7 @@ def test_a_20000_page_pdf_over_the_limit_is_refused_at_the_page_that_passes_it(
 ) -> None:
     import pypdfium2 as pdfium
 
-    import stores.pdf as pdf
+    import stores.file_formats.pdf as pdf
 
     big = make_pages(tmp_path / "big.pdf", 20_000)
     doc = pdfium.PdfDocument(str(big))
@@ -269,7 +269,7 @@ def test_a_long_title_is_capped_at_a_word_boundary_and_kept_in_the_text(tmp_path
 
 
 def test_a_long_first_pdf_line_stays_in_the_text_with_its_pages() -> None:
-    from stores.pdf import paginate
+    from stores.file_formats.pdf import paginate
 
     line = "word " * 200
     title, text, starts = paginate([[line.strip(), "more"], ["page two"]])

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from stores.errors import IngestError, QuarryError
-from stores.file_document import Unreadable
-from stores.readers import read_corpus
+from stores.file_formats.corpus_reader import read_corpus
+from stores.file_formats.file_document import Unreadable
+from stores.file_formats.text_files import decode
 from stores.records import DocRecord, document_lines, line_pages, page_of_line
-from stores.text_files import decode
 
 
 def make_pdf(path: Path, pages: list[str], *, title: str = "", author: str = "", password: str = "") -> Path:
@@ -104,7 +104,7 @@ def test_document_files_are_parsed_once_into_a_spool_that_leaves_with_the_source
     from dataclasses import replace as with_records
 
     from stores.corpus import source_fingerprint
-    from stores.readers import RecordStream
+    from stores.file_formats.corpus_reader import RecordStream
 
     folder = tmp_path / "mixed"
     folder.mkdir()
@@ -392,7 +392,7 @@ def test_pdf_lines_repeated_on_few_pages_or_in_short_files_stay(tmp_path: Path) 
 
 
 def test_drop_running_lines_rule() -> None:
-    from stores.pdf import drop_running_lines
+    from stores.file_formats.pdf import drop_running_lines
 
     words = ["alpha", "beta", "gamma", "delta"]
     pages = [["Shared MIME-info Database", words[n - 1], "", str(n)] for n in range(1, 5)]
@@ -409,7 +409,7 @@ def test_drop_running_lines_rule() -> None:
     reason="the shared-mime-info spec (Debian's shared-mime-info) is not installed",
 )
 def test_a_real_manual_loses_its_running_header_and_page_numbers() -> None:
-    from stores.formats import read_file
+    from stores.file_formats.dispatch import read_file
 
     doc = read_file(Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"))
     lines = doc.text.splitlines()
@@ -424,7 +424,7 @@ MAN_PAGE = Path(__file__).parent / "fixtures" / "readers2" / "gzip.1.txt"
 
 
 def test_man_page_line_end_hyphenation_is_joined(tmp_path: Path) -> None:
-    from stores.formats import read_file
+    from stores.file_formats.dispatch import read_file
 
     raw = MAN_PAGE.read_text(encoding="utf-8")
     assert "In par\u2010\n       ticular" in raw  # as man renders it

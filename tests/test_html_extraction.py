@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from evals.html_extraction import EXTRACTORS, FIXTURES, found_chrome, kept_sentences, load_marked, measure
-from stores.formats import read_file
-from stores.html import parse, read_html_text
+from stores.file_formats.dispatch import read_file
+from stores.file_formats.html import parse, read_html_text
 
 PAGES = sorted(FIXTURES.glob("*.html"))
 
@@ -55,7 +55,7 @@ def test_quotes_from_real_pages_are_whole_sentences(page: Path) -> None:
     shows by the sentence splitter; each marked sentence must sit inside one split sentence
     (before, "…Rust will run the" ended at a paragraph break the reader had made)."""
     from nodes.evidence.scoring import sentences
-    from stores.readers import read_corpus
+    from stores.file_formats.corpus_reader import read_corpus
     from stores.records import document_lines
 
     [rec] = list(read_corpus(page).records)

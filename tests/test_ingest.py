@@ -175,7 +175,7 @@ def test_a_streamed_source_fingerprints_as_its_records_did(src: Path) -> None:
     from dataclasses import replace as with_records
 
     from stores.corpus import source_fingerprint
-    from stores.readers import RecordStream, read_corpus
+    from stores.file_formats.corpus_reader import RecordStream, read_corpus
 
     source = read_corpus(write_jsonl(src / "fp.jsonl", topic_docs(7)))
     assert isinstance(source.records, RecordStream) and len(source.records) == 7

@@ -29,8 +29,8 @@ from stores.collection import Collection
 from tests.conftest import LITERATURE
 from tests.fakes import poll_until, search_docs
 from tests.serve_kit import serving
-from workflows.background_processes import pid_of
-from workflows.warmup import warming_for
+from workflows.processes.background import pid_of
+from workflows.processes.warmup import warming_for
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "graph neural networks"

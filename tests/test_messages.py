@@ -36,8 +36,8 @@ def _cli(home: Path, *args: str):
 
 
 def test_progress_during_the_worker_warm_up_says_it_is_warming_up(home: Path, server: Server, tmp_path: Path) -> None:
+    from workflows.processes.warmup import warming_message
     from workflows.shared import task_queue
-    from workflows.warmup import warming_message
 
     hold = tmp_path / "hold"
     hold.mkdir()
@@ -207,7 +207,7 @@ def test_the_checklist_still_splits_outside_brackets() -> None:
 
 
 def test_the_hidden_files_warning_names_them(tmp_path: Path) -> None:
-    from stores.readers import read_corpus
+    from stores.file_formats.corpus_reader import read_corpus
 
     folder = tmp_path / "docs"
     (folder / ".git" / "objects").mkdir(parents=True)
@@ -295,9 +295,7 @@ def test_a_reader_that_stops_early_gets_no_traceback() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    code = (
-        "from workflows.process_exit import run_script\nrun_script(lambda: [print('x' * 100) for _ in range(200_000)])"
-    )
+    code = "from workflows.processes.exit import run_script\nrun_script(lambda: [print('x' * 100) for _ in range(200_000)])"
     proc = subprocess.Popen(
         [sys.executable, "-c", code], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

@@ -148,7 +148,7 @@ ALLOWED: dict[tuple[str, str, float], str] = {
     ("nodes/evidence/scoring.py", "n_terms", 10): "RM3 feedback terms (an algorithm parameter)",
     ("nodes/evidence/scoring.py", "max_repeat", 10): "RM3 word repetitions (an algorithm parameter)",
     ("workflows/worker.py", "max_concurrent_activities", 8): "a worker's activity slots, not a job's setting",
-    ("workflows/dev_server.py", "wait_s", 60.0): "waiting for the dev server to answer, not a model timeout",
+    ("workflows/processes/dev_server.py", "wait_s", 60.0): "waiting for the dev server to answer, not a model timeout",
     ("evals/cv.py", "threads", 2): "CPU threads of an evaluation",
     ("evals/runner.py", "threads", 2): "CPU threads of an evaluation",
     ("evals/tuning.py", "threads", 2): "CPU threads of an evaluation",

@@ -24,7 +24,7 @@ import pytest
 from stores.collection import ingest
 from tests.drill_kit import ROOT, Gate, free_port, reachable, wait_for
 from tests.fakes import search_docs, write_jsonl
-from workflows.background_processes import pid_of, spawn_detached, stop_detached
+from workflows.processes.background import pid_of, spawn_detached, stop_detached
 
 INTENT = "graph neural networks for molecular property prediction"
 
@@ -133,7 +133,7 @@ def test_job_commands_reach_the_server_run_started_without_any_address(running: 
 
 
 def test_resolution_order_and_a_second_run_reuse_the_recorded_server(running: dict, monkeypatch) -> None:
-    from workflows.address import resolve_address
+    from workflows.processes.address import resolve_address
 
     home, port = running["home"], running["port"]
     monkeypatch.delenv("QUARRY_TEMPORAL_ADDRESS", raising=False)
@@ -153,7 +153,7 @@ def test_resolution_order_and_a_second_run_reuse_the_recorded_server(running: di
 
 
 def test_down_stops_what_run_started_and_the_address_falls_back(running: dict, monkeypatch) -> None:
-    from workflows.address import ADDRESS_DEFAULT, resolve_address
+    from workflows.processes.address import ADDRESS_DEFAULT, resolve_address
 
     home, port = running["home"], running["port"]
     down = _quarry(home, "down")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stores.errors import IngestError, QuarryError
-from stores.readers import read_corpus
+from stores.file_formats.corpus_reader import read_corpus
 from tests.fakes import write_beir, write_jsonl
 
 

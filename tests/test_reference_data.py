@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from quarry.cli import app
-from stores.readers import read_corpus
+from stores.file_formats.corpus_reader import read_corpus
 from stores.records import DocRecord
 from tests.test_formats import make_pdf
 
@@ -186,7 +186,7 @@ A negative number is treated as 0.
 
 
 def test_a_man_page_whose_macro_definitions_pandoc_cannot_parse_is_read_without_them(tmp_path: Path) -> None:
-    from stores import manpages
+    from stores.file_formats import manpages
 
     folder = tmp_path / "tcl"
     folder.mkdir()
@@ -267,7 +267,7 @@ def test_files_that_differ_only_by_their_suffix_are_both_kept(tmp_path: Path) ->
 
 
 def test_a_gzip_bomb_a_damaged_gzip_and_a_man_page_pointer_are_skipped_with_reasons(tmp_path: Path) -> None:
-    from stores.gzipped import MAX_GUNZIPPED_BYTES
+    from stores.file_formats.gzipped import MAX_GUNZIPPED_BYTES
 
     folder = tmp_path / "doc"
     folder.mkdir()
@@ -341,7 +341,7 @@ def test_without_pandoc_a_man_page_is_skipped_saying_so(tmp_path: Path, monkeypa
 def test_a_man_pages_author_section_gives_names_only_when_it_states_names(section: list[str], names: list[str]) -> None:
     """AUTHOR sections as Debian's man pages write them (coreutils, bash, ncurses, valgrind, man-db,
     util-linux): prose gives no names rather than wrong ones."""
-    from stores.manpages import author_names
+    from stores.file_formats.manpages import author_names
 
     assert author_names(section) == names
 

@@ -26,7 +26,7 @@ import pytest
 from quarry.resident.client import LIMITS_NAME, SOCKET_NAME
 from quarry.resident.start import start_ready
 from tests.fakes import topic_docs, write_jsonl
-from workflows.background_processes import identity, pid_of, pidfile, stop_detached
+from workflows.processes.background import identity, pid_of, pidfile, stop_detached
 
 QUARRY = Path(sys.executable).parent / "quarry"
 CACM = Path("/work/shared/datasets/cacm")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stores.collection import Collection, ingest
-from stores.readers import read_corpus
+from stores.file_formats.corpus_reader import read_corpus
 from stores.scratch import SCRATCH_DIR, held_scratch, scratch_dir, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ def _killed_reader(home: Path, notes: Path) -> Path:
     code = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from stores.readers import read_corpus\n"
+        "from stores.file_formats.corpus_reader import read_corpus\n"
         "src = read_corpus(Path(sys.argv[2]), home=Path(sys.argv[1]))\n"
         "print(src.records.path, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from quarry.cli import app
 from stores.collection import Collection, ingest
 from stores.errors import IngestError
-from stores.jsonl_corpus import BEIR_FILES
-from stores.readers import read_corpus
+from stores.file_formats.corpus_reader import read_corpus
+from stores.file_formats.jsonl_corpus import BEIR_FILES
 from tests.fakes import filler, write_beir, write_jsonl
 
 NAME = "invisible"

@@ -12,10 +12,10 @@ import pytest
 from nodes.job.runtime import NodeRuntime
 from stores.collection import Collection, ingest
 from stores.errors import IngestError, QuarryError
+from stores.file_formats.corpus_reader import MAX_DOCUMENT_CHARS
 from stores.home import collection_paths
 from stores.locks import writer_lock
 from stores.lucene_build import build_index
-from stores.readers import MAX_DOCUMENT_CHARS
 from stores.records import DocRecord
 from tests.fakes import topic_docs, write_jsonl
 

@@ -1,7 +1,7 @@
 """Titles from the sources that name a document, never from a comment or markup (issue 20, item 5).
 
 Table-driven: each row is a file as a user has it and the title Quarry must give it; then the
-rules one by one (`stores.titles`)."""
+rules one by one (`stores.file_formats.titles`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from stores.formats import read_file
-from stores.titles import html_title, junk_title, man_page_title, placeholder_title, rst_title, text_title
+from stores.file_formats.dispatch import read_file
+from stores.file_formats.titles import html_title, junk_title, man_page_title, placeholder_title, rst_title, text_title
 
 GREP_MAN = """GREP(1)                          User Commands                         GREP(1)
 
@@ -279,7 +279,7 @@ READERS2 = Path(__file__).parent / "fixtures" / "readers2"
     ],
 )
 def test_real_files_are_titled_by_their_real_title(name: str, title: str) -> None:
-    from stores.titles import junk_title
+    from stores.file_formats.titles import junk_title
 
     doc = read_file(READERS2 / name)
     assert doc.title == title
@@ -318,7 +318,7 @@ def test_the_frame_of_a_text_title_leaves_the_text_and_the_mode_line_stays() -> 
     ],
 )
 def test_junk_is_never_a_title(title: str) -> None:
-    from stores.titles import junk_title
+    from stores.file_formats.titles import junk_title
 
     assert junk_title(title)
 
@@ -327,7 +327,7 @@ def test_junk_is_never_a_title(title: str) -> None:
     "title", ["GNU Wget", "C++", "Using <T> in Rust", "A | B testing", "Q&A", "Über -*- nichts", "-*- not a mode line"]
 )
 def test_real_titles_are_not_junk(title: str) -> None:
-    from stores.titles import junk_title
+    from stores.file_formats.titles import junk_title
 
     assert junk_title(title) is None
 
@@ -378,7 +378,7 @@ def test_rst_title_passes_over_mode_lines_and_tables(text: str, title: str) -> N
     ],
 )
 def test_file_name_titles(name: str, title: str) -> None:
-    from stores.titles import file_name_title
+    from stores.file_formats.titles import file_name_title
 
     assert file_name_title(name) == title
 
@@ -430,8 +430,8 @@ def test_man_page_title_with_and_without_its_header() -> None:
 def test_a_myst_target_label_is_not_a_title(tmp_path) -> None:
     """pip's docs open each page with a MyST target, "(SSL Certificate Verification)=", above
     "# HTTPS Certificates": the label titled the page and was shown above every quote."""
-    from stores.formats import read_file
-    from stores.titles import junk_title
+    from stores.file_formats.dispatch import read_file
+    from stores.file_formats.titles import junk_title
 
     page = tmp_path / "https-certificates.md"
     page.write_text(

@@ -37,7 +37,7 @@ async def connect(
     for, up to `starting_up_wait_s`; when nothing listens, or the wait is over, the failure is
     raised at once as `ServerUnreachable` (a RuntimeError: workflows.rpc_errors maps it to
     no_server). Whether something listens is asked of the port, never read from the message."""
-    from workflows.dev_server import reachable
+    from workflows.processes.dev_server import reachable
     from workflows.rpc_errors import ServerUnreachable
 
     plugins = []

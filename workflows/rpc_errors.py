@@ -52,11 +52,11 @@ def _detail_types(err: RPCError) -> set[str]:
 
 
 def no_worker(message: str, job_id: str | None) -> QuarryError:
-    """No worker answered: say why, from what this home's workers are doing (workflows.warmup.
+    """No worker answered: say why, from what this home's workers are doing (workflows.processes.warmup.
     worker_state) — one warming up or still starting (do not invite a second worker), one polling
     that does not answer (unresponsive: it may be stopped), or none at all (say how to start one)."""
     from stores.home import quarry_home
-    from workflows.warmup import warming_message, worker_state
+    from workflows.processes.warmup import warming_message, worker_state
 
     home = quarry_home()
     follow = f"follow it: quarry job watch {job_id}" if job_id else "try again in a few seconds"
@@ -95,7 +95,7 @@ def _still_running(job_id: str, address: str | None) -> bool | None:
     from concurrent.futures import ThreadPoolExecutor
     from datetime import timedelta
 
-    from workflows.dev_server import reachable
+    from workflows.processes.dev_server import reachable
 
     at = _address(address)
     if not reachable(at):

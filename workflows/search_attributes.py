@@ -1,6 +1,6 @@
 """Quarry's Temporal search attributes: a job indexed by collection, policy, round and status.
 
-The embedded dev server registers them at start (workflows.dev_server.SEARCH_ATTRIBUTES); the
+The embedded dev server registers them at start (workflows.processes.dev_server.SEARCH_ATTRIBUTES); the
 client sets the first values when it starts a job and the workflow updates round and status as
 the job goes (only when the start succeeded with them: `JobInput.indexed`).
 """

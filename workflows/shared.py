@@ -10,7 +10,7 @@ from typing import Any
 
 from nodes.job.config import STEER_FRACTION, JobConfig  # noqa: F401  (STEER_FRACTION re-exported)
 from nodes.policy.registry import DEFAULT_POLICY
-from workflows.address import ADDRESS_DEFAULT  # noqa: F401  (re-exported)
+from workflows.processes.address import ADDRESS_DEFAULT  # noqa: F401  (re-exported)
 
 TASK_QUEUE_DEFAULT = "quarry-jobs"
 NAMESPACE_DEFAULT = "default"
@@ -20,8 +20,8 @@ UI_PORT_DEFAULT = 8233
 def temporal_address(home: Path | None = None) -> str:
     """The Temporal server every command and worker uses: --temporal-address /
     QUARRY_TEMPORAL_ADDRESS, else the running server this home recorded, else the default
-    (one rule, `workflows.address.resolve_address`, so `quarry run --port P` is not forgotten)."""
-    from workflows.address import temporal_address as resolved
+    (one rule, `workflows.processes.address.resolve_address`, so `quarry run --port P` is not forgotten)."""
+    from workflows.processes.address import temporal_address as resolved
 
     return resolved(home)
 

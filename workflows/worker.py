@@ -148,7 +148,7 @@ async def serve(
     the warm-up ends it at once and cleanly (no job had started); a warm-up that fails is said
     and skipped (the jobs then open what they need, and report what they cannot)."""
     from stores.home import ensure_home
-    from workflows.warmup import clear_warming, mark_warming
+    from workflows.processes.warmup import clear_warming, mark_warming
 
     own_home = ensure_home(home)  # 0700 (the job store and traces it writes hold intents and documents)
     worker = build_worker(client, home=home, queue=queue)

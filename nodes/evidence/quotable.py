@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from stores.titles import man_name_line, table_delimiter, table_row
+from stores.file_formats.titles import man_name_line, table_delimiter, table_row
 
 # A sentence may be quoted when at least this share of its non-space characters is prose.
 PROSE_SHARE = 0.6

@@ -17,7 +17,7 @@ from stores.errors import QuarryError
 from workflows.dense_progress import progress_line
 
 if TYPE_CHECKING:  # a type only: the readers (and pydantic's records) load when a build runs
-    from stores.readers import ProgressFn
+    from stores.file_formats.corpus_reader import ProgressFn
 
 DENSE_PREFIX = "dense-"
 POLL_EVERY_S = 1.0  # how often a following command asks the build where it stands

@@ -13,8 +13,8 @@ from quarry.app.temporal import current_address
 from quarry.app.terminal import console, safe, terminal_safe
 from stores.atomic import write_atomic
 from stores.errors import QuarryError
-from workflows.background_processes import pid_of, spawn_detached, stop_detached
-from workflows.dev_server import reachable, server_record, start_server
+from workflows.processes.background import pid_of, spawn_detached, stop_detached
+from workflows.processes.dev_server import reachable, server_record, start_server
 from workflows.shared import UI_PORT_DEFAULT, task_queue
 
 

@@ -16,7 +16,7 @@ from quarry.app.terminal import terminal_safe
 from stores.errors import QuarryError
 from stores.home import quarry_home
 from stores.job_events import snapshot
-from workflows.warmup import warming_for
+from workflows.processes.warmup import warming_for
 
 STEP_LINE_EVERY_S = 5.0  # `job watch` repeats a running step's progress at most this often
 

@@ -13,7 +13,7 @@ from quarry.app import temporal
 from stores.errors import QuarryError
 from stores.home import quarry_home, traces_dir
 from stores.jobs import FINAL, JobStore
-from workflows.dev_server import reachable
+from workflows.processes.dev_server import reachable
 
 
 def store() -> JobStore:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from quarry.app.dense_build import collection_of_build, has_builds
 from stores.errors import QuarryError
 from stores.home import quarry_home
-from workflows.address import ENV, Resolved, resolve_address
-from workflows.dev_server import reachable, server_record
+from workflows.processes.address import ENV, Resolved, resolve_address
+from workflows.processes.dev_server import reachable, server_record
 from workflows.rpc_errors import ServerUnreachable, quarry_error
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def where(address: str | None = None) -> Resolved:
     """The server a command talks to: its --temporal-address (typer fills the option from
-    QUARRY_TEMPORAL_ADDRESS too), else `workflows.address.resolve_address`'s rule."""
+    QUARRY_TEMPORAL_ADDRESS too), else `workflows.processes.address.resolve_address`'s rule."""
     if address and address.strip():
         return Resolved(address.strip(), f"{ENV} or --temporal-address")
     return resolve_address()

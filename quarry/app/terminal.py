@@ -18,7 +18,7 @@ from stores.errors import printable
 if TYPE_CHECKING:  # the readers and rich's progress bars load with the first bar, not with every command
     from rich.progress import ProgressColumn
 
-    from stores.readers import ProgressFn
+    from stores.file_formats.corpus_reader import ProgressFn
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)  # never hard-wrap paths in error messages
 out = Console(soft_wrap=True, emoji=False)
@@ -58,7 +58,7 @@ def print_json(obj: Any) -> None:
 
 def done_of_total() -> ProgressColumn:
     """A progress column showing `done/total` as a count, or as sizes for a stage followed in bytes
-    (stores.readers.BYTE_STAGES: "1.2 GB/2.4 GB", not "1200000000/2400000000"). Built on first use
+    (stores.file_formats.corpus_reader.BYTE_STAGES: "1.2 GB/2.4 GB", not "1200000000/2400000000"). Built on first use
     so that a command drawing no bar never imports rich's progress machinery."""
     from rich.filesize import decimal
     from rich.progress import ProgressColumn, Task
@@ -81,7 +81,7 @@ def progress_bar(enabled: bool = True) -> Iterator[ProgressFn]:
     """A ProgressFn drawing one bar per stage on stderr (silent when output is not a TTY)."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from stores.readers import BYTE_STAGES
+    from stores.file_formats.corpus_reader import BYTE_STAGES
 
     progress = Progress(
         SpinnerColumn(),

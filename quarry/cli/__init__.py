@@ -22,7 +22,7 @@ from typer.main import get_command_from_info
 from quarry.cli.console import fail
 from stores.errors import QuarryError, disk_full
 from stores.home import quarry_home
-from workflows.process_exit import run_script
+from workflows.processes.exit import run_script
 
 # The modules whose `commands` make up each group, in the order its help lists them.
 ROOT_MODULES = (
@@ -123,7 +123,7 @@ def root(
     if home is not None:
         # The one environment variable the command line sets: QUARRY_HOME is the user's setting
         # (--home is its flag), read by every store, and inherited by the worker and the server
-        # it spawns (`workflows.background_processes` recognises a worker of this home by it).
+        # it spawns (`workflows.processes.background` recognises a worker of this home by it).
         os.environ["QUARRY_HOME"] = str(home.expanduser().resolve())
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # types only: rich's progress bars load with the first bar, n
     from rich.console import Console
     from rich.progress import ProgressColumn
 
-    from stores.readers import ProgressFn
+    from stores.file_formats.corpus_reader import ProgressFn
 
 PLAIN_PROGRESS_EVERY_S = 10.0  # plain progress lines (stderr not a terminal: logs, pipes) at least this often…
 PLAIN_PROGRESS_EVERY_PCT = 10  # …and at every this many percent

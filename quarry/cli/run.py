@@ -20,8 +20,8 @@ from quarry.cli.options import AddressOpt, temporal_run
 from quarry.cli.submit import submit_job
 from stores.errors import QuarryError
 from stores.home import ensure_home, quarry_home
-from workflows.background_processes import stop_detached
-from workflows.dev_server import server_command, start_server
+from workflows.processes.background import stop_detached
+from workflows.processes.dev_server import server_command, start_server
 from workflows.shared import UI_PORT_DEFAULT
 
 commands = typer.Typer()

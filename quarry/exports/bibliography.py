@@ -32,7 +32,7 @@ from urllib.parse import quote
 from quarry.exports.names import Name, parse_names
 from quarry.exports.rules import Kind, arxiv_id, cited_title, institution, is_arxiv_venue, venue_kind
 from quarry.exports.titles import Title
-from stores.readers import SOURCE_PATH
+from stores.file_formats.corpus_reader import SOURCE_PATH
 from stores.records import DocRecord
 
 # --- keys -------------------------------------------------------------------------------------

@@ -104,7 +104,7 @@ def is_junk_title(title: str) -> bool:
     """True for a "title" that is markup, not a title: an HTML/XML comment or declaration, an
     rst directive or comment (".. cmake-manual-description: …"), a front matter fence, a man
     page header, or text without a letter once tags are removed. Better titles are extracted at
-    ingest (stores.formats); this only keeps what slipped through out of a bibliography."""
+    ingest (stores.file_formats.dispatch); this only keeps what slipped through out of a bibliography."""
     if _JUNK_TITLE.search(title):
         return True
     return not re.search(r"[^\W\d_]", re.sub(r"<[^>]*>", "", title))

@@ -41,8 +41,8 @@ from quarry.resident.protocol import Fallback, ResidentReply, ResidentRequest
 from quarry.resident.terminal import captured
 from stores.atomic import write_atomic
 from stores.home import quarry_home
-from workflows.background_processes import forget_self, record_process, recorded_pid, run_dir
-from workflows.process_exit import run_script
+from workflows.processes.background import forget_self, record_process, recorded_pid, run_dir
+from workflows.processes.exit import run_script
 
 
 class _Stop(BaseException):

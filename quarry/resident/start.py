@@ -1,5 +1,5 @@
 """Starting the resident searcher (quarry.resident.server) in the background, recorded like the other
-background processes (workflows.background_processes: its pid, start time and command line).
+background processes (workflows.processes.background: its pid, start time and command line).
 
 The command line starts it without waiting (`spawn`, after its own in-process answer): it warms up
 once that command has ended. A caller that needs it answering — a benchmark, a test — starts it with
@@ -26,7 +26,7 @@ def _command(collection: str | None, after: int | None, ready_fd: int | None) ->
 
 def spawn(home: Path, collection: str | None, after: int | None = None) -> None:
     """Start this home's resident searcher; with `after`, it warms up once that process has ended."""
-    from workflows.background_processes import spawn_detached
+    from workflows.processes.background import spawn_detached
 
     os.environ["QUARRY_HOME"] = str(home)  # the command line's own process: its root sets the same
     # Recorded at once, so `quarry down` right after this command finds it (a copy that then finds
@@ -37,7 +37,7 @@ def spawn(home: Path, collection: str | None, after: int | None = None) -> None:
 def start_ready(home: Path, collection: str | None, wait_s: float) -> bool:
     """Start this home's resident searcher and wait until it listens (at most `wait_s`): True then;
     False when it left first (another one of this home runs already, or it could not start)."""
-    from workflows.background_processes import spawn_detached
+    from workflows.processes.background import spawn_detached
 
     read_end, write_end = os.pipe()
     before = os.environ.get("QUARRY_HOME")

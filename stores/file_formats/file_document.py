@@ -1,8 +1,8 @@
 """What reading one document file gives (`FileDocument`), how it fails (`Unreadable`), and the
 limits every format reader applies (`MAX_DOCUMENT_CHARS`, `TITLE_MAX_CHARS`, `cap_title`).
 
-Its own module so that `stores.formats` (which dispatches on the suffix) and the format readers
-it calls (`stores.pdf`) both import it, and neither imports the other: a paged reader checks the
+Its own module so that `stores.file_formats.dispatch` (which dispatches on the suffix) and the format readers
+it calls (`stores.file_formats.pdf`) both import it, and neither imports the other: a paged reader checks the
 size limit and caps its title itself, as its page offsets index the text.
 """
 
@@ -15,7 +15,7 @@ __all__ = ["MAX_DOCUMENT_CHARS", "TITLE_MAX_CHARS", "FileDocument", "Unreadable"
 
 # The Lucene indexer (Anserini's JSON reader) refuses a document over 20 million characters and
 # would drop the rest of its shard; Quarry refuses such documents itself, with the reason. Here
-# (not in stores.readers) so a paged reader can stop as soon as a file passes it.
+# (not in stores.file_formats.corpus_reader) so a paged reader can stop as soon as a file passes it.
 MAX_DOCUMENT_CHARS = 10_000_000
 # Long enough for real titles (the longest in CACM, Cranfield and scifact-train have 214, 249 and
 # 300 characters), short enough to show on a result line or two.

@@ -1,20 +1,21 @@
 """Read one document file of a supported format into title, text, metadata and pages: the
 dispatch by file suffix and the title policy every format shares.
 
-Formats, by file suffix: PDF (`stores.pdf`, pages kept), HTML and DOCX (`stores.structured_formats`),
-Markdown (with YAML front matter), reStructuredText, LaTeX and plain text (`stores.text_formats`),
-man pages (roff under a section suffix such as `.1` or `.3pm`, or `.man`: `stores.manpages`);
-a file without a suffix (README, NEWS, ChangeLog, INSTALL, AUTHORS, TODO …) is plain text when its
-first bytes are UTF-8 text (`stores.text_files.looks_like_text`), else of an unsupported type like
-any other. A gzipped file (`ls.1.gz`, `changelog.Debian.gz`, `manual.html.gz`) is read as what it
-holds, by its name without `.gz` (`stores.gzipped`, `stores.file_source`). Reading and decoding a
-file's bytes is `stores.text_files`. Dates and authors come with where they were read
-(`stores.metadata_sources`).
+Formats, by file suffix: PDF (`stores.file_formats.pdf`, pages kept), HTML and DOCX
+(`stores.file_formats.structured`), Markdown (with YAML front matter), reStructuredText, LaTeX and
+plain text (`stores.file_formats.text`), man pages (roff under a section suffix such as `.1` or
+`.3pm`, or `.man`: `stores.file_formats.manpages`); a file without a suffix (README, NEWS,
+ChangeLog, INSTALL, AUTHORS, TODO …) is plain text when its first bytes are UTF-8 text
+(`stores.file_formats.text_files.looks_like_text`), else of an unsupported type like any other. A
+gzipped file (`ls.1.gz`, `changelog.Debian.gz`, `manual.html.gz`) is read as what it holds, by its
+name without `.gz` (`stores.file_formats.gzipped`, `stores.file_formats.file_source`). Reading and
+decoding a file's bytes is `stores.file_formats.text_files`. Dates and authors come with where they
+were read (`stores.file_formats.metadata_sources`).
 
 `FileDocument`, `Unreadable`, `cap_title` and the size and title limits live in
-`stores.file_document` (re-exported here), which the format readers import without importing
-this module. A file that cannot give a document raises `Unreadable` with the reason a user reads
-("encrypted PDF (password protected)"); the reader decides whether that skips the file or
+`stores.file_formats.file_document` (re-exported here), which the format readers import without
+importing this module. A file that cannot give a document raises `Unreadable` with the reason a user
+reads ("encrypted PDF (password protected)"); the reader decides whether that skips the file or
 rejects the ingest (`--strict`).
 
 Titles: a title is at most `TITLE_MAX_CHARS`. A longer one (a one-line 5 MB HTML page has
@@ -23,7 +24,7 @@ body, so every word stays searchable, and the title shown is its start cut at a 
 with an ellipsis (`cap_title`). Titles come from the sources that name a document (front matter,
 `<title>`/`<h1>`, PDF metadata, a man page's NAME line, a reStructuredText section title) before
 its first line, and never from a comment, markup or junk (a "=====" rule, a table row, a mode
-line): `stores.titles`. A document nothing names is titled by its file name.
+line): `stores.file_formats.titles`. A document nothing names is titled by its file name.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from stores.file_document import MAX_DOCUMENT_CHARS, TITLE_MAX_CHARS, FileDocument, Unreadable, cap_title
-from stores.file_source import FileSource, file_source
-from stores.manpages import is_man_name, looks_like_roff, read_man
-from stores.structured_formats import read_docx, read_html
-from stores.text_files import looks_like_text
-from stores.text_formats import read_latex, read_markdown, read_rst, read_txt
-from stores.titles import file_name_title, junk_title
+from stores.file_formats.file_document import MAX_DOCUMENT_CHARS, TITLE_MAX_CHARS, FileDocument, Unreadable, cap_title
+from stores.file_formats.file_source import FileSource, file_source
+from stores.file_formats.manpages import is_man_name, looks_like_roff, read_man
+from stores.file_formats.structured import read_docx, read_html
+from stores.file_formats.text import read_latex, read_markdown, read_rst, read_txt
+from stores.file_formats.text_files import looks_like_text
+from stores.file_formats.titles import file_name_title, junk_title
 
 __all__ = [
     "MAX_DOCUMENT_CHARS",
@@ -94,8 +95,8 @@ def plain_text_candidate(path: Path) -> bool:
 
 def _reader(path: Path) -> tuple[FileSource, Callable[[FileSource], FileDocument]] | None:
     """The file as a reader gets it and the reader of its format, or None for an unsupported file.
-    A `.gz` file is what it holds (`stores.gzipped`); a man page is roff under a section suffix
-    (`stores.manpages`); a plain-text candidate is text by its first bytes. Reads only the first
+    A `.gz` file is what it holds (`stores.file_formats.gzipped`); a man page is roff under a section suffix
+    (`stores.file_formats.manpages`); a plain-text candidate is text by its first bytes. Reads only the first
     bytes, and only of a file whose name does not already say its format."""
     source = file_source(path)
     reader = READERS.get(source.suffix)
@@ -115,12 +116,12 @@ def _reader(path: Path) -> tuple[FileSource, Callable[[FileSource], FileDocument
 
 def is_supported(path: Path) -> bool:
     """Whether Quarry reads `path` (see `_reader`). Call it only on a path
-    `stores.document_files.unsafe_reason` accepts: it may open the file."""
+    `stores.file_formats.document_files.unsafe_reason` accepts: it may open the file."""
     return _reader(path) is not None
 
 
 def _read_pdf(source: FileSource) -> FileDocument:
-    from stores.pdf import read_pdf
+    from stores.file_formats.pdf import read_pdf
 
     return read_pdf(source)
 
@@ -146,7 +147,7 @@ def read_file(path: Path) -> FileDocument:
     plain text when `sniff_text` says so); raise `Unreadable`.
     A title over `TITLE_MAX_CHARS` goes back to the top of the text (see the module docstring;
     a paged reader caps its own, as its page offsets index the text). A document nothing names,
-    or whose title is junk (`stores.titles.junk_title`: "=====", a table row, a mode line), is
+    or whose title is junk (`stores.file_formats.titles.junk_title`: "=====", a table row, a mode line), is
     titled by its file name; a junk title's words go back to the top of the text."""
     found = _reader(path)
     if found is None:

@@ -1,10 +1,11 @@
-"""Document files and folders (PDF, HTML, Markdown, … read through `stores.formats`) as records,
-with the safety rules for what may be opened: `unsafe_reason` (links out of the folder, FIFOs,
-devices, /proc and /sys are never opened) and `printable_path` (names shown with undecodable
+"""Document files and folders (PDF, HTML, Markdown, … read through `stores.file_formats.dispatch`)
+as records, with the safety rules for what may be opened: `unsafe_reason` (links out of the folder,
+FIFOs, devices, /proc and /sys are never opened) and `printable_path` (names shown with undecodable
 bytes and control characters escaped).
 
-Split from `stores.readers` because these rules are about the file system, not record
-validation (`stores.jsonl_corpus`); see `stores.readers` for what a folder read skips and why.
+Split from `stores.file_formats.corpus_reader` because these rules are about the file system, not
+record validation (`stores.file_formats.jsonl_corpus`); see `stores.file_formats.corpus_reader` for
+what a folder read skips and why.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import re
 import stat
 from pathlib import Path
 
-from stores.file_ids import base_docid, file_docids
-from stores.formats import Unreadable, format_suffix, is_supported, read_file
-from stores.jsonl_corpus import (
+from stores.file_formats.dispatch import Unreadable, format_suffix, is_supported, read_file
+from stores.file_formats.file_ids import base_docid, file_docids
+from stores.file_formats.jsonl_corpus import (
     BEIR_FILES,
     QRELS_DIR,
     CorpusSource,
@@ -34,7 +35,7 @@ from stores.scratch import held_scratch
 def file_docid(path: Path, root: Path) -> str:
     """A document file's id: its path under `root` without the format suffix, whitespace as "_"
     (`notes/a b.md` under `notes` → `a_b`; `README.Debian` keeps its name: `.Debian` is no format);
-    files that would share one are told apart when read (`stores.file_ids`)."""
+    files that would share one are told apart when read (`stores.file_formats.file_ids`)."""
     return base_docid(path, root, format_suffix)
 
 

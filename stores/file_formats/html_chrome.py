@@ -3,7 +3,7 @@ page headers and footers, node navigation bars) and so never text of the documen
 
 Its own module because these rules are judged on their own (tests/fixtures/html, docs/eval/html.md)
 and grow with every documentation generator met, apart from the writer that turns the kept
-tree into text (`stores.html`, which also picks the main content: `<main>`, else the
+tree into text (`stores.file_formats.html`, which also picks the main content: `<main>`, else the
 `<article>`s, else `<body>`).
 
 Inside the main content, chrome goes: navigation, asides, forms' controls, menus, popups and

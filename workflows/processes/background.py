@@ -33,7 +33,7 @@ from stores.atomic import write_atomic
 from stores.home import ensure_home
 from stores.process_identity import pid_runs, proc_readable, running_since
 
-# The dev server's own record (pid, ports), kept by workflows.dev_server beside its pid file and
+# The dev server's own record (pid, ports), kept by workflows.processes.dev_server beside its pid file and
 # removed with it here.
 SERVER_RECORD = "temporal-server.json"
 

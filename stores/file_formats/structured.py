@@ -1,10 +1,10 @@
 """Readers of the structured formats, HTML and DOCX, whose text comes out of markup or a package.
 
-Its own module because these readers depend on their parsers (`stores.html` over BeautifulSoup,
-python-docx), apart from the text-like formats (`stores.text_formats`) and the suffix dispatch
-(`stores.formats`). HTML: the page's main text with inline elements kept inline, its `<title>`/
+Its own module because these readers depend on their parsers (`stores.file_formats.html` over BeautifulSoup,
+python-docx), apart from the text-like formats (`stores.file_formats.text`) and the suffix dispatch
+(`stores.file_formats.dispatch`). HTML: the page's main text with inline elements kept inline, its `<title>`/
 `<h1>` and citation metadata (why its rules and not a boilerplate remover is measured in
-`stores.html`). DOCX: paragraphs then table rows, titled by its core properties or its Title /
+`stores.file_formats.html`). DOCX: paragraphs then table rows, titled by its core properties or its Title /
 Heading 1 paragraph, with author and keywords. Either falls back to its first line that is text.
 """
 
@@ -13,14 +13,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stores.file_document import FileDocument, Unreadable
-from stores.file_source import FileSource
-from stores.text_formats import first_line_title
+from stores.file_formats.file_document import FileDocument, Unreadable
+from stores.file_formats.file_source import FileSource
+from stores.file_formats.text import first_line_title
 
 
 def read_html(source: FileSource) -> FileDocument:
-    """The page's main text, title and citation metadata (`stores.html`)."""
-    from stores.html import read_html_text
+    """The page's main text, title and citation metadata (`stores.file_formats.html`)."""
+    from stores.file_formats.html import read_html_text
 
     title, text, meta = read_html_text(source.text())
     if not title:

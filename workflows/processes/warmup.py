@@ -4,7 +4,7 @@ A worker opens its indexes and models before it polls (14–25 s on a laptop): a
 meanwhile waits, and a query to it (`quarry job progress`) times out. Without this, the CLI then
 said "no worker answered … start one: quarry worker", inviting a second worker. So the worker
 writes QUARRY_HOME/run/warming-<pid>.json (its identity, as the process records of
-`workflows.background_processes` keep it, and when it began) before warming up and removes it once it
+`workflows.processes.background` keep it, and when it began) before warming up and removes it once it
 polls, when it records itself as polling instead; a command that gets no answer reads them
 (`worker_state`), trusting each only while that very process runs: a worker warming up, one still
 starting, and one polling that does not answer (unresponsive: paused, stopped, overloaded) are each
@@ -28,7 +28,7 @@ def _path(home: Path, pid: int, kind: str = "warming") -> Path:
 
 def _mark(home: Path, kind: str) -> Path:
     """Record this process's status `kind` with its identity (atomic: a reader sees all or nothing)."""
-    from workflows.background_processes import identity
+    from workflows.processes.background import identity
 
     run = Path(home) / "run"
     run.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -58,7 +58,7 @@ def warming_for(home: Path) -> float | None:
     """Seconds the longest-warming live worker of this home has been warming up, or None when no
     live worker is (a status left by a process that is gone, or whose pid now runs another
     process, is removed)."""
-    from workflows.background_processes import record_alive
+    from workflows.processes.background import record_alive
 
     longest: float | None = None
     run = Path(home) / "run"
@@ -109,7 +109,7 @@ def _process_stopped(pid: int) -> bool:
 
 def _live(home: Path, kind: str) -> list[int]:
     """The pids of live processes with a `kind` status file (files of gone processes are removed)."""
-    from workflows.background_processes import record_alive
+    from workflows.processes.background import record_alive
 
     run = Path(home) / "run"
     pids = []
@@ -124,7 +124,7 @@ def _live(home: Path, kind: str) -> list[int]:
 
 def worker_state(home: Path) -> WorkerState:
     """This home's workers as their status files and the kernel describe them (see WorkerState)."""
-    from workflows.background_processes import pid_of
+    from workflows.processes.background import pid_of
 
     warming = warming_for(home)
     warming_pids = set(_live(home, "warming"))

@@ -1,14 +1,15 @@
 """Readers of the text-like formats: plain text (man pages included), Markdown, reStructuredText
 and LaTeX.
 
-Its own module because these formats share one shape (a decoded text file, a title found in the
-text or its front matter) apart from the suffix dispatch (`stores.formats`) and the formats whose
-text comes out of markup or a package (`stores.structured_formats`). Markdown's YAML front matter
-gives title, authors, year/date, venue, keywords and doi; reStructuredText's bibliographic fields
-(`:Author:`, `:Date:`) give authors and year, each with its source (`stores.metadata_sources`). A man page rendered as text has its
-line-end hyphenation (U+2010) joined. Titles come from the sources that name a document (front
-matter, a man page's NAME line, a reStructuredText section title, `\\title`) before its first line
-that is text (`stores.titles`).
+Its own module because these formats share one shape (a decoded text file, a title found in the text
+or its front matter) apart from the suffix dispatch (`stores.file_formats.dispatch`) and the formats
+whose text comes out of markup or a package (`stores.file_formats.structured`). Markdown's YAML
+front matter gives title, authors, year/date, venue, keywords and doi; reStructuredText's
+bibliographic fields (`:Author:`, `:Date:`) give authors and year, each with its source
+(`stores.file_formats.metadata_sources`). A man page rendered as text has its line-end hyphenation
+(U+2010) joined. Titles come from the sources that name a document (front matter, a man page's NAME
+line, a reStructuredText section title, `\\title`) before its first line that is text
+(`stores.file_formats.titles`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import datetime as dt
 import re
 from typing import Any
 
-from stores.file_document import FileDocument, Unreadable
-from stores.file_source import FileSource
-from stores.metadata_sources import Claim, bibliographic
-from stores.titles import man_page_title, rst_title, text_title
+from stores.file_formats.file_document import FileDocument, Unreadable
+from stores.file_formats.file_source import FileSource
+from stores.file_formats.metadata_sources import Claim, bibliographic
+from stores.file_formats.titles import man_page_title, rst_title, text_title
 
 # Rendered man pages (`man -P cat`, groff's UTF-8 output) break words at a line end with U+2010
 # HYPHEN ("connec‐" / "tions"); a plain "-" there is a real hyphen and stays.
@@ -29,7 +30,7 @@ _MAN_HYPHEN_EOL = re.compile(r"(?<=\w)\u2010[ \t]*\n[ \t]*(?=\w)")
 
 def first_line_title(text: str, strip: str = "") -> tuple[str, str]:
     """(first line that is text, without the `strip` characters; the rest of the text): see
-    `stores.titles.text_title` (comments, markup-only and badge-only lines are never titles)."""
+    `stores.file_formats.titles.text_title` (comments, markup-only and badge-only lines are never titles)."""
     return text_title(text, strip)
 
 
@@ -81,7 +82,7 @@ def _plain(value: Any) -> Any:
 
 def front_matter_metadata(front: dict[str, Any], origin: str = "markdown:front-matter") -> tuple[str, dict[str, Any]]:
     """(title, metadata) from a front matter block: known keys mapped, the rest kept as extras.
-    Year and authors come with their sources (`stores.metadata_sources`): a `date` before a
+    Year and authors come with their sources (`stores.file_formats.metadata_sources`): a `date` before a
     `year`, keys named `{origin}:{key}`."""
     meta: dict[str, Any] = {}
     title = ""
@@ -152,7 +153,7 @@ def rst_field_claims(text: str) -> list[Claim]:
 
 
 def read_rst(source: FileSource) -> FileDocument:
-    """reStructuredText as text; the title is the first section title (`stores.titles.rst_title`:
+    """reStructuredText as text; the title is the first section title (`stores.file_formats.titles.rst_title`:
     past `..` comments and directives), and the adornment rows around it are dropped. Year and
     authors come from its bibliographic fields (`rst_field_claims`)."""
     content = source.text()

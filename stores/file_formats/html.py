@@ -1,5 +1,5 @@
 """HTML pages as documents: the page's main text, with inline elements kept inline, its title and
-its citation metadata (`stores.html_meta`).
+its citation metadata (`stores.file_formats.html_meta`).
 
 Why its own rules and not a boilerplate remover: measured on five real pages of five generators
 (mdBook, Sphinx/Furo, MkDocs Material, Javadoc 8, a static blog) with hand-marked main text
@@ -14,7 +14,7 @@ chrome classes) beats text-density heuristics made for news pages.
 What the rules do:
 - The main content is `<main>` / `[role=main]` when the page has one, else its `<article>`s,
   else `<body>`. Inside it, page chrome goes: what is chrome (navigation, sidebars, hidden
-  elements, a page-level `<header>`/`<footer>`, texinfo node navigation) is `stores.html_chrome`.
+  elements, a page-level `<header>`/`<footer>`, texinfo node navigation) is `stores.file_formats.html_chrome`.
 - Text: inline elements (`<code>`, `<a>`, `<em>`, unknown tags) stay inline and whitespace runs
   (source newlines included) are one space, so a sentence that had `<code>drop</code>` on a
   line end is one line. Each block (p, h1-h6, pre, blockquote, div, table, list, ...) is its own
@@ -22,7 +22,7 @@ What the rules do:
   `nodes.evidence.sentences` relies on: a heading never runs into the next sentence); list items, table
   rows and definition terms end a line; table cells are joined by " | "; `<br>` breaks the line;
   `<pre>` keeps its lines.
-- Title: see `stores.titles.html_title` (a heading of the page when `<title>` is that heading
+- Title: see `stores.file_formats.titles.html_title` (a heading of the page when `<title>` is that heading
   plus a site name, else `<title>`); the heading that gave it leaves the text.
 
 The tree is BeautifulSoup's over lxml (as the reader always was), walked with an explicit stack: lxml's
@@ -35,9 +35,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stores.html_chrome import is_chrome, never_text, tag_name
-from stores.html_meta import html_metadata
-from stores.titles import html_title
+from stores.file_formats.html_chrome import is_chrome, never_text, tag_name
+from stores.file_formats.html_meta import html_metadata
+from stores.file_formats.titles import html_title
 
 __all__ = ["extract", "html_text", "parse", "read_html_text", "render_html"]
 

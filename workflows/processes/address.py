@@ -8,7 +8,7 @@ without the user exporting anything, so the address is resolved, in this order:
 1. an explicit `--temporal-address` (passed as a value by the command, `quarry.app.temporal.where`);
 2. `QUARRY_TEMPORAL_ADDRESS`;
 3. the server this home recorded — only while that very process still runs (the record is
-   checked against the process's identity by `workflows.dev_server.server_record`);
+   checked against the process's identity by `workflows.processes.dev_server.server_record`);
 4. the default 127.0.0.1:7233.
 """
 
@@ -41,7 +41,7 @@ def resolve_address(home: Path | None = None) -> Resolved:
 
     home = Path(home) if home is not None else quarry_home()
     if (home / "run" / "temporal-server.json").is_file():
-        from workflows.dev_server import server_record
+        from workflows.processes.dev_server import server_record
 
         record = server_record(home)  # None (and the record removed) unless that very process runs
         if record is not None:

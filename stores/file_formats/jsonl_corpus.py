@@ -1,9 +1,9 @@
-"""BEIR folders and JSONL files as validated document records (`stores.readers.read_corpus` picks the reader).
+"""BEIR folders and JSONL files as validated document records (`read_corpus` picks the reader).
 
-Split from `stores.readers` so the record rules (ids, sizes, metadata, `file:line: reason`
-problems, the `RecordStream` that reads a file again on every pass) sit apart from the rules for
-reading document files off disk (`stores.document_files`), which reuse the records and streams
-defined here.
+Split from `stores.file_formats.corpus_reader` (`read_corpus`) so the record rules (ids, sizes,
+metadata, `file:line: reason` problems, the `RecordStream` that reads a file again on every pass)
+sit apart from the rules for reading document files off disk (`stores.file_formats.document_files`),
+which reuse the records and streams defined here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stores.errors import IngestError
-from stores.file_document import MAX_DOCUMENT_CHARS
+from stores.file_formats.file_document import MAX_DOCUMENT_CHARS
 from stores.records import DocRecord, record_json
 
 ProgressFn = Callable[[str, int, int | None], None]
@@ -30,7 +30,7 @@ BYTE_STAGES = frozenset({READING_BYTES})
 
 _MAX_PROBLEMS = 1000
 # What reading a BEIR folder opens (`read_corpus`, `read_beir_extras`): these files and
-# `qrels/*.tsv`. `stores.document_files.unsafe_dataset_files` checks each before any is opened.
+# `qrels/*.tsv`. `stores.file_formats.document_files.unsafe_dataset_files` checks each before any is opened.
 BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "answers.jsonl", "citations.tsv")
 QRELS_DIR = "qrels"
 _KNOWN_META = {"year", "venue", "authors", "keywords"}

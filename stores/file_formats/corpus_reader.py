@@ -7,7 +7,7 @@ each later pass (comparing, storing, indexing) reads the file again, or for docu
 of the parsed records (`RecordStream`). A new collection is validated in the pass that stores and
 indexes it (`one_pass`: the file is read once; a problem drops the staged version at its end). Document files (PDF, HTML, DOCX, Markdown, reStructuredText, LaTeX,
 text, man pages, any of them gzipped, and text files without an extension such as README or
-ChangeLog; see `stores.formats`) are
+ChangeLog; see `stores.file_formats.dispatch`) are
 read leniently by default: a bad file (unreadable, empty, undecodable, an encrypted PDF) is
 skipped and reported as `path: reason` in `CorpusSource.skipped`, files of other types (an
 extension-less file that is not UTF-8 text, such as an executable, included) are named in
@@ -27,23 +27,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stores.document_files import SOURCE_PATH as SOURCE_PATH
-from stores.document_files import document_files, is_utf8, read_files, unsafe_dataset_files, unsafe_reason
-from stores.document_files import printable_path as printable_path
 from stores.errors import IngestError, QuarryError
-from stores.file_document import MAX_DOCUMENT_CHARS as MAX_DOCUMENT_CHARS
-from stores.formats import is_supported
+from stores.file_formats.dispatch import is_supported
+from stores.file_formats.document_files import SOURCE_PATH as SOURCE_PATH
+from stores.file_formats.document_files import document_files, is_utf8, read_files, unsafe_dataset_files, unsafe_reason
+from stores.file_formats.document_files import printable_path as printable_path
+from stores.file_formats.file_document import MAX_DOCUMENT_CHARS as MAX_DOCUMENT_CHARS
+from stores.file_formats.jsonl_corpus import BYTE_STAGES as BYTE_STAGES
+from stores.file_formats.jsonl_corpus import CorpusSource as CorpusSource
+from stores.file_formats.jsonl_corpus import Problems, read_beir_extras, read_documents
+from stores.file_formats.jsonl_corpus import ProgressFn as ProgressFn
+from stores.file_formats.jsonl_corpus import RecordStream as RecordStream
+from stores.file_formats.jsonl_corpus import docids as docids
 from stores.home import quarry_home
-from stores.jsonl_corpus import BYTE_STAGES as BYTE_STAGES
-from stores.jsonl_corpus import CorpusSource as CorpusSource
-from stores.jsonl_corpus import Problems, read_beir_extras, read_documents
-from stores.jsonl_corpus import ProgressFn as ProgressFn
-from stores.jsonl_corpus import RecordStream as RecordStream
-from stores.jsonl_corpus import docids as docids
 
 # Names other modules import from here are re-exported above (`X as X`); they are defined in
-# `stores.jsonl_corpus` (BEIR and JSONL records) and `stores.document_files` (document files and
-# the rules for what may be opened).
+# `stores.file_formats.jsonl_corpus` (BEIR and JSONL records) and
+# `stores.file_formats.document_files` (document files and the rules for what may be opened).
 
 _JSONL_SUFFIXES = {".jsonl", ".json", ".ndjson"}
 _FORMATS_HINT = (

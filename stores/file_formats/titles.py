@@ -4,7 +4,7 @@ A title is what a bibliography entry and a result line show, so a comment, a dir
 or a man page's running header must never be one (".. cmake-manual-description: …",
 "GREP(1) User Commands GREP(1)" and "<!--" were). Sources, by format:
 
-- Markdown: front matter `title` (read in `stores.formats`), else the first line that is text —
+- Markdown: front matter `title` (read in `stores.file_formats.dispatch`), else the first line that is text —
   HTML comments, markup-only lines (`<p align="center">`, `<img …>`) and badge-only lines are
   passed over; `<h1 align="center">Name</h1>` gives "Name"; a setext underline goes with it.
 - reStructuredText: the first section title (a line under-, or over- and underlined, by one
@@ -22,8 +22,8 @@ or a man page's running header must never be one (".. cmake-manual-description: 
   first when the header was cut off): the NAME section's line ("grep - print lines that match
   patterns").
 - LaTeX: `\\title{…}`, else the first line of prose — never a `%` comment or a command line
-  such as `\\documentclass{article}` (`stores.text_formats.read_latex`).
-- PDF: the metadata title (`stores.pdf`), unless it is a placeholder a tool wrote
+  such as `\\documentclass{article}` (`stores.file_formats.text.read_latex`).
+- PDF: the metadata title (`stores.file_formats.pdf`), unless it is a placeholder a tool wrote
   (`placeholder_title`: "untitled", "Microsoft Word - x.docx").
 - Anything else: the first line that is text, as for Markdown.
 
@@ -33,7 +33,7 @@ table row ("| Option | Default |"), an Emacs mode line (".. -*- rest -*-", "-*- 
 a script's "#!/bin/sh" line, an HTML comment ("<!--") and a badge-only line. Text-like files pass
 over such lines (and a whole table) to the line an over/underline frames, or to a setext heading
 made only of an image (its alt text: libsodium's "![libsodium](logo.png)" over "====="); when
-nothing real names the document, `stores.formats.read_file` titles it by its file name
+nothing real names the document, `stores.file_formats.dispatch.read_file` titles it by its file name
 (`file_name_title`: "nnapi_supported_ops.md" → "nnapi supported ops").
 """
 

@@ -12,7 +12,7 @@ to join the word again ("man-\\nagement" → "management"), what BM25 wants.
 Pages: the text is the pages' lines in order; `page_starts[n - 1]` is the index, in
 `text.splitlines()`, of page n's first line (see `stores.records.page_of_line`). Reading and
 paginating are linear in the pages (`python -m bench.bench_pdf_pages`), and a file is refused as
-soon as its text passes `stores.file_document.MAX_DOCUMENT_CHARS`.
+soon as its text passes `stores.file_formats.file_document.MAX_DOCUMENT_CHARS`.
 
 Running headers and footers ("RFC 9110  HTTP Semantics  June 2022" atop every page of an RFC,
 "Fielding, et al.  Standards Track  [Page 12]" below it; "Shared MIME-info Database" and a page
@@ -31,11 +31,11 @@ import re
 from collections import Counter
 from typing import Any
 
-from stores import file_document
-from stores.file_document import FileDocument, Unreadable, cap_title
-from stores.file_source import FileSource
-from stores.metadata_sources import Claim, bibliographic
-from stores.titles import junk_title, placeholder_title
+from stores.file_formats import file_document
+from stores.file_formats.file_document import FileDocument, Unreadable, cap_title
+from stores.file_formats.file_source import FileSource
+from stores.file_formats.metadata_sources import Claim, bibliographic
+from stores.file_formats.titles import junk_title, placeholder_title
 
 _SOFT_HYPHEN_EOL = re.compile(r"\x02[ \t]*\n[ \t]*")
 _LINE_BREAKS = re.compile(r"\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
@@ -94,7 +94,7 @@ def drop_running_lines(pages: list[list[str]]) -> list[list[str]]:
 def paginate(pages: list[list[str]], title: str = "") -> tuple[str, str, tuple[int, ...]]:
     """(title, text, page_starts) from each page's lines. Without a title, the first non-empty
     line is the title and leaves the text (unless it is too long to be one: then it stays, and
-    the title is its capped start, see `stores.file_document.cap_title`); leading and trailing blank
+    the title is its capped start, see `stores.file_formats.file_document.cap_title`); leading and trailing blank
     lines are dropped, so the text is stable under `strip()` and the page offsets stay true.
 
     One pass over the lines and one over the pages, whatever their number: finding each page's
@@ -160,7 +160,7 @@ def _xmp_claims(pdf: str | bytes) -> dict[str, Claim]:
 
 
 def pdf_bibliographic(info: dict[str, str], pdf: str | bytes) -> dict[str, Any]:
-    """Year, date and authors of a PDF with their sources (`stores.metadata_sources`), in order of
+    """Year, date and authors of a PDF with their sources (`stores.file_formats.metadata_sources`), in order of
     trust: XMP `dc:date` (the publication date), Info `CreationDate`, XMP `xmp:CreateDate`; XMP
     `dc:creator`, Info `Author`. `ModDate` is when the file was last saved, not a publication date."""
     xmp = _xmp_claims(pdf)

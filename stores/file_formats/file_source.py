@@ -1,8 +1,8 @@
 """A document file as a format reader gets it: where it is, the name that says its format, and
-its bytes, decompressed when it is gzipped (`stores.gzipped`).
+its bytes, decompressed when it is gzipped (`stores.file_formats.gzipped`).
 
-Its own value so every reader (`stores.text_formats`, `stores.structured_formats`, `stores.pdf`,
-`stores.manpages`) reads a plain file and a gzipped one alike, without a decompressed copy on
+Its own value so every reader (`stores.file_formats.text`, `stores.file_formats.structured`, `stores.file_formats.pdf`,
+`stores.file_formats.manpages`) reads a plain file and a gzipped one alike, without a decompressed copy on
 disk: a copy of the user's text would be one more place it lies around.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from stores.gzipped import gunzip, gunzip_head, inner_name, is_gzipped
-from stores.text_files import SNIFF_BYTES, decode, read_head, read_regular
+from stores.file_formats.gzipped import gunzip, gunzip_head, inner_name, is_gzipped
+from stores.file_formats.text_files import SNIFF_BYTES, decode, read_head, read_regular
 
 __all__ = ["FileSource", "file_source"]
 
@@ -31,11 +31,11 @@ class FileSource:
         return Path(self.name).suffix.lower()
 
     def read(self) -> bytes:
-        """All its bytes (decompressed, within `stores.gzipped.MAX_GUNZIPPED_BYTES`); `Unreadable`."""
+        """All its bytes (decompressed, within `stores.file_formats.gzipped.MAX_GUNZIPPED_BYTES`); `Unreadable`."""
         return gunzip(self.path) if self.gzipped else read_regular(self.path)
 
     def text(self) -> str:
-        """Its decoded text (`stores.text_files.decode`); `Unreadable`."""
+        """Its decoded text (`stores.file_formats.text_files.decode`); `Unreadable`."""
         return decode(self.read())
 
     def head(self, size: int = SNIFF_BYTES) -> bytes | None:

@@ -10,7 +10,7 @@ it). Without pandoc a man page is skipped with that reason; the rest of the fold
 
 A file named like a man page that is not roff (`ChangeLog.1`, a rotated log) is not a man page:
 `looks_like_roff` decides, and such a file is read as the text it is when its name is a
-conventional document name (`stores.formats`).
+conventional document name (`stores.file_formats.dispatch`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import re
 import shutil
 import subprocess
 
-from stores.file_document import FileDocument, Unreadable
-from stores.file_source import FileSource
-from stores.metadata_sources import Claim, bibliographic
+from stores.file_formats.file_document import FileDocument, Unreadable
+from stores.file_formats.file_source import FileSource
+from stores.file_formats.metadata_sources import Claim, bibliographic
 
 __all__ = ["is_man_name", "looks_like_roff", "read_man"]
 

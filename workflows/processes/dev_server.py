@@ -2,7 +2,7 @@
 
 `temporal server start-dev` on loopback with its SQLite database and Web UI under QUARRY_HOME,
 so jobs and their histories survive restarts. Started detached by `quarry server`/`quarry run`
-as one of the home's background processes (workflows.background_processes keeps its pid record,
+as one of the home's background processes (workflows.processes.background keeps its pid record,
 checked against its identity, and stops it); its pid, ports and address are kept in
 QUARRY_HOME/run/temporal-server.json, so `quarry down` can stop it, commands print the Web UI of
 the server they actually use, and a command can tell whether the server it reaches is this
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from stores.atomic import write_atomic
 from stores.errors import QuarryError
-from workflows.background_processes import SERVER_RECORD, pid_of, pidfile, run_dir, spawn_detached
+from workflows.processes.background import SERVER_RECORD, pid_of, pidfile, run_dir, spawn_detached
 
 # Registered on the dev server Quarry starts, so jobs can be filtered in the Web UI and with
 # `temporal workflow list --query 'QuarryCollection="sample"'`.

@@ -1,7 +1,7 @@
 """Reading a document file's bytes safely and decoding them as text.
 
-Its own module because every text-based reader (`stores.text_formats`, `stores.structured_formats`)
-and the suffix dispatch (`stores.formats`, which sniffs extension-less files) need the same
+Its own module because every text-based reader (`stores.file_formats.text`, `stores.file_formats.structured`)
+and the suffix dispatch (`stores.file_formats.dispatch`, which sniffs extension-less files) need the same
 byte-level rules, apart from any one format. Text is read only from a regular file, opened without
 blocking (a FIFO renamed `notes.txt` would otherwise hang the ingest for ever). Text files are
 decoded as UTF-8 when they are, else by `charset-normalizer`'s detection (a Latin-1 note reads as
@@ -14,7 +14,7 @@ import os
 import stat
 from pathlib import Path
 
-from stores.file_document import Unreadable
+from stores.file_formats.file_document import Unreadable
 
 # Extension-less files (README, NEWS, ChangeLog, INSTALL, AUTHORS, TODO …) are read as plain text
 # when their first SNIFF_BYTES look like UTF-8 text: no NUL byte, valid UTF-8 (a character cut at

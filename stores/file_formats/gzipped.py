@@ -9,7 +9,7 @@ name of any other file does.
 Why a bound: a gzip stream expands about 1,000-fold (10 MB of zeros is 10 KB gzipped), so a small
 file could fill memory before any size check sees its text. Decompression stops one byte past
 `MAX_GUNZIPPED_BYTES` and the file is refused with that reason; text beyond
-`stores.file_document.MAX_DOCUMENT_CHARS` is refused later anyway, so the bound leaves room only
+`stores.file_formats.file_document.MAX_DOCUMENT_CHARS` is refused later anyway, so the bound leaves room only
 for a PDF's or a page's markup.
 """
 
@@ -20,8 +20,8 @@ import io
 import zlib
 from pathlib import Path
 
-from stores.file_document import Unreadable
-from stores.text_files import read_regular
+from stores.file_formats.file_document import Unreadable
+from stores.file_formats.text_files import read_regular
 
 __all__ = ["MAX_GUNZIPPED_BYTES", "gunzip", "gunzip_head", "inner_name", "is_gzipped"]
 

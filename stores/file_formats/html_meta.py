@@ -1,7 +1,7 @@
 """An HTML page's bibliographic metadata: dates and authors (with where each was read), venue,
 keywords and DOI, from its `<meta>` tags and `<time datetime>`.
 
-Its own module, apart from the text extraction (`stores.html`), because it is a different rule
+Its own module, apart from the text extraction (`stores.file_formats.html`), because it is a different rule
 set: which tags a page's publisher fills in and which of them to trust first. Dates, most trusted
 first: Highwire Press `citation_*` tags (what Google Scholar reads), Dublin Core (`DC.*`,
 `dcterms.*`), `<meta name="date">`, Open Graph's `article:published_time`, schema.org's
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stores.metadata_sources import Claim, bibliographic
+from stores.file_formats.metadata_sources import Claim, bibliographic
 
 __all__ = ["html_metadata"]
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from stores.gzipped import is_gzipped
+from stores.file_formats.gzipped import is_gzipped
 
 __all__ = ["base_docid", "file_docids", "whole_docid"]
 
@@ -24,7 +24,7 @@ def _id(rel: PurePosixPath) -> str:
 
 def base_docid(path: Path, root: Path, format_suffix: Callable[[Path], str]) -> str:
     """The id of `path` under `root` by the first rule (see the module docstring); `format_suffix`
-    says which suffix names a format (`stores.formats.format_suffix`)."""
+    says which suffix names a format (`stores.file_formats.dispatch.format_suffix`)."""
     rel = PurePosixPath(path.relative_to(root).as_posix())
     if is_gzipped(path):
         rel = rel.with_suffix("")

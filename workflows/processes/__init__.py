@@ -1,0 +1,1 @@
+"""Process management: the embedded Temporal dev server, background processes, addresses, warm-up and program exit."""
