@@ -86,7 +86,7 @@ def quarry(source: str) -> str:
 
 
 def bs4_before(source: str) -> str:
-    """The HTML reader as it was before the current one (then in stores/file_formats/dispatch.py)."""
+    """The HTML reader as it was before the current one (then in the module that dispatched by suffix)."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(source, "lxml")
