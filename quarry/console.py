@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from stores.error_catalogue import exit_status
 from stores.errors import QuarryError, printable
 
 if TYPE_CHECKING:  # the readers and rich's progress bars load with the first bar, not with every command
@@ -24,17 +25,13 @@ console = Console(stderr=True, soft_wrap=True, emoji=False)  # never hard-wrap p
 out = Console(soft_wrap=True, emoji=False)
 
 
-# Exit 2 is a usage or input error; 1 is a request that cannot apply to the job as it is now.
-EXIT_CODES = {"job_finished": 1, "not_finished": 1}
-
-
 def fail(err: QuarryError) -> NoReturn:
     """Print a QuarryError as one message and its hint, then exit: its message can carry a user's
     path, docid or intent, so it goes through `safe` like any other untrusted text."""
     console.print(f"[bold red]error[/] [dim]({safe(err.code)})[/]: {safe(err.message)}", highlight=False)
     if err.hint:
         console.print(f"[yellow]hint[/]: {safe(err.hint)}", highlight=False)
-    raise typer.Exit(EXIT_CODES.get(err.code, 2))
+    raise typer.Exit(exit_status(err.code))  # 2, or 1 for a job not in a state for it
 
 
 def terminal_safe(text: object) -> str:
