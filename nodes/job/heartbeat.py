@@ -32,6 +32,7 @@ from temporalio.exceptions import ApplicationError
 
 from nodes.job.step_control import StepControl, using_step
 from observability.tool_spans import node_span
+from stores.error_catalogue import RETRYABLE_CODES
 from stores.errors import QuarryError, disk_full, error_record
 
 log = logging.getLogger(__name__)
@@ -43,18 +44,14 @@ QUERY_TIMEOUT_S = 5.0
 CANCEL_GRACE_S = 30.0  # a cancelled node's thread gets this long to end its batch and save it
 
 
-# QuarryError codes a later attempt can fix by itself (a server that is not up yet, a lock another
-# writer holds); every other code is the user's to fix (a bad request, a collection that is gone)
-# and fails the activity at once.
-RETRYABLE_CODES = frozenset({"chroma_unreachable", "collection_busy", "endpoint_down"})
-
-
 def application_error(exc: BaseException) -> ApplicationError | None:
     """A QuarryError (or a full disk, `stores.errors.disk_full`) as the ApplicationError an
     activity raises for it: `type` is its code, `details` is `[{code, message, hint}]` (what a
-    failed job reports), non-retryable unless its code is in RETRYABLE_CODES. None for any other
-    error (Temporal then reports it by its class name; graphs.search_graph.NON_RETRYABLE lists
-    the bugs that are not retried). The one place activities turn Quarry's errors into Temporal's."""
+    failed job reports), non-retryable unless its code is in RETRYABLE_CODES (stores.error_catalogue:
+    a later attempt can fix it by itself, a server not up yet or a lock another writer holds; every
+    other code is the user's to fix and fails the activity at once). None for any other error
+    (Temporal then reports it by its class name; graphs.search_graph.NON_RETRYABLE lists the bugs
+    that are not retried). The one place activities turn Quarry's errors into Temporal's."""
     err = exc if isinstance(exc, QuarryError) else disk_full(exc)
     if err is None:
         return None

@@ -8,10 +8,8 @@ from typing import NoReturn
 import typer
 
 from quarry.app.terminal import console, safe
+from stores.error_catalogue import exit_status
 from stores.errors import QuarryError
-
-# Exit 2 is a usage or input error; 1 is a request that cannot apply to the job as it is now.
-EXIT_CODES = {"job_finished": 1, "not_finished": 1}
 
 
 def fail(err: QuarryError) -> NoReturn:
@@ -20,4 +18,4 @@ def fail(err: QuarryError) -> NoReturn:
     console.print(f"[bold red]error[/] [dim]({safe(err.code)})[/]: {safe(err.message)}", highlight=False)
     if err.hint:
         console.print(f"[yellow]hint[/]: {safe(err.hint)}", highlight=False)
-    raise typer.Exit(EXIT_CODES.get(err.code, 2))
+    raise typer.Exit(exit_status(err.code))  # 2, or 1 for a job not in a state for it

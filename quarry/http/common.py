@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator
 
 from quarry.app.service import QuarryService
+from stores.error_catalogue import http_status
 from stores.errors import QuarryError, printable
 from stores.redact import redact
 
@@ -35,31 +36,6 @@ def _json_integer(value: Any) -> Any:
 
 # An integer field of a strict request body: what JSON Schema calls an integer, and nothing else.
 Integer = Annotated[int, BeforeValidator(_json_integer)]
-
-# The HTTP status of a QuarryError, by its code (any other code is a 400: the request cannot be served as asked).
-NOT_FOUND = {
-    "unknown_job",
-    "unknown_search_id",
-    "unknown_document",
-    "unknown_docid",
-    "no_collection",
-    "no_index",
-    "no_trace_file",
-    "no_spans",
-    "not_found",
-}
-CONFLICT = {"not_finished", "job_finished", "job_exists", "collection_busy", "steer_rejected", "version_gone"}
-UNAVAILABLE = {
-    "no_server",
-    "no_temporal",
-    "no_worker",
-    "worker_warming_up",
-    "worker_unresponsive",
-    "temporal_error",
-    "chroma_unreachable",
-    "endpoint_down",
-    "disk_full",
-}
 
 
 class ApiError(BaseModel):
@@ -88,13 +64,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 def status_of(code: str) -> int:
-    if code in NOT_FOUND:
-        return 404
-    if code in CONFLICT:
-        return 409
-    if code in UNAVAILABLE:
-        return 503
-    return 400
+    """The HTTP status of a QuarryError, by its code (stores.error_catalogue: 404 for a thing that does
+    not exist, 409 for a job not in a state for it, 503 for a server or store not reachable; any other
+    code is a 400: the request cannot be served as asked)."""
+    return http_status(code)
 
 
 def error_response(
