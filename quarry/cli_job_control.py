@@ -20,6 +20,7 @@ from quarry.job_records import close_terminated_trace, known_job, store
 from quarry.submit import submit_job
 from quarry.temporal_access import AddressOpt
 from stores.errors import QuarryError
+from stores.job_status import JobStatus
 
 commands = typer.Typer()
 
@@ -63,7 +64,7 @@ def job_terminate(
 
     trace = temporal.run(main(), job_id, address)
     row = known_job(job_id)
-    marked = store().mark(job_id, "terminated", reason[:300]) if row else True
+    marked = store().mark(job_id, JobStatus.TERMINATED, reason[:300]) if row else True
     if trace and marked:
         close_terminated_trace(trace, job_id, row, reason[:300])
     out.print(f"{safe(job_id)} terminated", highlight=False)
