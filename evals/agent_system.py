@@ -34,6 +34,7 @@ from nodes.llm.models import ModelFactory, make_chat_model
 from nodes.policy.registry import DEFAULT_POLICY, model_policies
 from nodes.tools.bm25_setting import FixedBM25
 from stores.collection import Collection
+from stores.job_status import JobStatus
 from stores.jobs import JobStore
 
 CONCURRENCY = 4
@@ -183,7 +184,7 @@ def agent_runs(
     unknown = outputs = tool_calls = checked = removed = fallbacks = 0
     usage = Usage()
     for qid, res in results.items():
-        if res.get("status") == "failed":  # counted with what it found; said, with its code, on stderr
+        if res.get("status") == JobStatus.FAILED:  # counted with what it found; said, with its code, on stderr
             print(
                 f"note: query {qid}: job {res['job_id']} failed: error {_error_text(res.get('error'))}", file=sys.stderr
             )

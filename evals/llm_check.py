@@ -26,6 +26,7 @@ import urllib.request
 from pathlib import Path
 
 from nodes.policy.registry import model_policies
+from stores.job_status import ANSWERED
 from workflows.processes.exit import run_script
 
 QUESTION = "What term weighting idea did Sparck Jones propose in 1972?"
@@ -162,7 +163,7 @@ def main() -> int:
                 failures.append(f"{policy}: invented ids {invented_ids(result, known)}")
             if not (result.get("usage") or {}).get("calls"):
                 failures.append(f"{policy}: no model usage recorded")
-            if result.get("status") not in ("completed", "budget_exhausted", "stopped"):
+            if result.get("status") not in ANSWERED:
                 failures.append(f"{policy}: status {result.get('status')}: {result.get('error')}")
     finally:
         quarry(home, env, "down", timeout=60)

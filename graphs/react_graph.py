@@ -18,6 +18,7 @@ from graphs.search_graph import activity_options
 from nodes.job.budget import budget_spent, budget_steer
 from nodes.job.config import config_of
 from nodes.job.heartbeat import with_heartbeats
+from nodes.job.node_names import NodeName
 from nodes.job.state import JobState
 from nodes.react import agent as react_mod
 from nodes.react import finish as finish_mod
@@ -78,7 +79,7 @@ async def route_start(state: JobState) -> Literal["tools", "finish", "inbox"]:
     """Where a (possibly continued-as-new) job resumes: pending tool calls first."""
     if state.get("submitted") is not None:
         return "finish"
-    if state.get("node") == "agent" and state.get("turn", {}).get("tool_calls"):
+    if state.get("node") == NodeName.AGENT and state.get("turn", {}).get("tool_calls"):
         return "tools"
     return "finish" if _out_of_turns(state) else "inbox"
 

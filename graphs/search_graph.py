@@ -32,6 +32,7 @@ from graphs.control import current_control, reset_control, use_control
 from nodes.job.budget import budget_steer
 from nodes.job.config import config_of
 from nodes.job.heartbeat import with_heartbeats
+from nodes.job.node_names import NodeName
 from nodes.job.state import JobState
 from nodes.job.steering_notes import FINAL_LIST, placed, steered_round
 from nodes.llm import librarian as librarian_mod
@@ -132,19 +133,19 @@ async def _round_ends(state: JobState) -> bool:
     token = use_control(replace(control, submit_now=control.submit_now or late))
     try:
         node = state.get("node")
-        if node == "navigator":  # a round is not over before it searched
+        if node == NodeName.NAVIGATOR:  # a round is not over before it searched
             return False
-        if node == "reflection":
-            return _round_over(state) == "answer"
-        after = route_after_verification if node == "verification" else route_after_retrieval
-        return await after(state) == "answer"
+        if node == NodeName.REFLECTION:
+            return _round_over(state) == NodeName.ANSWER
+        after = route_after_verification if node == NodeName.VERIFICATION else route_after_retrieval
+        return await after(state) == NodeName.ANSWER
     finally:
         reset_control(token)
 
 
 def answered(state: Mapping[str, Any]) -> bool:
     """Whether the step that made `state` was the answer (the workflow then has nothing left to build)."""
-    return state.get("node") == "answer" and bool((state.get("result") or {}).get("ready"))
+    return state.get("node") == NodeName.ANSWER and bool((state.get("result") or {}).get("ready"))
 
 
 # Errors no retry can fix fail the node at once. A `QuarryError` leaves a node's activity as an
@@ -315,7 +316,7 @@ async def route_after_round(state: JobState) -> Literal["steer", "one_round", "a
     already (`round_`: it went to answer on what the state says, or at `answer_at`, which this
     workflow's timer may not have marked yet), unless a steering note came in meanwhile."""
     where = _round_over(state) or ONE_ROUND_NODE
-    return "__end__" if answered(state) and where != "steer" else where
+    return "__end__" if answered(state) and where != NodeName.STEER else where
 
 
 async def route_to_round(state: JobState) -> Literal["one_round", "retrieval"]:

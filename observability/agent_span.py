@@ -50,6 +50,7 @@ from observability.conventions import (
     messages,
 )
 from observability.tool_spans import get_tracer
+from stores.job_status import JobStatus
 
 AGENT = "quarry"
 _forced: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar("quarry_forced_ids", default=None)
@@ -180,10 +181,10 @@ def emit_agent_span(
         )
     finally:
         _forced.reset(token)
-    if status == "failed":
+    if status == JobStatus.FAILED:
         span.set_attribute("error.type", (error or "JobFailed").split(":", 1)[0][:100])
         span.set_status(Status(StatusCode.ERROR, clip(error or "the job failed", 500)))
-    elif status == "terminated":  # cut off from outside: the agent did not finish its work
+    elif status == JobStatus.TERMINATED:  # cut off from outside: the agent did not finish its work
         span.set_attribute("error.type", "JobTerminated")
         span.set_status(Status(StatusCode.ERROR, clip(error or "the job was terminated", 500)))
     else:

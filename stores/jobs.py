@@ -21,6 +21,7 @@ from typing import Any
 
 from stores import job_events
 from stores.errors import QuarryError, error_line
+from stores.job_status import FINAL, JobStatus
 from stores.redact import redact
 from stores.sqlite_wal import use_wal
 
@@ -47,7 +48,6 @@ CREATE TABLE IF NOT EXISTS steps (
     total INTEGER NOT NULL, updated_at REAL NOT NULL
 );
 """
-FINAL = ("completed", "failed", "stopped", "budget_exhausted", "cancelled", "terminated")  # a job's last statuses
 RANKINGS_PER_JOB = 32
 POOLS_PER_JOB = 3  # the pool an activity reads, the one it writes, and one before (retries, resumes)
 
@@ -146,7 +146,7 @@ class JobStore:
                 job_id,
                 collection,
                 intent,
-                "running",
+                JobStatus.RUNNING,
                 now,
                 now,
                 trace_id,

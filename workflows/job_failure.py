@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio.exceptions import ApplicationError
 
 from stores.errors import QuarryError, error_record
+from stores.job_status import JobStatus
 
 if TYPE_CHECKING:
     from temporalio.client import WorkflowHandle
@@ -63,7 +64,7 @@ def failed_result(err: BaseException, job_id: str) -> dict[str, Any] | None:
         "message": str(record.get("message") or cause.message or ""),
         "hint": str(record.get("hint") or ""),
     }
-    return {"job_id": job_id, "ranked": []} | final | {"status": "failed", "error": error}
+    return {"job_id": job_id, "ranked": []} | final | {"status": JobStatus.FAILED, "error": error}
 
 
 async def job_result(handle: WorkflowHandle) -> dict[str, Any]:

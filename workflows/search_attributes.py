@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey, SearchAttributePair
 
+from stores.job_status import JobStatus
+
 COLLECTION = SearchAttributeKey.for_keyword("QuarryCollection")
 POLICY = SearchAttributeKey.for_keyword("QuarryPolicy")
 STATUS = SearchAttributeKey.for_keyword("QuarryStatus")
@@ -19,6 +21,6 @@ def initial_attributes(inp) -> list[SearchAttributePair]:
     return [
         SearchAttributePair(COLLECTION, inp.collection),
         SearchAttributePair(POLICY, inp.policy),
-        SearchAttributePair(STATUS, "running"),
+        SearchAttributePair(STATUS, JobStatus.RUNNING),
         SearchAttributePair(ROUND, 0),
     ]

@@ -34,12 +34,14 @@ with workflow.unsafe.imports_passed_through():
     from nodes.evidence.planning import parse_years, validate_steering
     from nodes.job.budget import budget_used
     from nodes.job.config import config_of
+    from nodes.job.node_names import PAUSE_POINTS, NodeName
     from nodes.job.state import Mode
     from nodes.job.steering_notes import applies_from, unapplied
     from nodes.job.usage import Usage
     from nodes.policy.registry import DEFAULT_POLICY, ONE_ROUND_NODE
     from observability.agent_span import with_run_start
     from stores.errors import QuarryError, error_record
+    from stores.job_status import HALTED, JobStatus
     from workflows import search_attributes
     from workflows.activities import answer_from_state, checkpoint_job, finish_job
     from workflows.job_failure import job_failure
@@ -116,7 +118,7 @@ class SearchJob:
     def __init__(self) -> None:
         self.control = Control()
         self.state: dict[str, Any] = {}
-        self.status = "running"
+        self.status = JobStatus.RUNNING
         self.started_at = 0.0
         self.budget_s = 0.0
         self.indexed = False
@@ -202,7 +204,11 @@ class SearchJob:
         validate_steering(text, years=self._years_known())
 
     def _answering(self) -> bool:
-        return self.status != "running" or bool(self.control.answer_reason()) or self.state.get("node") == "answer"
+        return (
+            self.status != JobStatus.RUNNING
+            or bool(self.control.answer_reason())
+            or self.state.get("node") == NodeName.ANSWER
+        )
 
     def _where(self) -> tuple[int, str]:
         """The round the job is in and its node: while a one-step round runs, the state is the one it
@@ -224,7 +230,7 @@ class SearchJob:
         try:
             check_job_input(inp)
         except QuarryError as err:  # started without Quarry's client: fail at once, saying why
-            self.status = "failed"
+            self.status = JobStatus.FAILED
             self.indexed = inp.indexed
             self._index(status=self.status)  # the Web UI's QuarryStatus column says it failed
             self.state = {
@@ -236,7 +242,7 @@ class SearchJob:
             }
             final = await workflow.execute_activity(
                 finish_job,
-                args=[self.state, "failed", error_record(err), "bad_input", inp.trace],
+                args=[self.state, JobStatus.FAILED, error_record(err), "bad_input", inp.trace],
                 **quick_activity_options(),
             )
             return self._failed(final)
@@ -263,20 +269,20 @@ class SearchJob:
             await workflow.wait_condition(drive.done, timeout=max(0.0, self.started_at + self.budget_s - now))
             await drive  # re-raises a graph failure
         except TimeoutError:
-            self.status = "budget_exhausted"
+            self.status = JobStatus.BUDGET_EXHAUSTED
             await self._halt(drive)
         except asyncio.CancelledError:  # `quarry job cancel`: keep what the job has, then end as cancelled
-            self.status = "cancelled"
+            self.status = JobStatus.CANCELLED
             await self._halt(drive)
         except Exception as exc:  # the graph failed after Temporal's retries: keep what we have
-            self.status = "failed"
+            self.status = JobStatus.FAILED
             error = failure_of(exc, inp.job_id)
             workflow.logger.warning("search graph failed (%s): %s", error["code"], error["message"])
         finally:
             steer_task.cancel()
 
         done = answered(self.state)
-        if self.status == "running" and not done:
+        if self.status == JobStatus.RUNNING and not done:
             # The graph paused for continue-as-new: carry the state, the budget and the flags over.
             workflow.continue_as_new(
                 JobInput(
@@ -298,12 +304,12 @@ class SearchJob:
             try:  # the result of the best state so far waits in the job store
                 await workflow.execute_activity(answer_from_state, self.state, **quick_activity_options())
             except ActivityError:  # nothing to answer from (e.g. the collection is gone)
-                if self.status != "failed":
+                if self.status != JobStatus.FAILED:
                     raise
         # Why the job answered when the graph did not say: a stop, the budget steer or the hard stop.
-        reason = self.status if self.status in ("budget_exhausted", "cancelled") else self.control.answer_reason()
-        if self.status == "running":
-            self.status = "stopped" if self.control.stop_requested else "completed"
+        reason = self.status if self.status in HALTED else self.control.answer_reason()
+        if self.status == JobStatus.RUNNING:
+            self.status = JobStatus.STOPPED if self.control.stop_requested else JobStatus.COMPLETED
         self._index(status=self.status)
         # A steering note the job took but was cut off before folding in (the hard stop, a
         # cancellation, a failure) is reported as not applied, never dropped unsaid.
@@ -322,9 +328,9 @@ class SearchJob:
         # A steering note still waiting for the plan (`steer`) is answered — refused, the job has
         # ended — before the run closes, rather than left to a "workflow completed" error.
         await workflow.wait_condition(workflow.all_handlers_finished)
-        if self.status == "cancelled":
+        if self.status == JobStatus.CANCELLED:
             raise asyncio.CancelledError("cancelled by request; the best result so far is in the job store")
-        if self.status == "failed":
+        if self.status == JobStatus.FAILED:
             return self._failed(final)
         return final
 
@@ -387,7 +393,7 @@ class SearchJob:
             self.state = value
             node = value.get("node")
             # The round graph's reflection node checkpoints itself; a ReAct job every few turns.
-            if node == "tools" and int(value.get("steps", 0)) % CHECKPOINT_EVERY_STEPS == 0:
+            if node == NodeName.TOOLS and int(value.get("steps", 0)) % CHECKPOINT_EVERY_STEPS == 0:
                 await workflow.execute_activity(checkpoint_job, value, **quick_activity_options())
-            if node in ("reflection", "tools") and workflow.info().is_continue_as_new_suggested():
+            if node in PAUSE_POINTS and workflow.info().is_continue_as_new_suggested():
                 self.control.pause_requested = True

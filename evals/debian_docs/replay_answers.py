@@ -30,6 +30,7 @@ from nodes.policy.seam import AnswerRequest
 from stores.atomic import write_atomic
 from stores.collection import Collection
 from stores.home import quarry_home
+from stores.job_status import JobStatus
 from stores.jobs import JobStore
 
 
@@ -38,7 +39,7 @@ def last_results(store: JobStore, prefix: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for job in sorted(store.list(limit=100_000), key=lambda j: j.get("created_at") or 0):
         job_id = str(job.get("job_id", ""))
-        if job.get("status") == "completed" and job_id.startswith(prefix):
+        if job.get("status") == JobStatus.COMPLETED and job_id.startswith(prefix):
             qid = job_id[len(prefix) :].rsplit("-", 1)[0]
             full = store.get(job_id)
             if full and full.get("result"):

@@ -34,6 +34,7 @@ from nodes.job.step_control import StepControl, using_step
 from observability.tool_spans import node_span
 from stores.error_catalogue import RETRYABLE_CODES
 from stores.errors import QuarryError, disk_full, error_record
+from stores.job_status import JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ def stop_reason(progress: Mapping[str, Any]) -> str:
     """Why a long step must stop, from the SearchJob `progress` query ('' to go on)."""
     if progress.get("stop_requested"):
         return "stopped"
-    if progress.get("status", "running") != "running":
+    if progress.get("status", JobStatus.RUNNING) != JobStatus.RUNNING:
         return str(progress["status"])
     if (progress.get("budget") or {}).get("submit_now"):
         return "budget_steer"

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stores.job_status import JobStatus
+
 # How a note took effect (`applied` in the note): from a round on, on the final list only, or not.
 IN_A_ROUND = "round"
 FINAL_LIST = "final_list"
@@ -45,10 +47,10 @@ def placed(notes: Sequence[Mapping[str, Any]], *, round_no: int, final_only: boo
 
 
 # Why a job that took a note never folded it in, by the status it ended with.
-CUT_OFF = {
-    "budget_exhausted": "the job's time budget ran out first",
-    "cancelled": "the job was cancelled first",
-    "failed": "the job failed first",
+CUT_OFF: dict[str, str] = {
+    JobStatus.BUDGET_EXHAUSTED: "the job's time budget ran out first",
+    JobStatus.CANCELLED: "the job was cancelled first",
+    JobStatus.FAILED: "the job failed first",
 }
 
 

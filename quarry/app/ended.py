@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-ENDED_WORDS = {
-    "terminated": "was terminated",
-    "failed": "failed",
-    "cancelled": "was cancelled",
-    "stopped": "was stopped",
-    "budget_exhausted": "ran out of budget",
+from stores.job_status import JobStatus
+
+ENDED_WORDS: dict[str, str] = {
+    JobStatus.TERMINATED: "was terminated",
+    JobStatus.FAILED: "failed",
+    JobStatus.CANCELLED: "was cancelled",
+    JobStatus.STOPPED: "was stopped",
+    JobStatus.BUDGET_EXHAUSTED: "ran out of budget",
 }
 
 

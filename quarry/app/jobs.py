@@ -10,6 +10,7 @@ from quarry.app import temporal
 from quarry.app.progress import step_detail, with_round_so_far
 from quarry.app.records import known_job, record_termination, seen_terminated, store
 from stores.errors import QuarryError
+from stores.job_status import JobStatus
 
 JOBS_LISTED = 20  # jobs `job list` (and `quarry mcp`'s list_jobs) show by default, newest first
 
@@ -21,11 +22,11 @@ def job_rows(
     those still running as Temporal sees them, a failed one with its error's code; and Temporal's
     view (None when no server answers)."""
     rows = store().list(limit, status=status, collection=collection)
-    running = any(r["status"] == "running" for r in rows)
+    running = any(r["status"] == JobStatus.RUNNING for r in rows)
     temporal_view = temporal.temporal_statuses(max(limit * 2, 100), address) if running else {}
     for r in rows:
         seen = (temporal_view or {}).get(r["job_id"])
-        if r["status"] == "running" and seen and seen not in ("running", "continued_as_new"):
+        if r["status"] == JobStatus.RUNNING and seen and seen not in ("running", "continued_as_new"):
             r["status"] = seen  # e.g. terminated or timed out outside Quarry
             import asyncio  # lazy: asyncio (with ssl) is ~30 ms of start-up
 
@@ -34,7 +35,7 @@ def job_rows(
                 and (reason := asyncio.run(record_termination(r["job_id"], r, address))) is not None
             ):
                 r["error"] = reason
-        if r["status"] == "failed":  # with its error's code (the type its workflow failed with)
+        if r["status"] == JobStatus.FAILED:  # with its error's code (the type its workflow failed with)
             failed = known_job(r["job_id"]) or {}
             error = (failed.get("result") or {}).get("error")
             r["error"] = failed.get("error")
@@ -54,7 +55,7 @@ def progress_of(job_id: str, address: str | None = None) -> dict[str, Any]:
         p = await handle.query("progress", rpc_timeout=timedelta(seconds=5))
         # A workflow terminated from outside keeps answering queries with the state it had, which
         # still says "running": Temporal's own status says what happened to it.
-        if p.get("status") == "running":
+        if p.get("status") == JobStatus.RUNNING:
             status = (await handle.describe(rpc_timeout=timedelta(seconds=5))).status
             if status is not None and status.name != "RUNNING":
                 p["status"] = status.name.lower()
@@ -84,7 +85,7 @@ def result_so_far(
     An unknown job id is a QuarryError."""
     row = store().get(job_id)
     result = row.get("result")
-    if result is None and row["status"] == "running" and look:
+    if result is None and row["status"] == JobStatus.RUNNING and look:
         row = seen_terminated(job_id, row, address)  # ended outside Quarry: the store learns it now
     return row, result
 

@@ -12,6 +12,7 @@ import typer
 from quarry.app import temporal
 from stores.errors import QuarryError
 from stores.home import quarry_home, traces_dir
+from stores.job_status import CUT_SHORT, JobStatus
 from stores.jobs import FINAL, JobStore
 from workflows.processes.dev_server import reachable
 
@@ -56,7 +57,7 @@ async def record_termination(job_id: str, row: dict[str, Any] | None, address: s
         return None
     if ended is None:
         return None
-    if store().mark(job_id, "terminated", ended.reason[:300]) and ended.trace:
+    if store().mark(job_id, JobStatus.TERMINATED, ended.reason[:300]) and ended.trace:
         close_terminated_trace(ended.trace, job_id, row, ended.reason[:300])
     return ended.reason
 
@@ -122,7 +123,7 @@ async def final(awaitable: Awaitable[dict[str, Any]], job_id: str, address: str 
             or failed_result(err, job_id)
             or {
                 "job_id": job_id,
-                "status": row.get("status", "failed"),
+                "status": row.get("status", JobStatus.FAILED),
                 "ranked": [],
                 "intent": row.get("intent"),
                 "collection": row.get("collection"),
@@ -133,7 +134,7 @@ async def final(awaitable: Awaitable[dict[str, Any]], job_id: str, address: str 
 
 def exit_for(result: dict[str, Any]) -> None:
     """Exit 1 for a job that failed, or ran out of budget with nothing to show."""
-    if result.get("status") in ("failed", "cancelled", "terminated") or (
-        result.get("status") == "budget_exhausted" and not result.get("ranked")
+    if result.get("status") in CUT_SHORT or (
+        result.get("status") == JobStatus.BUDGET_EXHAUSTED and not result.get("ranked")
     ):
         raise typer.Exit(1)

@@ -39,6 +39,7 @@ from quarry.app.models import (
 from quarry.app.requests import JobRequest
 from quarry.app.sessions import SearchSessions
 from stores.errors import QuarryError
+from stores.job_status import JobStatus as Status  # quarry.app.models.JobStatus is the reply
 from stores.redact import redact
 
 EVENTS_PAGE = 200  # events one call returns at most (a client asks again from the last id)
@@ -141,7 +142,7 @@ class QuarryService:
         from workflows.dense_progress import progress_line
 
         p = build_status(build_id, self.address)
-        finished = p["status"] != "running"
+        finished = p["status"] != "running"  # other vocabulary: Temporal's status of the build
         return DenseBuildStatus.model_validate(p | {"finished": finished, "line": progress_line(p)})
 
     # -- jobs ----------------------------------------------------------------------------------------
@@ -183,17 +184,20 @@ class QuarryService:
             if err.code not in WAITING_FOR_WORKER:
                 raise
             note = err.message + (f" — {err.hint}" if err.code != "worker_warming_up" and err.hint else "")
-            return _redacted(JobStatus(**base, status="running", finished=False, node="waiting", note=note))
-        ending = str(p.get("status", "running"))
+            return _redacted(JobStatus(**base, status=Status.RUNNING, finished=False, node="waiting", note=note))
+        ending = str(p.get("status", Status.RUNNING))
+        ending_note = (
+            "" if ending == Status.RUNNING else f"it is ending ({ending}): its result is being recorded; ask again"
+        )
         top = [{k: t.get(k) for k in ("docid", "title", "score")} for t in p.get("top", [])]
         # One source for status and finished: the job store. A job ends there once its result is
         # written (before the workflow closes); until then it is running, whatever the workflow's
         # own word, so `finished` is true exactly when `status` is a final one.
         shown = JobStatus(
             **base | {"round": p.get("round", row["round"])},
-            status="running",
+            status=Status.RUNNING,
             finished=False,
-            note="" if ending == "running" else f"it is ending ({ending}): its result is being recorded; ask again",
+            note=ending_note,
             node=str(p.get("node", "")),
             top=top,
             budget=p.get("budget") or {},

@@ -21,6 +21,7 @@ from quarry.cli.console import fail
 from quarry.cli.options import AddressOpt, temporal_run
 from quarry.cli.submit import submit_job
 from stores.errors import QuarryError
+from stores.job_status import JobStatus
 
 commands = typer.Typer()
 
@@ -64,7 +65,7 @@ def job_terminate(
 
     trace = temporal_run(main(), job_id, address)
     row = known_job(job_id)
-    marked = store().mark(job_id, "terminated", reason[:300]) if row else True
+    marked = store().mark(job_id, JobStatus.TERMINATED, reason[:300]) if row else True
     if trace and marked:
         close_terminated_trace(trace, job_id, row, reason[:300])
     out.print(f"{safe(job_id)} terminated", highlight=False)

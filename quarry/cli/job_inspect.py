@@ -25,6 +25,7 @@ from quarry.cli.screens import intent_table, job_list_tsv
 from quarry.cli.watch import watch
 from stores.atomic import write_atomic
 from stores.errors import QuarryError, disk_full
+from stores.job_status import CUT_SHORT
 from stores.jobs import FINAL
 from workflows.dense_progress import progress_line as dense_progress_line
 
@@ -219,7 +220,7 @@ def job_result(
             not row.get("result")
             and row["status"] in FINAL
             and not result.get("ranked")
-            and result.get("status") in ("terminated", "failed", "cancelled")
+            and result.get("status") in CUT_SHORT
         ):
             result = None  # it ended while we waited, without building a result: said below
     if result is None and row["status"] in FINAL:  # terminated (or failed) before it built a result

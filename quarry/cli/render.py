@@ -16,6 +16,7 @@ from nodes.policy.registry import DEFAULT_POLICY, display_spec
 from quarry.app.ended import ENDED_WORDS, ended_record
 from quarry.app.terminal import out, print_json, safe
 from quarry.cli.screens import cut_words, render_ranked
+from stores.job_status import JobStatus
 
 _t = safe  # every field of a job record (intent, docids, titles, quotes, model output, reasons) is untrusted
 
@@ -145,11 +146,18 @@ def render_removed(removed: dict[str, Any], *, full: bool) -> None:
             out.print(f"  - {_t(doc['docid'])} {_t(cut_words(doc.get('title', ''), 60))} — {_t(doc['reason'])}")
 
 
+# A final result's status as the command line colours it (any other: white).
+STATUS_COLOUR: dict[str, str] = {
+    JobStatus.COMPLETED: "green",
+    JobStatus.BUDGET_EXHAUSTED: "yellow",
+    JobStatus.STOPPED: "yellow",
+    JobStatus.FAILED: "red",
+}
+
+
 def render_result(result: dict[str, Any], *, web_ui: str = "", trace_file: str = "", full: bool = False) -> None:
     status = str(result.get("status", "?"))
-    colour = {"completed": "green", "budget_exhausted": "yellow", "stopped": "yellow", "failed": "red"}.get(
-        status, "white"
-    )
+    colour = STATUS_COLOUR.get(status, "white")
     models = result.get("models") or {}
     policy = str(result.get("policy", DEFAULT_POLICY)) + (f" ({models['model']})" if models.get("model") else "")
     out.print(

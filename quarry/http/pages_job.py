@@ -17,17 +17,18 @@ from typing import Any
 from quarry.app.service import QuarryService
 from quarry.http import pages_view as view
 from stores.errors import QuarryError
+from stores.job_status import WITH_ERROR, JobStatus
 from stores.redact import redact
 
 EVENT_PAGES = 50  # event pages one render reads at most (200 events each: far more than a job writes)
-STATUS_TONE = {
-    "completed": "ok",
-    "running": "live",
-    "stopped": "warn",
-    "budget_exhausted": "warn",
-    "cancelled": "muted",
-    "terminated": "bad",
-    "failed": "bad",
+STATUS_TONE: dict[str, str] = {
+    JobStatus.COMPLETED: "ok",
+    JobStatus.RUNNING: "live",
+    JobStatus.STOPPED: "warn",
+    JobStatus.BUDGET_EXHAUSTED: "warn",
+    JobStatus.CANCELLED: "muted",
+    JobStatus.TERMINATED: "bad",
+    JobStatus.FAILED: "bad",
 }
 
 
@@ -145,9 +146,7 @@ def job_context(service: QuarryService, job_id: str) -> dict[str, Any]:
         "stop_reason": str((result or {}).get("stop_reason") or ""),
         "rounds_done": (result or {}).get("rounds") or (live or {}).get("round") or row.get("round") or 0,
         "ranker": str(record.get("ranker") or ""),
-        "error": _error(
-            (result or {}).get("error") or (stored["error"] if status in ("failed", "terminated") else None)
-        ),
+        "error": _error((result or {}).get("error") or (stored["error"] if status in WITH_ERROR else None)),
         "fallbacks": record.get("fallbacks") or [],
         "web_ui": web_ui,
         "trace_id": trace_id,
