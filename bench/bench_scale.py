@@ -165,9 +165,9 @@ def run_graph(job_id: str, intent: str, config) -> dict[str, Any]:
     """One heuristic job in-process, as evals/train_ranker.py `collect_one` runs it."""
     import asyncio
 
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
+    from nodes.job.control import Control, reset_control, use_control
 
     token = use_control(Control())
     try:

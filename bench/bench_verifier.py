@@ -35,9 +35,9 @@ def _best_of(fn, n: int = 3) -> float:
 
 def main() -> None:
     from evals.runner import judged_queries
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
+    from nodes.job.control import Control, reset_control, use_control
     from nodes.job.pool import load_pool
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from nodes.job.state import JobState, ranked_candidates

@@ -24,10 +24,10 @@ DEPTHS = (100, 200, 300)
 
 
 def run_depth(rt, name: str, qids: list[str], texts: dict[str, str], depth: int) -> dict[str, dict[str, float]]:
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
     from nodes.job.config import JobConfig
+    from nodes.job.control import Control, reset_control, use_control
 
     runs = {}
     for qid in qids:

@@ -69,9 +69,9 @@ def collect_one(
     `profile` pins the job's search settings (as NodeRuntime.search_profile gives them) instead of
     those the collection's stored profile gives: self-tuning fits a verifier for a profile not
     stored as the collection's yet."""
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
+    from nodes.job.control import Control, reset_control, use_control
     from nodes.job.pool import load_pool
     from nodes.job.state import JobState
     from nodes.rounds.answer import ranker_inputs
