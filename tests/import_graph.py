@@ -8,7 +8,9 @@ them goes up or closes a cycle today, so this costs nothing). `from a.b import c
 when there is one, else `a.b`; relative imports are resolved; `importlib.import_module("a.b")` with a
 literal counts as importing `a.b`. Only imports of product modules (the packages below) are edges.
 `"package.module:attribute"` strings (the policy registry's late-bound references, resolved by
-`nodes.policy.registry.resolve`) are listed in the report but are not edges.
+`nodes.policy.registry.resolve`) are listed in the report and count as arrows up when they name a
+higher floor, but are not edges of the cycle check (the registry names modules of its own floor that
+import it: by design, late-bound).
 
 Floors, lowest first (FLOORS): a module may import its own floor or lower. A module's floor is that
 of the longest FLOORS key that is it or a package above it; a module no key covers is "not placed".
