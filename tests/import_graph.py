@@ -229,7 +229,7 @@ def report(graph: Graph, root: Path = ROOT) -> str:
     ]
     sections.append(
         (
-            'references by name ("module:attribute" strings, resolved on first use; not counted above)',
+            'references by name ("module:attribute" strings, resolved on first use; in arrows up, not in cycles)',
             [f"{a.source} -> {a.target}  ({_where(graph, a, root)})" for a in graph.references],
         )
     )
