@@ -43,9 +43,9 @@ def judged(col, n: int) -> list[str]:
 
 
 async def in_process(name: str, intent: str) -> float:
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
+    from nodes.job.control import Control, reset_control, use_control
 
     token = use_control(Control())
     try:

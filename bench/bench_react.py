@@ -74,9 +74,9 @@ def config(turns: int):
 
 
 async def in_process(home: Path, turns: int) -> float:
-    from graphs.control import Control, reset_control, use_control
     from graphs.react_graph import make_react_graph
     from graphs.state import initial_state
+    from nodes.job.control import Control, reset_control, use_control
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from tests.fakes import ModelRouter, ScriptedChatModel
 
@@ -147,10 +147,10 @@ async def cache_accounting(home: Path, turns: int, breakpoints: bool) -> dict:
     import os
 
     import nodes.llm.calls as calls
-    from graphs.control import Control, reset_control, use_control
     from graphs.react_graph import make_react_graph
     from graphs.state import initial_state
     from nodes.job.config import JobConfig, ModelSettings
+    from nodes.job.control import Control, reset_control, use_control
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from nodes.job.usage import DEFAULT_PRICES
     from tests.anthropic_standin import AnthropicStandin

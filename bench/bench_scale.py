@@ -20,7 +20,7 @@ For every size, two child processes, so each one's memory is its own:
    collection version; the cache is emptied first, so "cold" means embedding) cold and warm on
    three more queries, with nDCG@10 of BM25, the filtered semantic ranking and their RRF; one
    heuristic job with both channels (default JobConfig) on a fifth query, run in-process as
-   evals/train_ranker.py does; peak RSS (VmHWM) after the searches and after the job.
+   tuning/train_ranker.py does; peak RSS (VmHWM) after the searches and after the job.
 
 Printed: one table, a column per size, and the growth first → last size of each figure; the raw
 figures go to bench/out/bench_scale.json. The machine is shared: run it when it is quiet.
@@ -162,12 +162,12 @@ def timed(fn: Callable[[], T]) -> tuple[T, float]:
 
 
 def run_graph(job_id: str, intent: str, config) -> dict[str, Any]:
-    """One heuristic job in-process, as evals/train_ranker.py `collect_one` runs it."""
+    """One heuristic job in-process, as tuning/ranker_features.py `collect_one` runs it."""
     import asyncio
 
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
+    from nodes.job.control import Control, reset_control, use_control
 
     token = use_control(Control())
     try:
@@ -184,13 +184,13 @@ def probe(base: Path, size: int, n_queries: int, run_job: bool, words: int = 500
     """A worker-like process: the runtime's stores and tools, searches, semantic searches, a job."""
     home = size_dir(base, size, words) / "home"
     os.environ["QUARRY_HOME"] = str(home)
-    from evals.metrics import mean_metrics
     from nodes.job.config import JobConfig
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from nodes.ranking.fusion import reciprocal_rank_fusion
     from nodes.rounds.semantic_filter import FilteredSemantic
     from nodes.tools.corpus import ToolSession
     from stores.embedder import embed_texts
+    from tuning.metrics import mean_metrics
 
     rt = NodeRuntime(home)
     configure_runtime(rt)

@@ -40,10 +40,10 @@ def main() -> None:
 
     import tempfile
 
-    from evals.pseudo_queries import DEFAULT_QUERIES
-    from evals.self_tuning import self_tune
     from stores.collection import Collection
     from stores.lucene_build import build_index
+    from tuning.pseudo_queries import DEFAULT_QUERIES
+    from tuning.self_tuning import self_tune
 
     col = Collection(args.collection, args.home)
     if args.judged:

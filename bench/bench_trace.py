@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_job(home: Path, name: str, intent: str, mode: Literal["list", "answer"]) -> str:
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
+    from nodes.job.control import Control, reset_control, use_control
     from observability import get_tracer
     from observability.agent_span import emit_agent_span, new_agent_trace, under_agent
 

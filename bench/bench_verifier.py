@@ -3,7 +3,7 @@
     python -m bench.bench_verifier --home H [--collection cacm] [--queries 20]
 
 For each of the first N judged queries the heuristic round graph runs in-process (as
-evals.train_ranker does); then, on the same finished pool, the final order is computed both
+tuning.train_ranker does); then, on the same finished pool, the final order is computed both
 ways, best of 3: the heuristic rule (`ranked_candidates`) and the verifier path
 (`nodes.rounds.answer.ranker_inputs` — the job's stored rankings, citation links, lengths and three
 alternative BM25 scorings of the verified head — plus `final_order`). Reported: milliseconds
@@ -34,16 +34,16 @@ def _best_of(fn, n: int = 3) -> float:
 
 
 def main() -> None:
-    from evals.runner import judged_queries
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
+    from nodes.job.control import Control, reset_control, use_control
     from nodes.job.pool import load_pool
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from nodes.job.state import JobState, ranked_candidates
     from nodes.ranking.ranker import final_order
     from nodes.rounds.answer import ranker_inputs
     from stores.collection import Collection
+    from tuning.judged import judged_queries
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True)

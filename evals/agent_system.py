@@ -168,7 +168,7 @@ def agent_runs(
     home = col.paths.root.parent.parent
     profile = None
     if options.config.profile == "self":
-        from evals.self_tuning import self_profile
+        from tuning.self_tuning import self_profile
 
         profile = self_profile(col, tune_if_missing=False)
     options = held_out_verifier(col.name, options, own_verifier=bool(profile and profile.verifier))

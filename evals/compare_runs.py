@@ -3,7 +3,7 @@
     QUARRY_HOME=H python -m evals.compare_runs cacm before.run after.run [--split test] [--metric ndcg@20]
 
 For "no lower than before" claims: the same queries, the collection's own judgements, the mean
-difference with its bootstrap 95% interval and a paired randomization p (evals.significance).
+difference with its bootstrap 95% interval and a paired randomization p (tuning.significance).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from evals.metrics import per_query
-from evals.significance import compare
 from evals.trec import read_run
+from tuning.metrics import per_query
+from tuning.significance import compare
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from evals.metrics import per_query
+from tuning.metrics import per_query
 
 FOLDS = 5
 SEED = 13

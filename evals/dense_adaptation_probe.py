@@ -8,7 +8,7 @@ Why: fitted on a collection's own qrels, the verifier's features reach at most +
 over the default agent on scifact-train and +3.7% on Cranfield (docs/eval/ranker.md, in-sample
 bound), so +3% without qrels needs a signal the agent does not have. The semantic channel is the agent's strongest one, and
 it is the one part never fitted to the collection. This measures the first step of fitting it: the
-inverse cloze task (a sentence of a document → the rest of that document, `evals.cloze_queries`),
+inverse cloze task (a sentence of a document → the rest of that document, `tuning.cloze_queries`),
 in-batch negatives, a few hundred steps on the CPU — then dense retrieval alone, before and after,
 on the collection's real judged queries.
 
@@ -32,12 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from evals.cloze_queries import take_out_sentence
-from evals.metrics import per_query
-from evals.runner import judged_queries
-from evals.significance import compare
 from stores.collection import Collection
 from stores.records import DocRecord
+from tuning.cloze_queries import take_out_sentence
+from tuning.judged import judged_queries
+from tuning.metrics import per_query
+from tuning.significance import compare
 from workflows.processes.exit import run_script
 
 BATCH = 32

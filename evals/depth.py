@@ -2,7 +2,7 @@
 
     python -m evals.depth --home H cacm cranfield
 
-Each judged query runs through the round graph in-process (as evals.train_ranker collects
+Each judged query runs through the round graph in-process (as tuning.train_ranker collects
 features) with `JobConfig(verify_top=N)`; printed per collection and depth: nDCG@20 (nDCG@10 for
 scifact), Recall@100, Recall@1000, seconds per query, and the paired test against depth 100.
 """
@@ -16,18 +16,18 @@ from pathlib import Path
 
 import numpy as np
 
-from evals.metrics import per_query
-from evals.runner import judged_queries
-from evals.significance import compare
+from tuning.judged import judged_queries
+from tuning.metrics import per_query
+from tuning.significance import compare
 
 DEPTHS = (100, 200, 300)
 
 
 def run_depth(rt, name: str, qids: list[str], texts: dict[str, str], depth: int) -> dict[str, dict[str, float]]:
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
     from nodes.job.config import JobConfig
+    from nodes.job.control import Control, reset_control, use_control
 
     runs = {}
     for qid in qids:

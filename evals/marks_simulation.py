@@ -1,6 +1,6 @@
 """How much a collection gains from a researcher's marks: a simulation from qrels.
 
-Self-tuning lets only judged queries choose (evals.self_tuning): a person's `quarry job mark`s and
+Self-tuning lets only judged queries choose (tuning.self_tuning): a person's `quarry job mark`s and
 the `llm` librarians' judgements. Whether that pays, and after how many marked queries, can be
 measured on a judged collection without letting the tuning see the queries it is scored on:
 
@@ -13,7 +13,7 @@ measured on a judged collection without letting the tuning see the queries it is
    semantic weight and, from `MIN_VERIFIER_QUERIES` on, the profile's own verifier on those marks
    alone (the pseudo-query kinds choose nothing and are not made), and `bm25-self`, `hybrid-self`
    and `agent-self` run on the test half, compared with bm25, hybrid and the default agent there by
-   the paired randomization test of evals.significance.
+   the paired randomization test of tuning.significance.
 
 Everything runs on a copy of the collection in a temporary home (in the scratch area of
 the collection's own home, `stores.scratch`), so the user's collection, its
@@ -34,14 +34,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evals.runner import EvalResult, evaluate, judged_queries
-from evals.self_tuning import MIN_VERIFIER_QUERIES, self_tune
-from evals.significance import compare
+from evals.runner import EvalResult, evaluate
 from stores.collection import Collection
 from stores.errors import QuarryError
 from stores.judgements import Judgement
 from stores.profiles import PROFILE_FILE, PSEUDO_QUERIES_FILE
 from stores.scratch import scratch_dir
+from tuning.judged import judged_queries
+from tuning.self_tuning import MIN_VERIFIER_QUERIES, self_tune
+from tuning.significance import compare
 
 MARK_DEPTH = 20  # what a researcher reads of a job's list before marking
 DEFAULT_MARKS = ("10", "30", "all")

@@ -3,7 +3,7 @@ gate the verifier by how much the channels agree.
 
     python -m evals.ranker_gate_probe --home H [--collections cacm cranfield scifact-train]
 
-Uses the feature caches of `evals.train_ranker` (run it first). The verifier is semantic-heavy, so
+Uses the feature caches of `tuning.train_ranker` (run it first). The verifier is semantic-heavy, so
 on a query whose lexical and semantic channels disagree it leans on one of them; the gate orders
 such a query's verified head by a fallback instead. Per query, the agreement of the intent's own
 lexical and semantic ranks inside the verified head is either the overlap of their top 10
@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from evals.metrics import per_query
 from evals.ranker_probes import hybrid_per_query
-from evals.ranker_scorers import METRIC, UNLEAKED, fit_ascent, rerank
-from evals.significance import compare
-from evals.train_ranker import collect, heuristic_runs
 from nodes.ranking.ranker import FEATURES, Verifier
+from tuning.metrics import per_query
+from tuning.ranker_scorers import METRIC, UNLEAKED, fit_ascent, rerank
+from tuning.significance import compare
+from tuning.train_ranker import collect, heuristic_runs
 
 LEX, SEM, HEUR = (FEATURES.index(f) for f in ("lex0_rrf", "sem0_rrf", "heur_rank_inv"))
 TOP = 10  # the overlap gate compares the two channels' first 10 inside the head

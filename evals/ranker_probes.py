@@ -3,7 +3,7 @@ misses, and does it transfer?
 
     python -m evals.ranker_probes --home H [--collections cacm cranfield scifact-train]
 
-Uses the feature caches of `evals.train_ranker` (run it first) and LightGBM (not a dependency:
+Uses the feature caches of `tuning.train_ranker` (run it first) and LightGBM (not a dependency:
 `pip install lightgbm`). Prints, relative to hybrid RRF(BM25, MiniLM) on the same queries:
 - in-domain: LambdaMART on the reciprocal-rank features, 5-fold cross-validation within one
   collection (each query scored by a model that never saw it);
@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from evals.metrics import per_query
-from evals.ranker_scorers import METRIC, _matrix, rerank
-from evals.runner import judged_queries, system_ranker
-from evals.train_ranker import collect
 from nodes.ranking.ranker import FEATURES, RANK_FEATURES
 from stores.collection import Collection
+from tuning.judged import judged_queries
+from tuning.metrics import per_query
+from tuning.ranker_scorers import METRIC, _matrix, rerank
+from tuning.systems import system_ranker
+from tuning.train_ranker import collect
 
 PARAMS = dict(
     objective="lambdarank",

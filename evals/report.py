@@ -15,11 +15,12 @@ from pathlib import Path
 import pytrec_eval
 
 from evals.answer_match import MATCH_COLUMNS
-from evals.metrics import BASE_METRICS, Qrels, Run
-from evals.plots import per_query_differences, recall_curves, reliability_diagram
-from evals.runner import AGENT_SYSTEMS, SELF_SYSTEMS, EvalResult
-from evals.significance import ALPHA, RESAMPLES, SEED, compare
+from evals.runner import EvalResult
 from stores.collection import Collection
+from tuning.metrics import BASE_METRICS, Qrels, Run
+from tuning.plots import per_query_differences, recall_curves, reliability_diagram
+from tuning.significance import ALPHA, RESAMPLES, SEED, compare
+from tuning.systems import AGENT_SYSTEMS, SELF_SYSTEMS
 
 DEPTHS = (10, 20, 50, 100, 200, 500, 1000)
 REPORT_FILE = "report.md"

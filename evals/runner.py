@@ -1,6 +1,7 @@
 """Evaluate a retrieval system on a collection's judged queries.
 
-Systems are plain functions `query text -> [(docid, score)]`; the runner runs the judged
+Systems are plain functions `query text -> [(docid, score)]` (tuning.systems, shared with the
+tuning, which never imports evals); the runner runs the judged
 queries (threads: one Lucene searcher is safe to share), writes a TREC run and scores it with
 pytrec_eval. Systems: `bm25` (stored or given k1/b), `bm25-tuned` (k1/b cross-validated on the
 judged queries), `bm25-self` and `hybrid-self` (the self-tuned profile, chosen on pseudo-queries),
@@ -19,25 +20,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.answer_match import MATCH_COLUMNS, confidence_pairs, reliability
-from evals.metrics import mean_metrics, per_query
 from evals.trec import write_run
 from nodes.job.config import JobConfig
-from nodes.policy.registry import model_policies
-from nodes.ranking.fusion import reciprocal_rank_fusion
 from stores.collection import Collection
 from stores.errors import QuarryError
-from stores.lucene import DEFAULT_B, DEFAULT_K1
+from tuning.judged import judged_queries
+from tuning.metrics import mean_metrics, per_query
+from tuning.systems import AGENT_SYSTEMS, SELF_SYSTEMS, SYSTEMS, baseline_params, system_ranker
 
 if TYPE_CHECKING:
     from evals.agent_system import AgentOptions
-
-RankFn = Callable[[str], list[tuple[str, float]]]
-# Durable jobs: `agent` (the default policy) and one system per model policy (evals.agent_system).
-# `*-self`: the collection's self-tuned profile (evals.self_tuning: pseudo-queries, no qrels read);
-# `agent-self` is the default policy's jobs with `--profile self`.
-AGENT_SYSTEMS = ("agent", "agent-self", *model_policies())
-SELF_SYSTEMS = ("bm25-self", "hybrid-self", "agent-self")
-SYSTEMS = ("bm25", "bm25-tuned", "bm25-self", "dense", "hybrid", "hybrid-self", *AGENT_SYSTEMS)
 
 
 @dataclass
@@ -63,21 +55,6 @@ class EvalResult:
         }
 
 
-def pick_split(col: Collection, split: str | None) -> str:
-    splits = col.corpus.splits()
-    if not splits:
-        raise QuarryError(
-            "no_qrels",
-            f"collection {col.name!r} has no relevance judgements",
-            "ingest a BEIR folder with qrels/<split>.tsv to evaluate",
-        )
-    if split is None:
-        return "test" if "test" in splits else splits[0]
-    if split not in splits:
-        raise QuarryError("bad_split", f"no split {split!r} in {col.name!r}", f"choose one of: {', '.join(splits)}")
-    return split
-
-
 def parse_systems(values: list[str] | str | None) -> list[str]:
     """System names from repeated and/or comma-separated values, in order, without repeats."""
     raw = [values] if isinstance(values, str) else list(values or ["bm25"])
@@ -88,81 +65,14 @@ def parse_systems(values: list[str] | str | None) -> list[str]:
     return names or ["bm25"]
 
 
-def judged_queries(
-    col: Collection, split: str | None, limit: int | None = None, only: Set[str] | None = None
-) -> tuple[str, list[str], dict[str, str], dict[str, dict[str, int]]]:
-    """(split, judged query ids in a stable order, query texts, qrels) — the queries every
-    system and the BM25 grid search are scored on; `only` keeps those ids (a held-out half)."""
-    split = pick_split(col, split)
-    qrels = col.corpus.qrels(split)
-    texts = col.corpus.queries()
-    qids = sorted((q for q in qrels if q in texts and (only is None or q in only)), key=lambda q: (len(q), q))
-    if limit:
-        qids = qids[:limit]
-    if not qids:
-        raise QuarryError("no_queries", f"split {split!r} has no judged queries with text", "check queries.jsonl")
-    return split, qids, texts, qrels
-
-
-def dense_index(col: Collection):
-    """The collection's dense index (`search(text, k) -> list[Hit]`), or a clear error."""
-    if not hasattr(type(col), "dense"):
-        raise QuarryError(
-            "no_dense",
-            "this Quarry build has no dense retrieval (stores.dense / Collection.dense)",
-            "use --system bm25, or update Quarry to a version with dense indexes",
-        )
-    try:
-        return col.dense
-    except ImportError as exc:
-        raise QuarryError(
-            "no_dense",
-            f"dense retrieval is unavailable: {exc}",
-            "install the embedding dependencies (sentence-transformers, chromadb)",
-        ) from exc
-
-
-def baseline_params(k1: float | None, b: float | None) -> tuple[float, float]:
-    """`bm25` and `hybrid` mean Anserini's defaults unless --k1/--b say otherwise — never the
-    parameters stored with the index, which `quarry tune --apply` may have fitted to these queries."""
-    return (DEFAULT_K1 if k1 is None else float(k1)), (DEFAULT_B if b is None else float(b))
-
-
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
-
-
-def system_ranker(col: Collection, system: str, k1: float | None, b: float | None, depth: int) -> RankFn:
-    lucene = col.lucene
-    k1, b = baseline_params(k1, b)
-    semantic_weight = 1.0
-    if system in SELF_SYSTEMS:
-        from evals.self_tuning import self_profile  # lazy: pseudo-queries load the sentence splitter
-
-        profile = self_profile(col, note=_stderr)
-        k1, b, system = profile.k1, profile.b, system.removesuffix("-self")
-        semantic_weight = profile.semantic_weight or 1.0
-    if system == "bm25":
-        return lambda text: [(h.docid, h.score) for h in lucene.search(text, depth, k1=k1, b=b)]
-    if system == "dense":
-        dense = dense_index(col)
-        return lambda text: [(h.docid, h.score) for h in dense.search(text, depth)]
-    if system == "hybrid":
-        dense = dense_index(col)
-
-        def fused(text: str) -> list[tuple[str, float]]:
-            lexical = [h.docid for h in lucene.search(text, depth, k1=k1, b=b)]
-            semantic = [h.docid for h in dense.search(text, depth)]
-            return reciprocal_rank_fusion([lexical, semantic], [1.0, semantic_weight])[:depth]
-
-        return fused
-    raise QuarryError("bad_system", f"unknown system {system!r}", f"choose one of: {', '.join(SYSTEMS)}")
 
 
 def _bm25_setting(col: Collection, system: str, k1: float | None, b: float | None) -> dict[str, float]:
     """The BM25 k1/b (and semantic weight) a system's run used (recorded with its metrics)."""
     if system in ("bm25-self", "hybrid-self"):
-        from evals.self_tuning import self_profile
+        from tuning.self_tuning import self_profile
 
         profile = self_profile(col, tune_if_missing=False)
         weight = {"semantic_weight": profile.semantic_weight or 1.0} if system == "hybrid-self" else {}
@@ -298,7 +208,7 @@ def _evaluate_agent(
     bm25 = {"k1": col.lucene.meta.k1, "b": col.lucene.meta.b}  # the index's stored parameters
     if system == "agent-self":
         from evals.agent_system import AgentOptions
-        from evals.self_tuning import self_profile
+        from tuning.self_tuning import self_profile
 
         profile = self_profile(col, note=_stderr)  # tuned now (not applied) when missing
         options = options or AgentOptions()

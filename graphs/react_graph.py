@@ -13,10 +13,10 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from graphs.control import current_control
 from graphs.search_graph import activity_options
 from nodes.job.budget import budget_spent, budget_steer
 from nodes.job.config import config_of
+from nodes.job.control import current_control
 from nodes.job.heartbeat import with_heartbeats
 from nodes.job.node_names import NodeName
 from nodes.job.state import JobState

@@ -28,9 +28,9 @@ from langgraph.types import Send
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from graphs.control import current_control, reset_control, use_control
 from nodes.job.budget import budget_steer
 from nodes.job.config import config_of
+from nodes.job.control import current_control, reset_control, use_control
 from nodes.job.heartbeat import with_heartbeats
 from nodes.job.node_names import NodeName
 from nodes.job.state import JobState

@@ -9,7 +9,7 @@ did from the sample and marks the profile stale from `STALE_SHARE` on (jobs then
 defaults and `quarry collections` says to tune again). A tune without `--apply` never replaces a
 profile that is applied and in use: its result is kept beside it as a candidate
 (`runs/self-profile-candidate.json`), which no job reads. This module only keeps the numbers: the
-choice is `evals.self_tuning`'s, the use is the job's and the evaluation's.
+choice is `tuning.self_tuning`'s, the use is the job's and the evaluation's.
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ class SelfProfile(BaseModel):
     queries: int
     seed: int
     kinds: dict[str, KindChoice] = Field(default_factory=dict)
-    # The kind of query that chose the settings: ("judged",) (evals.pseudo_queries.CHOOSING_KINDS),
-    # else ("cloze",) for k1/b alone (evals.cloze_queries); empty when neither could and the
+    # The kind of query that chose the settings: ("judged",) (tuning.pseudo_queries.CHOOSING_KINDS),
+    # else ("cloze",) for k1/b alone (tuning.cloze_queries); empty when neither could and the
     # defaults were kept; None in a profile from before these rules (all kinds chose).
     chosen_on: tuple[str, ...] | None = None
     min_judged: int = 0  # judged queries the tuner needed before they choose (0: any, in older profiles)

@@ -1,6 +1,6 @@
 """The trained verifier shipped with Quarry: a small JSON file of linear weights.
 
-Written by `python -m evals.train_ranker --home H --write` (trained on the team's judged
+Written by `python -m tuning.train_ranker --home H --write` (trained on the team's judged
 collections); read here so that nodes never open files. Absent or unreadable means the
 heuristic order stands (nodes.ranking.ranker).
 """

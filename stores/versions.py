@@ -160,7 +160,7 @@ def _dense_server_collection(folder: Path) -> tuple[str, str] | None:
 
 
 def _drop_server(label: str, collection: str) -> None:
-    from stores.dense import _drop_server_collection  # chromadb loads only for a server-backed index
+    from stores.chroma_build import _drop_server_collection  # chromadb loads only for a server-backed index
 
     host, _, port = label.rpartition(":")
     _drop_server_collection((host, int(port)), collection)

@@ -409,9 +409,9 @@ def run_search_graph(job_id: str, collection: str, intent: str, config: Any) -> 
     """The heuristic round graph run in-process on one job (the runtime configured by the caller)."""
     import asyncio
 
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
+    from nodes.job.control import Control, reset_control, use_control
 
     token = use_control(Control())
     try:

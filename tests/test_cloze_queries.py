@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from evals.cloze_queries import MIN_QUERIES, cloze_queries, take_out_sentence
-from evals.self_tuning import nearest_within_noise, self_tune
 from stores.collection import Collection, ingest
 from stores.corpus import CorpusStore
 from stores.records import DocRecord
 from tests.fakes import write_beir
+from tuning.cloze_queries import MIN_QUERIES, cloze_queries, take_out_sentence
+from tuning.self_tuning import nearest_within_noise, self_tune
 
 TOPICS = {
     "gnn": "graph neural message passing node embedding aggregation layers neighbourhood".split(),

@@ -22,9 +22,9 @@ def job(quarry_home: Path) -> tuple[str, dict]:
     """A finished job on the sample corpus (authors, venues, keywords), run in-process and stored."""
     import asyncio
 
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import make_search_graph
     from graphs.state import initial_state
+    from nodes.job.control import Control, reset_control, use_control
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from stores.collection import ingest
 

@@ -197,7 +197,7 @@ def test_exact_value_only_when_the_sentence_states_it_after_the_questions_words(
 
 @pytest.fixture(scope="module")
 def weights_runtime(quarry_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    from graphs.control import Control, reset_control, use_control
+    from nodes.job.control import Control, reset_control, use_control
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from stores.collection import ingest
     from tests.fakes import write_jsonl

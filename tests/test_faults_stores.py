@@ -197,7 +197,7 @@ def test_a_kill_at_the_metadata_write_is_reported_and_repaired(tmp_path: Path, d
 
 
 def test_an_unreadable_tuning_record_is_one_error(tmp_path: Path) -> None:
-    from evals.tuning import TUNED_FILE, load_tuned
+    from tuning.grid import TUNED_FILE, load_tuned
 
     home = tmp_path / "home"
     ingest(write_jsonl(tmp_path / "d.jsonl", topic_docs(3)), "tuned", home=home, build_lucene=False)

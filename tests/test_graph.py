@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from graphs.control import Control, reset_control, use_control
 from graphs.search_graph import (
     answered,
     make_search_graph,
@@ -28,6 +27,7 @@ from graphs.search_graph import (
 )
 from graphs.state import initial_state
 from nodes.job.config import JobConfig
+from nodes.job.control import Control, reset_control, use_control
 from nodes.job.pool import further_along
 from nodes.job.runtime import NodeRuntime, configure_runtime
 from nodes.job.state import rounds_run

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("stores", "observability", "nodes", "graphs", "workflows", "evals", "quarry")
+PACKAGES = ("stores", "observability", "nodes", "graphs", "workflows", "tuning", "evals", "quarry")
 MAX_LINES = 400
 
 

@@ -270,7 +270,7 @@ def test_every_script_ends_a_quarry_error_with_one_line() -> None:
     root = Path(__file__).resolve().parents[1]
     scripts = [
         p
-        for folder in ("bench", "evals")
+        for folder in ("bench", "tuning", "evals")
         for p in sorted((root / folder).glob("*.py"))
         if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")
     ]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.metrics import BASE_METRICS, mean_metrics, per_query
 from evals.trec import read_run, write_run
+from tuning.metrics import BASE_METRICS, mean_metrics, per_query
 
 QRELS = {
     # q1: binary; d3 is judged but not relevant

@@ -40,7 +40,7 @@ from stores.errors import QuarryError
 from stores.records import DocRecord
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("nodes", "graphs", "workflows", "quarry", "evals", "observability")
+PACKAGES = ("nodes", "graphs", "workflows", "quarry", "tuning", "evals", "observability")
 CONFIG = "nodes/job/config.py"
 FIELD_CALLS = {"Field", "field", "Option", "Argument"}
 
@@ -151,12 +151,12 @@ ALLOWED: dict[tuple[str, str, float], str] = {
     ("workflows/processes/dev_server.py", "wait_s", 60.0): "waiting for the dev server to answer, not a model timeout",
     ("evals/cv.py", "threads", 2): "CPU threads of an evaluation",
     ("evals/runner.py", "threads", 2): "CPU threads of an evaluation",
-    ("evals/tuning.py", "threads", 2): "CPU threads of an evaluation",
-    ("evals/self_tuning.py", "threads", 2): "CPU threads of the tuning's searches",
+    ("tuning/grid.py", "threads", 2): "CPU threads of an evaluation",
+    ("tuning/self_tuning.py", "threads", 2): "CPU threads of the tuning's searches",
     ("evals/html_extraction.py", "runs", 5): "timing repetitions of a benchmark",
     ("evals/dense_adaptation_probe.py", "--pairs(default=)", 1000): "training pairs of a probe, not a search depth",
     ("nodes/tools/agent_tools.py", "SubmitArgs.confidence", 50): "a neutral confidence (of 0-100), not a limit",
-    ("evals/significance.py", "digits", 3): "decimal places a comparison is printed with, not a cap",
+    ("tuning/significance.py", "digits", 3): "decimal places a comparison is printed with, not a cap",
 }
 
 

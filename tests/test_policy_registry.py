@@ -40,7 +40,7 @@ from tests.conftest import LITERATURE
 from tests.fakes import ScriptedChatModel, structured_reply, usage
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("stores", "observability", "nodes", "graphs", "workflows", "evals", "quarry")
+PACKAGES = ("stores", "observability", "nodes", "graphs", "workflows", "tuning", "evals", "quarry")
 REGISTRY = ROOT / "nodes" / "policy" / "registry.py"
 
 

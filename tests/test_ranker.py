@@ -160,7 +160,7 @@ def _dataset(name: str, n_queries: int, seed: int) -> dict:
 def test_coordinate_ascent_learns_the_feature_that_orders_relevant_documents_first() -> None:
     import numpy as np
 
-    from evals.ranker_scorers import _head_matrices, _mean_ndcg, fit_ascent
+    from tuning.ranker_scorers import _head_matrices, _mean_ndcg, fit_ascent
 
     train = [_dataset("one", 20, 1), _dataset("two", 20, 2)]
     v = fit_ascent(train)
@@ -174,7 +174,7 @@ def test_the_in_sample_bound_fits_the_held_out_collection_itself() -> None:
     """The report's bound re-orders a collection with weights fitted on that collection's own
     judgements: where one feature orders the relevant documents first it reaches a perfect nDCG,
     even though the agent's run put them last."""
-    from evals.train_ranker import in_sample_bound
+    from tuning.train_ranker import in_sample_bound
 
     data = _dataset("self", 12, 4)
     for row in data["queries"]:
@@ -185,7 +185,7 @@ def test_the_in_sample_bound_fits_the_held_out_collection_itself() -> None:
 
 
 def test_a_verifier_ships_only_if_its_worst_fold_beats_the_heuristic_orders_and_it_loses_clearly_nowhere() -> None:
-    from evals.train_ranker import shipping_decision
+    from tuning.train_ranker import shipping_decision
 
     def row(name: str, heuristic: float, own: float, vs_agent: float, p: float) -> dict:
         """One held-out collection: hybrid 1.0, the heuristic order and the scorer relative to it."""
@@ -209,7 +209,7 @@ def test_a_verifier_ships_only_if_its_worst_fold_beats_the_heuristic_orders_and_
 
 
 def test_shrinking_pulls_a_verifier_towards_hybrid_fusion_of_the_head() -> None:
-    from evals.ranker_scorers import HYBRID_ANCHOR, shrink
+    from tuning.ranker_scorers import HYBRID_ANCHOR, shrink
 
     own = Verifier("v", ("feedback_rrf", "s_rrf"), (0.0, 0.0), (1.0, 1.0), (3.0, 1.0), 0.0)
     half = shrink(own, 0.5)
@@ -249,7 +249,7 @@ def test_the_trainer_on_a_home_without_the_collections_says_so_without_a_traceba
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "evals.train_ranker", "--home", str(tmp_path)],
+        [sys.executable, "-m", "tuning.train_ranker", "--home", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -262,9 +262,9 @@ def test_the_shipped_verifier_reads_no_leaked_ranking_so_jobs_skip_those_scoring
     """The rule chooses among scorers whose held-out figures are blind: the shipped one must not
     read the alternative BM25 rankings (their k1 came from tuning on the training collections), and
     a job ordering with it does not pay for scoring its head under them."""
-    from evals.train_ranker import LEAKED
     from nodes.ranking.ranker import uses_alt_bm25
     from stores.verifier_file import load_verifier_file
+    from tuning.train_ranker import LEAKED
 
     raw = load_verifier_file()
     assert raw is not None, "stores/data/verifier.json is missing"

@@ -10,10 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evals.agent_system import trajectory_tiers
-from evals.metrics import per_query
 from evals.report import agent_differences, recall_at_depths, write_report
 from evals.runner import EvalResult, evaluate, parse_systems
-from evals.tuning import grid_search
 from nodes.ranking.fusion import reciprocal_rank_fusion, rrf_score
 from nodes.rounds import retrieval
 from quarry.cli import app
@@ -21,6 +19,8 @@ from stores.collection import Collection, ingest
 from stores.errors import QuarryError
 from stores.lucene import Hit
 from tests.fakes import filler, write_beir
+from tuning.grid import grid_search
+from tuning.metrics import per_query
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -225,7 +225,7 @@ def test_cli_eval_several_systems_with_report(home: Path, tmp_path: Path, monkey
 
 
 def test_paired_significance_and_confidence_interval() -> None:
-    from evals.significance import compare
+    from tuning.significance import compare
 
     base = {f"q{i}": {"ndcg@20": 0.2 + 0.01 * i} for i in range(30)}
     better = {q: {"ndcg@20": v["ndcg@20"] + 0.1 + (0.02 if i % 2 else -0.02)} for i, (q, v) in enumerate(base.items())}

@@ -11,10 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from evals.pseudo_queries import KINDS, from_judgements, generate, sentence_query
 from evals.runner import evaluate
-from evals.self_tuning import MIN_CHOOSING_QUERIES, self_profile, self_tune
-from evals.self_verifier import MIN_GAIN
 from nodes.job.config import JobConfig
 from nodes.job.profile_choice import resolve_profile
 from nodes.job.runtime import NodeRuntime, configure_runtime
@@ -28,6 +25,9 @@ from stores.judgements import Judgement, JudgementStore, judgements_path
 from stores.lucene import IndexMeta
 from stores.profiles import SelfProfile, documents_signature, profile_status, read_profile, save_profile
 from tests.fakes import run_search_graph, search_docs, write_beir
+from tuning.pseudo_queries import KINDS, from_judgements, generate, sentence_query
+from tuning.self_tuning import MIN_CHOOSING_QUERIES, self_profile, self_tune
+from tuning.self_verifier import MIN_GAIN
 
 # Small, and without the verifier's jobs: the behaviour, not the figures (one test fits a verifier).
 GRID = {"k1_grid": (0.9, 2.0), "b_grid": (0.4, 0.9), "verifier": False}
@@ -67,7 +67,7 @@ def no_judgements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     for name in ("qrels", "queries", "splits", "answers"):
         monkeypatch.setattr(CorpusStore, name, refuse(name))
-    monkeypatch.setattr("evals.runner.judged_queries", refuse("judged_queries"))
+    monkeypatch.setattr("tuning.judged.judged_queries", refuse("judged_queries"))
     return touched
 
 
@@ -172,7 +172,7 @@ def test_bm25_self_runs_on_the_profile_and_refuses_explicit_parameters(col: Coll
 def test_bm25_self_tunes_first_when_there_is_no_profile(
     col: Collection, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("evals.self_verifier.fit_self_verifier", lambda *a, **k: (None, {}))  # its own test below
+    monkeypatch.setattr("tuning.self_verifier.fit_self_verifier", lambda *a, **k: (None, {}))  # its own test below
     assert read_profile(col.paths, col.name) is None
     result = evaluate(col, "bm25-self")
     stored = read_profile(col.paths, col.name)
@@ -261,8 +261,8 @@ JUDGED = {
 def test_the_profile_fits_its_own_verifier_on_the_agents_candidates(
     col: Collection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("evals.self_tuning.MIN_VERIFIER_QUERIES", 3)
-    monkeypatch.setattr("evals.self_tuning.MIN_CHOOSING_QUERIES", 3)
+    monkeypatch.setattr("tuning.self_tuning.MIN_VERIFIER_QUERIES", 3)
+    monkeypatch.setattr("tuning.self_tuning.MIN_CHOOSING_QUERIES", 3)
     judge(col, JUDGED)
     p = self_tune(col, queries=12, seed=3, k1_grid=(0.9,), b_grid=(0.4,), verifier=True).profile
     figures = p.verifier_pseudo
@@ -407,14 +407,14 @@ def test_marks_reach_the_tuner_and_unknown_documents_are_refused(
     few = self_tune(col, queries=20, seed=3, **GRID).profile
     assert few.kinds["judged"].queries == 1 and few.kept_defaults, "one judged query is too few to choose on"
     assert (few.k1, few.b) == (0.9, 0.4) and f"fewer than {MIN_CHOOSING_QUERIES} judged queries" in few.brief()
-    monkeypatch.setattr("evals.self_tuning.MIN_CHOOSING_QUERIES", 1)
+    monkeypatch.setattr("tuning.self_tuning.MIN_CHOOSING_QUERIES", 1)
     p = self_tune(col, queries=20, seed=3, **GRID).profile
     assert p.kinds["judged"].queries == 1 and p.queries == 21 and p.chosen_on == ("judged",)
     assert (p.k1, p.b) == (p.kinds["judged"].k1, p.kinds["judged"].b)  # the marks chose the setting
 
 
 def test_ingest_and_add_can_self_tune_after_the_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("evals.self_verifier.fit_self_verifier", lambda *a, **k: (None, {}))  # tested above
+    monkeypatch.setattr("tuning.self_verifier.fit_self_verifier", lambda *a, **k: (None, {}))  # tested above
     home = str(tmp_path / "home")
     runner = CliRunner()
     src = judged_source(tmp_path / "src")

@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from evals.cloze_queries import MIN_QUERIES
-from evals.self_tuning import self_tune
 from nodes.job.profile_choice import resolve_profile
 from quarry.cli import app
 from stores.collection import Collection, ingest, reindex
@@ -27,6 +25,8 @@ from stores.profiles import candidate_path, profile_path, profile_status, read_p
 from stores.scratch import SCRATCH_DIR
 from tests.fakes import write_beir, write_jsonl
 from tests.test_cloze_queries import cloze_docs
+from tuning.cloze_queries import MIN_QUERIES
+from tuning.self_tuning import self_tune
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = {"k1_grid": (0.9, 2.0), "b_grid": (0.4, 0.9), "verifier": False}
@@ -36,7 +36,7 @@ NAME = "short"
 PAUSED_TUNE = """
 import sys
 from pathlib import Path
-from evals.self_tuning import self_tune
+from tuning.self_tuning import self_tune
 from stores.collection import Collection
 
 def pause(stage, done, total):

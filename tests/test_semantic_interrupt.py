@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 import stores.chunk_vectors as chunk_vectors_mod
-from graphs.control import Control, reset_control, use_control
+from nodes.job.control import Control, reset_control, use_control
 from nodes.job.heartbeat import deadline_from, stop_reason, with_heartbeats
 from nodes.job.step_control import StepControl, current_step, using_step
 from nodes.rounds.semantic_filter import FilteredSemantic

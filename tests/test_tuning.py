@@ -12,13 +12,13 @@ import pytest
 from typer.testing import CliRunner
 
 from evals.runner import evaluate
-from evals.tuning import GridCell, apply_default_params, grid_search, load_tuned, pick_best, tuned_params
 from nodes.ranking.bm25_defaults import default_bm25_params
 from quarry.cli import app
 from stores.collection import Collection, ingest
 from stores.errors import QuarryError
 from stores.lucene import META_FILE, IndexMeta
 from tests.fakes import filler, write_beir, write_jsonl
+from tuning.grid import GridCell, apply_default_params, grid_search, load_tuned, pick_best, tuned_params
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 K1S, BS = (0.9, 3.0), (0.2, 1.0)  # the stored 0.9/0.4 is not in the grid: the stored setting must change

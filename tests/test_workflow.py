@@ -39,10 +39,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 import nodes.rounds.verification as verification_mod
-from graphs.control import Control, current_control, reset_control, use_control
 from graphs.search_graph import make_search_graph
 from graphs.state import initial_state
 from nodes.job.config import JobConfig
+from nodes.job.control import Control, current_control, reset_control, use_control
 from nodes.job.step_control import current_step
 from nodes.policy.registry import ONE_ROUND_NODE
 from nodes.ranking.ranker import HEURISTIC_ORDER
@@ -628,7 +628,7 @@ def test_the_workflows_own_activities_heartbeat_while_they_run(monkeypatch) -> N
 
 @workflow.defn(sandboxed=False)
 class ControlProbe:
-    """Reads graphs.control the way graph code does, before, while and after it installs its own."""
+    """Reads nodes.job.control the way graph code does, before, while and after it installs its own."""
 
     def __init__(self) -> None:
         self.control = Control(stop_requested=True)
@@ -649,7 +649,7 @@ class ControlProbe:
 
 
 async def test_graph_code_reads_only_the_control_its_workflow_installs(env, queue) -> None:
-    """graphs.control does not reach into the workflow instance by attribute name: a workflow's
+    """nodes.job.control does not reach into the workflow instance by attribute name: a workflow's
     `control` attribute is not seen until the workflow installs it (`use_control`), which its
     drive does; its tasks then see that very object, and a reset takes it away again."""
     async with Worker(env.client, task_queue=queue, workflows=[ControlProbe]):

@@ -38,7 +38,7 @@ async def connect(
     raised at once as `ServerUnreachable` (a RuntimeError: workflows.rpc_errors maps it to
     no_server). Whether something listens is asked of the port, never read from the message."""
     from workflows.processes.dev_server import reachable
-    from workflows.rpc_errors import ServerUnreachable
+    from workflows.shared import ServerUnreachable
 
     plugins = []
     if tracing:

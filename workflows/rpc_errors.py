@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from stores.errors import QuarryError
+from workflows.shared import ServerUnreachable
 
 if TYPE_CHECKING:  # imported when called: the command line pays for temporalio only when it talks to a server
     from temporalio.client import RPCTimeoutOrCancelledError
@@ -24,15 +25,6 @@ NAMESPACE_NOT_FOUND = "temporal.api.errordetails.v1.NamespaceNotFoundFailure"
 SERVER_HINT = "start it with `quarry server`, or set --temporal-address / QUARRY_TEMPORAL_ADDRESS"
 DESCRIBE_S = 3.0  # how long telling a finished job from an unanswered one may take
 CONNECT_HINT = "start it with `quarry server` (or `quarry run`, which starts it), or set --temporal-address"
-
-
-class ServerUnreachable(RuntimeError):
-    """No connection to the Temporal server could be made (`workflows.client.connect`): nothing
-    listens at `address`, or what listens there did not answer as a Temporal server in time."""
-
-    def __init__(self, message: str, address: str) -> None:
-        super().__init__(message)
-        self.address = address
 
 
 def _address(address: str | None) -> str:

@@ -8,7 +8,7 @@ reports where the job is. State is checkpointed into the job store after every r
 continues as new with its state when the history grows large. A job that fails stores its final
 result (status "failed", its error `{code, message, hint}`) and then ends *Failed* in Temporal,
 typed by its code (workflows.job_failure). The graph reads the workflow's `Control` (stop, submit-now, steering,
-pause) from graphs.control, where `_drive` installs it for the graph it runs.
+pause) from nodes.job.control, where `_drive` installs it for the graph it runs.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ if TYPE_CHECKING:
 with workflow.unsafe.imports_passed_through():
     from temporalio.langgraph import graph
 
-    from graphs.control import Control, reset_control, use_control
     from graphs.search_graph import answered, quick_activity_options
     from graphs.state import graph_for, initial_state
     from nodes.evidence.planning import parse_years, validate_steering
     from nodes.job.budget import budget_used
     from nodes.job.config import config_of
+    from nodes.job.control import Control, reset_control, use_control
     from nodes.job.node_names import PAUSE_POINTS, NodeName
     from nodes.job.state import Mode
     from nodes.job.steering_notes import applies_from, unapplied
@@ -367,7 +367,7 @@ class SearchJob:
         self.control.submit_now = True
 
     async def _drive(self, state: dict[str, Any], graph_name: str) -> None:
-        # The graph's routers and workflow-side nodes read this job's control (graphs.control); the
+        # The graph's routers and workflow-side nodes read this job's control (nodes.job.control); the
         # tasks the graph creates copy this task's context, so they all see this very object.
         token = use_control(self.control)
         try:

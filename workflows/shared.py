@@ -17,6 +17,16 @@ NAMESPACE_DEFAULT = "default"
 UI_PORT_DEFAULT = 8233
 
 
+class ServerUnreachable(RuntimeError):
+    """No connection to the Temporal server could be made (`workflows.client.connect` raises it,
+    `workflows.rpc_errors.quarry_error` maps it to no_server): nothing listens at `address`, or what
+    listens there did not answer as a Temporal server in time. It lives here, below both modules."""
+
+    def __init__(self, message: str, address: str) -> None:
+        super().__init__(message)
+        self.address = address
+
+
 def temporal_address(home: Path | None = None) -> str:
     """The Temporal server every command and worker uses: --temporal-address /
     QUARRY_TEMPORAL_ADDRESS, else the running server this home recorded, else the default

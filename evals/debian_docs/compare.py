@@ -4,7 +4,7 @@
 
 Each measure is paired over the questions (or list intents) both reports hold: the mean before and
 after, the difference with its bootstrap 95% interval and a paired randomization p
-(evals.significance). This is how docs/eval/answers-and-exclusions.md reports before and after.
+(tuning.significance). This is how docs/eval/answers-and-exclusions.md reports before and after.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.debian_docs.evaluate import load, product_of
-from evals.significance import compare
+from tuning.significance import compare
 
 Row = Mapping[str, Any]
 

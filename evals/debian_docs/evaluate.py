@@ -32,11 +32,11 @@ from typing import Any
 
 from evals.agent_system import AgentOptions, agent_runs
 from evals.answer_match import match_metrics
-from evals.metrics import per_query
 from nodes.evidence.planning import parse_exclusions
 from nodes.job.config import JobConfig
 from nodes.tools.excerpts import query_terms
 from stores.atomic import write_atomic
+from tuning.metrics import per_query
 
 HERE = Path(__file__).resolve().parent
 COLLECTION = "ddocs"

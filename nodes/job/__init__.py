@@ -1,1 +1,1 @@
-"""What every node shares: the job's configuration, state, runtime, candidate pool, budgets, heartbeats and result pieces."""
+"""What every node shares: the job's configuration, state, runtime, control, candidate pool, budgets, heartbeats and result pieces."""

@@ -9,7 +9,7 @@ through the call's step control (nodes.job.step_control), which a long loop chec
 - while a long loop runs (it has reported progress), the wrapper reads the job's `progress` query
   every POLL_EVERY_S: `job stop`, the budget steer or a finished job stop the step, and the job's
   deadline (start + budget) bounds it — a `stop` signal alone never reaches an activity;
-- outside an activity (in-process runs) the local graphs.control plays the workflow's part.
+- outside an activity (in-process runs) the local nodes.job.control plays the workflow's part.
 
 The loop's progress goes into the heartbeat details and the job store (`JobStore.step`, read by
 `job progress`), at most every PROGRESS_EVERY_S.
@@ -135,7 +135,7 @@ class _Watcher:
         if self.disabled or self.step.why():
             return
         if not self.in_activity:
-            from graphs.control import current_control
+            from nodes.job.control import current_control
 
             reason = current_control().answer_reason()
             if reason:

@@ -8,7 +8,8 @@ Adding a policy is one new module (its `Policy` class, perhaps a result builder)
 `register(PolicySpec(...))` here.
 
 Where it lives, and why the spec names things instead of holding them: the layers import only
-downwards (stores ← observability ← nodes ← graphs ← workflows ← evals/quarry), and every layer
+downwards (the floors of tests/import_graph.py: stores ← observability ← nodes ← graphs ← workflows ←
+tuning ← the application ← evals ← the front doors), and every layer
 needs the registry — `nodes.job.config` for validation, the nodes for the policy's decisions, `graphs`
 to pick a graph, `workflows` and the command line to validate and render. So the registry is the
 lowest module that can hold a policy's vocabulary: it is in `nodes/` (policies are nodes' business)

@@ -2,7 +2,7 @@
 
 Ranking policy, so it lives with the rankers; the index store (`stores.lucene`) only records
 whatever k1/b it is given (its own defaults are Anserini's, `DEFAULT_K1`/`DEFAULT_B`).
-Callers: `evals/tuning.py` (untuned collections) and `bench/bench_scale.py`.
+Callers: `tuning/grid.py` (untuned collections) and `bench/bench_scale.py`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ searches, rank by S and by the best requirement's evidence among the verified, a
 other BM25 settings of the intent's words (k1 1.2–4, b 0.75: near the settings cross-validated tuning chose on the team's
 collections — so the leave-one-collection-out figures are not fully blind to them, docs/eval/ranker.md). A rank carries
 across collections where a raw score's scale does not. A `Verifier` (weights trained by
-`python -m evals.train_ranker`) scores verified candidates; the final order is by that score,
+`python -m tuning.train_ranker`) scores verified candidates; the final order is by that score,
 unverified candidates after them as before. Without a verifier the rule in
 `nodes.job.state.ranked_candidates` stands.
 """
@@ -181,7 +181,7 @@ def candidate_features(
 
 @dataclass(frozen=True)
 class Verifier:
-    """A linear scorer over standardised features (what `evals.train_ranker` chose by measurement)."""
+    """A linear scorer over standardised features (what `tuning.train_ranker` chose by measurement)."""
 
     name: str
     features: tuple[str, ...]

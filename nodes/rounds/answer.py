@@ -30,7 +30,7 @@ from stores.errors import QuarryError
 @dataclass
 class RankerInputs:
     """Everything `nodes.ranking.ranker.final_order` reads besides the pool (the same for a job and for
-    `evals.train_ranker`, which learns from exactly these)."""
+    `tuning.train_ranker`, which learns from exactly these)."""
 
     channel_of: dict[str, str]
     neighbours: dict[str, set[str]]

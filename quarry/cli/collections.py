@@ -44,7 +44,7 @@ def _self_tune_after(name: str, report: Any, enabled: bool) -> dict[str, Any]:
     change (an unchanged collection keeps its profile); what is printed, as JSON."""
     if not enabled or report.unchanged:
         return {}
-    from evals.self_tuning import self_tune  # lazy: pseudo-queries and the tuner load on demand
+    from tuning.self_tuning import self_tune  # lazy: pseudo-queries and the tuner load on demand
 
     try:
         with progress_bar(console.is_terminal) as progress:

@@ -63,8 +63,8 @@ def eval_cmd(
     are graded against answers.jsonl when the collection has it."""
     # lazy: the evaluation stack (pytrec_eval, workflows) costs ~0.2 s of start-up
     from evals.agent_system import AgentOptions
-    from evals.metrics import BASE_METRICS
     from evals.runner import evaluate, parse_systems
+    from tuning.metrics import BASE_METRICS
 
     try:
         if metric not in BASE_METRICS:
@@ -198,8 +198,8 @@ def tune(
 ) -> None:
     """Grid-search BM25 k1/b by nDCG@20 and show the best (default rule without qrels); --apply stores it.
     With --self, tune on the collection's own documents instead of its judgements."""
-    from evals.tuning import DefaultParams  # lazy: the grid search costs ~0.6 s of start-up
-    from evals.tuning import tune as run_tune
+    from tuning.grid import DefaultParams  # lazy: the grid search costs ~0.6 s of start-up
+    from tuning.grid import tune as run_tune
 
     if self_tuned:
         if split is not None:
@@ -240,8 +240,8 @@ def tune(
 def _tune_self(
     name: str, *, apply: bool, json_out: bool, queries: int | None, seed: int | None, verifier: bool
 ) -> None:
-    from evals.pseudo_queries import DEFAULT_QUERIES, DEFAULT_SEED  # lazy, as above (the tuner's own defaults)
-    from evals.self_tuning import self_tune
+    from tuning.pseudo_queries import DEFAULT_QUERIES, DEFAULT_SEED  # lazy, as above (the tuner's own defaults)
+    from tuning.self_tuning import self_tune
 
     try:
         col = open_collection(name)

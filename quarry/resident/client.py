@@ -28,11 +28,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from quarry.resident.start import RECORD_NAME  # noqa: F401  (re-exported: quarry.resident.server reads it here)
+
 SOCKET_NAME = "resident.sock"  # in QUARRY_HOME/run (0700), itself 0600
 # Beside it, the running searcher's own limits (nodes.job.config.ResidentLimits) as it states them:
 # the client reads how long to wait there rather than import the configuration (a third of its start).
 LIMITS_NAME = "resident-limits.json"
-RECORD_NAME = "resident"  # its record, QUARRY_HOME/run/resident.pid (workflows.processes.background)
 # AF_UNIX addresses hold 108 bytes with the terminating NUL; a longer path cannot be bound or reached.
 MAX_SOCKET_PATH = 107
 COMMANDS = ("search", "read")

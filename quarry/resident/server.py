@@ -100,7 +100,7 @@ class WarmCollections:
 
 # Quarry's own packages: a process that keeps running while they change on disk (an update, a
 # checkout) would answer with old code, or with old and new mixed once it imports a module late.
-PACKAGES = ("quarry", "stores", "nodes", "graphs", "workflows", "observability", "evals")
+PACKAGES = ("quarry", "stores", "nodes", "graphs", "workflows", "observability", "tuning", "evals")
 
 
 CODE_CHANGED = "Quarry's code changed since this searcher started"

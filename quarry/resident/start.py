@@ -4,6 +4,7 @@ background processes (workflows.processes.background: its pid, start time and co
 The command line starts it without waiting (`spawn`, after its own in-process answer): it warms up
 once that command has ended. A caller that needs it answering — a benchmark, a test — starts it with
 `start_ready`, which waits on a pipe the searcher writes one byte to once it listens: no polling.
+It imports nothing of Quarry at import time (the client, which starts it, imports its record name).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import select
 import sys
 from pathlib import Path
 
-from quarry.resident.client import RECORD_NAME
+RECORD_NAME = "resident"  # its record, QUARRY_HOME/run/resident.pid (workflows.processes.background)
 
 
 def _command(collection: str | None, after: int | None, ready_fd: int | None) -> list[str]:

@@ -1,6 +1,6 @@
 """The Markdown of the learned verifier's leave-one-collection-out measurement (docs/eval/ranker.md).
 
-`evals.train_ranker` computes the figures and decides what ships; this only turns them into the
+`tuning.train_ranker` computes the figures and decides what ships; this only turns them into the
 report's table and prose (the scorers, features, shipping rule and how to reproduce the run), so
 the long text of the report does not crowd the training code.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from evals.ranker_scorers import ASCENT_STEPS, SHRINK_STEPS, UNLEAKED
 from nodes.ranking.ranker import FEATURES, RANK_FEATURES
+from tuning.ranker_scorers import ASCENT_STEPS, SHRINK_STEPS, UNLEAKED
 
 
 def report(
@@ -88,7 +88,7 @@ def report(
         f"tuning on these collections' judgements): {', '.join(UNLEAKED)}; `ascent_unleaked_shrunkλ` — "
         "its weights (normalised to sum 1) pulled towards hybrid fusion of the verified head, "
         "(1 − λ)·w + λ·(lex0_rrf + sem0_rrf)/2, for λ in "
-        f"{{{', '.join(f'{x:g}' for x in SHRINK_STEPS)}}} (evals.ranker_scorers.shrink); "
+        f"{{{', '.join(f'{x:g}' for x in SHRINK_STEPS)}}} (tuning.ranker_scorers.shrink); "
         "`lambdamart` — LightGBM LambdaMART on all features, only if lightgbm is installed (not shippable: "
         "the verifier file holds a linear model).",
         "",
@@ -105,7 +105,7 @@ def report(
             for label in ("ascent_ranks", "ascent_unleaked")
         ),
         "",
-        "Shipping rule (evals.train_ranker.shipping_decision; since 2026-12-03 by the worst held-out "
+        "Shipping rule (tuning.train_ranker.shipping_decision; since 2026-12-03 by the worst held-out "
         "collection, before by the mean): the scorer whose worst held-out gain over hybrid is highest is "
         "written to stores/data/verifier.json if it is linear, does better at worst than the heuristic "
         "order at worst, and is significantly worse than the heuristic order on no held-out collection "
@@ -115,7 +115,7 @@ def report(
         "## Reproduce",
         "",
         "```",
-        "python -m evals.train_ranker --home H   # H holds cacm, cranfield, scifact-train, BM25 defaults, --dense",
+        "python -m tuning.train_ranker --home H   # H holds cacm, cranfield, scifact-train, BM25 defaults, --dense",
         "```",
         "",
         "Feature collection: "

@@ -3,10 +3,10 @@
 The shipped verifier's weights were fitted on three judged collections and do not carry to a
 fourth (docs/eval/ranker.md); fitted inside one collection the same features gain. A user's
 collection has no judgements, so the profile fits the same kind of scorer (coordinate ascent on
-the reciprocal-rank features, evals.ranker_scorers.fit_ascent) on pseudo-queries instead: a
+the reciprocal-rank features, tuning.ranker_scorers.fit_ascent) on pseudo-queries instead: a
 heuristic job runs in-process for each (with the profile's BM25 setting and semantic weight, the
 shipped verifier off), its verified candidates' features are collected exactly as a job's answer
-step computes them (evals.train_ranker.collect_one), and the pseudo-queries' known answers grade
+step computes them (tuning.ranker_features.collect_one), and the pseudo-queries' known answers grade
 them. The fitted verifier is kept only if it orders those candidates better than the heuristic
 order on the pseudo-queries by at least MIN_GAIN; both figures are stored with the profile.
 
@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from evals.metrics import per_query
-from evals.pseudo_queries import PseudoQuerySet
-from evals.ranker_scorers import fit_ascent, rerank
-from evals.train_ranker import collect_one
 from stores.collection import Collection
 from stores.jobs import JobStore
 from stores.profiles import ProfileStatus, SelfProfile
 from stores.scratch import scratch_dir
+from tuning.metrics import per_query
+from tuning.pseudo_queries import PseudoQuerySet
+from tuning.ranker_features import collect_one
+from tuning.ranker_scorers import fit_ascent, rerank
 
 VERIFIER_QUERIES = 150  # pseudo-queries whose jobs are run (about a second each here)
 OBJECTIVE = "ndcg@20"

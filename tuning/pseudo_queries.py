@@ -1,6 +1,6 @@
 """Pseudo-queries: training queries with known answers made from a collection's own documents.
 
-A user's corpus has no relevance judgements, so self-tuning (evals.self_tuning) scores settings
+A user's corpus has no relevance judgements, so self-tuning (tuning.self_tuning) scores settings
 on queries the corpus answers by construction. Three kinds, each reported on its own:
 
 - `title`: a document's title → that document (a known-item search, as a user who remembers
@@ -38,7 +38,7 @@ KINDS = ("title", "sentence", "citation")
 # titles share words with the cited titles and chose the same (CACM: hybrid −4.9%, BM25 −1.6%).
 # They are made and reported — what each alone would choose — but only judged queries (a person's
 # marks, a model librarian's judgements of real intents) choose; without enough of them, cloze
-# queries (evals.cloze_queries: the sentence taken out of what is searched) choose k1/b.
+# queries (tuning.cloze_queries: the sentence taken out of what is searched) choose k1/b.
 KNOWN_ITEM_KINDS = ("title", "sentence")
 CHOOSING_KINDS = ("judged",)
 DEFAULT_QUERIES = 300

@@ -19,9 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evals.metrics import mean_metrics
-from evals.plots import heatmap
-from evals.runner import judged_queries
 from nodes.job.config import JobConfig
 from nodes.ranking.bm25_defaults import default_bm25_params
 from stores.atomic import write_atomic
@@ -29,6 +26,9 @@ from stores.collection import Collection, reindex
 from stores.errors import QuarryError
 from stores.file_formats.corpus_reader import ProgressFn
 from stores.lucene import LuceneIndex
+from tuning.judged import judged_queries
+from tuning.metrics import mean_metrics
+from tuning.plots import heatmap
 
 DEFAULT_K1_GRID = (0.6, 0.9, 1.2, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0, 25.0)
 DEFAULT_B_GRID = (0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0)

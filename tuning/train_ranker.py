@@ -1,6 +1,6 @@
 """Train the learned verifier and measure it on collections it was not trained on.
 
-    python -m evals.train_ranker --home H [--collections cacm cranfield scifact-train] [--write]
+    python -m tuning.train_ranker --home H [--collections cacm cranfield scifact-train] [--write]
 
 1. For every judged query of each collection, the heuristic search graph runs in-process and the
    features of its verified candidates (nodes.ranking.ranker.FEATURES) are collected with their relevance
@@ -17,23 +17,27 @@
    dependencies) — only if, held out, it beat the heuristic agent's own order on average; else
    it says so and writes nothing (the heuristic order stays).
 
-The scorers and their fitting are `evals.ranker_scorers`; the Markdown report is `evals.ranker_report`.
+The scorers and their fitting are `tuning.ranker_scorers`; the Markdown report is `tuning.ranker_report`.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from evals.metrics import per_query
-from evals.ranker_report import report
-from evals.ranker_scorers import (
+from nodes.ranking.ranker import FEATURES, RANK_FEATURES
+from stores.atomic import write_atomic  # workers read the verifier file while it is rewritten
+from stores.collection import Collection
+from tuning.judged import judged_queries
+from tuning.metrics import per_query
+from tuning.ranker_features import collect_one
+from tuning.ranker_report import report
+from tuning.ranker_scorers import (
     FITS,
     METRIC,
     SHRINK_STEPS,
@@ -45,11 +49,8 @@ from evals.ranker_scorers import (
     rerank,
     shrink,
 )
-from evals.runner import judged_queries, system_ranker
-from evals.significance import compare
-from nodes.ranking.ranker import FEATURES, RANK_FEATURES, candidate_features
-from stores.atomic import write_atomic  # workers read the verifier file while it is rewritten
-from stores.collection import Collection
+from tuning.significance import compare
+from tuning.systems import system_ranker
 
 REPO = Path(__file__).resolve().parents[1]
 # The alternative BM25 rankings: their k1 values came from tuning on these same collections' judgements.
@@ -59,44 +60,6 @@ CACHE = "ranker-features.json"
 VERIFIER_NAME = "verifier-v3"  # what --write names the shipped verifier (the manifest shows it)
 REPORT = REPO / "docs" / "eval" / "ranker.md"
 NOTES_HEADING = "## What this says"
-
-
-def collect_one(
-    rt, col: Collection, qid: str, text: str, config: Any = None, profile: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """One heuristic job in-process on `text` (with `config`, a JobConfig, else the defaults): its
-    run and its verified candidates' features, exactly as its answer step hands them to a verifier.
-    `profile` pins the job's search settings (as NodeRuntime.search_profile gives them) instead of
-    those the collection's stored profile gives: self-tuning fits a verifier for a profile not
-    stored as the collection's yet."""
-    from graphs.control import Control, reset_control, use_control
-    from graphs.search_graph import make_search_graph
-    from graphs.state import initial_state
-    from nodes.job.pool import load_pool
-    from nodes.job.state import JobState
-    from nodes.rounds.answer import ranker_inputs
-
-    job_id = f"ranker-{col.name}-{qid}"
-    start = initial_state(job_id, col.name, text, config=config)
-    if profile is not None:
-        start["profile"] = profile
-    token = use_control(Control())
-    try:
-        state = cast(
-            JobState, asyncio.run(make_search_graph().compile().ainvoke(start, config={"recursion_limit": 10_000}))
-        )
-    finally:
-        reset_control(token)
-    pool = load_pool(rt.jobs, state)
-    inputs = ranker_inputs(rt, state, pool)  # exactly what a job's answer step hands the verifier
-    feats = candidate_features(
-        list(pool.values()),
-        inputs.channel_of,
-        neighbours=inputs.neighbours,
-        lengths=inputs.lengths,
-        context=inputs.context,
-    )
-    return {"qid": qid, "run": rt.jobs.load_draft(job_id)["run"], "features": feats}
 
 
 def heuristic_runs(data: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -270,7 +233,7 @@ def main() -> None:
                     "bias": verifier.bias,
                     "trained_on": args.collections,
                     "model": best,
-                    "rebuild": "python -m evals.train_ranker --home H --write",
+                    "rebuild": "python -m tuning.train_ranker --home H --write",
                 },
                 indent=1,
             )

@@ -1,11 +1,11 @@
 """Self-tuning: choose a collection's BM25 k1/b and channel weights on pseudo-queries, never on qrels.
 
-`self_tune` makes pseudo-queries from the documents (evals.pseudo_queries; cloze queries searched
-in an altered copy, evals.cloze_queries), adds the queries the collection's jobs judged (model
+`self_tune` makes pseudo-queries from the documents (tuning.pseudo_queries; cloze queries searched
+in an altered copy, tuning.cloze_queries), adds the queries the collection's jobs judged (model
 librarians, a user's marks: stores.judgements), scores every (k1, b) of the BM25 grid on them (the
-same search loop as the judged grid search, evals.tuning.grid_runs), then — when the collection has
+same search loop as the judged grid search, tuning.grid.grid_runs), then — when the collection has
 a dense index — the semantic channel's RRF weight against the lexical one at the chosen k1/b, and
-last a verifier fitted on the agent's candidates for them (evals.self_verifier). What each kind of
+last a verifier fitted on the agent's candidates for them (tuning.self_verifier). What each kind of
 pseudo-query alone would choose is kept beside the choice, so a report can say which kinds carry
 the signal. Who chooses (docs/eval/self-tuning/README.md has the measurements behind each rule):
 - judged queries (`CHOOSING_KINDS`: real intents with a person's or a model's judgements), from
@@ -37,21 +37,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from evals.cloze_queries import KIND as CLOZE
-from evals.cloze_queries import MIN_QUERIES as MIN_CLOZE_QUERIES
-from evals.cloze_queries import cloze_queries
-from evals.metrics import per_query
-from evals.pseudo_queries import (
-    CHOOSING_KINDS,
-    DEFAULT_QUERIES,
-    DEFAULT_SEED,
-    KINDS,
-    PseudoQuery,
-    PseudoQuerySet,
-    from_judgements,
-    generate,
-)
-from evals.tuning import DEFAULT_B_GRID, DEFAULT_K1_GRID, OBJECTIVE, SECONDARY, GridCell, grid_runs, pick_best
 from nodes.ranking.fusion import reciprocal_rank_fusion
 from stores.collection import Collection, reindex
 from stores.errors import QuarryError
@@ -70,6 +55,21 @@ from stores.profiles import (
     save_pseudo_queries,
 )
 from stores.scratch import scratch_dir
+from tuning.cloze_queries import KIND as CLOZE
+from tuning.cloze_queries import MIN_QUERIES as MIN_CLOZE_QUERIES
+from tuning.cloze_queries import cloze_queries
+from tuning.grid import DEFAULT_B_GRID, DEFAULT_K1_GRID, OBJECTIVE, SECONDARY, GridCell, grid_runs, pick_best
+from tuning.metrics import per_query
+from tuning.pseudo_queries import (
+    CHOOSING_KINDS,
+    DEFAULT_QUERIES,
+    DEFAULT_SEED,
+    KINDS,
+    PseudoQuery,
+    PseudoQuerySet,
+    from_judgements,
+    generate,
+)
 
 TUNE_DEPTH = 100  # nDCG@20 and MAP of a known-item search are decided in the first hundred
 MIN_VERIFIER_QUERIES = 30  # judged queries needed to fit a verifier on them
@@ -126,7 +126,7 @@ def self_tune(
     progress: ProgressFn | None = None,
 ) -> SelfTuneResult:
     """Tune on pseudo-queries and store the profile (see module doc); `apply` also reindexes;
-    `verifier` also fits the profile's own verifier (evals.self_verifier: one in-process agent job
+    `verifier` also fits the profile's own verifier (tuning.self_verifier: one in-process agent job
     per pseudo-query it uses). `judgements` replaces the collection's stored ones (None: read them),
     so an evaluation can tune on simulated marks without writing them into a collection."""
     with writer_lock(col.paths.root, col.name, who="self-tuning in process", reentrant=True):
@@ -213,8 +213,8 @@ def _tune_locked(
     def best_for(ids: Sequence[str]) -> GridCell:
         return pick_best([GridCell(k1, b, _mean(rows[(k1, b)], ids)) for k1, b in settings])
 
-    # Judged queries choose everything from MIN_CHOOSING_QUERIES on (evals.pseudo_queries.CHOOSING_KINDS);
-    # below that, cloze queries choose k1/b alone (evals.cloze_queries), and with neither the
+    # Judged queries choose everything from MIN_CHOOSING_QUERIES on (tuning.pseudo_queries.CHOOSING_KINDS);
+    # below that, cloze queries choose k1/b alone (tuning.cloze_queries), and with neither the
     # defaults stay and the profile says so.
     choosing_set = pseudo.only(CHOOSING_KINDS)
     if len(choosing_set.queries) < MIN_CHOOSING_QUERIES:
@@ -263,7 +263,7 @@ def _tune_locked(
         seconds=round(time.perf_counter() - started, 1),
     )
     if verifier and len(choosing) >= MIN_VERIFIER_QUERIES:
-        from evals.self_verifier import fit_self_verifier  # lazy: it loads the search graph
+        from tuning.self_verifier import fit_self_verifier  # lazy: it loads the search graph
 
         weights, figures = fit_self_verifier(col, choosing_set, profile, progress=progress)  # its jobs search with it
         profile = profile.model_copy(
@@ -320,7 +320,7 @@ def _cloze_rows(
     progress: ProgressFn | None,
 ) -> tuple[tuple[PseudoQuery, ...], dict[tuple[float, float], Rows]]:
     """Cloze queries and their per-query scores at every setting, searched in the altered copy
-    (evals.cloze_queries), which is built in a scratch folder of QUARRY_HOME and removed."""
+    (tuning.cloze_queries), which is built in a scratch folder of QUARRY_HOME and removed."""
     if len(hashes) < MIN_CLOZE_QUERIES:  # too few documents to make enough: no copy to build
         return (), {s: {} for s in settings}
     with scratch_dir(_home(col), "cloze-") as scratch:

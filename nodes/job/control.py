@@ -1,4 +1,8 @@
-"""Outside control of a running graph: stop, the budget's "submit now" steer, steering notes.
+"""Outside control of a running job's graph: stop, the budget's "submit now" steer, steering notes.
+
+It lives with the job's values at the nodes floor — plain flags and a context variable, no graph —
+so the graphs' routers, the workflow that drives them and the in-process heartbeat
+(nodes.job.heartbeat) all read it from below, and no node imports `graphs`.
 
 Routers consult a `Control` so that the same graph runs under Temporal (where the workflow's
 signal/update handlers and timers set the flags) and in-process (tests, evaluation). Whoever drives

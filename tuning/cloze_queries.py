@@ -1,7 +1,7 @@
 """Cloze pseudo-queries: a sentence of a document → that document, the sentence taken out of what is searched.
 
 Why a kind of its own (docs/eval/self-tuning/README.md, fourth measurement): the `title` and
-`sentence` kinds (evals.pseudo_queries) are known-item searches whose words are still in their one
+`sentence` kinds (tuning.pseudo_queries) are known-item searches whose words are still in their one
 answer, so they reward exact matching and chose settings that lost on real queries. Taking the
 sentence out — the inverse cloze task of Lee et al. (ACL 2019) — leaves the query to be matched
 by what the rest of its document says about the same thing, as a real query is. Every other
@@ -11,7 +11,7 @@ document made shorter, and BM25's length normalisation (b) would be rewarded for
 Measured on CACM, Cranfield and scifact-train (two seeds, real queries, never their qrels here):
 the k1/b these queries chose gained +0.5 to +5.6% nDCG@20 for BM25 and +0.8 to +3.4% for hybrid,
 never a loss; the semantic weight they chose (0.25–0.5) lost on hybrid, so they choose k1/b only
-(evals.self_tuning).
+(tuning.self_tuning).
 
 The searched copy is a Lucene index of the altered documents built in a scratch folder (the
 caller's, inside the collection's runs); above `MAX_DOCUMENTS` documents it holds a seeded sample
@@ -31,11 +31,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.pseudo_queries import PseudoQuery, query_sentences
 from stores.collection import Collection
 from stores.lucene import LuceneIndex
 from stores.lucene_build import build_index
 from stores.records import DocRecord
+from tuning.pseudo_queries import PseudoQuery, query_sentences
 
 KIND = "cloze"
 MIN_DOCUMENT_WORDS = 40  # a document shorter than this says too little once a sentence is gone

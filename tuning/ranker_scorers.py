@@ -1,6 +1,6 @@
 """The candidate scorers of the learned verifier: how each is fitted and how it re-orders a run.
 
-`evals.train_ranker` measures these held out (leave one collection out) and ships the best linear
+`tuning.train_ranker` measures these held out (leave one collection out) and ships the best linear
 one; they are apart from it so that the fitting itself — the feature matrices built from the
 cached features and relevance grades, logistic regression (scikit-learn), coordinate ascent on
 nDCG, LambdaMART (LightGBM, only if installed) — can be read, tested and probed
