@@ -12,13 +12,15 @@ from typing import Any
 
 from nodes.job.config import JobConfig
 from nodes.job.state import JobState, Mode
+from nodes.policy.code_ref import CodeRef
 from nodes.policy.registry import DEFAULT_POLICY, REACT_GRAPH, SEARCH_GRAPH, find_or_default, specs
 
-# The builder of each graph a policy can name (`PolicySpec.graph`), as "module:function" so this
-# module stays light for the workflow; a policy with a graph of its own adds its builder here.
-GRAPH_BUILDERS = {
-    SEARCH_GRAPH: "graphs.search_graph:make_search_graph",
-    REACT_GRAPH: "graphs.react_graph:make_react_graph",
+# The builder of each graph a policy can name (`PolicySpec.graph`), as a reference imported on first
+# use so this module stays light for the workflow; a policy with a graph of its own names its builder
+# in its spec (`PolicySpec.graph_builder`).
+GRAPH_BUILDERS: dict[str, CodeRef] = {
+    SEARCH_GRAPH: CodeRef("graphs.search_graph", "make_search_graph"),
+    REACT_GRAPH: CodeRef("graphs.react_graph", "make_react_graph"),
 }
 
 
@@ -29,12 +31,10 @@ def graph_for(policy: str) -> str:
 
 def graph_builders() -> dict[str, Callable[[], Any]]:
     """Every graph some registered policy runs on, by name, with its builder (for the worker)."""
-    from nodes.policy.registry import resolve
-
     out: dict[str, Callable[[], Any]] = {}
     for spec in specs():
         if spec.graph not in out:
-            out[spec.graph] = resolve(spec.graph_builder or GRAPH_BUILDERS[spec.graph])
+            out[spec.graph] = (spec.graph_builder or GRAPH_BUILDERS[spec.graph]).load()
     return out
 
 

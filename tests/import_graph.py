@@ -7,10 +7,10 @@ functions, inside `try`, and inside `if TYPE_CHECKING:` too (a type is a depende
 them goes up or closes a cycle today, so this costs nothing). `from a.b import c` imports the module `a.b.c`
 when there is one, else `a.b`; relative imports are resolved; `importlib.import_module("a.b")` with a
 literal counts as importing `a.b`. Only imports of product modules (the packages below) are edges.
-`"package.module:attribute"` strings (the policy registry's late-bound references, resolved by
-`nodes.policy.registry.resolve`) are listed in the report and count as arrows up when they name a
-higher floor, but are not edges of the cycle check (the registry names modules of its own floor that
-import it: by design, late-bound).
+`CodeRef("package.module", "attribute")` calls (`nodes.policy.code_ref`: the policy registry's and the
+graphs' late-bound references, imported on first use) are listed in the report and count as arrows up
+when they name a higher floor, but are not edges of the cycle check (the registry names modules of its
+own floor that import it: by design, late-bound).
 
 Floors, lowest first (FLOORS): a module may import its own floor or lower. A module's floor is that
 of the longest FLOORS key that is it or a package above it; a module no key covers is "not placed".
@@ -19,7 +19,6 @@ of the longest FLOORS key that is it or a package above it; a module no key cove
 from __future__ import annotations
 
 import ast
-import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -63,7 +62,7 @@ class Arrow:
 class Graph:
     modules: dict[str, Path] = field(default_factory=dict)
     arrows: list[Arrow] = field(default_factory=list)
-    references: list[Arrow] = field(default_factory=list)  # "module:attribute" strings (not edges)
+    references: list[Arrow] = field(default_factory=list)  # CodeRef("module", "attribute") calls (not edges)
     floors: Mapping[str, int] = field(default_factory=lambda: FLOORS)
     front_doors: tuple[str, ...] = FRONT_DOORS
 
@@ -77,7 +76,7 @@ class Graph:
         return module.split(".", 1)[0]
 
     def up_arrows(self) -> list[Arrow]:
-        """Imports, and "module:attribute" references, of a higher floor."""
+        """Imports, and CodeRef references, of a higher floor."""
         return [
             a
             for a in [*self.arrows, *self.references]
@@ -129,9 +128,6 @@ def find_modules(root: Path, packages: Iterable[str]) -> dict[str, Path]:
     return {module_name(path, root): path for path in sorted(files)}
 
 
-_REFERENCE = re.compile(r"([a-z_][\w.]*):[A-Za-z_]\w*")
-
-
 class _Imports(ast.NodeVisitor):
     def __init__(self, module: str, is_package: bool, known: set[str]) -> None:
         self.module, self.is_package, self.known = module, is_package, known
@@ -170,14 +166,17 @@ class _Imports(ast.NodeVisitor):
             arg = node.args[0]
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 self._add(arg.value, node.lineno)
+        if name == "CodeRef":
+            self._reference(node)
         self.generic_visit(node)
 
-    def visit_Constant(self, node: ast.Constant) -> None:
-        # A "package.module:attribute" reference (nodes.policy.registry.resolve imports it on first use).
+    def _reference(self, node: ast.Call) -> None:
+        # A `CodeRef("package.module", "attribute")` (nodes.policy.code_ref: imported on first use).
         # Reported apart, not an edge: the registry names modules of its own floor by design, and
         # counting them would make most of nodes/ one cycle through it.
-        if isinstance(node.value, str) and (m := _REFERENCE.fullmatch(node.value)) and m[1] in self.known:
-            self.references.append((m[1], node.lineno))
+        module = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "module"), None)
+        if isinstance(module, ast.Constant) and isinstance(module.value, str) and module.value in self.known:
+            self.references.append((module.value, node.lineno))
 
 
 def scan(
@@ -229,7 +228,7 @@ def report(graph: Graph, root: Path = ROOT) -> str:
     ]
     sections.append(
         (
-            'references by name ("module:attribute" strings, resolved on first use; in arrows up, not in cycles)',
+            'references by name (CodeRef("module", "attribute"), imported on first use; in arrows up, not in cycles)',
             [f"{a.source} -> {a.target}  ({_where(graph, a, root)})" for a in graph.references],
         )
     )

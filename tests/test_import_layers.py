@@ -67,3 +67,20 @@ def test_the_scanner_finds_local_cycles_and_arrows_up(tmp_path: Path) -> None:
     assert graph.unplaced() == []
     graph.modules["stray"] = tmp_path / "door.py"
     assert graph.unplaced() == ["stray"]
+
+
+def test_the_scanner_reads_code_refs_as_references(tmp_path: Path) -> None:
+    """A `CodeRef("module", "attribute")` names code imported on first use: a reference, an arrow up
+    when it names a higher floor, never an edge of the cycle check."""
+    for package, files in {
+        "low": {"__init__.py": "", "a.py": 'X = CodeRef("high.b", "f")\nY = ref.CodeRef(module="low.c", attr="g")\n'},
+        "high": {"__init__.py": "", "b.py": "from low.a import X\n"},
+    }.items():
+        (tmp_path / package).mkdir()
+        for name, text in files.items():
+            (tmp_path / package / name).write_text(text)
+    (tmp_path / "low" / "c.py").write_text('Z = "high.b:f"\n')  # a string is only a string
+    graph = scan(tmp_path, ("low", "high"), floors={"low": 0, "high": 1})
+    assert [(a.source, a.target, a.line) for a in graph.references] == [("low.a", "high.b", 1), ("low.a", "low.c", 2)]
+    assert [(a.source, a.target) for a in graph.up_arrows()] == [("low.a", "high.b")]
+    assert graph.cycles() == []

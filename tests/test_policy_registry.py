@@ -16,7 +16,7 @@ from typing import ClassVar
 import pytest
 from langchain_core.messages import AIMessage
 
-from graphs.state import graph_builders, graph_for, initial_state
+from graphs.state import GRAPH_BUILDERS, graph_builders, graph_for, initial_state
 from nodes.job.config import POLICIES, JobConfig, ModelSettings
 from nodes.policy import registry as policies
 from nodes.policy.heuristic import HeuristicPolicy
@@ -27,10 +27,12 @@ from nodes.policy.registry import (
     REACT,
     REACT_GRAPH,
     SEARCH_GRAPH,
+    CodeRef,
     PolicySpec,
     check,
     policy_help,
     register,
+    specs,
     unregister,
 )
 from nodes.policy.seam import JudgeDecision, JudgeInput, JudgeRequest, Located
@@ -42,6 +44,7 @@ from tests.fakes import ScriptedChatModel, structured_reply, usage
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("stores", "observability", "nodes", "graphs", "workflows", "tuning", "evals", "quarry")
 REGISTRY = ROOT / "nodes" / "policy" / "registry.py"
+CODE_REF = ROOT / "nodes" / "policy" / "code_ref.py"
 
 
 class EchoPolicy(HeuristicPolicy):
@@ -58,9 +61,9 @@ ECHO = PolicySpec(
     name="echo",
     help="the heuristic, echoed",
     graph=SEARCH_GRAPH,
-    policy="tests.test_policy_registry:EchoPolicy",
-    result="nodes.rounds.answer:build_result",
-    order="nodes.ranking.ranker:HEURISTIC_ORDER",
+    policy=CodeRef("tests.test_policy_registry", "EchoPolicy"),
+    result=CodeRef("nodes.rounds.answer", "build_result"),
+    order=CodeRef("nodes.ranking.ranker", "HEURISTIC_ORDER"),
     order_help="the echo's order",
 )
 
@@ -112,7 +115,11 @@ def test_a_fourth_policy_is_registered_in_one_place(echo: PolicySpec) -> None:
     assert isinstance(NodeRuntime().policy({"policy": "echo"}), EchoPolicy)
     own = register(
         PolicySpec(
-            **{**ECHO.__dict__, "graph": "quarry-echo", "graph_builder": "graphs.search_graph:make_search_graph"}
+            **{
+                **ECHO.__dict__,
+                "graph": "quarry-echo",
+                "graph_builder": CodeRef("graphs.search_graph", "make_search_graph"),
+            }
         )
     )
     assert graph_for(own.name) == "quarry-echo" and set(graph_builders()) == {SEARCH_GRAPH, REACT_GRAPH, "quarry-echo"}
@@ -280,17 +287,46 @@ def test_the_llm_judge_falls_back_and_says_why() -> None:
     assert first.judgements == HeuristicPolicy().rule_judgements(PLAN, inputs) and first.usage.calls == 0
 
 
-def test_policies_module_imports_nothing_of_quarry_but_errors() -> None:
-    tree = ast.parse(REGISTRY.read_text(encoding="utf-8"))
-    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
     }
-    assert {m.split(".")[0] for m in imported if m} <= {
-        "__future__",
-        "importlib",
-        "collections",
-        "dataclasses",
-        "typing",
-        "stores",
-    }
+
+
+def test_policies_module_imports_nothing_of_quarry_but_errors() -> None:
+    """The registry imports nothing of Quarry but the errors and the `CodeRef` it names code with,
+    which imports nothing of Quarry at all."""
+    library = {"__future__", "importlib", "collections", "dataclasses", "typing"}
+    assert {m.split(".")[0] for m in _imports(REGISTRY) - {"nodes.policy.code_ref"}} <= {*library, "stores"}
+    assert {m for m in _imports(REGISTRY) if m.split(".")[0] == "stores"} == {"stores.errors"}
+    assert {m.split(".")[0] for m in _imports(CODE_REF)} <= library
     assert policies.__name__ == "nodes.policy.registry"
+
+
+def test_every_registered_code_ref_resolves() -> None:
+    """Each reference a built-in policy or graph names imports and has its attribute, of the kind its
+    place wants: a policy class, a result builder, an order label, a graph builder."""
+    decisions = ("plan", "judge", "reflect", "answer", "reason", "for_job")  # nodes.policy.seam.Policy's
+    for spec in specs():
+        cls = spec.policy_class()
+        assert isinstance(cls, type) and all(callable(getattr(cls, d, None)) for d in decisions), spec.policy
+        assert callable(spec.result_builder()), spec.result
+        assert isinstance(spec.order.load(), str) and spec.order_label(), spec.order
+        if spec.graph_builder is not None:
+            assert callable(spec.graph_builder.load()), spec.graph_builder
+    for name, builder in GRAPH_BUILDERS.items():
+        assert callable(builder.load()), (name, str(builder))
+    assert set(GRAPH_BUILDERS) >= {spec.graph for spec in specs() if spec.graph_builder is None}
+
+
+def test_a_code_ref_is_a_module_and_an_attribute() -> None:
+    ref = CodeRef("nodes.ranking.ranker", "HEURISTIC_ORDER")
+    assert str(ref) == "nodes.ranking.ranker:HEURISTIC_ORDER" and ref == CodeRef(*str(ref).split(":"))
+    assert ref.load() is ref.load()
+    with pytest.raises(ValueError):
+        CodeRef("nodes.ranking.ranker:HEURISTIC_ORDER", "")
+    with pytest.raises(ModuleNotFoundError):
+        CodeRef("nodes.no_such_module", "x").load()
+    with pytest.raises(AttributeError):
+        CodeRef("nodes.ranking.ranker", "NO_SUCH_ORDER").load()

@@ -13,20 +13,21 @@ tuning ← the application ← evals ← the front doors), and every layer
 needs the registry — `nodes.job.config` for validation, the nodes for the policy's decisions, `graphs`
 to pick a graph, `workflows` and the command line to validate and render. So the registry is the
 lowest module that can hold a policy's vocabulary: it is in `nodes/` (policies are nodes' business)
-and imports nothing of Quarry at import time but `stores.errors`. The parts that live higher or
-import heavily — the policy class (LangChain for `llm`), the result builder (`nodes.rounds.answer`,
-`nodes.react.finish`), the order label (`nodes.ranking.ranker`) — are named as `"module:attribute"` and
-resolved on first use; the graph is a registered graph *name*, which `graphs.state` maps to its
-builder. Nothing here is nondeterministic, so Temporal workflow code may import it.
+and imports nothing of Quarry at import time but `stores.errors` and `nodes.policy.code_ref` (which
+imports nothing of Quarry). The parts that live higher or import heavily — the policy class
+(LangChain for `llm`), the result builder (`nodes.rounds.answer`, `nodes.react.finish`), the order
+label (`nodes.ranking.ranker`) — are named by a `CodeRef` (a module and an attribute, imported on
+first use); the graph is a registered graph *name*, which `graphs.state` maps to its builder.
+Nothing here is nondeterministic, so Temporal workflow code may import it.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from nodes.policy.code_ref import CodeRef
 from stores.errors import QuarryError
 
 # The graphs a policy can run on (graphs.state maps each name to its builder).
@@ -41,12 +42,6 @@ ONE_ROUND_STEPS = ("retrieval", "verification", "reflection")
 MODEL_OPTIONS = ("model", "max_tokens", "max_dollars")
 
 
-def resolve(ref: str) -> Any:
-    """The attribute a `"package.module:attribute"` reference names (imported on first use)."""
-    module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
 @dataclass(frozen=True, kw_only=True)
 class PolicySpec:
     """One policy, as the rest of Quarry sees it."""
@@ -54,11 +49,11 @@ class PolicySpec:
     name: str
     help: str  # what it is, in a few words (the --policy help)
     graph: str  # the registered graph it runs on (SEARCH_GRAPH, REACT_GRAPH)
-    graph_builder: str = ""  # "module:function" building that graph when it is a new one (the built-in
-    #                             graphs' builders are graphs.state.GRAPH_BUILDERS)
-    policy: str  # "module:Class" of its decisions (nodes.policy.seam.Policy; `Class.for_job(rt, state)`)
-    result: str  # "module:function" building its result: `(state, *, use_model) -> Answered`
-    order: str  # "module:CONSTANT": the label of its final order (the manifest's ranker)
+    graph_builder: CodeRef | None = None  # the function building that graph when it is a new one (the
+    #                                          built-in graphs' builders are graphs.state.GRAPH_BUILDERS)
+    policy: CodeRef  # the class of its decisions (nodes.policy.seam.Policy; `Class.for_job(rt, state)`)
+    result: CodeRef  # the function building its result: `(state, *, use_model) -> Answered`
+    order: CodeRef  # the constant labelling its final order (the manifest's ranker)
     order_help: str  # what the rank column of its results means
     uses_models: bool = False  # calls chat models: needs --model; its manifest names prompts and models
     options: tuple[str, ...] = ()  # command-line options beyond the common ones (MODEL_OPTIONS, "judge_model")
@@ -77,13 +72,13 @@ class PolicySpec:
         return option in self.options
 
     def policy_class(self) -> Any:
-        return resolve(self.policy)
+        return self.policy.load()
 
     def result_builder(self) -> Any:
-        return resolve(self.result)
+        return self.result.load()
 
     def order_label(self) -> str:
-        return str(resolve(self.order))
+        return str(self.order.load())
 
 
 _REGISTRY: dict[str, PolicySpec] = {}
@@ -178,7 +173,7 @@ POLICIES: Sequence[str] = _Names()
 
 # -- the built-in policies (the first is the default) --------------------------------------------
 
-_RULE_ORDER = "nodes.ranking.ranker:HEURISTIC_ORDER"
+_RULE_ORDER = CodeRef("nodes.ranking.ranker", "HEURISTIC_ORDER")
 _RULE_ORDER_HELP = "reciprocal-rank fusion of the verification score S and the retrieval score"
 
 HEURISTIC = register(
@@ -186,8 +181,8 @@ HEURISTIC = register(
         name="heuristic",
         help="offline default",
         graph=SEARCH_GRAPH,
-        policy="nodes.policy.heuristic:HeuristicPolicy",
-        result="nodes.rounds.answer:build_result",
+        policy=CodeRef("nodes.policy.heuristic", "HeuristicPolicy"),
+        result=CodeRef("nodes.rounds.answer", "build_result"),
         order=_RULE_ORDER,
         order_help=_RULE_ORDER_HELP,
         verifier=True,
@@ -199,8 +194,8 @@ LLM = register(
         name="llm",
         help="models in the round graph",
         graph=SEARCH_GRAPH,
-        policy="nodes.llm.policy:LLMPolicy",
-        result="nodes.rounds.answer:build_result",
+        policy=CodeRef("nodes.llm.policy", "LLMPolicy"),
+        result=CodeRef("nodes.rounds.answer", "build_result"),
         order=_RULE_ORDER,
         order_help=_RULE_ORDER_HELP,
         uses_models=True,
@@ -213,9 +208,9 @@ REACT = register(
         name="react",
         help="one model driving the tools",
         graph=REACT_GRAPH,
-        policy="nodes.policy.heuristic:HeuristicPolicy",
-        result="nodes.react.finish:build_react_result",
-        order="nodes.ranking.ranker:REACT_ORDER",
+        policy=CodeRef("nodes.policy.heuristic", "HeuristicPolicy"),
+        result=CodeRef("nodes.react.finish", "build_react_result"),
+        order=CodeRef("nodes.ranking.ranker", "REACT_ORDER"),
         order_help="by evidence (RRF of S and the model's submission, then the job's rankings); "
         "the model's own order when it submits ranked=true",
         uses_models=True,
@@ -239,6 +234,7 @@ __all__ = [
     "REACT",
     "REACT_GRAPH",
     "SEARCH_GRAPH",
+    "CodeRef",
     "PolicySpec",
     "check",
     "display_spec",
@@ -248,7 +244,6 @@ __all__ = [
     "names",
     "policy_help",
     "register",
-    "resolve",
     "spec_of",
     "specs",
     "taking",
