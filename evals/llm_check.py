@@ -26,6 +26,7 @@ import urllib.request
 from pathlib import Path
 
 from nodes.policy.registry import model_policies
+from stores import settings
 from stores.job_status import ANSWERED
 from workflows.processes.exit import run_script
 
@@ -105,14 +106,13 @@ def main() -> int:
     root = Path(__file__).resolve().parent.parent
     home = Path(tempfile.mkdtemp(prefix="quarry-llm-check-"))
     (home / "logs").mkdir(parents=True)
-    models_dir = Path(os.environ.get("QUARRY_MODELS", root / ".quarry" / "models"))
+    models_dir = settings.models() or root / ".quarry" / "models"
     models_dir.mkdir(parents=True, exist_ok=True)
     port, temporal, ui = free_port(), free_port(), free_port()
     env = os.environ.copy() | {
         "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
         "OPENAI_API_KEY": "llm-check-local",
-        "QUARRY_TEMPORAL_ADDRESS": f"127.0.0.1:{temporal}",
-        "QUARRY_UI_PORT": str(ui),
+        **settings.entries(temporal_address=f"127.0.0.1:{temporal}", ui_port=ui),
         "NO_PROXY": "127.0.0.1,localhost",
     }
     env.pop("OPENAI_API_BASE", None)

@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from observability.content_policy import CAPTURE_ENV
+from stores import settings
 
 RECORD = "worker.otel"
 # Everything that changes where a worker's spans go or what they carry.
@@ -32,7 +33,7 @@ EXPORTER_ENV = (
     "OTEL_TRACES_SAMPLER",
     "OTEL_TRACES_SAMPLER_ARG",
     CAPTURE_ENV,
-    "QUARRY_TRACE_FILES",
+    settings.TRACE_FILES.name,
 )
 
 

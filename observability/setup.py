@@ -38,6 +38,7 @@ from observability.conventions import ShapingExporter, capture_content
 from observability.jsonl_exporter import JsonlSpanExporter
 from observability.sampling import NoQuerySpans
 from observability.whole_activities import WholeActivities
+from stores import settings
 from stores.errors import QuarryError
 from stores.home import traces_dir as traces_dir  # re-exported: where trace files live is the home's layout
 
@@ -111,7 +112,7 @@ def trace_files_on(env: Mapping[str, str] | None = None) -> bool:
     `QUARRY_TRACE_FILES=0` turns them off."""
     env = os.environ if env is None else env
     otlp = any(env.get(k, "").strip() for k in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"))
-    return env.get("QUARRY_TRACE_FILES", "").strip() != "0" or not otlp
+    return settings.trace_files(env) or not otlp
 
 
 def setup_tracing(service_name: str, home: Path) -> TracerProvider:

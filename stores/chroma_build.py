@@ -9,7 +9,6 @@ Split from `stores.dense` so each stays small; `stores.dense` re-exports every n
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -27,6 +26,7 @@ from chromadb.api.types import Space
 from chromadb.config import Settings
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from stores import settings
 from stores.atomic import write_atomic
 from stores.embedder import MODEL_NAME, embed_in_steps, embed_texts, embedding_runtime
 from stores.errors import QuarryError, disk_full
@@ -111,17 +111,8 @@ def _bad_meta(path: Path, name: str, exc: BaseException) -> QuarryError:
 
 def chroma_server() -> tuple[str, int] | None:
     """(host, port) from `QUARRY_CHROMA_HOST`/`QUARRY_CHROMA_PORT`, or None for embedded Chroma."""
-    host = os.environ.get("QUARRY_CHROMA_HOST", "").strip()
-    if not host:
-        return None
-    raw = os.environ.get("QUARRY_CHROMA_PORT", "").strip() or "8000"
-    if not raw.isdigit() or not 0 < int(raw) < 65536:
-        raise QuarryError(
-            "bad_config",
-            f"QUARRY_CHROMA_PORT must be a port number, got {raw!r}",
-            "set it to the port of `chroma run` (default 8000)",
-        )
-    return host, int(raw)
+    host = settings.chroma_host()
+    return (host, settings.chroma_port()) if host else None
 
 
 def _server_label(server: tuple[str, int] | None) -> str | None:

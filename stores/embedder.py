@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from stores import settings
 from stores.errors import QuarryError
 
 __all__ = ["DIMENSION", "MODEL_NAME", "embed_texts", "embedding_runtime", "model_available", "model_dir"]
@@ -49,15 +50,9 @@ def _cpu_has_bf16() -> bool:
 def embed_precision() -> str:
     """ "bf16" or "fp32": `QUARRY_EMBED_PRECISION` when set (a wrong value is one clear error), else
     bf16 on a CPU with native bfloat16 products."""
-    chosen = os.environ.get("QUARRY_EMBED_PRECISION", "").strip().lower()
+    chosen = settings.embed_precision()
     if chosen in PRECISIONS:
         return chosen
-    if chosen not in ("", "auto"):
-        raise QuarryError(
-            "bad_setting",
-            f"QUARRY_EMBED_PRECISION={chosen[:20]!r} is not one of fp32, bf16, auto",
-            "unset it (auto), or set it to fp32 or bf16",
-        )
     return "bf16" if _cpu_has_bf16() else "fp32"
 
 
@@ -100,8 +95,7 @@ def model_available() -> bool:
 def embed_threads() -> int | None:
     """`QUARRY_EMBED_THREADS`: the threads one process embeds with (None: PyTorch's default, every
     core). One per worker lets several worker processes share a machine without oversubscribing it."""
-    raw = os.environ.get("QUARRY_EMBED_THREADS", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+    return settings.embed_threads()
 
 
 @cache

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from stores import settings
 from stores.errors import QuarryError
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"  # a collection's name (check_name also refuses "..")
@@ -19,7 +20,7 @@ _NAME = re.compile(NAME_PATTERN)
 
 def quarry_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The home folder: the explicit argument, else `$QUARRY_HOME`, else `./.quarry`."""
-    raw = explicit or os.environ.get("QUARRY_HOME") or ".quarry"
+    raw = explicit or settings.home()
     return Path(raw).expanduser().resolve()
 
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nodes.job.config import STEER_FRACTION, JobConfig  # noqa: F401  (STEER_FRACTION re-exported)
 from nodes.policy.registry import DEFAULT_POLICY
+from stores import settings
 from workflows.processes.address import ADDRESS_DEFAULT  # noqa: F401  (re-exported)
 
 TASK_QUEUE_DEFAULT = "quarry-jobs"
-NAMESPACE_DEFAULT = "default"
-UI_PORT_DEFAULT = 8233
+NAMESPACE_DEFAULT = settings.temporal_namespace({})  # what an unset variable means (stores.settings)
+UI_PORT_DEFAULT = settings.ui_port({})
 
 
 class ServerUnreachable(RuntimeError):
@@ -37,14 +37,14 @@ def temporal_address(home: Path | None = None) -> str:
 
 
 def temporal_namespace() -> str:
-    return os.environ.get("QUARRY_TEMPORAL_NAMESPACE", NAMESPACE_DEFAULT)
+    return settings.temporal_namespace()
 
 
 def task_queue(home: Path | None = None) -> str:
     """The task queue of a QUARRY_HOME: jobs of one home run only on that home's workers, even when
     several homes share one Temporal server (`QUARRY_TASK_QUEUE` overrides it for a cluster)."""
-    if os.environ.get("QUARRY_TASK_QUEUE"):
-        return os.environ["QUARRY_TASK_QUEUE"]
+    if chosen := settings.task_queue():
+        return chosen
     from stores.home import quarry_home
 
     digest = hashlib.sha1(str((home or quarry_home()).resolve()).encode()).hexdigest()[:10]

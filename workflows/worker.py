@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import time
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from graphs.state import graph_builders
 from nodes.job.runtime import NodeRuntime, configure_runtime, runtime
 from nodes.llm.models import ModelFactory
+from stores import settings
 from stores.redact import redact
 from workflows.activities import answer_from_state, checkpoint_job, finish_job
 from workflows.dense_activities import ACTIVITIES as DENSE_ACTIVITIES
@@ -36,9 +36,9 @@ SHUTDOWN_GRACE_S = 10.0
 # bench/bench_jobs.py --runners: the three cost a CACM job the same within the spread.
 RUNNERS = ("sandboxed", "passthrough", "unsandboxed")
 DEFAULT_RUNNER = "sandboxed"
-# Embedding batches of a durable dense build one worker process runs at once (`QUARRY_EMBED_CONCURRENCY`):
-# MiniLM already uses every core for one batch, so more only interleave them; add workers to go faster.
-EMBED_CONCURRENCY_DEFAULT = 1
+# Embedding batches of a durable dense build one worker process runs at once (`QUARRY_EMBED_CONCURRENCY`,
+# default 1 in the settings catalogue, which says why).
+EMBED_CONCURRENCY_DEFAULT = settings.embed_concurrency({})
 
 
 def workflow_runner(kind: str = DEFAULT_RUNNER) -> WorkflowRunner:
@@ -84,8 +84,7 @@ def build_worker(
 
 
 def embed_concurrency() -> int:
-    raw = os.environ.get("QUARRY_EMBED_CONCURRENCY", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else EMBED_CONCURRENCY_DEFAULT
+    return settings.embed_concurrency()
 
 
 def build_embed_worker(client: Client, *, home: Path | None = None, queue: str | None = None) -> Worker:

@@ -11,11 +11,12 @@ from pathlib import Path
 
 from quarry.app.temporal import current_address
 from quarry.app.terminal import console, safe, terminal_safe
+from stores import settings
 from stores.atomic import write_atomic
 from stores.errors import QuarryError
 from workflows.processes.background import pid_of, spawn_detached, stop_detached
 from workflows.processes.dev_server import reachable, server_record, start_server
-from workflows.shared import UI_PORT_DEFAULT, task_queue
+from workflows.shared import task_queue
 
 
 def say_note(line: str) -> None:
@@ -29,7 +30,7 @@ def is_loopback(address: str) -> bool:
 def configured_ui_port() -> int:
     """The embedded server's Web UI port when no --ui-port was given: QUARRY_UI_PORT (a user's
     setting, only read here), else the default."""
-    return int(os.environ.get("QUARRY_UI_PORT", UI_PORT_DEFAULT))
+    return settings.ui_port()
 
 
 def worker_alive(home: Path) -> bool:

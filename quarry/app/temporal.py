@@ -4,11 +4,11 @@ QuarryError that says what to do (never a traceback)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from quarry.app.dense_build import collection_of_build, has_builds
+from stores import settings
 from stores.errors import QuarryError
 from stores.home import quarry_home
 from workflows.processes.address import ENV, Resolved, resolve_address
@@ -73,7 +73,7 @@ def ui_base(address: str | None = None) -> str:
     record = server_record(quarry_home())
     if record is not None and record.address == current_address(address):
         return record.ui_url
-    return os.environ.get("QUARRY_UI_URL", "")
+    return settings.ui_url()
 
 
 def web_ui(job_id: str, address: str | None = None) -> str:

@@ -20,6 +20,7 @@ from typer.exceptions import Abort, Exit, TyperException
 from typer.main import get_command_from_info
 
 from quarry.cli.console import fail
+from stores import settings
 from stores.errors import QuarryError, disk_full
 from stores.home import quarry_home
 from workflows.processes.exit import run_script
@@ -117,14 +118,14 @@ app = typer.Typer(
 @app.callback()
 def root(
     home: Annotated[
-        Path | None, typer.Option("--home", envvar="QUARRY_HOME", help="Data folder (indexes, jobs, traces).")
+        Path | None, typer.Option("--home", envvar=settings.HOME.name, help="Data folder (indexes, jobs, traces).")
     ] = None,
 ) -> None:
     if home is not None:
         # The one environment variable the command line sets: QUARRY_HOME is the user's setting
         # (--home is its flag), read by every store, and inherited by the worker and the server
         # it spawns (`workflows.processes.background` recognises a worker of this home by it).
-        os.environ["QUARRY_HOME"] = str(home.expanduser().resolve())
+        os.environ[settings.HOME.name] = str(home.expanduser().resolve())
 
 
 # The commands: ROOT_MODULES' (listed first), then `job` with JOB_MODULES'.

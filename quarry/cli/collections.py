@@ -15,6 +15,7 @@ from quarry.app.terminal import console, out, print_json, progress_bar, safe
 from quarry.cli.console import fail
 from quarry.cli.embedding_progress import embedding_progress
 from quarry.cli.options import AddressOpt
+from stores import settings
 from stores.dense_sizes import DURABLE_MIN_CHUNKS
 from stores.errors import QuarryError
 from stores.home import list_collections
@@ -32,7 +33,7 @@ SelfTuneOpt = Annotated[
     bool,
     typer.Option(
         "--self-tune",
-        envvar="QUARRY_SELF_TUNE",
+        envvar=settings.SELF_TUNE.name,
         help="Afterwards, tune the collection on its own documents and apply it (quarry tune NAME --self --apply); "
         "QUARRY_SELF_TUNE=1 makes it the setting for every ingest and add",
     ),

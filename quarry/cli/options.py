@@ -10,13 +10,14 @@ import typer
 
 from quarry.app import temporal
 from quarry.cli.console import fail
+from stores import settings
 from stores.errors import QuarryError
 
 AddressOpt = Annotated[
     str | None,
     typer.Option(
         "--temporal-address",
-        envvar="QUARRY_TEMPORAL_ADDRESS",
+        envvar=settings.TEMPORAL_ADDRESS.name,
         help="Temporal frontend host:port (default: the server this home started, if it runs, else 127.0.0.1:7233)",
     ),
 ]

@@ -18,6 +18,7 @@ from quarry.app.terminal import console, out, safe
 from quarry.cli.console import fail
 from quarry.cli.options import AddressOpt, temporal_run
 from quarry.cli.submit import submit_job
+from stores import settings
 from stores.errors import QuarryError
 from stores.home import ensure_home, quarry_home
 from workflows.processes.background import stop_detached
@@ -136,7 +137,8 @@ def run(
         int | None, typer.Option(min=1, max=65535, help="Port of the embedded server (127.0.0.1:PORT)")
     ] = None,
     ui_port: Annotated[
-        int | None, typer.Option(min=1, max=65535, envvar="QUARRY_UI_PORT", help="Web UI port of the embedded server")
+        int | None,
+        typer.Option(min=1, max=65535, envvar=settings.UI_PORT.name, help="Web UI port of the embedded server"),
     ] = None,
     address: AddressOpt = None,
 ) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import errno
 import ipaddress
-import os
 import socket
 from typing import Annotated
 
@@ -16,11 +15,12 @@ import typer
 from quarry.app.terminal import out, safe
 from quarry.cli.console import fail
 from quarry.cli.options import AddressOpt
+from stores import settings
 from stores.errors import QuarryError
 
 commands = typer.Typer()
-TOKEN_ENV = "QUARRY_API_TOKEN"
-ALLOW_HOSTS_ENV = "QUARRY_ALLOW_HOSTS"  # more names the server answers to, separated by spaces
+TOKEN_ENV = settings.API_TOKEN.name
+ALLOW_HOSTS_ENV = settings.ALLOW_HOSTS.name  # more names the server answers to, separated by spaces
 MIN_TOKEN_CHARS = 16
 
 
@@ -37,7 +37,7 @@ def is_loopback(host: str) -> bool:
 def token_for(host: str) -> str | None:
     """The bearer token the server requires: QUARRY_API_TOKEN when set (on any address); on a
     non-loopback address it must be set, and long enough to resist guessing."""
-    token = os.environ.get(TOKEN_ENV, "").strip() or None
+    token = settings.api_token()
     if token is None and not is_loopback(host):
         raise QuarryError(
             "token_required",

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from quarry.resident.start import RECORD_NAME  # noqa: F401  (re-exported: quarry.resident.server reads it here)
+from stores import settings as quarry_settings  # the standard library only (it says why)
 
 SOCKET_NAME = "resident.sock"  # in QUARRY_HOME/run (0700), itself 0600
 # Beside it, the running searcher's own limits (nodes.job.config.ResidentLimits) as it states them:
@@ -51,21 +52,20 @@ TERMINAL_VARS = (
     "COLUMNS",
     "LINES",
 )
-SWITCH = "QUARRY_RESIDENT"
+SWITCH = quarry_settings.RESIDENT.name
 
 
 def switched_off(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the resident searcher is turned off (`QUARRY_RESIDENT=0`, `false`, `no` or `off`)."""
-    raw = (environ if environ is not None else os.environ).get(SWITCH, "")
-    return raw.strip().lower() in ("0", "false", "no", "off")
+    return not quarry_settings.resident(environ)
 
 
 def settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The QUARRY_* settings that can change what a command prints (every one but the home, which
     the socket's place already fixes, and the switch itself): the resident process runs a command
     only when its own are the same."""
-    env = environ if environ is not None else os.environ
-    return {k: v for k, v in env.items() if k.startswith("QUARRY_") and k not in ("QUARRY_HOME", SWITCH)}
+    own = quarry_settings.quarry_entries(environ)
+    return {k: v for k, v in own.items() if k not in (quarry_settings.HOME.name, SWITCH)}
 
 
 def parse(argv: list[str]) -> tuple[Path, list[str], str] | None:
@@ -99,7 +99,7 @@ def parse(argv: list[str]) -> tuple[Path, list[str], str] | None:
         j += 1
     if len(positional) != 2:
         return None
-    raw = home_arg if home_arg is not None else (os.environ.get("QUARRY_HOME") or ".quarry")
+    raw = home_arg if home_arg is not None else quarry_settings.home()
     return Path(raw).expanduser().resolve(), argv[i:], positional[0]
 
 

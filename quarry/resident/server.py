@@ -41,6 +41,7 @@ from quarry.resident.protocol import Fallback, ResidentReply, ResidentRequest
 from quarry.resident.terminal import captured
 from stores.atomic import write_atomic
 from stores.home import quarry_home
+from stores.settings import RESIDENT
 from workflows.processes.background import forget_self, record_process, recorded_pid, run_dir
 from workflows.processes.exit import run_script
 
@@ -255,7 +256,7 @@ def serve(
     in-process); `ready_fd`, when given, is told "1" then (quarry.resident.start.start_ready)."""
     code = code_stamp(code_files())  # before anything more is imported
     home = quarry_home()
-    os.environ["QUARRY_RESIDENT"] = "0"  # a command run here never hands itself on
+    os.environ[RESIDENT.name] = "0"  # a command run here never hands itself on
     path = socket_path(home)
     if path is None:
         return 0  # a client would not reach it either

@@ -14,6 +14,8 @@ import select
 import sys
 from pathlib import Path
 
+from stores.settings import HOME
+
 RECORD_NAME = "resident"  # its record, QUARRY_HOME/run/resident.pid (workflows.processes.background)
 
 
@@ -29,7 +31,7 @@ def spawn(home: Path, collection: str | None, after: int | None = None) -> None:
     """Start this home's resident searcher; with `after`, it warms up once that process has ended."""
     from workflows.processes.background import spawn_detached
 
-    os.environ["QUARRY_HOME"] = str(home)  # the command line's own process: its root sets the same
+    os.environ[HOME.name] = str(home)  # the command line's own process: its root sets the same
     # Recorded at once, so `quarry down` right after this command finds it (a copy that then finds
     # another one running gives the record back to that one: quarry.resident.server._leave_to).
     spawn_detached(home, RECORD_NAME, _command(collection, after, None))
@@ -41,8 +43,8 @@ def start_ready(home: Path, collection: str | None, wait_s: float) -> bool:
     from workflows.processes.background import spawn_detached
 
     read_end, write_end = os.pipe()
-    before = os.environ.get("QUARRY_HOME")
-    os.environ["QUARRY_HOME"] = str(home)  # for the searcher only: this process's setting is put back
+    before = os.environ.get(HOME.name)
+    os.environ[HOME.name] = str(home)  # for the searcher only: this process's setting is put back
     try:
         proc = spawn_detached(
             home, RECORD_NAME, _command(collection, None, write_end), record=False, pass_fds=(write_end,)
@@ -56,9 +58,9 @@ def start_ready(home: Path, collection: str | None, wait_s: float) -> bool:
         return said == b"1"
     finally:
         if before is None:
-            os.environ.pop("QUARRY_HOME", None)
+            os.environ.pop(HOME.name, None)
         else:
-            os.environ["QUARRY_HOME"] = before
+            os.environ[HOME.name] = before
         os.close(read_end)
         if write_end >= 0:
             os.close(write_end)

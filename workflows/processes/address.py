@@ -14,12 +14,13 @@ without the user exporting anything, so the address is resolved, in this order:
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from stores import settings
+
 ADDRESS_DEFAULT = "127.0.0.1:7233"
-ENV = "QUARRY_TEMPORAL_ADDRESS"
+ENV = settings.TEMPORAL_ADDRESS.name
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ def resolve_address(home: Path | None = None) -> Resolved:
     """The Temporal address for `home` (default: QUARRY_HOME) by the order in the module's doc.
 
     Reading the record never creates the home: a command run outside any home gets the default."""
-    explicit = os.environ.get(ENV, "").strip()
+    explicit = settings.temporal_address()
     if explicit:
         return Resolved(explicit, f"{ENV} or --temporal-address")
     from stores.home import quarry_home

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from stores import settings
 from stores.atomic import write_atomic
 from stores.home import ensure_home
 from stores.process_identity import pid_runs, proc_readable, running_since
@@ -104,7 +105,7 @@ def looks_like_quarry(home: Path, name: str, pid: int, cmdline: tuple[str, ...] 
         env = dict(
             item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in item
         )
-        raw = env.get(b"QUARRY_HOME", b"").decode("utf-8", "surrogateescape")
+        raw = env.get(os.fsencode(settings.HOME.name), b"").decode("utf-8", "surrogateescape")
         cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
     except (OSError, ValueError):
         return False
