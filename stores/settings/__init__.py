@@ -146,12 +146,6 @@ def _positive(raw: str) -> int | None:
     return int(raw) if raw.isdigit() and int(raw) > 0 else None
 
 
-def _bad(message: str, hint: str, code: str = "bad_setting") -> Exception:
-    from stores.errors import QuarryError  # only when a value is wrong: the readers stay lean
-
-    return QuarryError(code, message, hint)
-
-
 def home(environ: Environ | None = None) -> str:
     """The data folder as set (an empty value counts as unset); stores.home.quarry_home resolves it."""
     return _raw(HOME, environ) or HOME.default
@@ -191,10 +185,12 @@ def chroma_host(environ: Environ | None = None) -> str | None:
 def chroma_port(environ: Environ | None = None) -> int:
     raw = _value(CHROMA_PORT, environ).strip() or CHROMA_PORT.default
     if not raw.isdigit() or not 0 < int(raw) < 65536:
-        raise _bad(
+        from stores.errors import QuarryError  # only for a wrong value: the readers stay lean
+
+        raise QuarryError(
+            "bad_config",
             f"{CHROMA_PORT.name} must be a port number, got {raw!r}",
             f"set it to the port of `chroma run` (default {CHROMA_PORT.default})",
-            code="bad_config",
         )
     return int(raw)
 
@@ -203,7 +199,10 @@ def embed_precision(environ: Environ | None = None) -> str:
     """`fp32`, `bf16` or `auto` (stores.embedder resolves auto by the CPU)."""
     chosen = _value(EMBED_PRECISION, environ).strip().lower() or "auto"
     if chosen not in EMBED_PRECISIONS:
-        raise _bad(
+        from stores.errors import QuarryError
+
+        raise QuarryError(
+            "bad_setting",
             f"{EMBED_PRECISION.name}={chosen[:20]!r} is not one of fp32, bf16, auto",
             "unset it (auto), or set it to fp32 or bf16",
         )
