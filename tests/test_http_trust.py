@@ -259,7 +259,7 @@ def test_the_request_schemas_declare_names_policies_and_non_empty_texts(client: 
     job = schemas["JobRequest"]["properties"]
     assert job["collection"]["pattern"] == NAME_PATTERN and job["intent"]["minLength"] == 1
     assert [s.get("enum") for s in job["policy"]["anyOf"] if s.get("type") == "string"] == [list(names())]
-    assert schemas["quarry__http_api__SearchRequest"]["properties"]["query"]["minLength"] == 1
+    assert schemas["quarry__http__api__SearchRequest"]["properties"]["query"]["minLength"] == 1
     assert schemas["SteerRequest"]["properties"]["text"]["minLength"] == 1
     path_collection = next(p for p in doc["paths"]["/api/collections/{collection}/search"]["post"]["parameters"])
     assert path_collection["schema"]["pattern"] == NAME_PATTERN
