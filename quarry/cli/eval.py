@@ -31,6 +31,7 @@ DEFAULTS = JobConfig()  # the options' defaults are the job's own (nodes.job.con
 commands = typer.Typer()
 
 
+# Long: 18 options, each declared where typer reads it; the body's steps are the helpers below.
 @commands.command("eval")
 def eval_cmd(
     name: str,
