@@ -179,6 +179,40 @@ def agent_runs(
     jobs = JobStore(home / "jobs.sqlite")
     # The deep run goes on past the job's list with BM25 at the setting the job searched with.
     lexical = FixedBM25(col.lucene, profile.k1, profile.b) if profile else col.lucene
+    runs, trajectories, counts, usage = _tally(col, results, texts, jobs, lexical, depth)
+    unknown, outputs, tool_calls = counts["unknown"], counts["outputs"], counts["tool_calls"]
+    checked, removed, fallbacks = counts["checked"], counts["removed"], counts["fallbacks"]
+    grades, grader_usage = _grade(results, texts, answers, grader, options)
+    matched = [
+        grade_answer(q, results[q].get("answer"), [answers[q], *(aliases or {}).get(q, ())])
+        for q in sorted(answers, key=lambda q: (len(q), q))
+        if q in results
+    ]
+    n = max(len(results), 1)
+    stats = {
+        "hallucination_rate": unknown / outputs if outputs else 0.0,
+        "tool_calls_per_query": round(tool_calls / n, 2),
+        "statuses": sorted({r.get("status", "?") for r in results.values()}),
+        "trajectories": trajectories,
+        "tokens_per_query": round(usage.total_tokens / n, 1),
+        "dollars_per_query": round(usage.dollars / n, 6),
+        "fallbacks_per_query": round(fallbacks / n, 3),
+        "citation_hallucination_rate": round(removed / checked, 4) if checked else 0.0,
+        "grades": {g.qid: g for g in grades},
+        "match_grades": {g.qid: g for g in matched},
+        "results": results,
+    }
+    stats |= match_metrics(matched)
+    if grades:
+        stats |= answer_metrics(grades) | {"grader": grader, "grader_tokens": grader_usage.total_tokens}
+    return runs, stats
+
+
+def _tally(
+    col: Collection, results: dict[str, dict], texts: dict[str, str], jobs: JobStore, lexical: Any, depth: int
+) -> tuple[dict[str, list[tuple[str, float]]], dict[str, dict[str, list[str]]], dict[str, int], Usage]:
+    """Each query's run (the job's list, then BM25 past it) and trajectory, and the counts and
+    usage summed over the jobs; a failed job is said on stderr."""
     runs: dict[str, list[tuple[str, float]]] = {}
     trajectories: dict[str, dict[str, list[str]]] = {}
     unknown = outputs = tool_calls = checked = removed = fallbacks = 0
@@ -206,30 +240,15 @@ def agent_runs(
         removed += len(cites.get("removed", []))
         fallbacks += len(res.get("fallbacks") or [])
         runs[qid] = [(d, float(depth - i)) for i, d in enumerate(order)]
-    grades, grader_usage = _grade(results, texts, answers, grader, options)
-    matched = [
-        grade_answer(q, results[q].get("answer"), [answers[q], *(aliases or {}).get(q, ())])
-        for q in sorted(answers, key=lambda q: (len(q), q))
-        if q in results
-    ]
-    n = max(len(results), 1)
-    stats = {
-        "hallucination_rate": unknown / outputs if outputs else 0.0,
-        "tool_calls_per_query": round(tool_calls / n, 2),
-        "statuses": sorted({r.get("status", "?") for r in results.values()}),
-        "trajectories": trajectories,
-        "tokens_per_query": round(usage.total_tokens / n, 1),
-        "dollars_per_query": round(usage.dollars / n, 6),
-        "fallbacks_per_query": round(fallbacks / n, 3),
-        "citation_hallucination_rate": round(removed / checked, 4) if checked else 0.0,
-        "grades": {g.qid: g for g in grades},
-        "match_grades": {g.qid: g for g in matched},
-        "results": results,
+    counts = {
+        "unknown": unknown,
+        "outputs": outputs,
+        "tool_calls": tool_calls,
+        "checked": checked,
+        "removed": removed,
+        "fallbacks": fallbacks,
     }
-    stats |= match_metrics(matched)
-    if grades:
-        stats |= answer_metrics(grades) | {"grader": grader, "grader_tokens": grader_usage.total_tokens}
-    return runs, stats
+    return runs, trajectories, counts, usage
 
 
 def _error_text(error: object) -> str:

@@ -130,41 +130,7 @@ def main() -> int:
         known = {r.docid for r in CorpusStore(home / "collections" / "sample" / "corpus.sqlite").iter_records()}
         print(f"ready after {time.monotonic() - started:.0f} s; question: {QUESTION!r}", flush=True)
         for policy in model_policies():
-            began = time.monotonic()
-            done = quarry(
-                home,
-                env,
-                "run",
-                "sample",
-                QUESTION,
-                "--policy",
-                policy,
-                "--model",
-                MODEL,
-                "--mode",
-                "answer",
-                "--budget",
-                str(args.budget),
-                "--max-output-tokens",
-                str(args.max_output_tokens),
-                "--wait",
-                "--json",
-                timeout=args.budget + 600,
-            )
-            elapsed = time.monotonic() - began
-            if done.returncode:
-                failures.append(f"{policy}: quarry run exited {done.returncode}: {done.stderr[-500:]}")
-                continue
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            report(policy, result, elapsed, invented_ids(result, known))
-            if elapsed > args.budget + SLACK_S:
-                failures.append(f"{policy}: took {elapsed:.0f} s for a {args.budget:.0f} s budget")
-            if invented_ids(result, known):
-                failures.append(f"{policy}: invented ids {invented_ids(result, known)}")
-            if not (result.get("usage") or {}).get("calls"):
-                failures.append(f"{policy}: no model usage recorded")
-            if result.get("status") not in ANSWERED:
-                failures.append(f"{policy}: status {result.get('status')}: {result.get('error')}")
+            failures += _check_policy(home, env, policy, args, known)
     finally:
         quarry(home, env, "down", timeout=60)
         server.terminate()
@@ -179,6 +145,46 @@ def main() -> int:
         print(f"FAILED {failure}")
     print("llm-check: " + ("FAILED" if failures else "passed"))
     return 1 if failures else 0
+
+
+def _check_policy(home: Path, env: dict[str, str], policy: str, args: argparse.Namespace, known: set[str]) -> list[str]:
+    """One `quarry run --wait` with `policy` on the sample question: its report, and what failed."""
+    failures: list[str] = []
+    began = time.monotonic()
+    done = quarry(
+        home,
+        env,
+        "run",
+        "sample",
+        QUESTION,
+        "--policy",
+        policy,
+        "--model",
+        MODEL,
+        "--mode",
+        "answer",
+        "--budget",
+        str(args.budget),
+        "--max-output-tokens",
+        str(args.max_output_tokens),
+        "--wait",
+        "--json",
+        timeout=args.budget + 600,
+    )
+    elapsed = time.monotonic() - began
+    if done.returncode:
+        return [f"{policy}: quarry run exited {done.returncode}: {done.stderr[-500:]}"]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    report(policy, result, elapsed, invented_ids(result, known))
+    if elapsed > args.budget + SLACK_S:
+        failures.append(f"{policy}: took {elapsed:.0f} s for a {args.budget:.0f} s budget")
+    if invented_ids(result, known):
+        failures.append(f"{policy}: invented ids {invented_ids(result, known)}")
+    if not (result.get("usage") or {}).get("calls"):
+        failures.append(f"{policy}: no model usage recorded")
+    if result.get("status") not in ANSWERED:
+        failures.append(f"{policy}: status {result.get('status')}: {result.get('error')}")
+    return failures
 
 
 def report(policy: str, result: dict, elapsed: float, invented: list[str]) -> None:

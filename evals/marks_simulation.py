@@ -38,7 +38,7 @@ from evals.runner import EvalResult, evaluate
 from stores.collection import Collection
 from stores.errors import QuarryError
 from stores.judgements import Judgement
-from stores.profiles import PROFILE_FILE, PSEUDO_QUERIES_FILE
+from stores.profiles import PROFILE_FILE, PSEUDO_QUERIES_FILE, SelfProfile
 from stores.scratch import scratch_dir
 from tuning.judged import judged_queries
 from tuning.self_tuning import MIN_VERIFIER_QUERIES, self_tune
@@ -149,28 +149,11 @@ def simulate(
             judgements = [j for j in all_marks if j.job_id.removeprefix("simulated-") in marked]
             note(f"[{col.name}] {n} marked queries ({len(judgements)} marks): self-tuning …")
             tuned = self_tune(col, kinds=(), judgements=judgements, verifier=True)
-            p = tuned.profile
             results = dict(base)
             for system in TUNED:
                 note(f"[{col.name}] {n} marked queries: {system} on {len(test)} test queries …")
                 results[system] = evaluate(col, system, split=split, only=set(test))
-            rows.append(
-                {
-                    "marked_queries": n,
-                    "marks": len(judgements),
-                    "relevant_marks": sum(1 for j in judgements if j.relevance > 0),
-                    "profile": {
-                        "k1": p.k1,
-                        "b": p.b,
-                        "semantic_weight": p.semantic_weight,
-                        "own_verifier": bool(p.verifier),
-                        "verifier_fit": p.verifier_pseudo or None,
-                        "tune_s": p.seconds,
-                    },
-                    "means": {s: round(_mean(r, test, metric), 4) for s, r in results.items()},
-                    "comparisons": _comparisons(results, test, metric),
-                }
-            )
+            rows.append(_row(n, judgements, tuned.profile, results, test, metric))
     return {
         "collection": source.name,
         "split": split,
@@ -182,6 +165,32 @@ def simulate(
         "baselines": {s: round(_mean(r, test, metric), 4) for s, r in base.items()},
         "rows": rows,
         "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _row(
+    n: int,
+    judgements: Sequence[Judgement],
+    p: SelfProfile,
+    results: dict[str, EvalResult],
+    test: Sequence[str],
+    metric: str,
+) -> dict[str, Any]:
+    """One number of marked queries: the marks, the profile tuned on them, every system's figures."""
+    return {
+        "marked_queries": n,
+        "marks": len(judgements),
+        "relevant_marks": sum(1 for j in judgements if j.relevance > 0),
+        "profile": {
+            "k1": p.k1,
+            "b": p.b,
+            "semantic_weight": p.semantic_weight,
+            "own_verifier": bool(p.verifier),
+            "verifier_fit": p.verifier_pseudo or None,
+            "tune_s": p.seconds,
+        },
+        "means": {s: round(_mean(r, test, metric), 4) for s, r in results.items()},
+        "comparisons": _comparisons(results, test, metric),
     }
 
 

@@ -275,6 +275,25 @@ def write_report(
         "",
     ]
 
+    lines += _recall_section(col, results, judged, out_dir)
+    lines += _calibration_sections(col, results, out_dir)
+    lines += _grids_section(col, out_dir)
+    lines += _agent_section(results, metric, out_dir)
+    lines += reproduce_section(
+        col, command or f"quarry eval {col.name} --system {','.join(r.system for r in results)} --report {out_dir}"
+    )
+
+    path = out_dir / REPORT_FILE
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def _recall_section(
+    col: Collection, results: Sequence[EvalResult], judged: Mapping[str, Mapping[str, int]], out_dir: Path
+) -> list[str]:
+    """Recall at each depth per system, plotted and tabled (none without runs)."""
+    lines: list[str] = []
+    first = results[0]
     curves = {r.system: recall_at_depths(judged, r.run) for r in results if r.run}
     if curves:
         png = recall_curves(curves, out_dir / "recall-depth.png", title=f"{col.name} · recall vs depth · {first.split}")
@@ -288,7 +307,12 @@ def write_report(
         ]
         lines += ["| " + name + " | " + " | ".join(f"{c[d]:.4f}" for d in DEPTHS) + " |" for name, c in curves.items()]
         lines.append("")
+    return lines
 
+
+def _calibration_sections(col: Collection, results: Sequence[EvalResult], out_dir: Path) -> list[str]:
+    """A reliability diagram per system that stated confidences."""
+    lines: list[str] = []
     for r in results:
         if "reliability" in r.extras:
             png = reliability_diagram(
@@ -304,14 +328,24 @@ def write_report(
                 f"{r.extras.get('confidence_ece', 0):.3f}.",
                 "",
             ]
+    return lines
 
+
+def _grids_section(col: Collection, out_dir: Path) -> list[str]:
+    """The k1 × b heatmaps `quarry tune` left in the runs folder, copied beside the report."""
+    lines: list[str] = []
     grids = sorted(col.paths.runs_dir.glob("bm25-grid-*.png")) if col.paths.runs_dir.is_dir() else []
     if grids:
         lines += ["## BM25 k1 × b grid (quarry tune, on all the judged queries: for orientation only)", ""]
         for grid in grids:
             shutil.copyfile(grid, out_dir / grid.name)
             lines += [f"![{grid.stem}]({grid.name})", ""]
+    return lines
 
+
+def _agent_section(results: Sequence[EvalResult], metric: str, out_dir: Path) -> list[str]:
+    """The agent's per-query difference from the best baseline (none without both)."""
+    lines: list[str] = []
     diff = agent_differences(results, metric)
     if diff:
         baseline, values = diff
@@ -332,10 +366,4 @@ def write_report(
             f"{len(values) - wins - losses} of {len(values)} queries.",
             "",
         ]
-    lines += reproduce_section(
-        col, command or f"quarry eval {col.name} --system {','.join(r.system for r in results)} --report {out_dir}"
-    )
-
-    path = out_dir / REPORT_FILE
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return lines

@@ -204,27 +204,31 @@ class ChunkVectors:
                 found |= self._load(part)  # another thread may have embedded them meanwhile
                 need = [k for k in part if k not in found]
                 if need:
-                    chars = sum(len(texts[k]) for k in need)
-                    began = self.clock()
-                    vecs = np.asarray(self._embed([texts[k] for k in need]), dtype=np.float32).reshape(
-                        len(need), DIMENSION
-                    )
-                    took = self.clock() - began
-                    if took > 0:
-                        pace = chars / took
-                    con = self._con()
-                    with con:
-                        con.executemany(
-                            "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
-                            [(d, n, v.tobytes()) for (d, n), v in zip(need, vecs, strict=True)],
-                        )
-                    self.embedded += len(need)
-                    found.update(zip(need, vecs, strict=True))
+                    measured = self._embed_batch(need, texts, found)
+                    if measured is not None:
+                        pace = measured
             done += len(part)
             start += len(part)
             if progress is not None:
                 progress(done, len(todo))
         return Embedded(found, cached, done, len(todo), stopped)
+
+    def _embed_batch(self, need: list[Key], texts: dict[Key, str], found: dict[Key, np.ndarray]) -> float | None:
+        """Embed one batch, cache it and add it to `found`; the pace it was embedded at in
+        characters per second (None when it took no measurable time). The caller holds the lock."""
+        chars = sum(len(texts[k]) for k in need)
+        began = self.clock()
+        vecs = np.asarray(self._embed([texts[k] for k in need]), dtype=np.float32).reshape(len(need), DIMENSION)
+        took = self.clock() - began
+        con = self._con()
+        with con:
+            con.executemany(
+                "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
+                [(d, n, v.tobytes()) for (d, n), v in zip(need, vecs, strict=True)],
+            )
+        self.embedded += len(need)
+        found.update(zip(need, vecs, strict=True))
+        return chars / took if took > 0 else None
 
     def embed_query(self, text: str) -> np.ndarray:
         """The unit-length query vector (shape `(384,)`); queries are not cached."""

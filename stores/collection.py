@@ -191,41 +191,7 @@ def ingest(
         tidy(paths)
         previous, _ = index_meta(paths)
         if paths.corpus_db.is_file() and not force:
-            if isinstance(src.records, RecordStream) and not src.records.checked:
-                src.records.check()  # made by another ingest since: compared, not written afresh
-            fingerprint = source_fingerprint(src)
-            report = _report(name, src, build_lucene)
-            old = CorpusStore(paths.corpus_db, name)
-            same, old_fp, hashes = old.fingerprint == fingerprint, old.fingerprint, old.hashes()
-            old.close()
-            index_ok = previous is not None and previous.fingerprint == fingerprint
-            if same and (index_ok or not build_lucene):
-                if index_ok and previous is not None and (k1 is not None or b is not None):
-                    set_params(paths, previous, k1, b)  # same documents: only the stored BM25 parameters change
-                return replace(report, unchanged=True, indexed=index_ok, added=0, kept=len(src.records))
-            delta = diff(hashes, src.records, remove_missing=True)
-            embedded, notes = apply_delta(
-                paths,
-                name,
-                delta,
-                old_fp,
-                fingerprint,
-                src=src,
-                build_lucene=build_lucene,
-                k1=k1,
-                b=b,
-                previous=previous,
-                progress=progress,
-            )
-            return replace(
-                report,
-                added=delta.added,
-                updated=delta.updated,
-                removed=len(delta.removed),
-                kept=delta.kept,
-                embedded=embedded,
-                warnings=[*report.warnings, *notes],
-            )
+            return _update(paths, name, src, previous, build_lucene=build_lucene, k1=k1, b=b, progress=progress)
         staging = new_staging(paths)
         try:
             if build_lucene:
@@ -240,6 +206,56 @@ def ingest(
             shutil.rmtree(staging, ignore_errors=True)
     report = _report(name, src, build_lucene)
     return replace(report, warnings=[*report.warnings, note]) if note else report
+
+
+def _update(
+    paths: CollectionPaths,
+    name: str,
+    src: CorpusSource,
+    previous: IndexMeta | None,
+    *,
+    build_lucene: bool,
+    k1: float | None,
+    b: float | None,
+    progress: ProgressFn | None,
+) -> IngestReport:
+    """Ingest into an existing collection, its writer lock held: nothing when the documents are the
+    same (only new BM25 parameters stored), else only what changed applied."""
+    if isinstance(src.records, RecordStream) and not src.records.checked:
+        src.records.check()  # made by another ingest since: compared, not written afresh
+    fingerprint = source_fingerprint(src)
+    report = _report(name, src, build_lucene)
+    old = CorpusStore(paths.corpus_db, name)
+    same, old_fp, hashes = old.fingerprint == fingerprint, old.fingerprint, old.hashes()
+    old.close()
+    index_ok = previous is not None and previous.fingerprint == fingerprint
+    if same and (index_ok or not build_lucene):
+        if index_ok and previous is not None and (k1 is not None or b is not None):
+            set_params(paths, previous, k1, b)  # same documents: only the stored BM25 parameters change
+        return replace(report, unchanged=True, indexed=index_ok, added=0, kept=len(src.records))
+    delta = diff(hashes, src.records, remove_missing=True)
+    embedded, notes = apply_delta(
+        paths,
+        name,
+        delta,
+        old_fp,
+        fingerprint,
+        src=src,
+        build_lucene=build_lucene,
+        k1=k1,
+        b=b,
+        previous=previous,
+        progress=progress,
+    )
+    return replace(
+        report,
+        added=delta.added,
+        updated=delta.updated,
+        removed=len(delta.removed),
+        kept=delta.kept,
+        embedded=embedded,
+        warnings=[*report.warnings, *notes],
+    )
 
 
 def _report(name: str, src: CorpusSource, indexed: bool) -> IngestReport:

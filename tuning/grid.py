@@ -157,12 +157,7 @@ def grid_search(
     progress: ProgressFn | None = None,
 ) -> TuneResult:
     """Score every (k1, b) on the split's judged queries; store and plot the best (see module doc)."""
-    k1_grid = tuple(sorted({float(k) for k in k1_grid}))
-    b_grid = tuple(sorted({float(b) for b in b_grid}))
-    if not k1_grid or not b_grid:
-        raise QuarryError("empty_grid", "the k1/b grid is empty", "give at least one k1 and one b value")
-    if any(k < 0 for k in k1_grid) or any(not 0 <= b <= 1 for b in b_grid):
-        raise QuarryError("bad_grid", "k1 must be ≥ 0 and b within [0, 1]", "fix the grid values")
+    k1_grid, b_grid = _checked_grid(k1_grid, b_grid)
     split, qids, texts, qrels = judged_queries(col, split, limit_queries)
     index: LuceneIndex = col.lucene
     stored = (index.meta.k1, index.meta.b)
@@ -202,38 +197,64 @@ def grid_search(
         runs / f"bm25-grid-{split}.json",
         time.perf_counter() - started,
     )
+    _write_grid_file(result, depth)
+    if store:
+        _store_best(col, result)
+    return result
+
+
+def _checked_grid(
+    k1_grid: tuple[float, ...] | list[float], b_grid: tuple[float, ...] | list[float]
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The grid's values sorted without repeats, once they are in range."""
+    k1s = tuple(sorted({float(k) for k in k1_grid}))
+    bs = tuple(sorted({float(b) for b in b_grid}))
+    if not k1s or not bs:
+        raise QuarryError("empty_grid", "the k1/b grid is empty", "give at least one k1 and one b value")
+    if any(k < 0 for k in k1s) or any(not 0 <= b <= 1 for b in bs):
+        raise QuarryError("bad_grid", "k1 must be ≥ 0 and b within [0, 1]", "fix the grid values")
+    return k1s, bs
+
+
+def _write_grid_file(result: TuneResult, depth: int) -> None:
+    """Every cell's metrics beside the heatmap (runs/bm25-grid-SPLIT.json)."""
     write_atomic(
         result.grid_file,
         json.dumps(
             result.summary()
             | {
-                "k1_grid": list(k1_grid),
-                "b_grid": list(b_grid),
+                "k1_grid": list(result.k1_grid),
+                "b_grid": list(result.b_grid),
                 "depth": depth,
-                "cells": [{"k1": c.k1, "b": c.b, **{m: round(v, 6) for m, v in c.metrics.items()}} for c in cells],
+                "cells": [
+                    {"k1": c.k1, "b": c.b, **{m: round(v, 6) for m, v in c.metrics.items()}} for c in result.cells
+                ],
             },
             indent=1,
         ),
     )
-    if store:
-        reindex(col.name, home=_home(col), k1=best.k1, b=best.b)
-        _write_tuned(
-            col,
-            {
-                "source": "grid",
-                "k1": best.k1,
-                "b": best.b,
-                "split": split,
-                "queries": len(qids),
-                "objective": OBJECTIVE,
-                OBJECTIVE: best.metrics[OBJECTIVE],
-                SECONDARY: best.metrics[SECONDARY],
-                "baseline": baseline.brief(),
-                "grid_file": str(result.grid_file),
-                "heatmap": str(png),
-            },
-        )
-    return result
+
+
+def _store_best(col: Collection, result: TuneResult) -> None:
+    """Re-index with the best setting and record where it came from."""
+    best = result.best
+    reindex(col.name, home=_home(col), k1=best.k1, b=best.b)
+    _write_tuned(
+        col,
+        {
+            "source": "grid",
+            "k1": best.k1,
+            "b": best.b,
+            "split": result.split,
+            "queries": result.queries,
+            "objective": OBJECTIVE,
+            OBJECTIVE: best.metrics[OBJECTIVE],
+            SECONDARY: best.metrics[SECONDARY],
+            "baseline": result.baseline.brief(),
+            "grid_file": str(result.grid_file),
+            "heatmap": str(result.heatmap),
+        },
+    )
 
 
 def average_doc_tokens(col: Collection, sample: int = LENGTH_SAMPLE) -> float:

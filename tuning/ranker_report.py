@@ -23,10 +23,19 @@ def report(
     datasets: dict[str, dict[str, Any]],
 ) -> str:
     """The leave-one-collection-out table as Markdown (docs/eval/ranker.md)."""
-    import platform
+    return (
+        "\n".join(
+            _table(results, labels)
+            + _findings(results, labels, gain, heuristic_gain, best)
+            + _method(results)
+            + _reproduce(datasets)
+        )
+        + "\n"
+    )
 
-    import sklearn
 
+def _table(results: list[dict[str, Any]], labels: list[str]) -> list[str]:
+    """The title, what a row is, and a row per held-out collection."""
     lines = [
         "# Learned verifier: leave-one-collection-out",
         "",
@@ -50,8 +59,15 @@ def report(
             f"| {r['held_out']} | {r['metric']} | {r['queries']} | {r['hybrid']:.4f} | "
             f"{r['agent_heuristic']:.4f} ({r['agent_heuristic'] / r['hybrid'] - 1:+.1%}) | " + " | ".join(cells) + " |"
         )
+    return lines
+
+
+def _findings(
+    results: list[dict[str, Any]], labels: list[str], gain: dict[str, float], heuristic_gain: float, best: str
+) -> list[str]:
+    """The mean and worst gains, the scorer chosen and whether it met the target, the in-sample bound."""
     target = all(r[f"{best}_vs_hybrid"]["relative"] >= 0.03 for r in results)
-    lines += [
+    return [
         "",
         f"Mean relative gain over hybrid: heuristic order {heuristic_gain:+.2%}; "
         + "; ".join(f"{k} {v:+.2%}" for k, v in gain.items())
@@ -79,6 +95,12 @@ def report(
         + ". Where it is below +3%, this kind of scorer misses the target on that collection whatever it "
         "is trained on (a scorer of another kind may not: compare the other columns).",
         "",
+    ]
+
+
+def _method(results: list[dict[str, Any]]) -> list[str]:
+    """The scorers, the features, the learned weights per fold and the shipping rule."""
+    return [
         "Scorers: `logistic` — pointwise logistic regression (scikit-learn) on all features; "
         "`logistic_transferable` — the same on the raw features whose scale does not depend on the "
         "collection; `logistic_ranks` — the same on the reciprocal-rank features; `ascent_ranks` — a linear "
@@ -112,6 +134,16 @@ def report(
         "(paired randomization test, p < 0.05); otherwise `--write` removes the file and jobs keep the "
         "heuristic order.",
         "",
+    ]
+
+
+def _reproduce(datasets: dict[str, dict[str, Any]]) -> list[str]:
+    """The command that makes the measurement, and the versions and corpora it ran on."""
+    import platform
+
+    import sklearn
+
+    return [
         "## Reproduce",
         "",
         "```",
@@ -125,4 +157,3 @@ def report(
         + ", ".join(f"{n} {d['fingerprint'][:12]}" for n, d in datasets.items())
         + ".",
     ]
-    return "\n".join(lines) + "\n"

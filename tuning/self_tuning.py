@@ -166,6 +166,7 @@ def _in_use(col: Collection, hashes: dict[str, str]) -> SelfProfile | None:
     return status.profile if status is not None and status.profile.applied and not status.stale else None
 
 
+# Long: one tuning pass; its steps share the grid's rows and it stores last (module at the 400-line cap).
 def _tune_locked(
     col: Collection,
     *,

@@ -219,27 +219,32 @@ def main() -> None:
         VERIFIER_FILE.unlink()
         print(f"removed {VERIFIER_FILE}: jobs order their answers by the heuristic rule")
     if args.write and ship:
-        verifier = FITS[best](list(datasets.values()), VERIFIER_NAME)
-        VERIFIER_FILE.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(
-            VERIFIER_FILE,
-            json.dumps(
-                {
-                    "name": verifier.name,
-                    "features": list(verifier.features),
-                    "mean": verifier.mean,
-                    "scale": verifier.scale,
-                    "weights": verifier.weights,
-                    "bias": verifier.bias,
-                    "trained_on": args.collections,
-                    "model": best,
-                    "rebuild": "python -m tuning.train_ranker --home H --write",
-                },
-                indent=1,
-            )
-            + "\n",
+        _write_verifier(best, datasets, args.collections)
+
+
+def _write_verifier(best: str, datasets: dict[str, dict[str, Any]], collections: list[str]) -> None:
+    """Fit the chosen scorer on every collection and ship it as stores/data/verifier.json."""
+    verifier = FITS[best](list(datasets.values()), VERIFIER_NAME)
+    VERIFIER_FILE.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(
+        VERIFIER_FILE,
+        json.dumps(
+            {
+                "name": verifier.name,
+                "features": list(verifier.features),
+                "mean": verifier.mean,
+                "scale": verifier.scale,
+                "weights": verifier.weights,
+                "bias": verifier.bias,
+                "trained_on": collections,
+                "model": best,
+                "rebuild": "python -m tuning.train_ranker --home H --write",
+            },
+            indent=1,
         )
-        print(f"wrote {VERIFIER_FILE}")
+        + "\n",
+    )
+    print(f"wrote {VERIFIER_FILE}")
 
 
 def heuristic_worst(results: list[dict[str, Any]]) -> float:

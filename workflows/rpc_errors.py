@@ -107,6 +107,7 @@ def _still_running(job_id: str, address: str | None) -> bool | None:
             return None
 
 
+# Long: one branch per error type and gRPC status code, read as a table (the docstring is its index).
 def quarry_error(
     err: RPCError | RuntimeError | RPCTimeoutOrCancelledError,
     job_id: str | None = None,

@@ -223,7 +223,7 @@ class SearchJob:
         return bool((self.state or {}).get("plan", {}).get("years_known", True))
 
     # -- run -----------------------------------------------------------------------------------
-
+    # Long: the workflow's commands in their replayed order (patched markers inline); module at the cap.
     @workflow.run
     async def run(self, inp: JobInput) -> dict[str, Any]:
         inp = migrated(inp)  # a budget in the input of a job started before it moved into the config

@@ -160,39 +160,14 @@ def check_citations(
         for m in marks:
             for docid in _ids(m.group(1)):
                 out.checked += 1
-                if docid not in allowed:
-                    out.removed.append(
-                        {"docid": docid[:200], "sentence": claim[:300], "reason": "not a document this job opened"}
-                    )
-                    continue
-                coverage, chunk = _support(wanted, chunks.get(docid, ()))
-                cosine = similarity(claim, docid) if similarity is not None and coverage < MIN_COVERAGE else None
-                if coverage < MIN_COVERAGE and (cosine is None or cosine < MIN_COSINE):
-                    out.removed.append(
-                        {
-                            "docid": docid,
-                            "sentence": claim[:300],
-                            "reason": f"the document does not support this sentence (word coverage {coverage:.2f}"
-                            + (f", cosine {cosine:.2f})" if cosine is not None else ")"),
-                        }
-                    )
+                supported, chunk = _check_one(out, docid, claim, wanted, allowed, chunks, similarity)
+                if not supported:
                     continue
                 if docid not in valid:
                     valid.append(docid)
                 if docid not in seen_refs and (chunk is not None or chunks.get(docid)):
                     seen_refs.add(docid)
-                    ref = chunk or chunks[docid][0]
-                    # The passage's sentence that backs the claim, not the passage from its first
-                    # character (a passage boundary falls anywhere in a sentence).
-                    said, first, last = sentence_quote(ref, wanted)
-                    out.references.append(
-                        {
-                            "docid": docid,
-                            "title": (titles or {}).get(docid, ""),
-                            "lines": [first, last],
-                            "quote": quote(said),
-                        }
-                    )
+                    out.references.append(_reference(docid, chunk or chunks[docid][0], wanted, titles))
         if marks:
             out.sentences += 1
             if valid:
@@ -207,3 +182,39 @@ def check_citations(
         out.cited += [d for d in valid if d not in out.cited]
     out.text = " ".join(s for s in kept_sentences if s)
     return out
+
+
+def _check_one(
+    out: CheckedAnswer,
+    docid: str,
+    claim: str,
+    wanted: set[str],
+    allowed: set[str],
+    chunks: Mapping[str, Sequence[Chunk]],
+    similarity: Similarity | None,
+) -> tuple[bool, Chunk | None]:
+    """Whether one cited document backs the claim, and the passage that does; a citation that
+    fails is recorded in `out.removed` with why."""
+    if docid not in allowed:
+        out.removed.append({"docid": docid[:200], "sentence": claim[:300], "reason": "not a document this job opened"})
+        return False, None
+    coverage, chunk = _support(wanted, chunks.get(docid, ()))
+    cosine = similarity(claim, docid) if similarity is not None and coverage < MIN_COVERAGE else None
+    if coverage < MIN_COVERAGE and (cosine is None or cosine < MIN_COSINE):
+        out.removed.append(
+            {
+                "docid": docid,
+                "sentence": claim[:300],
+                "reason": f"the document does not support this sentence (word coverage {coverage:.2f}"
+                + (f", cosine {cosine:.2f})" if cosine is not None else ")"),
+            }
+        )
+        return False, None
+    return True, chunk
+
+
+def _reference(docid: str, ref: Chunk, wanted: set[str], titles: Mapping[str, str] | None) -> dict:
+    """The reference a supported citation adds: the passage's sentence that backs the claim, not
+    the passage from its first character (a passage boundary falls anywhere in a sentence)."""
+    said, first, last = sentence_quote(ref, wanted)
+    return {"docid": docid, "title": (titles or {}).get(docid, ""), "lines": [first, last], "quote": quote(said)}

@@ -93,19 +93,7 @@ def invoke(
     settings = settings or ModelSettings()
     provider: dict[str, Any] = {"gen_ai.provider.name": spec.split(":", 1)[0]}  # not a Python name: passed by **
     with llm_span(spec, job_id=job_id, purpose=purpose, **provider) as span:
-        bound = model
-        if tools:
-            # OpenAI's strict mode: every object closed and every property required, so the
-            # arguments always match the schema (opt-in: ModelSettings.strict_tools).
-            strict = {"strict": True} if settings.strict_tools and spec.startswith("openai:") else {}
-            try:
-                bound = (
-                    model.bind_tools(list(tools), tool_choice=tool_choice, **strict)
-                    if tool_choice
-                    else model.bind_tools(list(tools), **strict)
-                )
-            except (NotImplementedError, TypeError, ValueError):
-                bound = model.bind_tools(list(tools)) if tool_choice else model
+        bound = _bound(model, tools, tool_choice, settings, spec) if tools else model
         request = with_cache_breakpoints(messages, provider["gen_ai.provider.name"])
         retries = 0
         while True:
@@ -139,20 +127,40 @@ def invoke(
         message = _without_secrets(message)
         usage = usage_from_metadata(getattr(message, "usage_metadata", None), spec, prices)
         usage.retries = retries
-        span.set_attribute("quarry.model.retries", retries)
-        record_usage(span, usage.input_tokens, usage.output_tokens)
-        record_model_messages(
-            span,
-            [(getattr(m, "type", "user"), m.content) for m in messages if hasattr(m, "content")],
-            message.content,
-            getattr(message, "tool_calls", None),
-        )
-        span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_input_tokens)
-        span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_input_tokens)
-        span.set_attribute("quarry.usage.reasoning_tokens", usage.reasoning_tokens)
-        span.set_attribute("quarry.usage.dollars", usage.dollars)
-        span.set_attribute("quarry.tool_calls", len(getattr(message, "tool_calls", []) or []))
+        _trace_reply(span, messages, message, usage)
         return ModelReply(message, usage)
+
+
+def _bound(model: Any, tools: Sequence[Any], tool_choice: str | None, settings: ModelSettings, spec: str) -> Any:
+    """The model with `tools` bound (and `tool_choice`, where the client takes it)."""
+    # OpenAI's strict mode: every object closed and every property required, so the
+    # arguments always match the schema (opt-in: ModelSettings.strict_tools).
+    strict = {"strict": True} if settings.strict_tools and spec.startswith("openai:") else {}
+    try:
+        return (
+            model.bind_tools(list(tools), tool_choice=tool_choice, **strict)
+            if tool_choice
+            else model.bind_tools(list(tools), **strict)
+        )
+    except (NotImplementedError, TypeError, ValueError):
+        return model.bind_tools(list(tools)) if tool_choice else model
+
+
+def _trace_reply(span: Any, messages: Sequence[Any], message: Any, usage: Usage) -> None:
+    """The call's retries, token usage, messages and tool calls on its span."""
+    span.set_attribute("quarry.model.retries", usage.retries)
+    record_usage(span, usage.input_tokens, usage.output_tokens)
+    record_model_messages(
+        span,
+        [(getattr(m, "type", "user"), m.content) for m in messages if hasattr(m, "content")],
+        message.content,
+        getattr(message, "tool_calls", None),
+    )
+    span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_input_tokens)
+    span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_input_tokens)
+    span.set_attribute("quarry.usage.reasoning_tokens", usage.reasoning_tokens)
+    span.set_attribute("quarry.usage.dollars", usage.dollars)
+    span.set_attribute("quarry.tool_calls", len(getattr(message, "tool_calls", []) or []))
 
 
 def _without_secrets(message: Any) -> Any:

@@ -23,7 +23,7 @@ from nodes.evidence.planning import make_plan
 from nodes.job.config import config_of
 from nodes.job.results import answer_docs, checked_answer, fused_rankings, passing, ranked_entry, removed_report
 from nodes.job.runtime import runtime
-from nodes.job.state import Candidate, JobState, add_fallback, bump, ranked_candidates
+from nodes.job.state import Candidate, JobState, Plan, add_fallback, bump, ranked_candidates
 from nodes.policy.heuristic import HeuristicPolicy
 from nodes.policy.registry import REACT
 from nodes.policy.seam import AnswerDraft, AnswerRequest, JudgeInput, JudgeRequest, scored_items
@@ -50,52 +50,14 @@ def build_react_result(state: JobState, *, use_model: bool = True) -> Answered:
     fallbacks = list(state.get("fallbacks", []))
     search_ids = rt.jobs.ranking_ids(state["job_id"])
     if not search_ids:
-        page = jt.search(
-            "fallback: the model ran no search, so the user's words are searched", plan.get("core") or state["intent"]
-        )
-        if isinstance(page, SearchPage):
-            search_ids = [page.search_id]
-        fallbacks = add_fallback(
-            {"fallbacks": fallbacks}, "react search", "the model made no search; searched the intent"
-        )
-        update["stats"] = bump(state.get("stats", {}), tool_calls=jt.calls, searches=1)
+        search_ids, fallbacks = _search_intent(state, jt, plan, fallbacks, update)
     submitted = [d for d in sub.get("docids", [])]
     order = submitted + fused_rankings(jt, [(s, 1.0) for s in sorted(search_ids)], set(submitted))
     run = passing(order, plan, corpus, cfg.run_depth)
     top = run[: cfg.max_ranked]
     with jt.store_call("get_documents", "corpus", arguments={"documents": len(top)}):
         records = corpus.get_many(top)
-    items = scored_items(plan)
-    item_vecs, chunk_vecs = semantic_inputs(jt, rt.dense(state), items, top)
-    lexical = item_lexical_scores(col.lucene, items, top, jt)
-    n = max(len(top), 1)
-    batch = [
-        JudgeInput(
-            records[d],
-            quotable_chunks(records[d], corpus.chunks(d)),
-            round(1.0 - r / n, 6),
-            chunk_vecs.get(d),
-            {i: s[d] for i, s in lexical.items()},
-        )
-        for r, d in enumerate(top)
-    ]
-    # The retrieval order is the model's submission, then the job's fused rankings: its score is
-    # that order's reciprocal rank (1/(60 + rank)), the scale the round graph's fusion uses.
-    cands = [
-        Candidate(
-            docid=inp.rec.docid,
-            p=inp.p,
-            score=j.score,
-            evidence=j.evidence,
-            excluded=j.excluded,
-            verified_version=1,
-            fused=round(1.0 / (60 + r), 6),
-            rank_score=round(1.0 / (60 + r), 6),
-        )
-        for r, (inp, j) in enumerate(
-            zip(batch, heuristic.judge(JudgeRequest(plan, batch, item_vecs)).judgements, strict=True), start=1
-        )
-    ]
+    cands = _judged(rt, state, jt, col, plan, heuristic, top, records)
     ordered_by = "model" if sub.get("ranked") and submitted else "evidence"
     if ordered_by == "evidence":
         cands = by_evidence(cands)
@@ -119,33 +81,111 @@ def build_react_result(state: JobState, *, use_model: bool = True) -> Answered:
     if removed := removed_report({}, [Candidate(docid=d) for d in order[: cfg.run_depth]], plan, corpus):
         result["removed"] = removed
     if state.get("mode") == "answer":
-        opened = set(state.get("opened", []))
-        if sub.get("explanation"):
-            draft = AnswerDraft(
-                sub["explanation"],
-                sub.get("exact_answer", ""),
-                int(sub.get("confidence", 0)),
-                bool(sub.get("insufficient_evidence", False)),
-            )
-        else:
-            # The heuristic answers from the documents Quarry itself just read for their evidence.
-            draft = heuristic.answer(
-                AnswerRequest(
-                    state["intent"], plan, answer_docs(ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars)
-                )
-            ).draft
-            opened |= set(top)
-            fallbacks = add_fallback({"fallbacks": fallbacks}, "answer", "the model submitted no answer")
-        answer, checked = checked_answer(draft, opened=opened, corpus=corpus, similarity=rt.similarity(state))
-        result |= {
-            "answer": answer,
-            "references": checked.references,
-            "citations": checked.stats(),
-            "cited": checked.cited,
-        }
+        answered, fallbacks = _answer(rt, state, cfg, corpus, plan, heuristic, ranked, top, fallbacks)
+        result |= answered
     if fallbacks != list(state.get("fallbacks", [])):
         update["fallbacks"] = fallbacks
     return Answered(result, update)
+
+
+def _search_intent(
+    state: JobState, jt: Any, plan: Plan, fallbacks: list[Any], update: dict[str, Any]
+) -> tuple[list[str], list[Any]]:
+    """A model that ran no search: the user's words searched once, said as a fallback."""
+    search_ids: list[str] = []
+    page = jt.search(
+        "fallback: the model ran no search, so the user's words are searched", plan.get("core") or state["intent"]
+    )
+    if isinstance(page, SearchPage):
+        search_ids = [page.search_id]
+    fallbacks = add_fallback({"fallbacks": fallbacks}, "react search", "the model made no search; searched the intent")
+    update["stats"] = bump(state.get("stats", {}), tool_calls=jt.calls, searches=1)
+    return search_ids, fallbacks
+
+
+def _judged(
+    rt: Any,
+    state: JobState,
+    jt: Any,
+    col: Any,
+    plan: Plan,
+    heuristic: HeuristicPolicy,
+    top: list[str],
+    records: dict[str, Any],
+) -> list[Candidate]:
+    """The shown documents as candidates with the heuristic's evidence per requirement."""
+    corpus = col.corpus
+    items = scored_items(plan)
+    item_vecs, chunk_vecs = semantic_inputs(jt, rt.dense(state), items, top)
+    lexical = item_lexical_scores(col.lucene, items, top, jt)
+    n = max(len(top), 1)
+    batch = [
+        JudgeInput(
+            records[d],
+            quotable_chunks(records[d], corpus.chunks(d)),
+            round(1.0 - r / n, 6),
+            chunk_vecs.get(d),
+            {i: s[d] for i, s in lexical.items()},
+        )
+        for r, d in enumerate(top)
+    ]
+    # The retrieval order is the model's submission, then the job's fused rankings: its score is
+    # that order's reciprocal rank (1/(60 + rank)), the scale the round graph's fusion uses.
+    return [
+        Candidate(
+            docid=inp.rec.docid,
+            p=inp.p,
+            score=j.score,
+            evidence=j.evidence,
+            excluded=j.excluded,
+            verified_version=1,
+            fused=round(1.0 / (60 + r), 6),
+            rank_score=round(1.0 / (60 + r), 6),
+        )
+        for r, (inp, j) in enumerate(
+            zip(batch, heuristic.judge(JudgeRequest(plan, batch, item_vecs)).judgements, strict=True), start=1
+        )
+    ]
+
+
+def _answer(
+    rt: Any,
+    state: JobState,
+    cfg: Any,
+    corpus: Any,
+    plan: Plan,
+    heuristic: HeuristicPolicy,
+    ranked: list[dict[str, Any]],
+    top: list[str],
+    fallbacks: list[Any],
+) -> tuple[dict[str, Any], list[Any]]:
+    """Answer mode: the model's submitted answer, else the heuristic's, through the citation check."""
+    sub = state.get("submitted") or {}
+    opened = set(state.get("opened", []))
+    if sub.get("explanation"):
+        draft = AnswerDraft(
+            sub["explanation"],
+            sub.get("exact_answer", ""),
+            int(sub.get("confidence", 0)),
+            bool(sub.get("insufficient_evidence", False)),
+        )
+    else:
+        # The heuristic answers from the documents Quarry itself just read for their evidence.
+        draft = heuristic.answer(
+            AnswerRequest(
+                state["intent"], plan, answer_docs(ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars)
+            )
+        ).draft
+        opened |= set(top)
+        fallbacks = add_fallback({"fallbacks": fallbacks}, "answer", "the model submitted no answer")
+    answer, checked = checked_answer(draft, opened=opened, corpus=corpus, similarity=rt.similarity(state))
+    answered = {
+        "answer": answer,
+        "references": checked.references,
+        "citations": checked.stats(),
+        "cited": checked.cited,
+    }
+    return answered, fallbacks
 
 
 def by_evidence(cands: list[Candidate]) -> list[Candidate]:

@@ -105,21 +105,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
     corpus = rt.collection(state).corpus
     plan = state.get("plan", {})
     candidates = load_pool(rt.jobs, state)
-    # The verifier was trained on the heuristic policy's scores; a model policy's librarians score
-    # on their own scale, so its order stays the rule's.
-    verifier, verifier_name = rt.verifier_for(state) if cfg.verifier and spec_of(state).verifier else (None, None)
-    if verifier is not None:
-        inputs = ranker_inputs(rt, state, candidates, alt_bm25=uses_alt_bm25(verifier))
-        pool = final_order(
-            candidates,
-            inputs.channel_of,
-            verifier,
-            neighbours=inputs.neighbours,
-            lengths=inputs.lengths,
-            context=inputs.context,
-        )
-    else:
-        pool = ranked_candidates(candidates)
+    pool, ranker = _final_order(rt, state, cfg, candidates)
     records = corpus.get_many([c["docid"] for c in pool[: cfg.run_depth]])
     # Hard constraints hold for every output, verified or not (after an early stop, candidates
     # from the last retrieval may not have been verified yet).
@@ -127,17 +113,7 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
         c for c in pool[: cfg.run_depth] if c["docid"] in records and not violated_constraint(plan, records[c["docid"]])
     ]
     ranked = [ranked_entry(c, records[c["docid"]], plan, corpus, policy) for c in ranked_all[: cfg.max_ranked]]
-    # The deep run (for evaluation): verified order first, then the rest of the pool by fusion,
-    # then what the job's full-depth rankings hold beyond the pool, fused the same way.
-    run = [c["docid"] for c in ranked_all]
-    if len(run) < cfg.run_depth:
-        searches = [
-            (s["search_id"], s.get("weight", 1.0))
-            for s in state.get("searches", [])
-            if str(s.get("search_id", "")).startswith("s")
-        ]
-        beyond = fused_rankings(rt.tools(state), searches, set(candidates))
-        run += passing(beyond, plan, corpus, cfg.run_depth - len(run))
+    run = _deep_run(rt, state, cfg, corpus, candidates, ranked_all)
     result: dict[str, Any] = {
         "job_id": state["job_id"],
         "collection": state["collection"],
@@ -155,41 +131,85 @@ def build_result(state: JobState, *, use_model: bool = True) -> Answered:
             )
         ),
         "cited": [r["docid"] for r in ranked],
-        "ranker": verifier_name if verifier is not None else HEURISTIC_ORDER,
+        "ranker": ranker,
     }
     if removed := removed_report(candidates, pool[: cfg.run_depth], plan, corpus):
         result["removed"] = removed
     update: dict[str, Any] = {}
     if state.get("mode") == "answer":
-        weights = question_idf(rt.tools(state), rt.collection(state), state["intent"], cfg.idf_depth)
-        decision = policy.answer(
-            AnswerRequest(
-                state["intent"],
-                plan,
-                with_sections(
-                    state["intent"],
-                    answer_docs(ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars),
-                    corpus,
-                ),
-                weights,
-                cfg.answer_sentences,
-            )
-        )
-        answer, checked = checked_answer(
-            decision.draft,
-            opened=set(state.get("opened", [])),
-            corpus=corpus,
-            similarity=rt.similarity(state),
-            question=state["intent"],
-        )
-        result |= {
-            "answer": answer,
-            "references": checked.references,
-            "citations": checked.stats(),
-            "cited": checked.cited,
-        }
-        update = model_step_update(state, "answer", decision.usage, decision.fallback)
+        answered, update = _answer(rt, state, cfg, policy, corpus, ranked)
+        result |= answered
     return Answered(result, update)
+
+
+def _final_order(rt: Any, state: JobState, cfg: Any, candidates: dict[str, Any]) -> tuple[list[Any], str | None]:
+    """The pool in its final order, and what ordered it (the learned verifier's name, or the rule)."""
+    # The verifier was trained on the heuristic policy's scores; a model policy's librarians score
+    # on their own scale, so its order stays the rule's.
+    verifier, verifier_name = rt.verifier_for(state) if cfg.verifier and spec_of(state).verifier else (None, None)
+    if verifier is None:
+        return ranked_candidates(candidates), HEURISTIC_ORDER
+    inputs = ranker_inputs(rt, state, candidates, alt_bm25=uses_alt_bm25(verifier))
+    pool = final_order(
+        candidates,
+        inputs.channel_of,
+        verifier,
+        neighbours=inputs.neighbours,
+        lengths=inputs.lengths,
+        context=inputs.context,
+    )
+    return pool, verifier_name
+
+
+def _deep_run(
+    rt: Any, state: JobState, cfg: Any, corpus: Any, candidates: dict[str, Any], ranked_all: list[Any]
+) -> list[str]:
+    """The deep run (for evaluation): verified order first, then the rest of the pool by fusion,
+    then what the job's full-depth rankings hold beyond the pool, fused the same way."""
+    run = [c["docid"] for c in ranked_all]
+    if len(run) < cfg.run_depth:
+        searches = [
+            (s["search_id"], s.get("weight", 1.0))
+            for s in state.get("searches", [])
+            if str(s.get("search_id", "")).startswith("s")
+        ]
+        beyond = fused_rankings(rt.tools(state), searches, set(candidates))
+        run += passing(beyond, state.get("plan", {}), corpus, cfg.run_depth - len(run))
+    return run
+
+
+def _answer(
+    rt: Any, state: JobState, cfg: Any, policy: Any, corpus: Any, ranked: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Answer mode: the policy's answer from the top documents, through the citation check, and
+    the state update its model usage makes."""
+    plan = state.get("plan", {})
+    weights = question_idf(rt.tools(state), rt.collection(state), state["intent"], cfg.idf_depth)
+    decision = policy.answer(
+        AnswerRequest(
+            state["intent"],
+            plan,
+            with_sections(
+                state["intent"], answer_docs(ranked, corpus, cfg.models.answer_docs, cfg.models.answer_chars), corpus
+            ),
+            weights,
+            cfg.answer_sentences,
+        )
+    )
+    answer, checked = checked_answer(
+        decision.draft,
+        opened=set(state.get("opened", [])),
+        corpus=corpus,
+        similarity=rt.similarity(state),
+        question=state["intent"],
+    )
+    answered = {
+        "answer": answer,
+        "references": checked.references,
+        "citations": checked.stats(),
+        "cited": checked.cited,
+    }
+    return answered, model_step_update(state, "answer", decision.usage, decision.fallback)
 
 
 def result_ready(state: JobState, result: dict[str, Any]) -> dict[str, Any]:

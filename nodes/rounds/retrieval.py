@@ -71,16 +71,7 @@ def retrieval(state: JobState) -> dict:
         if key in done:
             continue
         done.add(key)
-        entry = {
-            "query": q.get("text", ""),
-            "channel": q["channel"],
-            "weight": q["weight"],
-            "round": round_no,
-            "key": key,
-            "label": query_label(q, filtered if q["channel"] == "semantic" else None),
-        }
-        if q["channel"] == "semantic" and filtered:
-            entry["filtered_to"] = filtered  # the semantic ranking covers only this many BM25 hits
+        entry = _entry(q, key, round_no, filtered)
         if q["channel"] == "metadata":
             ranked = tools.find_by_metadata(
                 f"round {round_no}: documents by the requested authors", q.get("authors", [])
@@ -99,14 +90,7 @@ def retrieval(state: JobState) -> dict:
             if isinstance(page, ToolError) or not isinstance(page, SearchPage):
                 searches.append(entry | {"search_id": "", "total": 0, "error": getattr(page, "code", "error")})
                 continue
-            entry |= {"search_id": page.search_id, "total": page.total}
-            run = semantic.last if q["channel"] == "semantic" and isinstance(semantic, FilteredSemantic) else None
-            if run is not None and run.stopped:  # a stop or the deadline cut the embedding short: say so
-                entry |= {
-                    "partial": run.partial_note(),
-                    "stopped": run.stopped,
-                    "label": entry["label"] + f" (partial: {run.scored} of {run.candidates} re-scored)",
-                }
+            entry |= _searched(page, q, entry, semantic)
             previewed.extend(h.docid for h in page.hits if h.docid not in seen_preview)
             seen_preview.update(h.docid for h in page.hits)
             ranking = tools.ranking(page.search_id)
@@ -116,8 +100,51 @@ def retrieval(state: JobState) -> dict:
             candidates.setdefault(docid, Candidate(docid=docid, ranks={}, fused=0.0, score=0.0))
         if q["channel"] in ("citations", "metadata"):
             citation_ranks[entry["search_id"]] = {d: r for r, d in enumerate(ranked, start=1)}
-    # Fuse with each ranking's full depth, not just its pooled top: a document at rank 30 in one
-    # ranking and 150 in another must get credit from both, exactly as plain RRF would.
+    _fuse(tools, searches, candidates, citation_ranks)
+    return {
+        **store_pool(rt.jobs, state, candidates),
+        "searches": searches,
+        "previewed": previewed,
+        "queries": [],
+        "stats": bump(state.get("stats", {}), tool_calls=tools.calls, searches=n_search, citations=n_cite),
+        "node": "retrieval",
+    }
+
+
+def _entry(q: dict[str, Any], key: str, round_no: int, filtered: int | None) -> dict[str, Any]:
+    """A query's record in `searches`, before it has run."""
+    entry = {
+        "query": q.get("text", ""),
+        "channel": q["channel"],
+        "weight": q["weight"],
+        "round": round_no,
+        "key": key,
+        "label": query_label(q, filtered if q["channel"] == "semantic" else None),
+    }
+    if q["channel"] == "semantic" and filtered:
+        entry["filtered_to"] = filtered  # the semantic ranking covers only this many BM25 hits
+    return entry
+
+
+def _searched(page: SearchPage, q: dict[str, Any], entry: dict[str, Any], semantic: Any) -> dict[str, Any]:
+    """What a search adds to its record: its search_id and total, and whether a stop cut it short."""
+    added: dict[str, Any] = {"search_id": page.search_id, "total": page.total}
+    run = semantic.last if q["channel"] == "semantic" and isinstance(semantic, FilteredSemantic) else None
+    if run is not None and run.stopped:  # a stop or the deadline cut the embedding short: say so
+        added |= {
+            "partial": run.partial_note(),
+            "stopped": run.stopped,
+            "label": entry["label"] + f" (partial: {run.scored} of {run.candidates} re-scored)",
+        }
+    return added
+
+
+def _fuse(
+    tools: Any, searches: list[dict], candidates: dict[str, Candidate], citation_ranks: dict[str, dict[str, int]]
+) -> None:
+    """Each candidate's ranks and fused score. Fused with each ranking's full depth, not just its
+    pooled top: a document at rank 30 in one ranking and 150 in another must get credit from
+    both, exactly as plain RRF would."""
     weights = {x["search_id"]: x.get("weight", 1.0) for x in searches if x.get("search_id")}
     # Rankings behind a search_id ("s…") are reloaded at full depth; citation ("c…") and metadata
     # ("m…") lists are short and live in the candidates' ranks.
@@ -131,11 +158,3 @@ def retrieval(state: JobState) -> dict:
         ranks = {sid: rm[cand["docid"]] for sid, rm in deep.items() if cand["docid"] in rm}
         cand["ranks"] = ranks
         cand["fused"] = round(rrf_score(ranks, weights), 8)
-    return {
-        **store_pool(rt.jobs, state, candidates),
-        "searches": searches,
-        "previewed": previewed,
-        "queries": [],
-        "stats": bump(state.get("stats", {}), tool_calls=tools.calls, searches=n_search, citations=n_cite),
-        "node": "retrieval",
-    }

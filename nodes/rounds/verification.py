@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import nullcontext
+from typing import Any
 
 from nodes.job.config import config_of
 from nodes.job.pool import load_pool, store_pool
@@ -75,22 +76,7 @@ def verification(state: JobState) -> dict:
         tools.read_documents("verify candidate against the checklist", unread)
         opened.extend(unread)
         opened_set.update(unread)
-    batch: list[JudgeInput] = []
-    for cand in pool:
-        docid = cand["docid"]
-        rec = records.get(docid)
-        if rec is None:
-            continue
-        p = round(cand["fused"] / best_fused, 6) if best_fused else 0.0
-        batch.append(
-            JudgeInput(
-                rec,
-                quotable_chunks(rec, chunks[docid]),
-                p,
-                chunk_vecs.get(docid),
-                {i: s[docid] for i, s in lexical.items()},
-            )
-        )
+    batch = _judge_inputs(pool, records, chunks, chunk_vecs, lexical, best_fused)
     decision = policy.judge(JudgeRequest(plan, batch, item_vecs, intent=state.get("intent", "")))
     for inp, judged in zip(batch, decision.judgements, strict=True):
         candidates[inp.rec.docid].update(
@@ -113,3 +99,32 @@ def verification(state: JobState) -> dict:
         "node": "verification",
         "stats": bump(state.get("stats", {}), tool_calls=tools.calls, reads=tools.calls),
     }
+
+
+def _judge_inputs(
+    pool: list[Any],
+    records: dict[str, Any],
+    chunks: dict[str, Any],
+    chunk_vecs: dict[str, Any],
+    lexical: dict[str, dict[str, float]],
+    best_fused: float,
+) -> list[JudgeInput]:
+    """What the policy judges of each pooled candidate the corpus holds; `p` is its fused score
+    relative to the best."""
+    batch: list[JudgeInput] = []
+    for cand in pool:
+        docid = cand["docid"]
+        rec = records.get(docid)
+        if rec is None:
+            continue
+        p = round(cand["fused"] / best_fused, 6) if best_fused else 0.0
+        batch.append(
+            JudgeInput(
+                rec,
+                quotable_chunks(rec, chunks[docid]),
+                p,
+                chunk_vecs.get(docid),
+                {i: s[docid] for i, s in lexical.items()},
+            )
+        )
+    return batch

@@ -272,19 +272,7 @@ class ToolSession:
         related = _related(self.citations, docid, how)
         shown = related[: min(count, CITATION_LIMIT_MAX)]
         records = self.corpus.get_many([d for d, _, _ in shown]) if shown else {}
-        hits = []
-        for rank, (did, score, relation) in enumerate(shown, start=1):
-            rec = records.get(did)
-            hits.append(
-                CitationHit(
-                    rank=rank,
-                    docid=did,
-                    score=round(score, 6),
-                    relation=relation,
-                    title=rec.title if rec else "",
-                    excerpt=preview_text(rec, seed.title) if rec else "",
-                )
-            )
+        hits = _citation_hits(shown, records, seed.title)
         ids = [h.docid for h in hits]
         self.trajectory.surfaced.update(ids)
         self.trajectory.previewed.update(ids)
@@ -339,3 +327,21 @@ def preview_text(rec: DocRecord, query: str) -> str:
     """The excerpt shown for a hit: from the body (plus keywords), else from the title."""
     body = " ".join(p for p in (rec.text, ("keywords: " + ", ".join(rec.keywords)) if rec.keywords else "") if p)
     return excerpt(body or rec.title, query)
+
+
+def _citation_hits(shown: list[Any], records: dict[str, DocRecord], seed_title: str) -> list[CitationHit]:
+    """The linked documents shown, ranked, each with its title and an excerpt."""
+    hits = []
+    for rank, (did, score, relation) in enumerate(shown, start=1):
+        rec = records.get(did)
+        hits.append(
+            CitationHit(
+                rank=rank,
+                docid=did,
+                score=round(score, 6),
+                relation=relation,
+                title=rec.title if rec else "",
+                excerpt=preview_text(rec, seed_title) if rec else "",
+            )
+        )
+    return hits

@@ -18,6 +18,8 @@ from stores.errors import QuarryError
 if TYPE_CHECKING:  # a type only: pydantic loads with the price table that needs it
     from pydantic import ValidationError
 
+    from nodes.policy.registry import PolicySpec
+
 
 def job_config(
     policy: str,
@@ -38,7 +40,7 @@ def job_config(
     are JobConfig's own (nodes.job.config), never copies."""
     from nodes.job.usage import prices_for
     from nodes.llm.models import ModelSpec, check_endpoint
-    from nodes.policy.registry import check, model_policies, taking
+    from nodes.policy.registry import check, model_policies
 
     chosen = check(policy)
     check_model_budgets(max_tokens, max_dollars)
@@ -50,6 +52,30 @@ def job_config(
                 f"add {_either(model_policies())} (the {chosen.name} policy calls no model)",
             )
         return JobConfig(max_rounds=rounds, max_seconds=max_seconds)
+    main, judge = _models(chosen, policy, model, judge_model, strict_tools)
+    specs = list(dict.fromkeys(s for s in (main, judge, *(str(ModelSpec.parse(m)) for m in extra_models if m)) if s))
+    table = load_prices(prices)  # a local file: checked before any endpoint is probed
+    for spec in specs:
+        check_endpoint(spec)
+    return JobConfig(
+        max_rounds=rounds,
+        max_seconds=max_seconds,
+        models=ModelSettings(
+            model=main, judge_model=judge, max_output_tokens=max_output_tokens, strict_tools=strict_tools
+        ),
+        max_tokens=max_tokens,
+        max_dollars=max_dollars,
+        prices=prices_for(specs, table),
+    )
+
+
+def _models(
+    chosen: PolicySpec, policy: str, model: str | None, judge_model: str | None, strict_tools: bool
+) -> tuple[str, str | None]:
+    """The model policy's model and judge as PROVIDER:NAME, once they suit the policy."""
+    from nodes.llm.models import ModelSpec
+    from nodes.policy.registry import taking
+
     if not model:
         raise QuarryError(
             "no_model",
@@ -70,20 +96,7 @@ def job_config(
             "--strict-tools is OpenAI's strict function calling, for openai: models",
             "drop --strict-tools, or use an openai: --model",
         )
-    specs = list(dict.fromkeys(s for s in (main, judge, *(str(ModelSpec.parse(m)) for m in extra_models if m)) if s))
-    table = load_prices(prices)  # a local file: checked before any endpoint is probed
-    for spec in specs:
-        check_endpoint(spec)
-    return JobConfig(
-        max_rounds=rounds,
-        max_seconds=max_seconds,
-        models=ModelSettings(
-            model=main, judge_model=judge, max_output_tokens=max_output_tokens, strict_tools=strict_tools
-        ),
-        max_tokens=max_tokens,
-        max_dollars=max_dollars,
-        prices=prices_for(specs, table),
-    )
+    return main, judge
 
 
 def _either(policies: tuple[str, ...]) -> str:

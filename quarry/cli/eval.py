@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -19,11 +19,19 @@ from quarry.cli.console import fail
 from stores.errors import QuarryError
 from workflows.job_input import check_budget
 
+if TYPE_CHECKING:
+    from evals.agent_system import AgentOptions
+    from evals.runner import EvalResult
+    from stores.profiles import SelfProfile
+    from tuning.grid import TuneResult
+    from tuning.self_tuning import SelfTuneResult
+
 DEFAULTS = JobConfig()  # the options' defaults are the job's own (nodes.job.config), never copies
 
 commands = typer.Typer()
 
 
+# Long: 18 options, each declared where typer reads it; the body's steps are the helpers below.
 @commands.command("eval")
 def eval_cmd(
     name: str,
@@ -62,7 +70,6 @@ def eval_cmd(
     """Evaluate systems on the collection's judged queries (pytrec_eval); model systems' answers
     are graded against answers.jsonl when the collection has it."""
     # lazy: the evaluation stack (pytrec_eval, workflows) costs ~0.2 s of start-up
-    from evals.agent_system import AgentOptions
     from evals.runner import evaluate, parse_systems
     from tuning.metrics import BASE_METRICS
 
@@ -72,24 +79,16 @@ def eval_cmd(
         budget = check_budget(budget)  # typer's min=1 lets inf and 1e400 through
         check_bm25(k1, b)
         systems = parse_systems(system)
-        policy, model_systems, judged = eval_policy(systems)
-        config = (
-            job_config(
-                policy,
-                model,
-                judge_model if judged else None,
-                max_seconds=budget,
-                max_tokens=max_tokens,
-                max_dollars=max_dollars,
-                prices=prices,
-                max_output_tokens=max_output_tokens,
-                extra_models=(judge,),
-            )
-            if (model_systems or model or judge_model)
-            else None
-        )
-        agent = (
-            AgentOptions(config=config, grader=judge) if config else AgentOptions(config=JobConfig(max_seconds=budget))
+        agent = _agent_options(
+            systems,
+            model,
+            judge_model,
+            judge,
+            budget=budget,
+            max_tokens=max_tokens,
+            max_dollars=max_dollars,
+            prices=prices,
+            max_output_tokens=max_output_tokens,
         )
         if run_file is not None and len(systems) > 1:
             raise QuarryError(
@@ -128,17 +127,7 @@ def eval_cmd(
                 "--judge": judge,
                 "--metric": metric if metric != "ndcg@20" else None,
             }
-            command = " ".join(
-                [
-                    "quarry eval",
-                    shlex.quote(name),
-                    "--system",
-                    ",".join(systems),
-                    *(f"{k} {shlex.quote(str(v))}" for k, v in given.items() if v is not None),
-                    "--report",
-                    shlex.quote(str(report)),
-                ]
-            )
+            command = _eval_command(name, systems, given, report)
             report_path = write_report(report, col, results, metric=metric, command=command)
     except QuarryError as err:
         fail(err)
@@ -147,7 +136,63 @@ def eval_cmd(
         obj = next(iter(summaries.values())) if len(summaries) == 1 else {"systems": summaries}
         print_json(obj | ({"report": str(report_path)} if report_path else {}))
         return
-    first = results[0]
+    out.print(_eval_table(name, systems, results[0], summaries))
+    if report_path:
+        out.print(f"report: {safe(report_path)}", highlight=False)
+
+
+def _agent_options(
+    systems: list[str],
+    model: str | None,
+    judge_model: str | None,
+    judge: str | None,
+    *,
+    budget: float,
+    max_tokens: int | None,
+    max_dollars: float | None,
+    prices: Path | None,
+    max_output_tokens: int,
+) -> AgentOptions:
+    """The agent systems' job options: a model job's configuration (its endpoints probed now) when
+    a model system or a model is named, else a heuristic job's budget."""
+    from evals.agent_system import AgentOptions
+
+    policy, model_systems, judged = eval_policy(systems)
+    config = (
+        job_config(
+            policy,
+            model,
+            judge_model if judged else None,
+            max_seconds=budget,
+            max_tokens=max_tokens,
+            max_dollars=max_dollars,
+            prices=prices,
+            max_output_tokens=max_output_tokens,
+            extra_models=(judge,),
+        )
+        if (model_systems or model or judge_model)
+        else None
+    )
+    return AgentOptions(config=config, grader=judge) if config else AgentOptions(config=JobConfig(max_seconds=budget))
+
+
+def _eval_command(name: str, systems: list[str], given: dict[str, str | int | float | None], report: Path) -> str:
+    """The `quarry eval` command line that makes the report again, for the report to show."""
+    return " ".join(
+        [
+            "quarry eval",
+            shlex.quote(name),
+            "--system",
+            ",".join(systems),
+            *(f"{k} {shlex.quote(str(v))}" for k, v in given.items() if v is not None),
+            "--report",
+            shlex.quote(str(report)),
+        ]
+    )
+
+
+def _eval_table(name: str, systems: list[str], first: EvalResult, summaries: dict[str, dict]) -> Table:
+    """One column of metrics per system."""
     table = Table(title=safe(f"{name} · {', '.join(systems)} · {first.split} · {first.queries} queries"))
     table.add_column("metric")
     for sys_name in summaries:
@@ -160,9 +205,7 @@ def eval_cmd(
         table.add_row(
             safe(key), *("–" if v is None else f"{v:.4f}" if isinstance(v, float) else safe(v) for v in cells)
         )
-    out.print(table)
-    if report_path:
-        out.print(f"report: {safe(report_path)}", highlight=False)
+    return table
 
 
 @commands.command()
@@ -222,6 +265,10 @@ def tune(
             f"(was k1={result.baseline[0]} b={result.baseline[1]})"
         )
         return
+    _print_tuned(name, result, stored)
+
+
+def _print_tuned(name: str, result: TuneResult, stored: str) -> None:
     best, base = result.best.brief(), result.baseline.brief()
     out.print(
         f"tuned [bold]{safe(name)}[/] on {safe(result.split)} ({result.queries} queries, "
@@ -256,14 +303,18 @@ def _tune_self(
             )
     except QuarryError as err:
         fail(err)
-    p, in_use = result.profile, result.in_use
     if json_out:
         print_json(
-            p.model_dump(exclude={"sample"})
-            | {"profile_file": str(result.profile_file), "candidate": in_use is not None}
-            | ({"in_use": in_use.brief()} if in_use else {})
+            result.profile.model_dump(exclude={"sample"})
+            | {"profile_file": str(result.profile_file), "candidate": result.in_use is not None}
+            | ({"in_use": result.in_use.brief()} if result.in_use else {})
         )
         return
+    _print_self_tuned(name, result, apply)
+
+
+def _print_self_tuned(name: str, result: SelfTuneResult, apply: bool) -> None:
+    p, in_use = result.profile, result.in_use
     if apply:
         stored = "applied: jobs and tools use it"
     elif in_use is not None:
@@ -288,15 +339,7 @@ def _tune_self(
         what = " (k1/b only)" if p.chosen_on == ("cloze",) else ""
         out.print(f"chosen on  {', '.join(p.chosen_on or p.kinds)} pseudo-queries{what}")
         out.print(f"pseudo-query nDCG@20  {p.pseudo_default:.4f} at the stored setting → {p.pseudo_chosen:.4f}")
-    table = Table(title="what each kind of pseudo-query alone would choose")
-    for column in ("kind", "queries", "k1", "b", "semantic ×", "nDCG@20 stored → own"):
-        table.add_column(column, justify="left" if column == "kind" else "right")
-    for kind, c in p.kinds.items():
-        weight = "–" if c.semantic_weight is None else f"{c.semantic_weight:g}"
-        table.add_row(
-            kind, str(c.queries), f"{c.k1:g}", f"{c.b:g}", weight, f"{c.ndcg_default:.4f} → {c.ndcg_chosen:.4f}"
-        )
-    out.print(table)
+    out.print(_kinds_table(p))
     if p.verifier_pseudo:
         v = p.verifier_pseudo
         kept = "kept" if p.verifier else "not kept: the heuristic order was as good"
@@ -306,3 +349,15 @@ def _tune_self(
         )
     out.print(f"profile   {safe(result.profile_file)}", highlight=False)
     out.print(f"queries   {safe(result.queries_file)}", highlight=False)
+
+
+def _kinds_table(p: SelfProfile) -> Table:
+    table = Table(title="what each kind of pseudo-query alone would choose")
+    for column in ("kind", "queries", "k1", "b", "semantic ×", "nDCG@20 stored → own"):
+        table.add_column(column, justify="left" if column == "kind" else "right")
+    for kind, c in p.kinds.items():
+        weight = "–" if c.semantic_weight is None else f"{c.semantic_weight:g}"
+        table.add_row(
+            kind, str(c.queries), f"{c.k1:g}", f"{c.b:g}", weight, f"{c.ndcg_default:.4f} → {c.ndcg_chosen:.4f}"
+        )
+    return table

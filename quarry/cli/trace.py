@@ -35,13 +35,7 @@ def trace(
         fail(err)
     shown = select_spans(spans, tool=tool, round_no=round_no) if tool or round_no is not None else spans
     if tool and not shown:
-        names = sorted(
-            {
-                str((s.get("attributes") or {}).get("gen_ai.tool.name"))
-                for s in spans
-                if (s.get("attributes") or {}).get("gen_ai.operation.name") == "execute_tool"
-            }
-        )
+        names = _tool_names(spans)
         fail(
             QuarryError(
                 "no_spans",
@@ -66,38 +60,58 @@ def trace(
         highlight=False,
     )
     if grouped:
-        for group in rounds_summary(shown):
-            label = (
-                "outside rounds (submission, workflow, the agent span)"
-                if group["round"] is None
-                else "round 0 (planning)"
-                if group["round"] == 0
-                else f"round {group['round']}"
-            )
+        _print_rounds(rounds_summary(shown))
+        return
+    for line in span_tree_lines(shown):
+        out.print(terminal_safe(line), highlight=False, markup=False)
+    out.print(_tools_table(tool_summary(shown)))
+
+
+def _tool_names(spans: list[dict]) -> list[str]:
+    """The tools a trace's spans called, for the hint when a --tool has none."""
+    return sorted(
+        {
+            str((s.get("attributes") or {}).get("gen_ai.tool.name"))
+            for s in spans
+            if (s.get("attributes") or {}).get("gen_ai.operation.name") == "execute_tool"
+        }
+    )
+
+
+def _print_rounds(groups: list[dict]) -> None:
+    """--grouped: per round, its spans, model tokens, queries and tools."""
+    for group in groups:
+        label = (
+            "outside rounds (submission, workflow, the agent span)"
+            if group["round"] is None
+            else "round 0 (planning)"
+            if group["round"] == 0
+            else f"round {group['round']}"
+        )
+        out.print(
+            terminal_safe(
+                f"{label}: {group['spans']} spans, {group['model_calls']} model calls "
+                f"({group['input_tokens']} in / {group['output_tokens']} out tokens)"
+            ),
+            highlight=False,
+            markup=False,
+        )
+        for query in group["queries"]:
+            out.print(terminal_safe(f"  query: {query}"), highlight=False, markup=False)
+        for t in group["tools"]:
             out.print(
                 terminal_safe(
-                    f"{label}: {group['spans']} spans, {group['model_calls']} model calls "
-                    f"({group['input_tokens']} in / {group['output_tokens']} out tokens)"
+                    f"  {t['tool']}: {t['count']} calls, {t['total_ms']:.1f} ms total, p50 {t['p50_ms']:.1f} ms"
                 ),
                 highlight=False,
                 markup=False,
             )
-            for query in group["queries"]:
-                out.print(terminal_safe(f"  query: {query}"), highlight=False, markup=False)
-            for t in group["tools"]:
-                out.print(
-                    terminal_safe(
-                        f"  {t['tool']}: {t['count']} calls, {t['total_ms']:.1f} ms total, p50 {t['p50_ms']:.1f} ms"
-                    ),
-                    highlight=False,
-                    markup=False,
-                )
-        return
-    for line in span_tree_lines(shown):
-        out.print(terminal_safe(line), highlight=False, markup=False)
+
+
+def _tools_table(summary: list[dict]) -> Table:
     table = Table(title="tool calls")
     for col in ("tool", "count", "total_ms", "p50_ms"):
         table.add_column(col, justify="left" if col == "tool" else "right")
-    for row_ in tool_summary(shown):
+    for row_ in summary:
         table.add_row(safe(row_["tool"]), str(row_["count"]), f"{row_['total_ms']:.1f}", f"{row_['p50_ms']:.1f}")
-    out.print(table)
+    return table

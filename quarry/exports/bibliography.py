@@ -208,59 +208,7 @@ class Reference:
 
 def references(result: Mapping[str, Any], records: Mapping[str, DocRecord], origin: Origin | None) -> list[Reference]:
     """The result's ranked documents as references, keys assigned across all of them."""
-    drafts = []
-    for rank, item in enumerate(result.get("ranked", []), start=1):
-        docid = str(item["docid"])
-        rec = records.get(docid)
-        extras: Mapping[str, Any] = rec.extras if rec else {}
-        cited = cited_title((rec.title if rec else "") or item.get("title") or "", docid)
-        year = (rec.year if rec else None) or (item.get("year") if isinstance(item.get("year"), int) else None)
-        venue = rec.venue if rec else None
-        url = web_url(extras.get("url"))
-        the_doi = doi(extras.get("doi"))
-        eprint = arxiv_id(
-            extras.get("arxiv"),
-            extras.get("eprint"),
-            extras.get("arxiv_id"),
-            url,
-            the_doi,
-            venue if is_arxiv_venue(venue) else None,
-        )
-        kind: Kind = "arxiv" if eprint else venue_kind(venue)
-        howpublished = None
-        local = local_location(docid, extras, origin) if url is None and the_doi is None else None
-        if local and kind == "misc":  # a document that is only a local file
-            url, exact = local
-            kind = "local"
-            howpublished = "Local file" if exact else f"Local file {docid} (in the folder at the URL)"
-        # A paper (it has a venue) is cited as the paper: the path of the reader's own copy is
-        # private and means nothing to whoever reads the bibliography, so it gets no file URL.
-        if kind == "arxiv" and eprint and url is None:
-            url = f"https://arxiv.org/abs/{eprint}"
-        elif kind == "arxiv" and not eprint:
-            howpublished = venue  # "arXiv" with no id recorded: say where, cite no number
-        container = venue if kind in ("conference", "journal", "report", "book") else None
-        if kind == "report" and venue:
-            container = institution(venue)
-        authors = tuple(parse_names(rec.authors)) if rec else ()
-        drafts.append(
-            dict(
-                rank=rank,
-                docid=docid,
-                kind=kind,
-                title=cited.text,
-                title_parts=cited,
-                authors=authors,
-                date=tuple(date_parts(year, extras) or ()),
-                venue=container,
-                keywords=tuple(rec.keywords) if rec else (),
-                url=url,
-                doi=the_doi,
-                eprint=eprint,
-                howpublished=howpublished,
-                item=item,
-            )
-        )
+    drafts = [_draft(rank, item, records, origin) for rank, item in enumerate(result.get("ranked", []), start=1)]
     keys = assign_keys(
         {
             d["docid"]: base_key(
@@ -273,3 +221,58 @@ def references(result: Mapping[str, Any], records: Mapping[str, DocRecord], orig
         }
     )
     return [Reference(key=keys[d["docid"]], **d) for d in drafts]
+
+
+def _draft(
+    rank: int, item: Mapping[str, Any], records: Mapping[str, DocRecord], origin: Origin | None
+) -> dict[str, Any]:
+    """One ranked document's reference fields, all but its key."""
+    docid = str(item["docid"])
+    rec = records.get(docid)
+    extras: Mapping[str, Any] = rec.extras if rec else {}
+    cited = cited_title((rec.title if rec else "") or item.get("title") or "", docid)
+    year = (rec.year if rec else None) or (item.get("year") if isinstance(item.get("year"), int) else None)
+    venue = rec.venue if rec else None
+    url = web_url(extras.get("url"))
+    the_doi = doi(extras.get("doi"))
+    eprint = arxiv_id(
+        extras.get("arxiv"),
+        extras.get("eprint"),
+        extras.get("arxiv_id"),
+        url,
+        the_doi,
+        venue if is_arxiv_venue(venue) else None,
+    )
+    kind: Kind = "arxiv" if eprint else venue_kind(venue)
+    howpublished = None
+    local = local_location(docid, extras, origin) if url is None and the_doi is None else None
+    if local and kind == "misc":  # a document that is only a local file
+        url, exact = local
+        kind = "local"
+        howpublished = "Local file" if exact else f"Local file {docid} (in the folder at the URL)"
+    # A paper (it has a venue) is cited as the paper: the path of the reader's own copy is
+    # private and means nothing to whoever reads the bibliography, so it gets no file URL.
+    if kind == "arxiv" and eprint and url is None:
+        url = f"https://arxiv.org/abs/{eprint}"
+    elif kind == "arxiv" and not eprint:
+        howpublished = venue  # "arXiv" with no id recorded: say where, cite no number
+    container = venue if kind in ("conference", "journal", "report", "book") else None
+    if kind == "report" and venue:
+        container = institution(venue)
+    authors = tuple(parse_names(rec.authors)) if rec else ()
+    return dict(
+        rank=rank,
+        docid=docid,
+        kind=kind,
+        title=cited.text,
+        title_parts=cited,
+        authors=authors,
+        date=tuple(date_parts(year, extras) or ()),
+        venue=container,
+        keywords=tuple(rec.keywords) if rec else (),
+        url=url,
+        doi=the_doi,
+        eprint=eprint,
+        howpublished=howpublished,
+        item=item,
+    )

@@ -86,27 +86,49 @@ def markdown(result: Mapping[str, Any], refs: Sequence[Reference]) -> str:
         lines += ["## Checklist", ""] + [f"- [{i['kind']}] {_md(i['text'])}" for i in checklist] + [""]
     answer = result.get("answer")
     if isinstance(answer, dict) and answer:
-        lines += [
-            "## Answer",
-            "",
-            _md(answer.get("explanation", "")),
-            "",
-            f"**Exact answer**: {_md(answer.get('exact_answer', '') or '-')} · **Confidence**: "
-            f"{_md(stated_confidence(answer))}",
-            "",
-        ]
-        cited = result.get("references") or []
-        if cited:
-            lines += (
-                ["### References", ""]
-                + [
-                    f"- [{r['docid']}] {_md(display_title(r.get('title', ''), r['docid']))}, lines "
-                    f"{r['lines'][0]}–{r['lines'][1]}: “{_md(r.get('quote', ''))}”"
-                    for r in cited
-                ]
-                + [""]
-            )
+        lines += _answer_section(result, answer)
+    lines += _documents_section(refs)
+    traj, usage = result.get("trajectory") or {}, result.get("usage") or {}
     lines += [
+        "## Trajectory and budget",
+        "",
+        f"surfaced {traj.get('surfaced', 0)} · previewed {len(traj.get('previewed', []))} · opened "
+        f"{len(traj.get('opened', []))} · cited {len(traj.get('cited', []))}; tool calls "
+        f"{(result.get('stats') or {}).get('tool_calls', 0)}; model calls {usage.get('calls', 0)}, tokens "
+        f"{usage.get('total_tokens', 0)}, ${usage.get('dollars', 0.0):.4f}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _answer_section(result: Mapping[str, Any], answer: dict) -> list[str]:
+    """The answer, its exact answer and confidence, and the references it cites."""
+    lines = [
+        "## Answer",
+        "",
+        _md(answer.get("explanation", "")),
+        "",
+        f"**Exact answer**: {_md(answer.get('exact_answer', '') or '-')} · **Confidence**: "
+        f"{_md(stated_confidence(answer))}",
+        "",
+    ]
+    cited = result.get("references") or []
+    if cited:
+        lines += (
+            ["### References", ""]
+            + [
+                f"- [{r['docid']}] {_md(display_title(r.get('title', ''), r['docid']))}, lines "
+                f"{r['lines'][0]}–{r['lines'][1]}: “{_md(r.get('quote', ''))}”"
+                for r in cited
+            ]
+            + [""]
+        )
+    return lines
+
+
+def _documents_section(refs: Sequence[Reference]) -> list[str]:
+    """The ranked documents as a table, then the evidence quoted for each."""
+    lines = [
         "## Ranked documents",
         "",
         "| # | key | docid | title | year | rank | S |",
@@ -127,17 +149,7 @@ def markdown(result: Mapping[str, Any], refs: Sequence[Reference]) -> str:
             f"- {_md(e['item'])} — {e['score']:.1f}/5, {where(e)}: “{_md(e['chunk'])}”"
             for e in item.get("evidence", [])
         ] + [""]
-    traj, usage = result.get("trajectory") or {}, result.get("usage") or {}
-    lines += [
-        "## Trajectory and budget",
-        "",
-        f"surfaced {traj.get('surfaced', 0)} · previewed {len(traj.get('previewed', []))} · opened "
-        f"{len(traj.get('opened', []))} · cited {len(traj.get('cited', []))}; tool calls "
-        f"{(result.get('stats') or {}).get('tool_calls', 0)}; model calls {usage.get('calls', 0)}, tokens "
-        f"{usage.get('total_tokens', 0)}, ${usage.get('dollars', 0.0):.4f}",
-        "",
-    ]
-    return "\n".join(lines)
+    return lines
 
 
 # the formats written from the references alone (markdown also reports the job itself)

@@ -88,7 +88,6 @@ def job_context(service: QuarryService, job_id: str) -> dict[str, Any]:
     config = (stored["params"] or {}).get("config") or {}
     collection = str(row.get("collection") or "")
     events = all_events(service, job_id)
-
     checklist = (result or {}).get("checklist") or (state.get("plan") or {}).get("checklist") or []
     ranked = (result or {}).get("ranked") or []
     requirements = view.requirements_of(checklist, ranked)
@@ -97,20 +96,9 @@ def job_context(service: QuarryService, job_id: str) -> dict[str, Any]:
     latest: dict[str, Any] = next((e["data"] for e in reversed(events) if not e["data"].get("end")), {})
     mentioned = [str(t.get("docid")) for e in events for t in (e["data"].get("top") or [])]
     titles = titles_of(collection, mentioned, known)
-    usage = record.get("usage") or next(
-        (e["data"]["usage"] for e in reversed(events) if e["data"].get("usage")), state.get("usage") or {}
-    )
-    budget = (live or {}).get("budget") or {}
-    budget_s = budget.get("seconds") or config.get("max_seconds")
-    # A finished job's time is counted as its budget was: from when a worker started running it
-    # (`run_started_at`), not from its submission — a worker's start-up is not the job's time.
-    ran_from = state.get("run_started_at") or row.get("created_at") or 0
-    used_s = budget.get("used") if live is not None else max(0.0, (row.get("updated_at") or 0) - ran_from)
+    usage = _usage(record, events, state)
+    used_s, budget_s = _time(row, state, config, live)
     status = str((result or live or row).get("status") or row["status"])
-    answer = (result or {}).get("answer")
-    if isinstance(answer, str):  # results stored before answers had fields
-        answer = {"explanation": answer}
-    references = record.get("references") or []
     web_ui = (result or {}).get("web_ui") or temporal.web_ui(job_id, service.address)
     trace_id = row.get("trace_id") or ""
     return {
@@ -127,16 +115,7 @@ def job_context(service: QuarryService, job_id: str) -> dict[str, Any]:
         "requirements": requirements,
         "docs": [d for d in docs if not d.weak],
         "weak": [d for d in docs if d.weak],
-        "answer": answer
-        and {
-            "runs": view.cited_segments(str(answer.get("explanation") or ""), references),
-            "exact": str(answer.get("exact_answer") or ""),
-            "confidence": _confidence(answer),
-            "insufficient": bool(answer.get("insufficient_evidence")),
-            "references": [_reference(r, collection, job_id) for r in references],
-            "number": {str(r.get("docid", "")): n for n, r in reversed(list(enumerate(references, start=1)))},
-            "citations": record.get("citations") or {},
-        },
+        "answer": _answer_view((result or {}).get("answer"), record, collection, job_id),
         "rounds": view.rounds_of([e["data"] for e in events], titles, collection, job_id),
         "events": view.event_rows(events, float(row.get("created_at") or 0.0)),
         "queries": record.get("queries") or [],
@@ -151,6 +130,42 @@ def job_context(service: QuarryService, job_id: str) -> dict[str, Any]:
         "web_ui": web_ui,
         "trace_id": trace_id,
         "trace_url": f"/api/jobs/{job_id}/trace" if trace_id else "",
+    }
+
+
+def _usage(record: dict[str, Any], events: list[dict[str, Any]], state: dict[str, Any]) -> Any:
+    """The job's model usage: its result's, else the latest event's, else its state's."""
+    return record.get("usage") or next(
+        (e["data"]["usage"] for e in reversed(events) if e["data"].get("usage")), state.get("usage") or {}
+    )
+
+
+def _time(
+    row: dict[str, Any], state: dict[str, Any], config: dict[str, Any], live: dict[str, Any] | None
+) -> tuple[Any, Any]:
+    """The seconds the job used and its budget in seconds."""
+    budget = (live or {}).get("budget") or {}
+    budget_s = budget.get("seconds") or config.get("max_seconds")
+    # A finished job's time is counted as its budget was: from when a worker started running it
+    # (`run_started_at`), not from its submission — a worker's start-up is not the job's time.
+    ran_from = state.get("run_started_at") or row.get("created_at") or 0
+    used_s = budget.get("used") if live is not None else max(0.0, (row.get("updated_at") or 0) - ran_from)
+    return used_s, budget_s
+
+
+def _answer_view(answer: Any, record: dict[str, Any], collection: str, job_id: str) -> Any:
+    """The answer panel: its text with citations linked, exact answer, confidence, references."""
+    if isinstance(answer, str):  # results stored before answers had fields
+        answer = {"explanation": answer}
+    references = record.get("references") or []
+    return answer and {
+        "runs": view.cited_segments(str(answer.get("explanation") or ""), references),
+        "exact": str(answer.get("exact_answer") or ""),
+        "confidence": _confidence(answer),
+        "insufficient": bool(answer.get("insufficient_evidence")),
+        "references": [_reference(r, collection, job_id) for r in references],
+        "number": {str(r.get("docid", "")): n for n, r in reversed(list(enumerate(references, start=1)))},
+        "citations": record.get("citations") or {},
     }
 
 

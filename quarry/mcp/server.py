@@ -174,6 +174,7 @@ def as_resource(fn):  # a QuarryError leaves as a resource error, never as a tra
     return read
 
 
+# Long: one nested function per MCP tool, registered where it is declared: a list read tool by tool.
 def _corpus_tools(server: Any, service: QuarryService) -> None:
     """The tools over collections: list, search, page a ranking, read a document, build dense vectors."""
 
@@ -250,6 +251,7 @@ def _corpus_tools(server: Any, service: QuarryService) -> None:
         return service.dense_build_status(build_id)
 
 
+# Long: one nested function per MCP tool, registered where it is declared: a list read tool by tool.
 def _job_tools(server: Any, service: QuarryService) -> None:
     """The tools over jobs: start, status, wait, result, steer, stop, cancel, mark, list."""
 

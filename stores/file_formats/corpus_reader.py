@@ -73,32 +73,9 @@ def read_corpus(
     """
     path = Path(path).expanduser()
     problems = Problems()
-    if not is_utf8(str(path)):
-        raise IngestError(
-            [f"{printable_path(path)}: the name is not valid UTF-8"],
-            "rename the file or folder (names are stored as UTF-8 text)",
-        )
-    if path.exists() and not path.is_dir():
-        reason = unsafe_reason(path)
-        if reason is not None:  # a FIFO named x.jsonl, /proc/self/environ: never opened
-            raise IngestError([f"{printable_path(path)}: {reason}"], "give a regular file or a folder")
-    beir = path.is_dir() and (path / "corpus.jsonl").is_file()
-    if beir and (unsafe := unsafe_dataset_files(path)):  # links out of the dataset: never opened
-        raise IngestError(
-            unsafe, "copy the files named into the dataset folder (links that stay inside it are followed)"
-        )
+    beir = _checked_path(path)
     if one_pass and (beir or (path.is_file() and path.suffix.lower() in _JSONL_SUFFIXES)):
-        src = CorpusSource("beir" if beir else "jsonl", path)
-
-        def then() -> None:
-            if beir:
-                read_beir_extras(path, src, problems)
-            _raise_problems(src, problems)
-
-        src.records = RecordStream.unchecked(
-            path / "corpus.jsonl" if beir else path, problems, progress, src.warnings, then
-        )
-        return src
+        return _streamed(path, beir, problems, progress)
     if beir:
         src = CorpusSource("beir", path)
         src.records = read_documents(path / "corpus.jsonl", problems, progress, src.warnings)
@@ -130,6 +107,41 @@ def read_corpus(
             "bad_input", f"cannot ingest {printable_path(path)}: unsupported file type {path.suffix!r}", _FORMATS_HINT
         )
     _raise_problems(src, problems)
+    return src
+
+
+def _checked_path(path: Path) -> bool:
+    """Whether `path` is a BEIR folder, once its name is UTF-8 and nothing unsafe would be opened."""
+    if not is_utf8(str(path)):
+        raise IngestError(
+            [f"{printable_path(path)}: the name is not valid UTF-8"],
+            "rename the file or folder (names are stored as UTF-8 text)",
+        )
+    if path.exists() and not path.is_dir():
+        reason = unsafe_reason(path)
+        if reason is not None:  # a FIFO named x.jsonl, /proc/self/environ: never opened
+            raise IngestError([f"{printable_path(path)}: {reason}"], "give a regular file or a folder")
+    beir = path.is_dir() and (path / "corpus.jsonl").is_file()
+    if beir and (unsafe := unsafe_dataset_files(path)):  # links out of the dataset: never opened
+        raise IngestError(
+            unsafe, "copy the files named into the dataset folder (links that stay inside it are followed)"
+        )
+    return beir
+
+
+def _streamed(path: Path, beir: bool, problems: Problems, progress: ProgressFn | None) -> CorpusSource:
+    """A BEIR folder or JSONL file read in one pass: an unchecked stream whose first pass
+    validates the records, then reads the BEIR extras and raises what `read_corpus` would have."""
+    src = CorpusSource("beir" if beir else "jsonl", path)
+
+    def then() -> None:
+        if beir:
+            read_beir_extras(path, src, problems)
+        _raise_problems(src, problems)
+
+    src.records = RecordStream.unchecked(
+        path / "corpus.jsonl" if beir else path, problems, progress, src.warnings, then
+    )
     return src
 
 

@@ -150,6 +150,7 @@ class _Writer:
         return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
 
 
+# Long: one iterative tree walk; its opening and closing cases share the counters pre and cells.
 def _render(roots: list[Any], skip: set[int], *, page_level: bool, chrome: bool = True) -> str:
     """The text of `roots` (tags), leaving out the tags whose id() is in `skip` and, with
     `chrome`, page chrome (`is_chrome`)."""
