@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect, sync_playwright
 
+from quarry.app.requests import JobRequest
 from quarry.app.service import QuarryService
 from quarry.http import pages_view as view
 from tests.conftest import LITERATURE
@@ -119,7 +120,8 @@ def off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def start(intent: str, mode: str = "list") -> str:
-    return off_loop(QuarryService().start_job, LITERATURE, intent, mode=mode, budget_seconds=90).job_id
+    request = JobRequest(collection=LITERATURE, intent=intent, mode=mode, budget_seconds=90.0)
+    return off_loop(QuarryService().start_job, request).job_id
 
 
 def result_of(job_id: str) -> dict[str, Any]:
