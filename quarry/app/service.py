@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nodes.job.config import TOOL_LIMITS, JobConfig
+from nodes.job.config import TOOL_LIMITS
 from quarry.app.models import (
     CollectionsResult,
     DenseBuildStarted,
@@ -155,9 +155,8 @@ class QuarryService:
 
         policy = request.policy or DEFAULT_POLICY
         mode, collection = request.mode, request.collection
-        budget = request.budget_seconds if request.budget_seconds is not None else JobConfig().max_seconds
         intent, config = checked_job(
-            collection, request.intent, mode=mode, policy=policy, budget=budget, model=request.model
+            collection, request.intent, mode=mode, policy=policy, budget=request.budget_seconds, model=request.model
         )
         info = submit(collection, intent, mode=mode, policy=policy, config=config, address=self.address)
         return JobStarted(job_id=info["job_id"], web_ui=info["web_ui"])
