@@ -142,21 +142,11 @@ class LuceneIndex:
             str(self.folder), self.meta.k1 if k1 is None else float(k1), self.meta.b if b is None else float(b)
         )
         try:
-            # Anserini's searcher directly: pyserini's `search` only re-walks the Java hits in Python
-            # (reading each docid once more) to offer de-duplication, which Quarry does not use.
-            raw = searcher.object.search(query, int(k))
+            return _read_hits(searcher, query, int(k))
         except Exception as exc:  # jnius.JavaException; a term-count the analyzer saw differently
             if "TooManyClauses" not in str(exc):
                 raise
             return self.ranking(query[: len(query) // 2], k, k1=k1, b=b)
-        # Anserini returns (score desc, docid asc) with ties already broken by docid (pinned by
-        # tests/test_lucene.py::test_ties_are_broken_by_docid), so the order is taken as given.
-        # One pass over the Java hits: every element fetched from the array costs a jnius proxy.
-        docids, scores = [], []
-        for hit in raw:
-            docids.append(hit.docid)
-            scores.append(float(hit.score))
-        return tuple(docids), tuple(scores)
 
     def score_documents(
         self, text: str, docids: Iterable[str], *, k1: float | None = None, b: float | None = None
@@ -173,6 +163,58 @@ class LuceneIndex:
             str(self.folder), self.meta.k1 if k1 is None else float(k1), self.meta.b if b is None else float(b)
         )
         return {d: max(0.0, float(reader.compute_query_document_score(d, query, similarity=similarity))) for d in ids}
+
+
+class _ArraySearch:
+    """Anserini's `SimpleSearcher.search(query, k)`, step by step, read as two Java arrays.
+
+    Why not call `search` itself: it returns one `ScoredDoc` per hit, and every element jnius
+    takes from that array becomes a Python proxy (about 7 µs each: 7 ms of a 1000-deep search on
+    CACM, half the search). Here are the same steps `SimpleSearcher._search` takes — the
+    bag-of-words query, the index searcher with its BM25 similarity, the sort that breaks score
+    ties by docid, the searcher's own reranker cascade (which rounds scores to 4 decimals and
+    nudges exact ties) — and the result's `docids` and `scores` arrays are converted whole.
+    tests/test_lucene.py holds the two to the same ranking, ties and scores included."""
+
+    def __init__(self, searcher) -> None:
+        self.simple = searcher.object
+        if self.simple.searcher is None:  # SimpleSearcher opens its IndexSearcher on first search
+            self.simple.search("warm", 1)
+        self.index_searcher = self.simple.searcher
+        self.analyzer = self.simple.get_analyzer()
+        self.generator = autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
+        self.sort = autoclass("io.anserini.search.SimpleSearcher").BREAK_SCORE_TIES_BY_DOCID
+        self.scored_docs = autoclass("io.anserini.search.ScoredDocs")
+        self.args = autoclass("io.anserini.search.SearchCollection$Args")
+        self.context = autoclass("io.anserini.rerank.RerankerContext")
+
+    def __call__(self, query: str, k: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        lucene_query = self.generator.buildQuery("contents", self.analyzer, query)
+        top = self.index_searcher.search(lucene_query, k, self.sort, True)
+        args = self.args()
+        args.hits, args.arbitraryScoreTieBreak = k, False
+        context = self.context(self.index_searcher, None, lucene_query, None, query, None, None, args)
+        ranked = self.simple.cascade.run(self.scored_docs.fromTopDocs(top, self.index_searcher), context)
+        return tuple(ranked.docids), tuple(float(score) for score in ranked.scores)
+
+
+def _read_hits(searcher, query: str, k: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """(docids, scores) of Anserini's ranking for a bag-of-words `query`, best first (ties by
+    docid, as `SimpleSearcher` gives them): through `_ArraySearch` for the searchers Quarry builds
+    (Lucene 9+ indexes, no RM3 or Rocchio); through `SimpleSearcher.search` for any other."""
+    simple = searcher.object
+    if simple.backwardsCompatibilityLucene8 or simple.use_rm3() or simple.use_rocchio():
+        docids, scores = [], []
+        for hit in simple.search(query, k):  # one jnius proxy per hit: see _ArraySearch
+            docids.append(hit.docid)
+            scores.append(float(hit.score))
+        return tuple(docids), tuple(scores)
+    return _array_search(searcher)(query, k)
+
+
+@lru_cache(maxsize=32)
+def _array_search(searcher) -> _ArraySearch:
+    return _ArraySearch(searcher)
 
 
 def _scorer(folder: str, k1: float, b: float):
@@ -208,6 +250,7 @@ def forget_searchers() -> None:
     with _searcher_lock:
         _searcher_cached.cache_clear()
         _scorer_cached.cache_clear()
+        _array_search.cache_clear()
 
 
 def restore_interrupted_swap(target: Path) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from stores import lucene as lucene_module
 from stores.collection import Collection, ingest
 from stores.lucene import MAX_QUERY_TERMS, Hit, bag_of_words
 from tests.fakes import write_jsonl
@@ -79,6 +80,20 @@ def test_fixture_hand_computation_is_not_trivial() -> None:
     # guard against a fixture where every score is the same number
     scores = bm25(["quartz", "granite"], 0.9, 0.4)
     assert len(set(round(s, 4) for s in scores.values())) == len(scores) >= 4
+
+
+@pytest.mark.parametrize(
+    "query", ["jasper obsidian", "quartz granite basalt marble", "pumice slate", "quartz quartz basalt", "flint"]
+)
+@pytest.mark.parametrize(("k1", "b"), [(0.9, 0.4), (1.2, 0.75)])
+@pytest.mark.parametrize("depth", [1, 3, 1000])
+def test_the_array_read_is_anserinis_own_search(index, query: str, k1: float, b: float, depth: int) -> None:
+    """The ranking is read as two arrays (`_ArraySearch`) rather than through SimpleSearcher.search's
+    one object per hit: the same docids, order (score ties by docid) and scores, exactly."""
+    searcher = lucene_module._searcher(str(index.folder), k1, b)
+    own = [(hit.docid, float(hit.score)) for hit in searcher.object.search(query, depth)]
+    docids, scores = index.ranking(query, depth, k1=k1, b=b)
+    assert own and list(zip(docids, scores, strict=True)) == own
 
 
 @pytest.mark.parametrize(

@@ -9,14 +9,9 @@ ran — written before it replies, so counting lines after a command has returne
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import socket
-import struct
-import subprocess
-import sys
-import termios
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,47 +21,11 @@ import pytest
 from quarry.resident.client import LIMITS_NAME, SOCKET_NAME
 from quarry.resident.start import start_ready
 from tests.fakes import topic_docs, write_jsonl
+from tests.resident_kit import fallbacks, ingest, on_a_terminal, quarry, same_either_way, served
 from workflows.processes.background import identity, pid_of, pidfile, stop_detached
 
-QUARRY = Path(sys.executable).parent / "quarry"
 CACM = Path("/work/shared/datasets/cacm")
 WARM_S = 300.0  # a JVM start and a first search, on a loaded machine (waited on a pipe, not polled)
-
-
-def quarry(home: Path, *args: str | bytes, resident: bool, **env: str) -> subprocess.CompletedProcess[bytes]:
-    """The `quarry` executable, with the resident searcher on or off (QUARRY_RESIDENT); output as bytes."""
-    environ = os.environ | {"QUARRY_RESIDENT": "1" if resident else "0"} | env
-    return subprocess.run(
-        [str(QUARRY), "--home", str(home), *args], capture_output=True, env=environ, timeout=600, check=False
-    )
-
-
-def served(home: Path) -> int:
-    """Commands the resident searcher of `home` has run (its log has one `served` line per command)."""
-    log = home / "logs" / "resident.log"
-    return log.read_text(errors="replace").count('{"served"') if log.is_file() else 0
-
-
-def fallbacks(home: Path) -> int:
-    log = home / "logs" / "resident.log"
-    return log.read_text(errors="replace").count('"fallback"') if log.is_file() else 0
-
-
-def same_either_way(home: Path, *args: str | bytes, served_by_resident: bool = True) -> subprocess.CompletedProcess:
-    """Run a command in-process and through the resident path; the two must match byte for byte (stdout,
-    stderr, exit status), and the second must have been answered by the resident searcher (or not)."""
-    before = served(home)
-    alone = quarry(home, *args, resident=False)
-    assert served(home) == before, "QUARRY_RESIDENT=0 must keep the command in-process"
-    handed = quarry(home, *args, resident=True)
-    assert (handed.stdout, handed.stderr, handed.returncode) == (alone.stdout, alone.stderr, alone.returncode)
-    assert served(home) == before + (1 if served_by_resident else 0)
-    return handed
-
-
-def ingest(home: Path, source: Path, name: str) -> None:
-    done = quarry(home, "ingest", str(source), "--name", name, resident=False)
-    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -130,29 +89,6 @@ def test_a_hostile_query_gets_the_same_answer_through_the_resident_searcher(
     handed = same_either_way(cacm_home, "search", "cacm", query)
     if handed.returncode != 0:
         assert handed.stderr.count(b"error") == 1 and b"Traceback" not in handed.stderr
-
-
-def on_a_terminal(home: Path, *args: str, resident: bool, columns: int) -> bytes:
-    """What `quarry` writes to a terminal (stdout and stderr on one pty, `columns` wide; 0: a
-    terminal that reports no size, as `script` gives one)."""
-    main, other = os.openpty()
-    fcntl.ioctl(other, termios.TIOCSWINSZ, struct.pack("HHHH", 40 if columns else 0, columns, 0, 0))
-    environ = os.environ | {"QUARRY_RESIDENT": "1" if resident else "0", "TERM": "xterm-256color"}
-    environ.pop("COLUMNS", None)
-    proc = subprocess.Popen([str(QUARRY), "--home", str(home), *args], stdout=other, stderr=other, env=environ)
-    os.close(other)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(main, 1 << 16)
-        except OSError:  # EIO: the command has ended and closed the terminal
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(main)
-    assert proc.wait(timeout=600) is not None
-    return shown
 
 
 @pytest.mark.parametrize("columns", [100, 0])

@@ -92,6 +92,9 @@ class ResidentLimits:
     # It warms up after the command that started it has ended (which answered in-process), so the
     # two do not compete for the cores — but at most this long after it started.
     spawner_wait_s: float = 60.0
+    # Then it searches the collection it was started for, over and over, for this long: the JVM
+    # compiles the scoring loop after ~150 searches, and a user's first command finds it compiled.
+    warm_s: float = 2.0
     request_bytes: int = 16 * 2**20  # a request's JSON at most (the command line's arguments)
 
 

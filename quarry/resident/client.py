@@ -1,33 +1,34 @@
-"""The `quarry` executable's first step: hand `quarry search` / `quarry read` to this home's resident
-searcher (quarry.resident.server) when one answers, else run the command in-process as always.
+"""The `quarry` executable's first step: hand a command the resident process answers — `quarry
+search` / `read`, the job commands that only read (`job list`, `show`, `progress`, `result`),
+`collections` and the help screens (quarry.resident.commands) — to this home's resident process
+(quarry.resident.server) when one answers, else run the command in-process as always.
 
 Why here, before `quarry.cli`: the whole point is a command that answers in tens of milliseconds,
 and importing the command line (typer, rich, the stores) alone costs several times a bare Python
-start. So this module imports only the standard library's socket and JSON, understands just enough
-of the arguments to know the command is a search or a read, and sends them unparsed: the resident
-process runs them through the very same `quarry.cli.app`, so what it prints, and the exit status,
-are what the in-process command would give (errors included).
+start. So this module imports only the standard library, understands just enough of the arguments
+to know the command is one of those, and sends them unparsed: the resident process runs them
+through the very same `quarry.cli.app`, so what it prints, and the exit status, are what the
+in-process command would give (errors included). Anything else imports nothing more than this
+module and its table.
 
 Whenever that cannot be relied on the command runs in-process: the switch is off
-(`QUARRY_RESIDENT=0`), the arguments are anything but a plain search or read, the socket path is
-too long for AF_UNIX, the socket is missing, stale, not private or not this user's, or the
-resident process answers garbage, says it cannot run the command the same way (its QUARRY_*
-settings differ), or falls silent. When none answers and the collection exists, a resident
-process is started in the background for the next command; it warms up only after this command
-has ended, so the first command is no slower than before.
+(`QUARRY_RESIDENT=0`), the arguments are not one of those commands, the socket path is too long
+for AF_UNIX, the socket is missing, stale, not private or not this user's, or the resident process
+answers garbage, says it cannot run the command the same way (its QUARRY_* settings differ), or
+falls silent. When none answers, a resident process is started in the background for the next
+command — for a search or read when the collection exists, for the others when the home does; it
+warms up only after this command has ended, so the first command is no slower than before.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import socket
 import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from quarry.resident.commands import SEARCHES, Command, command_of
 from quarry.resident.start import RECORD_NAME  # noqa: F401  (re-exported: quarry.resident.server reads it here)
 from stores import settings as quarry_settings  # the standard library only (it says why)
 
@@ -37,9 +38,9 @@ SOCKET_NAME = "resident.sock"  # in QUARRY_HOME/run (0700), itself 0600
 LIMITS_NAME = "resident-limits.json"
 # AF_UNIX addresses hold 108 bytes with the terminating NUL; a longer path cannot be bound or reached.
 MAX_SOCKET_PATH = 107
-COMMANDS = ("search", "read")
-_VALUED = {"search": ("--offset", "--limit", "--k1", "--b", "--channel"), "read": ("--offset", "--limit")}
-_FLAGS = ("--json",)
+# What typer's help and error screens read once, when they are first imported: the resident process
+# answers only a client whose values are its own (it imported them with its own environment).
+IMPORT_TIME_VARS = ("GITHUB_ACTIONS", "PY_COLORS", "FORCE_COLOR", "TERMINAL_WIDTH", "_TYPER_FORCE_DISABLE_TERMINAL")
 # What decides how rich renders for the user's terminal: sent along, so the resident process
 # renders the same colours and widths the in-process command would.
 TERMINAL_VARS = (
@@ -51,6 +52,10 @@ TERMINAL_VARS = (
     "TTY_INTERACTIVE",
     "COLUMNS",
     "LINES",
+    "GITHUB_ACTIONS",
+    "PY_COLORS",
+    "TERMINAL_WIDTH",
+    "_TYPER_FORCE_DISABLE_TERMINAL",
 )
 SWITCH = quarry_settings.RESIDENT.name
 
@@ -68,39 +73,22 @@ def settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in own.items() if k not in (quarry_settings.HOME.name, SWITCH)}
 
 
-def parse(argv: list[str]) -> tuple[Path, list[str], str] | None:
-    """(home, the arguments from the command on, collection) of a plain `search`/`read`, or None
-    for anything else (help, other commands, options it does not know: typer says what is wrong)."""
+def parse(argv: list[str]) -> tuple[Path, list[str], Command] | None:
+    """(home, the arguments from the command on, the command) of one the resident process answers,
+    or None for anything else (other commands, options it does not know: typer says what is wrong)."""
     i, home_arg = 0, None
-    while i < len(argv) and argv[i].startswith("-"):
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--help":
         if argv[i] == "--home" and i + 1 < len(argv):
             home_arg, i = argv[i + 1], i + 2
         elif argv[i].startswith("--home="):
             home_arg, i = argv[i][len("--home=") :], i + 1
         else:
             return None
-    if i >= len(argv) or argv[i] not in COMMANDS:
-        return None
-    command, rest, positional = argv[i], argv[i + 1 :], []
-    j = 0
-    while j < len(rest):
-        arg = rest[j]
-        if arg in _VALUED[command]:
-            if j + 1 >= len(rest):
-                return None
-            j += 2
-            continue
-        if arg in _FLAGS or (arg.split("=", 1)[0] in _VALUED[command] and "=" in arg):
-            j += 1
-            continue
-        if arg.startswith("-") and arg != "-":
-            return None  # --help, `--`, an unknown option, a query that reads as one: typer's to say
-        positional.append(arg)
-        j += 1
-    if len(positional) != 2:
+    command = command_of(argv[i:])
+    if command is None:
         return None
     raw = home_arg if home_arg is not None else quarry_settings.home()
-    return Path(raw).expanduser().resolve(), argv[i:], positional[0]
+    return Path(raw).expanduser().resolve(), argv[i:], command
 
 
 def socket_path(home: Path) -> str | None:
@@ -121,6 +109,8 @@ def _private_socket(path: str) -> bool | None:
 
 def _stated_silence(home: Path) -> float | None:
     """How long the running searcher says to wait for a byte from it (None: it says nothing usable)."""
+    import json
+
     try:
         with open(home / "run" / LIMITS_NAME, encoding="utf-8") as fh:
             wait = json.load(fh).get("silence_s")
@@ -131,6 +121,8 @@ def _stated_silence(home: Path) -> float | None:
 
 
 def _terminal() -> dict[str, object]:
+    import contextlib
+
     env = {k: os.environ[k] for k in TERMINAL_VARS if k in os.environ}
     out_tty, err_tty = sys.stdout.isatty(), sys.stderr.isatty()
     if (out_tty or err_tty) and "COLUMNS" not in env:  # rich asks the terminal; the resident process has none
@@ -144,6 +136,9 @@ def _terminal() -> dict[str, object]:
 def _exchange(path: str, request: Mapping[str, object], silence_s: float) -> dict[str, object] | None:
     """Send one request, read the whole reply (leading keep-alive spaces allowed); None when
     nothing usable came back in time."""
+    import json
+    import socket
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(silence_s)
@@ -161,14 +156,22 @@ def _exchange(path: str, request: Mapping[str, object], silence_s: float) -> dic
     return reply if isinstance(reply, dict) else None
 
 
-def _spawn(home: Path, collection: str) -> None:
-    """Start this home's resident searcher in the background (it warms up once this command ends)."""
-    if not (home / "collections" / collection).is_dir() or "/" in collection or collection in (".", ".."):
-        return  # nothing to keep warm: the in-process command says what is wrong
+def _spawn(home: Path, command: Command) -> None:
+    """Start this home's resident process in the background (it warms up once this command ends):
+    for a search or read of a collection that exists, opened at once; for another command, when
+    the home exists (a help screen in a home never used starts nothing)."""
+    import contextlib
+
+    name = command.collection
+    if command.words in SEARCHES:
+        if name is None or not (home / "collections" / name).is_dir() or "/" in name or name in (".", ".."):
+            return  # nothing to keep warm: the in-process command says what is wrong
+    elif not home.is_dir():
+        return
     from quarry.resident.start import spawn
 
     with contextlib.suppress(OSError):  # it cannot start: the commands run in-process, as they always could
-        spawn(home, collection, after=os.getpid())
+        spawn(home, name, after=os.getpid())
 
 
 def answer(argv: list[str]) -> int | None:
@@ -179,7 +182,7 @@ def answer(argv: list[str]) -> int | None:
     parsed = parse(argv)
     if parsed is None:
         return None
-    home, args, collection = parsed
+    home, args, command = parsed
     path = socket_path(home)
     if path is None:
         return None
@@ -190,8 +193,8 @@ def answer(argv: list[str]) -> int | None:
     silence_s = _stated_silence(home)
     if trusted and silence_s is not None:
         request = {
-            "command": args[0],
-            "collection": collection,
+            "command": command.name,
+            "collection": command.collection,
             "args": args,
             "settings": settings(),
             "terminal": _terminal(),
@@ -199,24 +202,30 @@ def answer(argv: list[str]) -> int | None:
         reply = _exchange(path, request, silence_s)
     if reply is None or "fallback" in reply:
         if reply is None:
-            _spawn(home, collection)
+            _spawn(home, command)
         return None
     out, err, code = reply.get("stdout"), reply.get("stderr"), reply.get("code")
     if not (isinstance(out, str) and isinstance(err, str) and isinstance(code, int) and not isinstance(code, bool)):
         return None
-    sys.stdout.write(out)
-    sys.stdout.flush()
-    sys.stderr.write(err)
-    sys.stderr.flush()
+    try:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+        sys.stderr.write(err)
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader went away (`| head`): exit 1, as the in-process command does
+        return 1
     return code
 
 
 def main() -> None:
-    """The `quarry` executable: a search or read answered by the resident searcher, else the
-    command line in-process (`quarry.cli.main`)."""
+    """The `quarry` executable: a command the resident process answers (a search, a read, a job
+    or help screen that only reads), else the command line in-process (`quarry.cli.main`)."""
     code = answer(sys.argv[1:])
     if code is not None:
-        sys.exit(code)
+        # Everything is written and flushed, and this process holds nothing else (no files, no
+        # exit handlers: the standard library only): the interpreter's teardown would only free
+        # memory, a tenth of a resident command's time (3-4 ms here). os._exit skips it.
+        os._exit(code)
     from quarry.cli import main as in_process
 
     in_process()

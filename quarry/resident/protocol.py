@@ -7,9 +7,9 @@ not fit is answered with a fallback (the client then runs the command in-process
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from quarry.resident.commands import command_of
 
 
 class Terminal(BaseModel):
@@ -25,21 +25,25 @@ class Terminal(BaseModel):
 
 
 class ResidentRequest(BaseModel):
-    """A command for the resident searcher: `args` are the command line's own arguments from the
-    command on (`search NAME QUERY --json`), run unparsed by `quarry.cli.app`; `settings` are the
-    client's QUARRY_* settings, which must be the server's own for the answer to be the same."""
+    """A command for the resident process: `args` are the command line's own arguments from the
+    command on (`search NAME QUERY --json`, `job list`), run unparsed by `quarry.cli.app`;
+    `command` and `collection` say what the client read them as (quarry.resident.commands);
+    `settings` are the client's QUARRY_* settings, which must be the server's own for the answer
+    to be the same."""
 
     model_config = ConfigDict(extra="forbid")
 
-    command: Literal["search", "read"]
-    collection: str
-    args: list[str] = Field(min_length=3)
+    command: str = Field(max_length=40)
+    collection: str | None = None
+    args: list[str] = Field(min_length=1)
     settings: dict[str, str] = Field(default_factory=dict)
     terminal: Terminal = Field(default_factory=Terminal)
 
     def consistent(self) -> bool:
-        """Whether `args` is the command and collection the request names (the client's parse)."""
-        return self.args[0] == self.command and self.collection in self.args[1:]
+        """Whether `args` is a command the resident process answers, and the one the request names
+        (the server reads them with the client's own table)."""
+        found = command_of(self.args)
+        return found is not None and (found.name, found.collection) == (self.command, self.collection)
 
 
 class ResidentReply(BaseModel):

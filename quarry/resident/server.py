@@ -1,5 +1,6 @@
 """The resident searcher: `python -m quarry.resident.server`, one per QUARRY_HOME, started in the
-background by the first `quarry search`/`read` that found none (quarry.resident.client).
+background by the first command it answers that found none (quarry.resident.client): a search, a
+read, a job command that only reads, `collections`, a help screen (quarry.resident.commands).
 
 It listens on QUARRY_HOME/run/resident.sock (0600, in the 0700 run folder; never a TCP port a web
 page could reach), takes one JSON request per connection (`ResidentRequest`) and runs its arguments
@@ -36,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from nodes.job.config import RESIDENT_LIMITS, ResidentLimits
-from quarry.resident.client import LIMITS_NAME, RECORD_NAME, settings, socket_path
-from quarry.resident.protocol import Fallback, ResidentReply, ResidentRequest
+from quarry.resident.client import IMPORT_TIME_VARS, LIMITS_NAME, RECORD_NAME, TERMINAL_VARS, settings, socket_path
+from quarry.resident.protocol import Fallback, ResidentReply, ResidentRequest, Terminal
 from quarry.resident.terminal import captured
 from stores.atomic import write_atomic
 from stores.home import quarry_home
@@ -149,6 +150,8 @@ def _answer(app: Any, raw: bytes, own: dict[str, str], code: dict[str, int]) -> 
         return Fallback(fallback="not a request this searcher takes")
     if request.settings != own:
         return Fallback(fallback="its QUARRY_* settings differ from this searcher's")
+    if {k: request.terminal.env.get(k) for k in IMPORT_TIME_VARS} != {k: os.environ.get(k) for k in IMPORT_TIME_VARS}:
+        return Fallback(fallback="its terminal settings read at import differ from this searcher's")
     try:
         return _run(app, request)
     except Exception as exc:
@@ -278,7 +281,7 @@ def serve(
         record_process(home, RECORD_NAME, os.getpid())
         if after:
             _wait_for(after, limits.spawner_wait_s)
-        app = _warm_up(warm)
+        app = _warm_up(warm, limits.warm_s)
         signal.signal(signal.SIGTERM, stop)  # the JVM, started since, installs its own handler
         own = settings()
         write_atomic(run_dir(home) / LIMITS_NAME, json.dumps({"silence_s": limits.silence_s}), mode=0o600)
@@ -309,16 +312,17 @@ def serve(
     return 0
 
 
-# Searches run while warming up: words most collections hold many of, so the JVM compiles the
-# scoring loop and the reading of hits before a user's command needs them (measured on CACM: the
-# first searches take 50-75 ms, later ones 17-30 ms).
+# Searches run while warming up, in turn for `ResidentLimits.warm_s`: words most collections hold
+# many of, so the JVM compiles the scoring loop and the reading of hits before a user's command
+# needs them (measured on CACM, depth 1000: a search's Lucene part takes 7-14 ms for the first
+# fifty searches of a process, 3-4 ms after a hundred and fifty).
 WARM_QUERIES = ("system data program", "method time problem", "information analysis model", "the of and", "a")
 
 
-def _warm_up(collection: str | None) -> Any:
-    """Import the command line and open `collection` with a few searches, so the JVM, the tools and
-    its stores are loaded and compiled before the first command comes; the command line's group,
-    to run commands."""
+def _warm_up(collection: str | None, warm_s: float) -> Any:
+    """Import the command line and every command's module (the help screens list them all), and
+    open `collection` with a few searches, so the JVM, the tools and its stores are loaded and
+    compiled before the first command comes; the command line's group, to run commands."""
     import typer.main
 
     from quarry.app import search as app_search
@@ -326,15 +330,20 @@ def _warm_up(collection: str | None) -> Any:
 
     app_search.collection_opener = WarmCollections()
     group = typer.main.get_command(app)
-    if collection:
-        started = time.monotonic()
-        for query in WARM_QUERIES:
-            args = ["search", collection, query]
-            reply = _run(group, ResidentRequest(command="search", collection=collection, args=args))
-        print(
-            json.dumps({"warmed": collection, "code": reply.code, "seconds": round(time.monotonic() - started, 2)}),
-            flush=True,
-        )
+    started = time.monotonic()
+    # This process's own terminal settings (typer's help screens read some once, at their import).
+    own = Terminal(env={k: os.environ[k] for k in TERMINAL_VARS if k in os.environ})
+    for words in (("--help",), ("job", "--help")):
+        _run(group, ResidentRequest(command=" ".join(words), args=list(words), terminal=own))
+    code, searched, opened = 0, 0, time.monotonic()
+    while collection and (searched < len(WARM_QUERIES) or time.monotonic() - opened < warm_s):
+        if searched == 1:
+            opened = time.monotonic()  # the first search started the JVM and opened the index
+        args = ["search", collection, WARM_QUERIES[searched % len(WARM_QUERIES)]]
+        code = _run(group, ResidentRequest(command="search", collection=collection, args=args, terminal=own)).code
+        searched += 1
+    warmed = {"warmed": collection, "code": code, "searches": searched, "seconds": round(time.monotonic() - started, 2)}
+    print(json.dumps(warmed), flush=True)
     return group
 
 
