@@ -172,9 +172,16 @@ class _ArraySearch:
     takes from that array becomes a Python proxy (about 7 µs each: 7 ms of a 1000-deep search on
     CACM, half the search). Here are the same steps `SimpleSearcher._search` takes — the
     bag-of-words query, the index searcher with its BM25 similarity, the sort that breaks score
-    ties by docid, the searcher's own reranker cascade (which rounds scores to 4 decimals and
-    nudges exact ties) — and the result's `docids` and `scores` arrays are converted whole.
-    tests/test_lucene.py holds the two to the same ranking, ties and scores included."""
+    ties by docid, the searcher's reranker cascade (its one reranker rounds scores to 4 decimals
+    and nudges exact ties; given no context it does what Anserini's default arguments make it do)
+    — and the result's `docids` and `scores` arrays are converted whole. tests/test_lucene.py
+    holds the two to the same ranking, ties and scores included.
+
+    Every Java object and class it calls is looked up here, once, and a first search resolves the
+    classes of what they return: jnius building a class's proxy in several threads at once has
+    crashed the JVM (measured: a cascade proxy fetched per call, four threads, one crash in a
+    few thousand searches), and searches run in thread pools (tuning/grid.py).
+    """
 
     def __init__(self, searcher) -> None:
         self.simple = searcher.object
@@ -185,36 +192,49 @@ class _ArraySearch:
         self.generator = autoclass("io.anserini.search.query.BagOfWordsQueryGenerator")()
         self.sort = autoclass("io.anserini.search.SimpleSearcher").BREAK_SCORE_TIES_BY_DOCID
         self.scored_docs = autoclass("io.anserini.search.ScoredDocs")
-        self.args = autoclass("io.anserini.search.SearchCollection$Args")
-        self.context = autoclass("io.anserini.rerank.RerankerContext")
+        self.cascade = self.simple.cascade
+        self("warm", 1)
+
+    @staticmethod
+    def applies(searcher) -> bool:
+        """Whether `searcher` is one these steps reproduce: a Lucene 9+ index, no RM3 or Rocchio,
+        the default cascade (Anserini's score-ties adjuster alone)."""
+        simple = searcher.object
+        if simple.backwardsCompatibilityLucene8 or simple.use_rm3() or simple.use_rocchio():
+            return False
+        rerankers = simple.cascade.rerankers
+        only = rerankers.size() == 1 and rerankers.get(0).getClass().getName()
+        return only == "io.anserini.rerank.lib.ScoreTiesAdjusterReranker"
 
     def __call__(self, query: str, k: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
         lucene_query = self.generator.buildQuery("contents", self.analyzer, query)
         top = self.index_searcher.search(lucene_query, k, self.sort, True)
-        args = self.args()
-        args.hits, args.arbitraryScoreTieBreak = k, False
-        context = self.context(self.index_searcher, None, lucene_query, None, query, None, None, args)
-        ranked = self.simple.cascade.run(self.scored_docs.fromTopDocs(top, self.index_searcher), context)
+        ranked = self.cascade.run(self.scored_docs.fromTopDocs(top, self.index_searcher), None)
         return tuple(ranked.docids), tuple(float(score) for score in ranked.scores)
 
 
 def _read_hits(searcher, query: str, k: int) -> tuple[tuple[str, ...], tuple[float, ...]]:
     """(docids, scores) of Anserini's ranking for a bag-of-words `query`, best first (ties by
-    docid, as `SimpleSearcher` gives them): through `_ArraySearch` for the searchers Quarry builds
-    (Lucene 9+ indexes, no RM3 or Rocchio); through `SimpleSearcher.search` for any other."""
-    simple = searcher.object
-    if simple.backwardsCompatibilityLucene8 or simple.use_rm3() or simple.use_rocchio():
-        docids, scores = [], []
-        for hit in simple.search(query, k):  # one jnius proxy per hit: see _ArraySearch
-            docids.append(hit.docid)
-            scores.append(float(hit.score))
-        return tuple(docids), tuple(scores)
-    return _array_search(searcher)(query, k)
+    docid, as `SimpleSearcher` gives them): through `_ArraySearch` for the searchers Quarry builds,
+    through `SimpleSearcher.search` for any other."""
+    fast = _array_search(searcher)
+    if fast is not None:
+        return fast(query, k)
+    docids, scores = [], []
+    for hit in searcher.object.search(query, k):  # one jnius proxy per hit: see _ArraySearch
+        docids.append(hit.docid)
+        scores.append(float(hit.score))
+    return tuple(docids), tuple(scores)
+
+
+def _array_search(searcher) -> _ArraySearch | None:
+    with _searcher_lock:
+        return _array_search_cached(searcher)
 
 
 @lru_cache(maxsize=32)
-def _array_search(searcher) -> _ArraySearch:
-    return _ArraySearch(searcher)
+def _array_search_cached(searcher) -> _ArraySearch | None:
+    return _ArraySearch(searcher) if _ArraySearch.applies(searcher) else None
 
 
 def _scorer(folder: str, k1: float, b: float):
@@ -250,7 +270,7 @@ def forget_searchers() -> None:
     with _searcher_lock:
         _searcher_cached.cache_clear()
         _scorer_cached.cache_clear()
-        _array_search.cache_clear()
+        _array_search_cached.cache_clear()
 
 
 def restore_interrupted_swap(target: Path) -> None:

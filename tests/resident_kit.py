@@ -24,9 +24,11 @@ def quarry(home: Path, *args: str | bytes, resident: bool, **env: str) -> subpro
 
 
 def served(home: Path) -> int:
-    """Commands the resident searcher of `home` has run (its log has one `served` line per command)."""
+    """Commands the resident process of `home` has run (its log has one `served` line per request,
+    with the command's exit `code` when it ran it and a `fallback` when it handed it back)."""
     log = home / "logs" / "resident.log"
-    return log.read_text(errors="replace").count('{"served"') if log.is_file() else 0
+    lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
+    return sum(1 for line in lines if line.startswith('{"served"') and '"code"' in line)
 
 
 def fallbacks(home: Path) -> int:

@@ -96,6 +96,22 @@ def test_the_array_read_is_anserinis_own_search(index, query: str, k1: float, b:
     assert own and list(zip(docids, scores, strict=True)) == own
 
 
+def test_searches_from_many_threads_give_the_sequential_ranking(index) -> None:
+    """Searches run in thread pools (tuning/grid.py): the same rankings as one at a time, and no
+    Java exception (a jnius proxy built in several threads at once once gave NullPointerExceptions
+    and a JVM crash, one in a few thousand searches)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lucene_module.forget_searchers()  # each setting's searcher is first built inside the pool
+    queries = ["jasper obsidian", "quartz granite basalt marble", "pumice slate", "flint", "quartz"]
+    settings = [(0.9, 0.4), (1.2, 0.75), (2.0, 0.0), (0.5, 1.0)]
+    calls = [(q, k1, b) for _ in range(60) for q in queries for k1, b in settings]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda c: index.ranking(c[0], 1000, k1=c[1], b=c[2]), calls))
+    alone = {c: index.ranking(c[0], 1000, k1=c[1], b=c[2]) for c in set(calls)}
+    assert got == [alone[c] for c in calls]
+
+
 @pytest.mark.parametrize(
     "query",
     [

@@ -19,7 +19,7 @@ import pytest
 
 from quarry.resident.commands import Command, command_of
 from quarry.resident.start import start_ready
-from tests.resident_kit import on_a_terminal, quarry, same_either_way, served
+from tests.resident_kit import fallbacks, on_a_terminal, quarry, same_either_way, served
 from workflows.processes.background import identity, pid_of, pidfile, stop_detached
 
 WARM_S = 300.0  # importing the command line on a loaded machine (waited on a pipe, not polled)
@@ -40,8 +40,10 @@ WARM_S = 300.0  # importing the command line on a loaded machine (waited on a pi
         (["search", "--help"], Command(("search", "--help"))),
         # waits, follows, writes, starts processes, or is not a plain form of a command it answers
         (["job", "result", "job-1", "--wait"], None),
-        (["job", "watch", "job-1"], None),
-        (["job", "stop", "job-1"], None),
+        (["job", "watch", "job-1"], Command(("job", "watch"), ended_job="job-1")),  # if it has ended
+        (["job", "stop", "job-1", "--address", "x:1"], Command(("job", "stop"), ended_job="job-1")),
+        (["job", "steer", "job-1", "not surveys"], None),
+        (["job", "cancel", "job-1"], None),
         (["job", "export", "job-1"], None),
         (["run", "cacm", "sorting"], None),
         (["ingest", "docs", "--name", "x"], None),
@@ -112,10 +114,20 @@ def test_job_commands_collections_and_help_are_byte_identical_either_way(job_hom
 
 
 def test_a_command_that_waits_or_follows_a_job_runs_in_process(job_home: dict[str, Any]) -> None:
+    """`job result --wait` is never handed over; `job watch` and `job stop` are answered only for a
+    job the job store holds as ended (its result; nothing to stop), else handed back."""
     home, env, job = job_home["home"], job_home["env"], job_home["job_id"]
-    for args in (("job", "result", job, "--wait"), ("job", "watch", job)):
-        answered = same_either_way(home, *args, served_by_resident=False, **env)
-        assert answered.returncode == 0, answered.stderr
+    waited = same_either_way(home, "job", "result", job, "--wait", served_by_resident=False, **env)
+    assert waited.returncode == 0, waited.stderr
+    watched = same_either_way(home, "job", "watch", job, **env)
+    assert watched.returncode == 0 and job.encode() in watched.stdout
+    stopped = same_either_way(home, "job", "stop", job, **env)
+    assert stopped.returncode != 0 and b"already finished" in stopped.stderr
+    before = fallbacks(home)
+    for args in (("job", "watch", "job-nosuch"), ("job", "stop", "job-nosuch")):
+        unknown = same_either_way(home, *args, served_by_resident=False, **env)
+        assert unknown.returncode != 0 and b"Traceback" not in unknown.stderr
+    assert fallbacks(home) == before + 2, "handed back by the resident process, not run there"
 
 
 @pytest.mark.parametrize("columns", [100, 0])

@@ -30,6 +30,13 @@ def known_job(job_id: str) -> dict[str, Any] | None:
         return None
 
 
+def has_ended(job_id: str) -> bool:
+    """Whether the job store holds this job as ended, with its result: `job watch` then shows that
+    result and `job stop` says there is nothing to stop — answers that no longer change."""
+    row = known_job(job_id)
+    return row is not None and row["status"] in FINAL and bool(row.get("result"))
+
+
 def trace_file(trace_id: str | None) -> str:
     """Where the job's trace can be read: its local file when one exists, else where it went."""
     if not trace_id:

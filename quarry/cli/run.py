@@ -73,7 +73,7 @@ def worker(address: AddressOpt = None) -> None:
 
 @commands.command()
 def down() -> None:
-    """Stop the background server, worker and resident searcher that Quarry started."""
+    """Stop the background server, worker and resident process that Quarry started."""
     home = quarry_home()
     for name in ("worker", "temporal-server", "resident"):
         # Only the very process this home started is signalled: a stale record is said and removed.

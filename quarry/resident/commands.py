@@ -5,10 +5,13 @@ The client (quarry.resident.client) hands these over instead of starting the com
 only, and no import at all: the client pays for every line a command imports.
 
 Why these: each reads a store (or Temporal, for a job still running) and prints one answer. A
-command that writes (`add`, `ingest`, `job stop`), waits or follows a job (`job result --wait`,
-`job watch`), starts a process (`run`, `server`) or names a file relative to the user's folder
-(`job export`) runs in-process as always: the resident process answers one command at a time and
-has no terminal, no working folder of the user's and no business holding a long wait for others.
+command that writes (`add`, `ingest`, `job steer`), waits or follows a job (`job result --wait`,
+`job watch` of a running job), starts a process (`run`, `server`) or names a file relative to the
+user's folder (`job export`) runs in-process as always: the resident process answers one command
+at a time and has no terminal, no working folder of the user's and no business holding a long
+wait for others. `job watch` and `job stop` of a job that has ended are one fixed answer (its
+result; "already finished"), so the server takes them when the job store says the job has ended
+(`ENDED_ONLY`) and hands any other back.
 """
 
 from __future__ import annotations
@@ -38,7 +41,10 @@ SHAPES: dict[tuple[str, ...], Shape] = {
     ("job", "show"): Shape(1, flags="--json --full"),
     ("job", "progress"): Shape(1, "--address", "--json"),
     ("job", "result"): Shape(1, "--address", "--json --full"),
+    ("job", "watch"): Shape(1, "--address"),
+    ("job", "stop"): Shape(1, "--address"),
 }
+ENDED_ONLY = (("job", "watch"), ("job", "stop"))  # answered only for a job that has ended
 SEARCHES = (("search",), ("read",))  # what keeps a collection open (the first positional names it)
 HELP = "--help"
 # A help screen: `quarry --help`, `quarry job --help`, `quarry search --help` (at most two words).
@@ -47,21 +53,25 @@ HELP_WORDS = 2
 
 class Command:
     """A command the resident process answers: its words (`("job", "list")`; `("job", "--help")`
-    for a help screen), and for a search or read the collection it opens."""
+    for a help screen); for a search or read the collection it opens; for a command answered only
+    once its job has ended (`ENDED_ONLY`), that job."""
 
-    __slots__ = ("collection", "words")
+    __slots__ = ("collection", "ended_job", "words")
 
-    def __init__(self, words: tuple[str, ...], collection: str | None = None) -> None:
-        self.words, self.collection = words, collection
+    def __init__(self, words: tuple[str, ...], collection: str | None = None, ended_job: str | None = None) -> None:
+        self.words, self.collection, self.ended_job = words, collection, ended_job
+
+    def _key(self) -> tuple[tuple[str, ...], str | None, str | None]:
+        return self.words, self.collection, self.ended_job
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Command) and (self.words, self.collection) == (other.words, other.collection)
+        return isinstance(other, Command) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.words, self.collection))
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        return f"Command({self.words!r}, {self.collection!r})"
+        return f"Command{self._key()!r}"
 
     @property
     def name(self) -> str:
@@ -112,4 +122,5 @@ def _matches(words: tuple[str, ...], shape: Shape, rest: list[str]) -> Command |
         j += 1
     if len(positional) != shape.positionals:
         return None
-    return Command(words, positional[0] if words in SEARCHES else None)
+    first = positional[0] if positional else None
+    return Command(words, first if words in SEARCHES else None, first if words in ENDED_ONLY else None)

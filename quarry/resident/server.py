@@ -153,9 +153,21 @@ def _answer(app: Any, raw: bytes, own: dict[str, str], code: dict[str, int]) -> 
     if {k: request.terminal.env.get(k) for k in IMPORT_TIME_VARS} != {k: os.environ.get(k) for k in IMPORT_TIME_VARS}:
         return Fallback(fallback="its terminal settings read at import differ from this searcher's")
     try:
+        if not _answerable_now(request):
+            return Fallback(fallback="its job has not ended: it is followed in-process")
         return _run(app, request)
     except Exception as exc:
         return Fallback(fallback=f"the command failed here ({type(exc).__name__})")
+
+
+def _answerable_now(request: ResidentRequest) -> bool:
+    """False for a command answered only once its job has ended (quarry.resident.commands.ENDED_ONLY)
+    whose job has not: following a running job, or stopping it, is the in-process command's."""
+    from quarry.app.records import has_ended
+    from quarry.resident.commands import command_of
+
+    found = command_of(request.args)
+    return found is None or found.ended_job is None or has_ended(found.ended_job)
 
 
 def _read_request(conn: socket.socket, limits: ResidentLimits) -> bytes | None:

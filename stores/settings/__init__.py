@@ -97,7 +97,9 @@ SELF_TUNE = Var(
     "QUARRY_SELF_TUNE", "0", "`1`: every ingest and add tunes the collection on its own documents (`--self-tune`)."
 )
 RESIDENT = Var(
-    "QUARRY_RESIDENT", "1", "`0`, `false`, `no` or `off`: `quarry search`/`read` never use the resident searcher."
+    "QUARRY_RESIDENT",
+    "1",
+    "`0`, `false`, `no` or `off`: no command is handed to the resident process (every one runs in-process).",
 )
 MODELS = Var(
     "QUARRY_MODELS",
