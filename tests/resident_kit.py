@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -24,11 +25,11 @@ def quarry(home: Path, *args: str | bytes, resident: bool, **env: str) -> subpro
 
 
 def served(home: Path) -> int:
-    """Commands the resident process of `home` has run (its log has one `served` line per request,
-    with the command's exit `code` when it ran it and a `fallback` when it handed it back)."""
+    """Commands the resident process of `home` has run: its log has one `served` object per request,
+    with the command's exit `code` when it ran it and a `fallback` when it handed it back (counted
+    wherever it stands: the JVM may have written to the same log without a line break)."""
     log = home / "logs" / "resident.log"
-    lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
-    return sum(1 for line in lines if line.startswith('{"served"') and '"code"' in line)
+    return len(re.findall(r'\{"served": [0-9.e-]+, "code"', log.read_text(errors="replace"))) if log.is_file() else 0
 
 
 def fallbacks(home: Path) -> int:

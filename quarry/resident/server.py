@@ -143,8 +143,10 @@ def _answer(app: Any, raw: bytes, own: dict[str, str], code: dict[str, int]) -> 
         return Fallback(fallback=CODE_CHANGED)
 
     try:
-        request = ResidentRequest.model_validate_json(raw)
-    except ValidationError:
+        # json, not pydantic's own parser: a query that is not UTF-8 reaches here as lone surrogates
+        # (the client's arguments, escaped by json.dumps), which pydantic's parser rejects.
+        request = ResidentRequest.model_validate(json.loads(raw))
+    except (ValueError, ValidationError):
         return Fallback(fallback="not a request this searcher takes")
     if not request.consistent():
         return Fallback(fallback="not a request this searcher takes")
