@@ -20,9 +20,9 @@ executable a user types (the console script beside this Python; `python -m quarr
 none):
 
   --help · collections · job list (fresh home, and the home with the finished job) · job show /
-  result / progress of the finished job · search and read on the collection: each answered by the
-  resident process, and in-process (QUARRY_RESIDENT=0: the first command in a home, before the
-  resident process is up) · job watch / stop of the finished job (always in-process)
+  result / progress / watch / stop of the finished job · search and read on the collection: each
+  answered by the resident process, and in-process (QUARRY_RESIDENT=0: the first command in a
+  home, before the resident process is up)
 
 and the references:
 
@@ -189,17 +189,18 @@ def main() -> None:
             "job show": ([*q, "job", "show", job], env),
             "job result": ([*q, "job", "result", job], env),
             "job progress (finished)": ([*q, "job", "progress", job], env),
+            "job watch (finished)": ([*q, "job", "watch", job], env),
+            "job stop (finished)": ([*q, "job", "stop", job], env),
             "search": ([*q, *search], env),
             "read": ([*q, *read], env),
         }
         commands: dict[str, tuple[list[str], dict[str, str]]] = {"python -c pass": ([py, "-c", "pass"], env)}
         for label, (argv, cmd_env) in answered.items():
             commands[f"{label} (in-process)"] = (argv, cmd_env | off)
-        commands |= {
-            "job watch (finished, in-process)": ([*q, "job", "watch", job], env),
-            "job stop (finished, in-process)": ([*q, "job", "stop", job], env),
-            "pyserini LuceneSearcher (fresh process)": ([py, "-c", PYSERINI, got["lucene"], query, str(DEPTH)], env),
-        }
+        commands["pyserini LuceneSearcher (fresh process)"] = (
+            [py, "-c", PYSERINI, got["lucene"], query, str(DEPTH)],
+            env,
+        )
         resident = resident_up(env, home, search) and resident_up(fresh_env, fresh, ["job", "list"])
         if resident:
             commands |= {f"{label} (resident)": command for label, command in answered.items()}
@@ -208,6 +209,8 @@ def main() -> None:
     finally:
         for stopped in (env, fresh_env):
             subprocess.run([*q, "down"], env=stopped, cwd=REPO, capture_output=True)
+        for scratch in (home, fresh):  # a synthetic collection is gigabytes
+            shutil.rmtree(scratch, ignore_errors=True)
     report(result)
 
 

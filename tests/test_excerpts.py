@@ -8,8 +8,10 @@ the comment on each case gives the numbers.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from nodes.tools.excerpts import EXCERPT_CHARS, excerpt, query_terms
+from nodes.tools.excerpts import CUT, EXCERPT_CHARS, _first_match, _first_match_by_word, _stems, excerpt, query_terms
 
 A, Z = "alpha", "omega"
 
@@ -98,3 +100,26 @@ def test_query_terms(query: str, expected: list[str]) -> None:
 
 def test_query_terms_of_none_is_empty() -> None:
     assert query_terms(None) == []  # type: ignore[arg-type]
+
+
+_LETTERS = "abcde\u00e9\u0131\u00df\u03a3\u03c3\u03c2_1 -'.,\u0130\u212a"  # word and non-word characters; some lowercase to other lengths
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.text(alphabet=_LETTERS, max_size=80),
+    terms=st.lists(
+        st.text(alphabet="abcde\u00e9\u0131\u00df\u03c3\u03c2_1", min_size=1, max_size=6), min_size=1, max_size=4
+    ),
+)
+def test_the_first_match_is_the_first_word_a_stem_begins(text: str, terms: list[str]) -> None:
+    """The search for each stem in the lowercased text finds the word the word-by-word walk finds."""
+    stems, lengths = _stems(tuple(dict.fromkeys(t.lower() for t in terms)))
+    fast, walked = _first_match(text, stems, lengths), _first_match_by_word(text, stems, lengths)
+    assert (fast.span() if fast else None) == (walked.span() if walked else None)
+
+
+def test_a_long_document_is_excerpted_where_the_query_first_matches() -> None:
+    words = ["lorem", "ipsum", "dolor"] * 2000 + ["Volcanic", "ash"] + ["sit", "amet"] * 100
+    shown = excerpt(" ".join(words), "volcano eruption")
+    assert "Volcanic ash" in shown and shown.startswith(CUT)
