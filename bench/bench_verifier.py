@@ -5,8 +5,9 @@
 For each of the first N judged queries the heuristic round graph runs in-process (as
 tuning.train_ranker does); then, on the same finished pool, the final order is computed both
 ways, best of 3: the heuristic rule (`ranked_candidates`) and the verifier path
-(`nodes.rounds.answer.ranker_inputs` — the job's stored rankings, citation links, lengths and three
-alternative BM25 scorings of the verified head — plus `final_order`). Reported: milliseconds
+(`nodes.rounds.answer.verified_order`: `ranker_inputs` — the job's stored rankings, citation
+links, lengths and, for a verifier that uses them, three alternative BM25 scorings of the
+verified head — plus `final_order`). Reported: milliseconds
 per job for each, and the verifier's extra time as a share of the whole in-process job.
 bench/out/bench_verifier.json.
 """
@@ -40,8 +41,7 @@ def main() -> None:
     from nodes.job.pool import load_pool
     from nodes.job.runtime import NodeRuntime, configure_runtime
     from nodes.job.state import JobState, ranked_candidates
-    from nodes.ranking.ranker import final_order
-    from nodes.rounds.answer import ranker_inputs
+    from nodes.rounds.answer import verified_order
     from stores.collection import Collection
     from tuning.judged import judged_queries
 
@@ -77,15 +77,7 @@ def main() -> None:
         pool = load_pool(rt.jobs, state)
 
         def with_verifier() -> None:
-            inputs = ranker_inputs(rt, state, pool)
-            final_order(
-                pool,
-                inputs.channel_of,
-                verifier,
-                neighbours=inputs.neighbours,
-                lengths=inputs.lengths,
-                context=inputs.context,
-            )
+            verified_order(rt, state, pool, verifier)
 
         with_verifier()  # warm the alternative BM25 scorers once
         rules.append(_best_of(lambda: ranked_candidates(pool)))

@@ -149,8 +149,14 @@ def _final_order(rt: Any, state: JobState, cfg: Any, candidates: dict[str, Any])
     verifier, verifier_name = rt.verifier_for(state) if cfg.verifier and spec_of(state).verifier else (None, None)
     if verifier is None:
         return ranked_candidates(candidates), HEURISTIC_ORDER
+    return verified_order(rt, state, candidates, verifier), verifier_name
+
+
+def verified_order(rt: Any, state: JobState, candidates: dict[str, Any], verifier: Any) -> list[Any]:
+    """The pool in the learned verifier's order: its inputs read from the job, then its ranking
+    (what bench/bench_verifier.py times against the rule)."""
     inputs = ranker_inputs(rt, state, candidates, alt_bm25=uses_alt_bm25(verifier))
-    pool = final_order(
+    return final_order(
         candidates,
         inputs.channel_of,
         verifier,
@@ -158,7 +164,6 @@ def _final_order(rt: Any, state: JobState, cfg: Any, candidates: dict[str, Any])
         lengths=inputs.lengths,
         context=inputs.context,
     )
-    return pool, verifier_name
 
 
 def _deep_run(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from quarry.resident.commands import command_of
+from quarry.resident.commands import Command, command_of
 
 
 class Terminal(BaseModel):
@@ -39,11 +39,13 @@ class ResidentRequest(BaseModel):
     settings: dict[str, str] = Field(default_factory=dict)
     terminal: Terminal = Field(default_factory=Terminal)
 
-    def consistent(self) -> bool:
-        """Whether `args` is a command the resident process answers, and the one the request names
-        (the server reads them with the client's own table)."""
+    def command_read(self) -> Command | None:
+        """The command `args` is, read with the client's own table (quarry.resident.commands),
+        when it is one the resident process answers and the one the request names; else None."""
         found = command_of(self.args)
-        return found is not None and (found.name, found.collection) == (self.command, self.collection)
+        if found is None or (found.name, found.collection) != (self.command, self.collection):
+            return None
+        return found
 
 
 class ResidentReply(BaseModel):

@@ -38,6 +38,7 @@ from typing import Any
 
 from nodes.job.config import RESIDENT_LIMITS, ResidentLimits
 from quarry.resident.client import IMPORT_TIME_VARS, LIMITS_NAME, RECORD_NAME, TERMINAL_VARS, settings, socket_path
+from quarry.resident.commands import Command
 from quarry.resident.protocol import Fallback, ResidentReply, ResidentRequest, Terminal
 from quarry.resident.terminal import captured
 from stores.atomic import write_atomic
@@ -148,28 +149,27 @@ def _answer(app: Any, raw: bytes, own: dict[str, str], code: dict[str, int]) -> 
         request = ResidentRequest.model_validate(json.loads(raw))
     except (ValueError, ValidationError):
         return Fallback(fallback="not a request this searcher takes")
-    if not request.consistent():
+    found = request.command_read()
+    if found is None:
         return Fallback(fallback="not a request this searcher takes")
     if request.settings != own:
         return Fallback(fallback="its QUARRY_* settings differ from this searcher's")
     if {k: request.terminal.env.get(k) for k in IMPORT_TIME_VARS} != {k: os.environ.get(k) for k in IMPORT_TIME_VARS}:
         return Fallback(fallback="its terminal settings read at import differ from this searcher's")
     try:
-        if not _answerable_now(request):
+        if not _answerable_now(found):
             return Fallback(fallback="its job has not ended: it is followed in-process")
         return _run(app, request)
     except Exception as exc:
         return Fallback(fallback=f"the command failed here ({type(exc).__name__})")
 
 
-def _answerable_now(request: ResidentRequest) -> bool:
+def _answerable_now(found: Command) -> bool:
     """False for a command answered only once its job has ended (quarry.resident.commands.ENDED_ONLY)
     whose job has not: following a running job, or stopping it, is the in-process command's."""
     from quarry.app.records import has_ended
-    from quarry.resident.commands import command_of
 
-    found = command_of(request.args)
-    return found is None or found.ended_job is None or has_ended(found.ended_job)
+    return found.ended_job is None or has_ended(found.ended_job)
 
 
 def _read_request(conn: socket.socket, limits: ResidentLimits) -> bytes | None:
